@@ -1,0 +1,1 @@
+//! The investigation pipeline: stages, parallel specialists, tools, executor and verification.

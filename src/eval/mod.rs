@@ -1,0 +1,1 @@
+//! Scores finished sessions against a case's expect.toml.

@@ -1,0 +1,267 @@
+//! Events (everything that happens, the session log's lines) and Commands (what the operator asks).
+
+use super::alert::Alert;
+use super::types::{
+    Action, ActionId, CallId, Category, ChatRole, Evidence, Finding, Hypothesis, Risk, RuledOut,
+    Stage, Verification,
+};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Where a session's world came from.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RunMode {
+    #[default]
+    Live,
+    Demo,
+    Case,
+}
+
+/// How a session ended.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Diagnosed, and any approved fix verified.
+    Resolved,
+    /// Diagnosed; no action run (diagnosis only, denied or read-only).
+    Diagnosed,
+    /// An action ran but verification failed.
+    Unresolved,
+    Cancelled,
+    Failed,
+    #[default]
+    Unknown,
+}
+
+impl Outcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Resolved => "resolved",
+            Outcome::Diagnosed => "diagnosed",
+            Outcome::Unresolved => "unresolved",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Failed => "failed",
+            Outcome::Unknown => "unknown",
+        }
+    }
+}
+
+/// One thing that happened. The session file holds one per line (wrapped in a [`Record`]).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    SessionStarted {
+        id: String,
+        title: String,
+        started: DateTime<Utc>,
+        mode: RunMode,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        alert: Option<Alert>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        problem: Option<String>,
+        /// Case or demo scenario name, when not live.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        case: Option<String>,
+        #[serde(default)]
+        read_only: bool,
+        /// OS user running the session.
+        #[serde(default)]
+        operator: String,
+    },
+    SessionEnded {
+        outcome: Outcome,
+    },
+    StageStarted {
+        stage: Stage,
+    },
+    StageFinished {
+        stage: Stage,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        summary: String,
+    },
+    /// Triage's classification: which runbook and specialists were picked, and why.
+    Triaged {
+        summary: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runbook: Option<String>,
+        #[serde(default)]
+        specialists: Vec<String>,
+    },
+    ToolCalled {
+        call_id: CallId,
+        /// `<integration>.<verb>`.
+        tool: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        specialist: Option<String>,
+        #[serde(default)]
+        params: BTreeMap<String, serde_json::Value>,
+    },
+    ToolSucceeded {
+        call_id: CallId,
+        duration_ms: u64,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        summary: String,
+    },
+    ToolFailed {
+        call_id: CallId,
+        duration_ms: u64,
+        error: String,
+    },
+    EvidenceAdded {
+        evidence: Evidence,
+    },
+    /// Extra lines appended to an existing text evidence item (streaming logs).
+    EvidenceAppended {
+        evidence_id: String,
+        text: String,
+    },
+    Finding {
+        finding: Finding,
+    },
+    HypothesesRanked {
+        hypotheses: Vec<Hypothesis>,
+        #[serde(default)]
+        ruled_out: Vec<RuledOut>,
+    },
+    Diagnosis {
+        category: Category,
+        root_cause: String,
+        confidence: f32,
+    },
+    ActionProposed {
+        action: Action,
+    },
+    ApprovalRequested {
+        action_id: ActionId,
+        risk: Risk,
+        /// Medium risk: seconds until the action runs unless vetoed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        veto_secs: Option<f64>,
+        /// Distinct operators that must approve (2 for critical).
+        approvals_needed: u8,
+    },
+    ApprovalGiven {
+        action_id: ActionId,
+        by: String,
+        at: DateTime<Utc>,
+        /// Parameters as edited by the approver, when changed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        params: Option<BTreeMap<String, serde_json::Value>>,
+    },
+    ApprovalDenied {
+        action_id: ActionId,
+        by: String,
+        at: DateTime<Utc>,
+        reason: String,
+    },
+    /// The request lapsed with no decision; the action does not run.
+    ApprovalExpired {
+        action_id: ActionId,
+        at: DateTime<Utc>,
+    },
+    ActionExecuted {
+        action_id: ActionId,
+        duration_ms: u64,
+        result: String,
+    },
+    ActionFailed {
+        action_id: ActionId,
+        error: String,
+    },
+    /// Policy refused to run it (read-only, replay, denied).
+    ActionSkipped {
+        action_id: ActionId,
+        reason: String,
+    },
+    Verified {
+        verification: Verification,
+    },
+    ChatMessage {
+        from: ChatRole,
+        text: String,
+    },
+    Report {
+        markdown: String,
+    },
+    /// A non-fatal problem worth showing on the timeline.
+    Warning {
+        message: String,
+    },
+}
+
+impl Event {
+    /// The snake_case tag, as written in the session file.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Event::SessionStarted { .. } => "session_started",
+            Event::SessionEnded { .. } => "session_ended",
+            Event::StageStarted { .. } => "stage_started",
+            Event::StageFinished { .. } => "stage_finished",
+            Event::Triaged { .. } => "triaged",
+            Event::ToolCalled { .. } => "tool_called",
+            Event::ToolSucceeded { .. } => "tool_succeeded",
+            Event::ToolFailed { .. } => "tool_failed",
+            Event::EvidenceAdded { .. } => "evidence_added",
+            Event::EvidenceAppended { .. } => "evidence_appended",
+            Event::Finding { .. } => "finding",
+            Event::HypothesesRanked { .. } => "hypotheses_ranked",
+            Event::Diagnosis { .. } => "diagnosis",
+            Event::ActionProposed { .. } => "action_proposed",
+            Event::ApprovalRequested { .. } => "approval_requested",
+            Event::ApprovalGiven { .. } => "approval_given",
+            Event::ApprovalDenied { .. } => "approval_denied",
+            Event::ApprovalExpired { .. } => "approval_expired",
+            Event::ActionExecuted { .. } => "action_executed",
+            Event::ActionFailed { .. } => "action_failed",
+            Event::ActionSkipped { .. } => "action_skipped",
+            Event::Verified { .. } => "verified",
+            Event::ChatMessage { .. } => "chat_message",
+            Event::Report { .. } => "report",
+            Event::Warning { .. } => "warning",
+        }
+    }
+}
+
+/// One session-file line after the header: seconds since the start, and the event.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Record {
+    pub t: f64,
+    pub event: Event,
+}
+
+/// The session file's first line.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SessionHeader {
+    pub sitrep_session: u32,
+    pub id: String,
+    pub started: DateTime<Utc>,
+    pub title: String,
+}
+
+/// What the operator (UI, stdin in headless mode, or `sitrep approve`) asks the agent to do.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Command {
+    Approve {
+        action_id: ActionId,
+        /// Who approves; filled in from the OS user of the approving process when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+        /// Edited parameters, when the approver changed them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        params: Option<BTreeMap<String, serde_json::Value>>,
+    },
+    Deny {
+        action_id: ActionId,
+        #[serde(default)]
+        reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
+    Chat {
+        text: String,
+    },
+    Cancel,
+}

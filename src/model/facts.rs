@@ -1,0 +1,179 @@
+//! Typed observations that integrations parse out of raw API responses and analyzers reason over.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One container's state inside a pod.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct ContainerFacts {
+    pub name: String,
+    pub image: String,
+    pub ready: bool,
+    pub restart_count: u32,
+    /// `running`, `waiting`, `terminated` or `unknown`.
+    pub state: String,
+    /// Reason of the current state (`CrashLoopBackOff`, `ImagePullBackOff`, `OOMKilled`, ...).
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub exit_code: Option<i32>,
+    /// The previous termination (`lastState.terminated`).
+    pub last_reason: Option<String>,
+    pub last_exit_code: Option<i32>,
+    pub last_finished_at: Option<DateTime<Utc>>,
+    pub memory_limit: Option<String>,
+    pub memory_request: Option<String>,
+    pub cpu_limit: Option<String>,
+    pub cpu_request: Option<String>,
+    pub has_liveness_probe: bool,
+    pub has_readiness_probe: bool,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct PodFacts {
+    pub name: String,
+    pub namespace: String,
+    /// `Pending`, `Running`, `Succeeded`, `Failed`, `Unknown`.
+    pub phase: String,
+    pub node: Option<String>,
+    pub created_at: Option<DateTime<Utc>>,
+    /// Set when the pod is being deleted.
+    pub deleting: bool,
+    pub labels: BTreeMap<String, String>,
+    /// Owner as `Kind/name`, e.g. `ReplicaSet/payments-api-7f9dd8b6c4`.
+    pub owner: Option<String>,
+    /// Pod conditions, type -> status ("True"/"False"/"Unknown"), with reason/message when false.
+    pub conditions: BTreeMap<String, String>,
+    pub condition_messages: BTreeMap<String, String>,
+    pub containers: Vec<ContainerFacts>,
+}
+
+impl PodFacts {
+    pub fn ready(&self) -> bool {
+        self.conditions.get("Ready").map(|s| s == "True").unwrap_or(false)
+    }
+    pub fn restarts(&self) -> u32 {
+        self.containers.iter().map(|c| c.restart_count).sum()
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct K8sEventFacts {
+    /// `Normal` or `Warning`.
+    pub event_type: String,
+    pub reason: String,
+    pub message: String,
+    /// `Kind/name` of the involved object.
+    pub object: String,
+    pub namespace: String,
+    pub count: u32,
+    pub first_seen: Option<DateTime<Utc>>,
+    pub last_seen: Option<DateTime<Utc>>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct DeploymentFacts {
+    pub name: String,
+    pub namespace: String,
+    pub replicas: u32,
+    pub ready_replicas: u32,
+    pub updated_replicas: u32,
+    pub available_replicas: u32,
+    pub unavailable_replicas: u32,
+    pub generation: i64,
+    pub observed_generation: i64,
+    /// `deployment.kubernetes.io/revision`.
+    pub revision: Option<String>,
+    pub images: Vec<String>,
+    /// Condition type -> (status, reason, message).
+    pub conditions: BTreeMap<String, (String, String, String)>,
+    pub labels: BTreeMap<String, String>,
+    pub created_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct NodeFacts {
+    pub name: String,
+    /// Condition type -> status, e.g. `Ready` -> `False`, `MemoryPressure` -> `True`.
+    pub conditions: BTreeMap<String, String>,
+    pub condition_messages: BTreeMap<String, String>,
+    pub unschedulable: bool,
+    pub taints: Vec<String>,
+    pub allocatable_cpu: Option<String>,
+    pub allocatable_memory: Option<String>,
+    pub labels: BTreeMap<String, String>,
+}
+
+impl NodeFacts {
+    pub fn ready(&self) -> bool {
+        self.conditions.get("Ready").map(|s| s == "True").unwrap_or(false)
+    }
+}
+
+/// One log line from Kubernetes pod logs or Loki.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct LogLine {
+    pub at: Option<DateTime<Utc>>,
+    /// Stream labels or the pod/container it came from.
+    pub labels: BTreeMap<String, String>,
+    pub line: String,
+}
+
+/// A metric time series: labels and (unix seconds, value) points.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Series {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    pub points: Vec<(f64, f64)>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    #[default]
+    Deployment,
+    Commit,
+    PullRequest,
+    Rollout,
+}
+
+/// Something that changed: a deploy, a commit, a merged PR, a rollout.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Change {
+    pub kind: ChangeKind,
+    pub at: Option<DateTime<Utc>>,
+    /// Short id: sha, PR number, revision.
+    pub id: String,
+    pub title: String,
+    pub author: Option<String>,
+    /// Repository or object it applies to.
+    pub target: String,
+    pub url: Option<String>,
+}
+
+/// An alert as Prometheus or Alertmanager reports it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct AlertInfo {
+    pub name: String,
+    pub state: String,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub active_at: Option<DateTime<Utc>>,
+    pub value: Option<String>,
+}
+
+/// An alerting or recording rule from Prometheus `/api/v1/rules`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct RuleInfo {
+    pub name: String,
+    pub group: String,
+    pub query: String,
+    /// `alerting` or `recording`.
+    pub rule_type: String,
+    pub state: Option<String>,
+    pub duration_secs: Option<f64>,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub health: Option<String>,
+}

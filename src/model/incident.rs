@@ -1,0 +1,531 @@
+//! The incident: a pure fold of events. Live mode and replay both build it with `Incident::apply`.
+
+use super::alert::Alert;
+use super::event::{Event, Outcome, RunMode};
+use super::types::{
+    Action, ActionId, CallId, Category, ChatRole, Evidence, EvidenceBody, Finding, Hypothesis,
+    Risk, RuledOut, Stage, Verification,
+};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StageStatus {
+    #[default]
+    Pending,
+    Running,
+    Done,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct StageState {
+    pub status: StageStatus,
+    pub started_at: Option<f64>,
+    pub finished_at: Option<f64>,
+    pub summary: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ToolCallState {
+    pub call_id: CallId,
+    pub tool: String,
+    pub specialist: Option<String>,
+    pub params: BTreeMap<String, serde_json::Value>,
+    pub started_at: f64,
+    pub duration_ms: Option<u64>,
+    /// None while running; Some(Ok(summary)) or Some(Err(error)) when done.
+    pub outcome: Option<Result<String, String>>,
+    pub evidence: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionStatus {
+    #[default]
+    Proposed,
+    AwaitingApproval,
+    Approved,
+    Denied,
+    Expired,
+    Executed,
+    Failed,
+    Skipped,
+}
+
+impl ActionStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            ActionStatus::Proposed => "proposed",
+            ActionStatus::AwaitingApproval => "awaiting approval",
+            ActionStatus::Approved => "approved",
+            ActionStatus::Denied => "denied",
+            ActionStatus::Expired => "expired",
+            ActionStatus::Executed => "executed",
+            ActionStatus::Failed => "failed",
+            ActionStatus::Skipped => "skipped",
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Approval {
+    pub by: String,
+    pub at: DateTime<Utc>,
+    pub approved: bool,
+    pub reason: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ActionState {
+    pub action: Action,
+    pub status: ActionStatus,
+    pub proposed_at: f64,
+    /// Set while an approval is pending.
+    pub requested_at: Option<f64>,
+    pub veto_secs: Option<f64>,
+    pub approvals_needed: u8,
+    pub decisions: Vec<Approval>,
+    pub result: Option<Result<String, String>>,
+    pub duration_ms: Option<u64>,
+    pub verification: Option<Verification>,
+}
+
+impl ActionState {
+    pub fn approvals(&self) -> usize {
+        self.decisions.iter().filter(|d| d.approved).count()
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ChatEntry {
+    pub t: f64,
+    pub from: ChatRole,
+    pub text: String,
+}
+
+/// What a timeline row refers to, so the evidence panel can show the right thing.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TimelineKind {
+    Session,
+    Stage { stage: Stage },
+    Tool { call_id: CallId },
+    Evidence { evidence_id: String },
+    Finding { index: usize },
+    Hypotheses,
+    Diagnosis,
+    Action { action_id: ActionId },
+    Decision { action_id: ActionId },
+    Verification { action_id: Option<ActionId> },
+    Chat,
+    Report,
+    Warning,
+}
+
+/// One row on the incident timeline.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct TimelineItem {
+    pub t: f64,
+    pub stage: Option<Stage>,
+    pub kind: TimelineKind,
+    pub text: String,
+}
+
+/// The incident as the operator sees it, folded from events.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Incident {
+    pub id: String,
+    pub title: String,
+    pub started: Option<DateTime<Utc>>,
+    pub mode: RunMode,
+    pub case: Option<String>,
+    pub read_only: bool,
+    pub operator: String,
+    pub alert: Option<Alert>,
+    pub problem: Option<String>,
+    /// Seconds since start of the last event folded.
+    pub now: f64,
+    pub events: usize,
+    pub stages: [StageState; 8],
+    pub current_stage: Option<Stage>,
+    pub triage: Option<String>,
+    pub runbook: Option<String>,
+    pub specialists: Vec<String>,
+    pub tools: Vec<ToolCallState>,
+    pub evidence: Vec<Evidence>,
+    pub findings: Vec<Finding>,
+    pub hypotheses: Vec<Hypothesis>,
+    pub ruled_out: Vec<RuledOut>,
+    pub diagnosis: Option<(Category, String, f32)>,
+    pub actions: Vec<ActionState>,
+    pub verifications: Vec<Verification>,
+    pub chat: Vec<ChatEntry>,
+    pub report: Option<String>,
+    pub warnings: Vec<String>,
+    pub outcome: Option<Outcome>,
+    pub timeline: Vec<TimelineItem>,
+}
+
+impl Incident {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Fold one event that happened `t` seconds after the session started.
+    pub fn apply(&mut self, t: f64, event: &Event) {
+        self.now = self.now.max(t);
+        self.events += 1;
+        let stage = self.current_stage;
+        let push = |this: &mut Self, kind: TimelineKind, text: String| {
+            this.timeline.push(TimelineItem { t, stage, kind, text });
+        };
+        match event {
+            Event::SessionStarted {
+                id,
+                title,
+                started,
+                mode,
+                alert,
+                problem,
+                case,
+                read_only,
+                operator,
+            } => {
+                self.id = id.clone();
+                self.title = title.clone();
+                self.started = Some(*started);
+                self.mode = *mode;
+                self.alert = alert.clone();
+                self.problem = problem.clone();
+                self.case = case.clone();
+                self.read_only = *read_only;
+                self.operator = operator.clone();
+                push(self, TimelineKind::Session, format!("session started: {title}"));
+            }
+            Event::SessionEnded { outcome } => {
+                self.outcome = Some(*outcome);
+                self.current_stage = None;
+                push(self, TimelineKind::Session, format!("session ended: {}", outcome.name()));
+            }
+            Event::StageStarted { stage } => {
+                let st = &mut self.stages[stage.index()];
+                st.status = StageStatus::Running;
+                st.started_at = Some(t);
+                self.current_stage = Some(*stage);
+                self.timeline.push(TimelineItem {
+                    t,
+                    stage: Some(*stage),
+                    kind: TimelineKind::Stage { stage: *stage },
+                    text: format!("▶ {stage}"),
+                });
+            }
+            Event::StageFinished { stage, summary } => {
+                let st = &mut self.stages[stage.index()];
+                st.status = StageStatus::Done;
+                st.finished_at = Some(t);
+                st.summary = summary.clone();
+                if !summary.is_empty() {
+                    self.timeline.push(TimelineItem {
+                        t,
+                        stage: Some(*stage),
+                        kind: TimelineKind::Stage { stage: *stage },
+                        text: format!("✓ {stage}: {summary}"),
+                    });
+                }
+            }
+            Event::Triaged { summary, runbook, specialists } => {
+                self.triage = Some(summary.clone());
+                self.runbook = runbook.clone();
+                self.specialists = specialists.clone();
+                push(self, TimelineKind::Stage { stage: Stage::Triage }, summary.clone());
+            }
+            Event::ToolCalled { call_id, tool, specialist, params } => {
+                self.tools.push(ToolCallState {
+                    call_id: call_id.clone(),
+                    tool: tool.clone(),
+                    specialist: specialist.clone(),
+                    params: params.clone(),
+                    started_at: t,
+                    duration_ms: None,
+                    outcome: None,
+                    evidence: Vec::new(),
+                });
+                push(self, TimelineKind::Tool { call_id: call_id.clone() }, format!("→ {tool}"));
+            }
+            Event::ToolSucceeded { call_id, duration_ms, summary } => {
+                if let Some(call) = self.tool_mut(call_id) {
+                    call.duration_ms = Some(*duration_ms);
+                    call.outcome = Some(Ok(summary.clone()));
+                }
+            }
+            Event::ToolFailed { call_id, duration_ms, error } => {
+                let tool = match self.tool_mut(call_id) {
+                    Some(call) => {
+                        call.duration_ms = Some(*duration_ms);
+                        call.outcome = Some(Err(error.clone()));
+                        call.tool.clone()
+                    }
+                    None => call_id.clone(),
+                };
+                push(self, TimelineKind::Tool { call_id: call_id.clone() }, format!("✗ {tool}: {error}"));
+            }
+            Event::EvidenceAdded { evidence } => {
+                if let Some(call_id) = &evidence.call_id
+                    && let Some(call) = self.tool_mut(call_id)
+                {
+                    call.evidence.push(evidence.id.clone());
+                }
+                let text = format!("◆ {} [{}]", evidence.title, evidence.kind);
+                self.evidence.push(evidence.clone());
+                push(self, TimelineKind::Evidence { evidence_id: evidence.id.clone() }, text);
+            }
+            Event::EvidenceAppended { evidence_id, text } => {
+                if let Some(ev) = self.evidence.iter_mut().find(|e| &e.id == evidence_id)
+                    && let EvidenceBody::Text { text: body, .. } = &mut ev.body
+                {
+                    if !body.is_empty() && !body.ends_with('\n') {
+                        body.push('\n');
+                    }
+                    body.push_str(text);
+                }
+            }
+            Event::Finding { finding } => {
+                let index = self.findings.len();
+                self.findings.push(finding.clone());
+                push(
+                    self,
+                    TimelineKind::Finding { index },
+                    format!("● {} ({:.0}%)", finding.summary, finding.confidence * 100.0),
+                );
+            }
+            Event::HypothesesRanked { hypotheses, ruled_out } => {
+                self.hypotheses = hypotheses.clone();
+                self.ruled_out = ruled_out.clone();
+                let top = hypotheses
+                    .first()
+                    .map(|h| format!("{} ({:.0}%)", h.statement, h.confidence * 100.0))
+                    .unwrap_or_else(|| "no hypothesis".into());
+                push(
+                    self,
+                    TimelineKind::Hypotheses,
+                    format!("{} hypotheses, {} ruled out; top: {top}", hypotheses.len(), ruled_out.len()),
+                );
+            }
+            Event::Diagnosis { category, root_cause, confidence } => {
+                self.diagnosis = Some((*category, root_cause.clone(), *confidence));
+                push(self, TimelineKind::Diagnosis, format!("diagnosis [{category}]: {root_cause}"));
+            }
+            Event::ActionProposed { action } => {
+                self.actions.push(ActionState {
+                    action: action.clone(),
+                    status: ActionStatus::Proposed,
+                    proposed_at: t,
+                    requested_at: None,
+                    veto_secs: None,
+                    approvals_needed: 0,
+                    decisions: Vec::new(),
+                    result: None,
+                    duration_ms: None,
+                    verification: None,
+                });
+                push(
+                    self,
+                    TimelineKind::Action { action_id: action.id.clone() },
+                    format!("⚑ {} {} [{} risk]", action.kind, action.target, action.risk),
+                );
+            }
+            Event::ApprovalRequested { action_id, risk, veto_secs, approvals_needed } => {
+                if let Some(a) = self.action_mut(action_id) {
+                    a.status = ActionStatus::AwaitingApproval;
+                    a.requested_at = Some(t);
+                    a.veto_secs = *veto_secs;
+                    a.approvals_needed = *approvals_needed;
+                }
+                let how = match (risk, veto_secs) {
+                    (Risk::Medium, Some(s)) => format!("runs in {s:.0}s unless vetoed"),
+                    (Risk::Critical, _) => format!("needs {approvals_needed} distinct operators"),
+                    _ => "needs explicit approval".into(),
+                };
+                push(self, TimelineKind::Decision { action_id: action_id.clone() }, format!("? approval requested for {action_id} ({risk}): {how}"));
+            }
+            Event::ApprovalGiven { action_id, by, at, .. } => {
+                if let Some(a) = self.action_mut(action_id) {
+                    a.decisions.push(Approval { by: by.clone(), at: *at, approved: true, reason: String::new() });
+                    if a.approvals() >= usize::from(a.approvals_needed.max(1)) {
+                        a.status = ActionStatus::Approved;
+                        a.requested_at = None;
+                    }
+                }
+                push(self, TimelineKind::Decision { action_id: action_id.clone() }, format!("✔ {action_id} approved by {by}"));
+            }
+            Event::ApprovalDenied { action_id, by, at, reason } => {
+                if let Some(a) = self.action_mut(action_id) {
+                    a.decisions.push(Approval { by: by.clone(), at: *at, approved: false, reason: reason.clone() });
+                    a.status = ActionStatus::Denied;
+                    a.requested_at = None;
+                }
+                push(self, TimelineKind::Decision { action_id: action_id.clone() }, format!("✘ {action_id} denied by {by}: {reason}"));
+            }
+            Event::ApprovalExpired { action_id, .. } => {
+                if let Some(a) = self.action_mut(action_id) {
+                    a.status = ActionStatus::Expired;
+                    a.requested_at = None;
+                }
+                push(self, TimelineKind::Decision { action_id: action_id.clone() }, format!("⌛ approval for {action_id} expired"));
+            }
+            Event::ActionExecuted { action_id, duration_ms, result } => {
+                if let Some(a) = self.action_mut(action_id) {
+                    a.status = ActionStatus::Executed;
+                    a.result = Some(Ok(result.clone()));
+                    a.duration_ms = Some(*duration_ms);
+                }
+                push(self, TimelineKind::Action { action_id: action_id.clone() }, format!("⚙ {action_id} executed: {result}"));
+            }
+            Event::ActionFailed { action_id, error } => {
+                if let Some(a) = self.action_mut(action_id) {
+                    a.status = ActionStatus::Failed;
+                    a.result = Some(Err(error.clone()));
+                }
+                push(self, TimelineKind::Action { action_id: action_id.clone() }, format!("✗ {action_id} failed: {error}"));
+            }
+            Event::ActionSkipped { action_id, reason } => {
+                if let Some(a) = self.action_mut(action_id) {
+                    a.status = ActionStatus::Skipped;
+                    a.result = Some(Err(reason.clone()));
+                    a.requested_at = None;
+                }
+                push(self, TimelineKind::Action { action_id: action_id.clone() }, format!("⊘ {action_id} not run: {reason}"));
+            }
+            Event::Verified { verification } => {
+                if let Some(id) = &verification.action_id
+                    && let Some(a) = self.action_mut(id)
+                {
+                    a.verification = Some(verification.clone());
+                }
+                self.verifications.push(verification.clone());
+                let mark = if verification.passed { "✔ verified" } else { "✗ verification failed" };
+                push(
+                    self,
+                    TimelineKind::Verification { action_id: verification.action_id.clone() },
+                    format!("{mark}: {}", verification.summary),
+                );
+            }
+            Event::ChatMessage { from, text } => {
+                self.chat.push(ChatEntry { t, from: *from, text: text.clone() });
+            }
+            Event::Report { markdown } => {
+                self.report = Some(markdown.clone());
+                push(self, TimelineKind::Report, "report written".into());
+            }
+            Event::Warning { message } => {
+                self.warnings.push(message.clone());
+                push(self, TimelineKind::Warning, format!("! {message}"));
+            }
+        }
+    }
+
+    /// Fold a whole sequence of (t, event).
+    pub fn fold<'a>(records: impl IntoIterator<Item = (f64, &'a Event)>) -> Self {
+        let mut incident = Self::new();
+        for (t, e) in records {
+            incident.apply(t, e);
+        }
+        incident
+    }
+
+    pub fn tool(&self, call_id: &str) -> Option<&ToolCallState> {
+        self.tools.iter().rev().find(|c| c.call_id == call_id)
+    }
+
+    fn tool_mut(&mut self, call_id: &str) -> Option<&mut ToolCallState> {
+        self.tools.iter_mut().rev().find(|c| c.call_id == call_id)
+    }
+
+    pub fn action(&self, id: &str) -> Option<&ActionState> {
+        self.actions.iter().find(|a| a.action.id == id)
+    }
+
+    fn action_mut(&mut self, id: &str) -> Option<&mut ActionState> {
+        self.actions.iter_mut().find(|a| a.action.id == id)
+    }
+
+    pub fn evidence(&self, id: &str) -> Option<&Evidence> {
+        self.evidence.iter().find(|e| e.id == id)
+    }
+
+    /// The oldest action still waiting for a decision.
+    pub fn pending_approval(&self) -> Option<&ActionState> {
+        self.actions.iter().find(|a| a.status == ActionStatus::AwaitingApproval)
+    }
+
+    /// Evidence kinds consulted, deduplicated, in first-seen order.
+    pub fn evidence_kinds(&self) -> Vec<&str> {
+        let mut kinds: Vec<&str> = Vec::new();
+        for e in &self.evidence {
+            if !kinds.contains(&e.kind.as_str()) {
+                kinds.push(&e.kind);
+            }
+        }
+        kinds
+    }
+
+    pub fn severity(&self) -> &str {
+        self.alert.as_ref().map(|a| a.severity()).unwrap_or("unknown")
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.outcome.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Event;
+
+    fn started() -> Event {
+        Event::SessionStarted {
+            id: "s1".into(),
+            title: "t".into(),
+            started: DateTime::parse_from_rfc3339("2026-11-22T09:00:00Z").map(|d| d.to_utc()).unwrap_or_default(),
+            mode: RunMode::Demo,
+            alert: None,
+            problem: Some("p".into()),
+            case: None,
+            read_only: false,
+            operator: "alice".into(),
+        }
+    }
+
+    #[test]
+    fn critical_action_needs_two_approvals() {
+        let action = Action {
+            id: "a1".into(),
+            kind: "kubernetes.scale".into(),
+            target: "deployment/x".into(),
+            params: BTreeMap::new(),
+            risk: Risk::Critical,
+            rationale: "r".into(),
+            operation: String::new(),
+            blast_radius: String::new(),
+            evidence: vec![],
+        };
+        let at = Utc::now();
+        let events = [
+            started(),
+            Event::ActionProposed { action },
+            Event::ApprovalRequested { action_id: "a1".into(), risk: Risk::Critical, veto_secs: None, approvals_needed: 2 },
+            Event::ApprovalGiven { action_id: "a1".into(), by: "alice".into(), at, params: None },
+        ];
+        let mut inc = Incident::new();
+        for (i, e) in events.iter().enumerate() {
+            inc.apply(i as f64, e);
+        }
+        assert_eq!(inc.action("a1").map(|a| a.status), Some(ActionStatus::AwaitingApproval));
+        inc.apply(5.0, &Event::ApprovalGiven { action_id: "a1".into(), by: "bob".into(), at, params: None });
+        assert_eq!(inc.action("a1").map(|a| a.status), Some(ActionStatus::Approved));
+        assert!(inc.pending_approval().is_none());
+    }
+}

@@ -1,0 +1,22 @@
+//! The domain model: events, commands, the incident fold and the plain data they carry. No I/O.
+
+mod alert;
+mod event;
+mod facts;
+mod incident;
+mod types;
+
+pub use alert::{Alert, AlertStatus, WebhookPayload};
+pub use event::{Command, Event, Outcome, Record, RunMode, SessionHeader};
+pub use facts::{
+    AlertInfo, Change, ChangeKind, ContainerFacts, DeploymentFacts, K8sEventFacts, LogLine,
+    NodeFacts, PodFacts, RuleInfo, Series,
+};
+pub use incident::{
+    ActionState, ActionStatus, Approval, ChatEntry, Incident, StageState, StageStatus, TimelineItem,
+    TimelineKind, ToolCallState,
+};
+pub use types::{
+    Action, ActionId, CallId, Category, ChatRole, Evidence, EvidenceBody, EvidenceId, Finding,
+    Hypothesis, Marker, Risk, RuledOut, Stage, Verification,
+};

@@ -1,0 +1,285 @@
+//! Value types shared by events and the fold: stages, risks, categories, evidence, actions.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+pub type ActionId = String;
+pub type EvidenceId = String;
+pub type CallId = String;
+
+/// The investigation pipeline, in order.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Triage,
+    Gather,
+    Diagnose,
+    Recommend,
+    Approve,
+    Execute,
+    Verify,
+    Report,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 8] = [
+        Stage::Triage,
+        Stage::Gather,
+        Stage::Diagnose,
+        Stage::Recommend,
+        Stage::Approve,
+        Stage::Execute,
+        Stage::Verify,
+        Stage::Report,
+    ];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Triage => "triage",
+            Stage::Gather => "gather",
+            Stage::Diagnose => "diagnose",
+            Stage::Recommend => "recommend",
+            Stage::Approve => "approve",
+            Stage::Execute => "execute",
+            Stage::Verify => "verify",
+            Stage::Report => "report",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Stage> {
+        Stage::ALL.into_iter().find(|st| st.name() == s)
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How dangerous an action is; decides the approval rule (see `policy`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Risk {
+    #[default]
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+impl Risk {
+    pub fn name(self) -> &'static str {
+        match self {
+            Risk::Low => "low",
+            Risk::Medium => "medium",
+            Risk::High => "high",
+            Risk::Critical => "critical",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Risk> {
+        match s.to_ascii_lowercase().as_str() {
+            "low" => Some(Risk::Low),
+            "medium" => Some(Risk::Medium),
+            "high" => Some(Risk::High),
+            "critical" => Some(Risk::Critical),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Risk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Diagnosis categories, shared with the eval cases' `expect.toml`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    Healthy,
+    ResourceExhaustion,
+    ConfigurationError,
+    Infrastructure,
+    DependencyFailure,
+    CodeDefect,
+    DataQuality,
+    #[default]
+    Unknown,
+}
+
+impl Category {
+    pub const ALL: [Category; 8] = [
+        Category::Healthy,
+        Category::ResourceExhaustion,
+        Category::ConfigurationError,
+        Category::Infrastructure,
+        Category::DependencyFailure,
+        Category::CodeDefect,
+        Category::DataQuality,
+        Category::Unknown,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::Healthy => "healthy",
+            Category::ResourceExhaustion => "resource_exhaustion",
+            Category::ConfigurationError => "configuration_error",
+            Category::Infrastructure => "infrastructure",
+            Category::DependencyFailure => "dependency_failure",
+            Category::CodeDefect => "code_defect",
+            Category::DataQuality => "data_quality",
+            Category::Unknown => "unknown",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Category> {
+        Category::ALL.into_iter().find(|c| c.name() == s)
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A marker drawn on a time-series chart (an action, a deploy, the alert onset).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Marker {
+    /// Unix seconds.
+    pub at: f64,
+    pub label: String,
+}
+
+/// How a piece of evidence is shown. Redacted before it is built.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "format", rename_all = "snake_case")]
+pub enum EvidenceBody {
+    /// Logs, YAML, JSON text, markdown. `language` picks the highlighter: `log`, `json`, `yaml`, `markdown`, `text`.
+    Text { language: String, text: String },
+    Table {
+        columns: Vec<String>,
+        rows: Vec<Vec<String>>,
+    },
+    TimeSeries {
+        series: Vec<super::facts::Series>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threshold: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unit: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        markers: Vec<Marker>,
+    },
+    Json { value: serde_json::Value },
+}
+
+impl EvidenceBody {
+    /// Number of display lines/rows, for sizing and scrolling.
+    pub fn len_hint(&self) -> usize {
+        match self {
+            EvidenceBody::Text { text, .. } => text.lines().count(),
+            EvidenceBody::Table { rows, .. } => rows.len(),
+            EvidenceBody::TimeSeries { series, .. } => series.len(),
+            EvidenceBody::Json { .. } => 1,
+        }
+    }
+}
+
+/// One piece of evidence: what a tool call returned, in display form.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Evidence {
+    pub id: EvidenceId,
+    /// Evidence kind from DESIGN.md: `kubernetes/pods`, `metrics`, `logs`, `changes`, ...
+    pub kind: String,
+    pub title: String,
+    /// The tool that produced it, `<integration>.<verb>`.
+    pub source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<CallId>,
+    pub body: EvidenceBody,
+}
+
+/// Something an analyzer concluded from evidence.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Finding {
+    /// Analyzer name, e.g. `oom_killed`.
+    pub analyzer: String,
+    pub summary: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    pub category: Category,
+    /// 0.0 ..= 1.0
+    pub confidence: f32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<EvidenceId>,
+}
+
+/// A ranked candidate root cause.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Hypothesis {
+    pub category: Category,
+    pub statement: String,
+    pub confidence: f32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<EvidenceId>,
+}
+
+/// A candidate that was considered and rejected, and why.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct RuledOut {
+    pub statement: String,
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<EvidenceId>,
+}
+
+/// A proposed remediation or read step.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Action {
+    pub id: ActionId,
+    /// `<integration>.<verb>`, e.g. `kubernetes.rollout_undo`.
+    pub kind: String,
+    /// e.g. `deployment/payments-api`.
+    pub target: String,
+    #[serde(default)]
+    pub params: BTreeMap<String, serde_json::Value>,
+    pub risk: Risk,
+    pub rationale: String,
+    /// The exact operation it will perform: an API call or the equivalent command.
+    #[serde(default)]
+    pub operation: String,
+    /// What else it affects.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub blast_radius: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<EvidenceId>,
+}
+
+/// The result of re-querying after an action.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Verification {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_id: Option<ActionId>,
+    pub passed: bool,
+    pub summary: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<EvidenceId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<EvidenceId>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ChatRole {
+    Operator,
+    Agent,
+    System,
+}

@@ -1,0 +1,1 @@
+//! Deterministic reasoning: analyzers that turn observations into findings, and their ranking.

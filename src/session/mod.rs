@@ -1,0 +1,1 @@
+//! Session files: append-only NDJSON writer, tolerant streaming reader, replay clock and keyframes.

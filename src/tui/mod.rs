@@ -1,0 +1,1 @@
+//! The terminal console: event loop, keymap, theme and one file per view.
