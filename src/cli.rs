@@ -1,1 +1,486 @@
 //! Command-line interface: clap subcommands and their dispatch.
+
+use crate::agent::{self, AgentHandle, AgentOptions, Trigger};
+use crate::config::Config;
+use crate::model::{Command, Outcome, Record, RunMode};
+use crate::session::{self, SessionLog};
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A terminal incident console: investigates an alert stage by stage, asks before acting, keeps
+/// every step in a replayable session file.
+#[derive(Parser, Debug)]
+#[command(name = "sitrep", version, about, long_about = None)]
+pub struct Cli {
+    /// No terminal UI: session records go to stdout as NDJSON, commands are read as NDJSON from stdin.
+    #[arg(long, global = true)]
+    pub headless: bool,
+    /// Refuse every mutating action (replay is always read-only).
+    #[arg(long, global = true)]
+    pub read_only: bool,
+    /// Colour theme (overrides `[ui] theme` in the config).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub theme: Option<String>,
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// Investigate a recorded case or the live systems from the config.
+    Investigate(InvestigateArgs),
+    /// Replay a saved session (pause, speed, step, seek); read-only.
+    Replay {
+        /// Session file (`.ndjson`).
+        file: PathBuf,
+    },
+    /// List saved sessions: when, title, outcome, duration.
+    Sessions {
+        /// Sessions directory (default: `<data dir>/sessions`).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Write a postmortem of a session: summary, timeline, evidence, hypotheses, actions, verification.
+    Export {
+        /// Session file (`.ndjson`).
+        file: PathBuf,
+        #[arg(long, value_enum, default_value_t = Format::Markdown)]
+        format: Format,
+        /// Write to this file instead of stdout.
+        #[arg(short = 'o', long, value_name = "OUT")]
+        output: Option<PathBuf>,
+    },
+    /// Approve a pending action of a running session as a second operator (critical risk).
+    Approve {
+        /// Session file, or its id / file name from `sitrep sessions`.
+        session: String,
+        /// Action id, as shown in the approval modal.
+        action: String,
+    },
+    /// Score investigations of case directories against their expect.toml.
+    Eval {
+        /// Case directories, or directories holding them.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Seconds one case may take.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
+    },
+    /// Runbook tools.
+    Runbooks {
+        #[command(subcommand)]
+        command: RunbooksCmd,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RunbooksCmd {
+    /// Validate runbooks: a file, or every .yaml/.yml in a directory; errors give file:line:col.
+    Check {
+        /// Runbook file or directory.
+        #[arg(default_value = "runbooks")]
+        path: PathBuf,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+pub struct InvestigateArgs {
+    /// A recorded case directory (case.toml, recordings.ndjson, ...) instead of the live systems.
+    #[arg(long, value_name = "DIR")]
+    pub case: Option<PathBuf>,
+    /// An Alertmanager webhook payload (JSON) to investigate.
+    #[arg(long, value_name = "FILE", conflicts_with = "problem")]
+    pub alert: Option<PathBuf>,
+    /// A description of the problem to investigate.
+    #[arg(long, value_name = "TEXT")]
+    pub problem: Option<String>,
+    /// Propose actions but never run them.
+    #[arg(long)]
+    pub diagnosis_only: bool,
+    /// Do not write a session file.
+    #[arg(long)]
+    pub no_save: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Markdown,
+    Json,
+}
+
+/// Parse the command line and run it.
+pub fn run() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    dispatch(cli)
+}
+
+/// Run an already-parsed command line.
+pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
+    match &cli.command {
+        Cmd::Replay { file } => replay(&cli, file),
+        Cmd::Sessions { dir } => sessions(dir.as_deref()),
+        Cmd::Export {
+            file,
+            format,
+            output,
+        } => export(file, *format, output.as_deref()),
+        Cmd::Approve { session, action } => approve(session, action),
+        Cmd::Runbooks {
+            command: RunbooksCmd::Check { path },
+        } => runbooks_check(path),
+        Cmd::Eval { dirs, timeout } => eval(dirs, *timeout),
+        Cmd::Investigate(args) => investigate(&cli, args),
+    }
+}
+
+fn load_config(cli: &Cli) -> anyhow::Result<Config> {
+    let mut config = Config::load()?;
+    if cli.read_only {
+        config.policy.read_only = true;
+    }
+    if let Some(theme) = &cli.theme {
+        config.ui.theme = theme.clone();
+    }
+    Ok(config)
+}
+
+fn read_session(file: &Path) -> anyhow::Result<SessionLog> {
+    let log = session::read_file(file)?;
+    if let Some(tear) = &log.tear {
+        eprintln!(
+            "sitrep: {}: stopped reading at {tear}; showing the {} records before it",
+            file.display(),
+            log.records.len()
+        );
+    }
+    Ok(log)
+}
+
+fn replay(cli: &Cli, file: &Path) -> anyhow::Result<()> {
+    let log = read_session(file)?;
+    if cli.headless {
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        for record in &log.records {
+            if !write_record(&mut out, record)? {
+                break;
+            }
+        }
+        return Ok(());
+    }
+    bail!(
+        "the terminal replay is not available in this build; use `sitrep replay --headless {}` or `sitrep export {}`",
+        file.display(),
+        file.display()
+    )
+}
+
+/// One record as one NDJSON line. Returns false when the reader went away (a closed pipe).
+fn write_record(out: &mut impl Write, record: &Record) -> anyhow::Result<bool> {
+    let mut line = serde_json::to_vec(record)?;
+    line.push(b'\n');
+    match out.write_all(&line).and_then(|()| out.flush()) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn sessions(dir: Option<&Path>) -> anyhow::Result<()> {
+    let dir = dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(session::sessions_dir);
+    let (found, errors) = session::list_sessions(&dir);
+    for e in &errors {
+        eprintln!("sitrep: skipped {e}");
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if found.is_empty() {
+        writeln!(out, "no sessions in {}", dir.display())?;
+        return Ok(());
+    }
+    let rows: Vec<[String; 5]> = found
+        .iter()
+        .map(|s| {
+            let outcome = match (s.outcome, &s.tear) {
+                (Some(o), _) => o.name().to_string(),
+                (None, Some(_)) => "torn".to_string(),
+                (None, None) => "unfinished".to_string(),
+            };
+            let file = s
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            [
+                s.started.format("%Y-%m-%d %H:%M").to_string(),
+                outcome,
+                format_duration(s.duration),
+                s.title.replace(['\n', '\r'], " "),
+                file,
+            ]
+        })
+        .collect();
+    let headers = ["WHEN (UTC)", "OUTCOME", "DURATION", "TITLE", "FILE"];
+    let mut widths = headers.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    widths[3] = widths[3].min(60);
+    let print = |out: &mut std::io::StdoutLock, cells: [&str; 5]| -> std::io::Result<()> {
+        let mut line = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            let cell: String = cell.chars().take(widths[i]).collect();
+            if i + 1 == cells.len() {
+                line.push_str(&cell);
+            } else {
+                line.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            }
+        }
+        writeln!(out, "{}", line.trim_end())
+    };
+    print(&mut out, headers)?;
+    for row in &rows {
+        print(&mut out, row.each_ref().map(String::as_str))?;
+    }
+    Ok(())
+}
+
+fn format_duration(secs: f64) -> String {
+    let total = secs.max(0.0).round() as u64;
+    if total < 60 {
+        format!("{total}s")
+    } else if total < 3600 {
+        format!("{}m{:02}s", total / 60, total % 60)
+    } else {
+        format!("{}h{:02}m", total / 3600, (total % 3600) / 60)
+    }
+}
+
+fn export(file: &Path, format: Format, output: Option<&Path>) -> anyhow::Result<()> {
+    let log = read_session(file)?;
+    let incident = log.incident();
+    let text = match format {
+        Format::Markdown => session::export::markdown(&incident),
+        Format::Json => {
+            let mut s = serde_json::to_string_pretty(&session::export::json(&incident))?;
+            s.push('\n');
+            s
+        }
+    };
+    match output {
+        Some(path) => std::fs::write(path, text)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush())
+                && e.kind() != std::io::ErrorKind::BrokenPipe
+            {
+                return Err(e.into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn approve(session_ref: &str, action: &str) -> anyhow::Result<()> {
+    let path = agent::approve::submit_in(session_ref, action, &session::sessions_dir())?;
+    println!(
+        "approval of {action} by {} recorded ({})",
+        agent::approve::current_user(),
+        path.display()
+    );
+    Ok(())
+}
+
+fn runbooks_check(path: &Path) -> anyhow::Result<()> {
+    match crate::runbook::check(path) {
+        Ok(names) => {
+            for name in &names {
+                println!("ok  {name}");
+            }
+            println!("{} runbooks valid", names.len());
+            Ok(())
+        }
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("{e}");
+            }
+            bail!("{} problems in {}", errors.len(), path.display())
+        }
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn eval(dirs: &[PathBuf], timeout: u64) -> anyhow::Result<()> {
+    let opts = crate::eval::EvalOptions {
+        case_timeout: Duration::from_secs(timeout.max(1)),
+        print: true,
+    };
+    let summary = runtime()?.block_on(crate::eval::run(dirs, &opts))?;
+    if summary.failed() > 0 {
+        bail!("{}", summary.totals());
+    }
+    Ok(())
+}
+
+fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
+    let config = load_config(cli)?;
+    if !cli.headless {
+        bail!("the terminal console is not available in this build; add --headless");
+    }
+    let rt = runtime()?;
+    rt.block_on(async {
+        let world = match &args.case {
+            Some(dir) => crate::world::World::from_case_dir(dir)?,
+            None => crate::world::World::live(&config).await?,
+        };
+        let trigger = match (&args.alert, &args.problem) {
+            (Some(file), _) => Trigger::Alert(read_alert(file)?),
+            (None, Some(text)) => Trigger::Problem(text.clone()),
+            (None, None) => match world.case().and_then(|c| c.alert.clone()) {
+                Some(payload) => Trigger::Alert(payload),
+                None => bail!("nothing to investigate: give --alert FILE or --problem TEXT"),
+            },
+        };
+        let mode = if args.case.is_some() {
+            RunMode::Case
+        } else {
+            RunMode::Live
+        };
+        let case = world.case().map(|c| c.id.clone());
+        let opts = agent_options(&config, mode, case, !args.no_save, args.diagnosis_only);
+        let handle = agent::spawn(Arc::new(world), trigger, opts);
+        let outcome = run_headless(handle).await?;
+        eprintln!("sitrep: session ended: {}", outcome.name());
+        Ok(())
+    })
+}
+
+fn read_alert(file: &Path) -> anyhow::Result<crate::model::WebhookPayload> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not an Alertmanager webhook payload (version 4)",
+            file.display()
+        )
+    })
+}
+
+/// Agent options from the config; `save` picks a new session file in the sessions dir.
+pub fn agent_options(
+    config: &Config,
+    mode: RunMode,
+    case: Option<String>,
+    save: bool,
+    diagnosis_only: bool,
+) -> AgentOptions {
+    AgentOptions {
+        read_only: config.policy.read_only,
+        diagnosis_only,
+        veto_secs: config.policy.veto_secs as f64,
+        approval_timeout: Some(Duration::from_secs(config.policy.approval_timeout_secs)),
+        // The agent names the file from its own start time and title when it is a directory.
+        session_path: save.then(|| {
+            session::new_session_path(chrono::Utc::now(), case.as_deref().unwrap_or("session"))
+        }),
+        mode,
+        case,
+        ..AgentOptions::default()
+    }
+}
+
+/// Drive an investigation without a terminal UI: every record goes to stdout as one NDJSON line;
+/// stdin is read as NDJSON `Command`s (a bad line is reported on stderr and skipped).
+pub async fn run_headless(handle: AgentHandle) -> anyhow::Result<Outcome> {
+    let AgentHandle {
+        mut records,
+        commands,
+        task,
+        ..
+    } = handle;
+    // Blocking stdin reads live on their own thread so they never hold up the records.
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        for (n, line) in stdin.lock().lines().enumerate() {
+            let line = match line {
+                Ok(l) => l,
+                Err(e) => {
+                    eprintln!("sitrep: stdin: {e}");
+                    break;
+                }
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            match parse_command(&line) {
+                Ok(cmd) => {
+                    if commands.send(cmd).is_err() {
+                        break;
+                    }
+                }
+                Err(e) => eprintln!("sitrep: stdin line {}: {e}", n + 1),
+            }
+        }
+    });
+    let stdout = std::io::stdout();
+    let mut reader_gone = false;
+    while let Some(record) = records.recv().await {
+        if !reader_gone {
+            let mut out = stdout.lock();
+            reader_gone = !write_record(&mut out, &record)?;
+        }
+    }
+    task.await.context("the investigation task panicked")?
+}
+
+/// One NDJSON command line, with a message that says what a command looks like.
+pub fn parse_command(line: &str) -> Result<Command, String> {
+    serde_json::from_str::<Command>(line).map_err(|e| {
+        format!(
+            "not a command ({e}); expected e.g. {{\"type\":\"approve\",\"action_id\":\"a1\"}}, \
+             {{\"type\":\"deny\",\"action_id\":\"a1\",\"reason\":\"...\"}}, \
+             {{\"type\":\"chat\",\"text\":\"...\"}} or {{\"type\":\"cancel\"}}"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn commands_parse_and_bad_lines_explain() {
+        assert_eq!(parse_command(r#"{"type":"cancel"}"#), Ok(Command::Cancel));
+        let err = parse_command("approve a1").unwrap_err();
+        assert!(err.contains("\"type\":\"approve\""), "{err}");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(format_duration(5.4), "5s");
+        assert_eq!(format_duration(254.7), "4m15s");
+        assert_eq!(format_duration(7300.0), "2h01m");
+    }
+}

@@ -1,1 +1,806 @@
 //! Configuration: config.toml from the config dir (SITREP_CONFIG overrides), with strict validation.
+//!
+//! Secrets are never written in the file: an `auth` table names the environment variable that holds
+//! the token or password, and [`Auth::resolve`] reads it into a [`SecretString`] that lives in memory
+//! only. Nothing here implements `Serialize` for a resolved secret.
+
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Environment variable that points at the config file to use instead of the default one.
+pub const CONFIG_ENV: &str = "SITREP_CONFIG";
+/// Environment variable that replaces the data directory (sessions, logs).
+pub const DATA_DIR_ENV: &str = "SITREP_DATA_DIR";
+
+/// Why a configuration could not be loaded. Every message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Syntax errors, unknown keys and values of the wrong type.
+    #[error("{}: {message}", path.display())]
+    Parse { path: PathBuf, message: String },
+    /// Well-formed but unacceptable values (a URL without a scheme, a zero timeout, ...).
+    #[error("{}: key `{key}`: expected {expected}, found {found}", path.display())]
+    Invalid {
+        path: PathBuf,
+        key: String,
+        expected: String,
+        found: String,
+    },
+    /// An `auth` table names an environment variable that is not set.
+    #[error("{}: key `{key}`: environment variable {var} is not set (it should hold the secret)", path.display())]
+    MissingSecret {
+        path: PathBuf,
+        key: String,
+        var: String,
+    },
+}
+
+/// The whole configuration. Every section is optional; a missing file means all defaults.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub integrations: Integrations,
+    #[serde(default)]
+    pub policy: Policy,
+    #[serde(default)]
+    pub ui: Ui,
+    /// Action name -> key, e.g. `approve = "a"`, `quit = "q"`, `half_page_down = "ctrl-d"`.
+    #[serde(default)]
+    pub keys: BTreeMap<String, String>,
+    /// Where this configuration was read from (None for built-in defaults).
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+}
+
+/// `[integrations.<name>]`: each is present only when configured.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Integrations {
+    pub kubernetes: Option<Kubernetes>,
+    pub prometheus: Option<Endpoint>,
+    pub loki: Option<Loki>,
+    pub alertmanager: Option<Endpoint>,
+    pub github: Option<GitHub>,
+    pub pagerduty: Option<PagerDuty>,
+}
+
+impl Integrations {
+    /// Names of the configured integrations, in a fixed order.
+    pub fn configured(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.kubernetes.is_some() {
+            out.push("kubernetes");
+        }
+        if self.prometheus.is_some() {
+            out.push("prometheus");
+        }
+        if self.loki.is_some() {
+            out.push("loki");
+        }
+        if self.alertmanager.is_some() {
+            out.push("alertmanager");
+        }
+        if self.github.is_some() {
+            out.push("github");
+        }
+        if self.pagerduty.is_some() {
+            out.push("pagerduty");
+        }
+        out
+    }
+}
+
+fn default_timeout() -> u64 {
+    10
+}
+
+/// A plain HTTP endpoint (Prometheus, Alertmanager).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Endpoint {
+    pub url: String,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+    #[serde(default)]
+    pub auth: Option<Auth>,
+}
+
+/// `[integrations.kubernetes]`: either a kubeconfig (and context) or an explicit API server URL.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Kubernetes {
+    /// API server URL; when absent the kubeconfig's server is used.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// kubeconfig path; when absent `$KUBECONFIG` or `~/.kube/config`.
+    #[serde(default)]
+    pub kubeconfig: Option<PathBuf>,
+    /// kubeconfig context; when absent the current context.
+    #[serde(default)]
+    pub context: Option<String>,
+    /// Namespace used when an alert carries none.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+    #[serde(default)]
+    pub auth: Option<Auth>,
+}
+
+/// `[integrations.loki]`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Loki {
+    pub url: String,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+    #[serde(default)]
+    pub auth: Option<Auth>,
+    /// Tenant sent as `X-Scope-OrgID` on multi-tenant Loki.
+    #[serde(default)]
+    pub org_id: Option<String>,
+}
+
+fn default_github_url() -> String {
+    "https://api.github.com".into()
+}
+
+/// `[integrations.github]`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GitHub {
+    #[serde(default = "default_github_url")]
+    pub url: String,
+    /// `owner/name` of the repository whose deploys and merges are checked.
+    pub repo: String,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+    #[serde(default)]
+    pub auth: Option<Auth>,
+}
+
+fn default_pagerduty_url() -> String {
+    "https://api.pagerduty.com".into()
+}
+
+/// `[integrations.pagerduty]`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PagerDuty {
+    #[serde(default = "default_pagerduty_url")]
+    pub url: String,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+    #[serde(default)]
+    pub auth: Option<Auth>,
+    /// PagerDuty service ID whose incidents are linked.
+    #[serde(default)]
+    pub service_id: Option<String>,
+    /// Email sent as `From` on writes, as the PagerDuty API requires.
+    #[serde(default)]
+    pub from_email: Option<String>,
+}
+
+/// How to authenticate. Only environment variable *names* appear here, never secrets.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Auth {
+    /// `Authorization: Bearer <token>`.
+    Bearer { token_env: String },
+    /// HTTP basic auth.
+    Basic {
+        username: String,
+        password_env: String,
+    },
+    /// A custom header whose value is a secret, e.g. `Authorization: Token ...` or `X-Api-Key`.
+    Header { header: String, value_env: String },
+}
+
+/// Credentials read from the environment, held in memory only.
+#[derive(Debug, Clone)]
+pub enum ResolvedAuth {
+    Bearer(SecretString),
+    Basic {
+        username: String,
+        password: SecretString,
+    },
+    Header {
+        name: String,
+        value: SecretString,
+    },
+}
+
+impl Auth {
+    /// Read the secret from the named environment variable. `key` names the table in messages.
+    pub fn resolve(&self, config_path: &Path, key: &str) -> Result<ResolvedAuth, ConfigError> {
+        let read = |var: &str, field: &str| -> Result<SecretString, ConfigError> {
+            match std::env::var(var) {
+                Ok(v) if !v.is_empty() => Ok(SecretString::from(v)),
+                _ => Err(ConfigError::MissingSecret {
+                    path: config_path.to_path_buf(),
+                    key: format!("{key}.auth.{field}"),
+                    var: var.to_string(),
+                }),
+            }
+        };
+        Ok(match self {
+            Auth::Bearer { token_env } => ResolvedAuth::Bearer(read(token_env, "token_env")?),
+            Auth::Basic {
+                username,
+                password_env,
+            } => ResolvedAuth::Basic {
+                username: username.clone(),
+                password: read(password_env, "password_env")?,
+            },
+            Auth::Header { header, value_env } => ResolvedAuth::Header {
+                name: header.clone(),
+                value: read(value_env, "value_env")?,
+            },
+        })
+    }
+}
+
+fn default_veto_secs() -> u64 {
+    30
+}
+
+fn default_approval_timeout() -> u64 {
+    600
+}
+
+/// `[policy]`: approval rules. Risk levels themselves are fixed in code.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// Medium-risk actions run after this many seconds unless vetoed.
+    #[serde(default = "default_veto_secs")]
+    pub veto_secs: u64,
+    /// Refuse every mutating action (the `--read-only` flag sets this too).
+    #[serde(default)]
+    pub read_only: bool,
+    /// A high or critical approval request lapses after this many seconds without a decision.
+    #[serde(default = "default_approval_timeout")]
+    pub approval_timeout_secs: u64,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            veto_secs: default_veto_secs(),
+            read_only: false,
+            approval_timeout_secs: default_approval_timeout(),
+        }
+    }
+}
+
+fn default_theme() -> String {
+    "default".into()
+}
+
+/// `[ui]`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Ui {
+    /// Theme name (`themes/<name>.toml`); `NO_COLOR` forces `mono`.
+    #[serde(default = "default_theme")]
+    pub theme: String,
+}
+
+impl Default for Ui {
+    fn default() -> Self {
+        Ui {
+            theme: default_theme(),
+        }
+    }
+}
+
+const MAX_TIMEOUT_SECS: u64 = 3600;
+
+impl Config {
+    /// Load from `$SITREP_CONFIG` if set (the file must exist), else from the platform config dir
+    /// (a missing file there means defaults).
+    pub fn load() -> Result<Config, ConfigError> {
+        if let Some(path) = std::env::var_os(CONFIG_ENV).filter(|p| !p.is_empty()) {
+            return Config::load_from(Path::new(&path));
+        }
+        let path = default_config_path();
+        if !path.exists() {
+            return Ok(Config::default());
+        }
+        Config::load_from(&path)
+    }
+
+    /// Load a specific file; a missing file is an error.
+    pub fn load_from(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut config = Config::parse(&text, path)?;
+        config.source = Some(path.to_path_buf());
+        Ok(config)
+    }
+
+    /// Parse and validate TOML text; `path` is used in messages only.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: describe_toml_error(text, &e),
+        })?;
+        config.validate(path)?;
+        Ok(config)
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |key: &str, expected: &str, found: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            key: key.to_string(),
+            expected: expected.to_string(),
+            found,
+        };
+        let check_url = |key: &str, url: &str| {
+            if url.starts_with("http://") || url.starts_with("https://") {
+                Ok(())
+            } else {
+                Err(invalid(
+                    key,
+                    "an http:// or https:// URL",
+                    format!("{url:?}"),
+                ))
+            }
+        };
+        let check_timeout = |key: &str, secs: u64| {
+            if (1..=MAX_TIMEOUT_SECS).contains(&secs) {
+                Ok(())
+            } else {
+                Err(invalid(
+                    key,
+                    "a timeout between 1 and 3600 seconds",
+                    secs.to_string(),
+                ))
+            }
+        };
+        let check_auth = |key: &str, auth: &Option<Auth>| {
+            let Some(auth) = auth else { return Ok(()) };
+            let env_name = |field: &str, v: &str| {
+                let ok = !v.is_empty()
+                    && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    && !v.starts_with(|c: char| c.is_ascii_digit());
+                if ok {
+                    Ok(())
+                } else {
+                    Err(invalid(
+                        &format!("{key}.auth.{field}"),
+                        "the name of an environment variable (letters, digits, _), not the secret itself",
+                        format!("a value of {} characters", v.chars().count()),
+                    ))
+                }
+            };
+            match auth {
+                Auth::Bearer { token_env } => env_name("token_env", token_env),
+                Auth::Basic {
+                    username,
+                    password_env,
+                } => {
+                    if username.is_empty() {
+                        return Err(invalid(
+                            &format!("{key}.auth.username"),
+                            "a non-empty user name",
+                            "\"\"".into(),
+                        ));
+                    }
+                    env_name("password_env", password_env)
+                }
+                Auth::Header { header, value_env } => {
+                    let ok = !header.is_empty()
+                        && header
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+                    if !ok {
+                        return Err(invalid(
+                            &format!("{key}.auth.header"),
+                            "an HTTP header name",
+                            format!("{header:?}"),
+                        ));
+                    }
+                    env_name("value_env", value_env)
+                }
+            }
+        };
+        let i = &self.integrations;
+        if let Some(k) = &i.kubernetes {
+            if let Some(url) = &k.url {
+                check_url("integrations.kubernetes.url", url)?;
+            }
+            check_timeout("integrations.kubernetes.timeout_secs", k.timeout_secs)?;
+            check_auth("integrations.kubernetes", &k.auth)?;
+        }
+        for (name, ep) in [
+            ("prometheus", &i.prometheus),
+            ("alertmanager", &i.alertmanager),
+        ] {
+            if let Some(ep) = ep {
+                check_url(&format!("integrations.{name}.url"), &ep.url)?;
+                check_timeout(
+                    &format!("integrations.{name}.timeout_secs"),
+                    ep.timeout_secs,
+                )?;
+                check_auth(&format!("integrations.{name}"), &ep.auth)?;
+            }
+        }
+        if let Some(l) = &i.loki {
+            check_url("integrations.loki.url", &l.url)?;
+            check_timeout("integrations.loki.timeout_secs", l.timeout_secs)?;
+            check_auth("integrations.loki", &l.auth)?;
+        }
+        if let Some(g) = &i.github {
+            check_url("integrations.github.url", &g.url)?;
+            check_timeout("integrations.github.timeout_secs", g.timeout_secs)?;
+            check_auth("integrations.github", &g.auth)?;
+            let parts: Vec<&str> = g.repo.split('/').collect();
+            if parts.len() != 2 || parts.iter().any(|p| p.is_empty()) {
+                return Err(invalid(
+                    "integrations.github.repo",
+                    "\"owner/name\"",
+                    format!("{:?}", g.repo),
+                ));
+            }
+        }
+        if let Some(p) = &i.pagerduty {
+            check_url("integrations.pagerduty.url", &p.url)?;
+            check_timeout("integrations.pagerduty.timeout_secs", p.timeout_secs)?;
+            check_auth("integrations.pagerduty", &p.auth)?;
+        }
+        if self.policy.veto_secs > MAX_TIMEOUT_SECS {
+            return Err(invalid(
+                "policy.veto_secs",
+                "a countdown between 0 and 3600 seconds",
+                self.policy.veto_secs.to_string(),
+            ));
+        }
+        if self.policy.approval_timeout_secs == 0 {
+            return Err(invalid(
+                "policy.approval_timeout_secs",
+                "a positive number of seconds",
+                "0".into(),
+            ));
+        }
+        let theme_ok = !self.ui.theme.is_empty()
+            && self
+                .ui
+                .theme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !theme_ok {
+            return Err(invalid(
+                "ui.theme",
+                "a theme name (letters, digits, - and _)",
+                format!("{:?}", self.ui.theme),
+            ));
+        }
+        for (action, key) in &self.keys {
+            if !is_key_spec(key) {
+                return Err(invalid(
+                    &format!("keys.{action}"),
+                    "a key such as \"a\", \"G\", \"ctrl-d\", \"enter\", \"esc\", \"tab\", \"f1\"",
+                    format!("{key:?}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Named keys accepted in `[keys]`, besides single characters and `f1`..`f12`.
+pub const NAMED_KEYS: &[&str] = &[
+    "enter",
+    "esc",
+    "tab",
+    "backtab",
+    "space",
+    "backspace",
+    "delete",
+    "insert",
+    "up",
+    "down",
+    "left",
+    "right",
+    "home",
+    "end",
+    "pageup",
+    "pagedown",
+];
+
+/// Whether `spec` is a key the keymap understands: optional `ctrl-`/`alt-`/`shift-` prefixes,
+/// then one character, a named key or `f1`..`f12`.
+pub fn is_key_spec(spec: &str) -> bool {
+    let mut rest = spec;
+    loop {
+        let lower = rest.to_ascii_lowercase();
+        let stripped = ["ctrl-", "alt-", "shift-"]
+            .iter()
+            .find(|p| lower.starts_with(**p) && rest.len() > p.len());
+        match stripped {
+            Some(p) => rest = &rest[p.len()..],
+            None => break,
+        }
+    }
+    if rest.chars().count() == 1 {
+        return !rest.chars().any(char::is_whitespace);
+    }
+    let lower = rest.to_ascii_lowercase();
+    if NAMED_KEYS.contains(&lower.as_str()) {
+        return true;
+    }
+    lower
+        .strip_prefix('f')
+        .and_then(|n| n.parse::<u8>().ok())
+        .is_some_and(|n| (1..=12).contains(&n))
+}
+
+/// Turn a toml error into one readable message that names the key (as a dotted path) and
+/// the line, followed by what was expected.
+fn describe_toml_error(text: &str, err: &toml::de::Error) -> String {
+    let reason = err.message().trim().to_string();
+    let Some(span) = err.span() else {
+        return reason;
+    };
+    let start = span.start.min(text.len());
+    let line_no = text[..start].matches('\n').count() + 1;
+    match key_path_at(text, start) {
+        Some(key) => format!("line {line_no}: key `{key}`: {reason}"),
+        None => format!("line {line_no}: {reason}"),
+    }
+}
+
+/// The dotted key path of the `key = value` line containing byte `offset`, using the nearest
+/// `[table]` header above it.
+fn key_path_at(text: &str, offset: usize) -> Option<String> {
+    let line_start = text[..offset].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let line_end = text[offset..]
+        .find('\n')
+        .map(|i| offset + i)
+        .unwrap_or(text.len());
+    let line = text[line_start..line_end].trim();
+    let header_of = |l: &str| -> Option<String> {
+        let l = l.trim();
+        let inner = l
+            .strip_prefix("[[")
+            .and_then(|s| s.split("]]").next())
+            .or_else(|| l.strip_prefix('[').and_then(|s| s.split(']').next()))?;
+        Some(inner.trim().replace(' ', ""))
+    };
+    if let Some(h) = header_of(line) {
+        return Some(h);
+    }
+    let key = line
+        .split_once('=')
+        .map(|(k, _)| k.trim().trim_matches('"').to_string())?;
+    if key.is_empty() {
+        return None;
+    }
+    let table = text[..line_start].lines().rev().find_map(header_of);
+    Some(match table {
+        Some(t) if !t.is_empty() => format!("{t}.{key}"),
+        _ => key,
+    })
+}
+
+fn project_dirs() -> Option<directories::ProjectDirs> {
+    directories::ProjectDirs::from("", "", "sitrep")
+}
+
+/// The config file used when `SITREP_CONFIG` is not set.
+pub fn default_config_path() -> PathBuf {
+    project_dirs()
+        .map(|d| d.config_dir().join("config.toml"))
+        .unwrap_or_else(|| PathBuf::from("sitrep-config.toml"))
+}
+
+/// Where sessions and logs live: `$SITREP_DATA_DIR`, else the platform data dir.
+pub fn data_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os(DATA_DIR_ENV).filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    project_dirs()
+        .map(|d| d.data_dir().to_path_buf())
+        .unwrap_or_else(|| PathBuf::from(".sitrep"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("/etc/sitrep/config.toml"))
+    }
+
+    #[test]
+    fn empty_file_is_defaults() {
+        let c = parse("").map_err(|e| e.to_string());
+        assert_eq!(c.as_ref().map(|c| c.policy.veto_secs), Ok(30));
+        assert_eq!(c.map(|c| c.ui.theme), Ok("default".to_string()));
+    }
+
+    #[test]
+    fn full_sections_parse() {
+        let text = r#"
+[integrations.kubernetes]
+context = "prod"
+namespace = "payments"
+
+[integrations.prometheus]
+url = "http://127.0.0.1:9090"
+timeout_secs = 5
+auth = { kind = "bearer", token_env = "PROM_TOKEN" }
+
+[integrations.loki]
+url = "http://127.0.0.1:3100"
+org_id = "tenant-a"
+auth = { kind = "basic", username = "ops", password_env = "LOKI_PASSWORD" }
+
+[integrations.github]
+repo = "acme/payments"
+auth = { kind = "header", header = "Authorization", value_env = "GITHUB_TOKEN" }
+
+[policy]
+veto_secs = 10
+read_only = true
+
+[ui]
+theme = "mono"
+
+[keys]
+approve = "a"
+half_page_down = "ctrl-d"
+"#;
+        let c = match parse(text) {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(
+            c.integrations.prometheus.as_ref().map(|p| p.timeout_secs),
+            Some(5)
+        );
+        assert_eq!(
+            c.integrations.github.as_ref().map(|g| g.url.as_str()),
+            Some("https://api.github.com")
+        );
+        assert_eq!(
+            c.integrations.configured(),
+            vec!["kubernetes", "prometheus", "loki", "github"]
+        );
+        assert!(c.policy.read_only);
+        assert_eq!(c.policy.approval_timeout_secs, 600);
+        assert_eq!(
+            c.keys.get("half_page_down").map(String::as_str),
+            Some("ctrl-d")
+        );
+    }
+
+    #[test]
+    fn unknown_key_names_file_key_and_expectation() {
+        let err = parse("[policy]\nveto_secs = 5\nveto = 3\n")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/etc/sitrep/config.toml"), "{err}");
+        assert!(err.contains("policy.veto"), "{err}");
+        assert!(err.contains("line 3"), "{err}");
+        assert!(err.contains("veto_secs"), "{err}");
+    }
+
+    #[test]
+    fn wrong_type_names_key_and_expectation() {
+        let err = parse("[policy]\nveto_secs = \"thirty\"\n")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("policy.veto_secs"), "{err}");
+        assert!(err.contains("integer") || err.contains("u64"), "{err}");
+    }
+
+    #[test]
+    fn unknown_integration_is_rejected() {
+        let err = parse("[integrations.datadog]\nurl = \"http://x\"\n")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("datadog"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        let cases = [
+            (
+                "[integrations.prometheus]\nurl = \"localhost:9090\"\n",
+                "integrations.prometheus.url",
+            ),
+            (
+                "[integrations.prometheus]\nurl = \"http://x\"\ntimeout_secs = 0\n",
+                "integrations.prometheus.timeout_secs",
+            ),
+            (
+                "[integrations.github]\nrepo = \"acme\"\n",
+                "integrations.github.repo",
+            ),
+            (
+                "[integrations.alertmanager]\nurl = \"http://x\"\nauth = { kind = \"bearer\", token_env = \"ghp_abc123 secret\" }\n",
+                "integrations.alertmanager.auth.token_env",
+            ),
+            ("[ui]\ntheme = \"../../etc\"\n", "ui.theme"),
+            ("[keys]\napprove = \"ctrl-\"\n", "keys.approve"),
+            ("[policy]\nveto_secs = 99999\n", "policy.veto_secs"),
+        ];
+        for (text, key) in cases {
+            let err = parse(text).map(|_| ()).unwrap_err().to_string();
+            assert!(err.contains(key), "{text}: {err}");
+            assert!(err.contains("expected"), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn secret_value_never_appears_in_errors() {
+        let err = parse("[integrations.alertmanager]\nurl = \"http://x\"\nauth = { kind = \"bearer\", token_env = \"hunter2 hunter2\" }\n")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+
+    #[test]
+    fn unknown_auth_kind_is_rejected() {
+        let err = parse("[integrations.prometheus]\nurl = \"http://x\"\nauth = { kind = \"oauth\", token_env = \"T\" }\n")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("oauth"), "{err}");
+    }
+
+    #[test]
+    fn missing_secret_env_is_a_clear_error() {
+        let auth = Auth::Bearer {
+            token_env: "SITREP_TEST_SURELY_UNSET_VAR".into(),
+        };
+        let err = auth
+            .resolve(Path::new("c.toml"), "integrations.prometheus")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("SITREP_TEST_SURELY_UNSET_VAR"), "{err}");
+        assert!(
+            err.contains("integrations.prometheus.auth.token_env"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn key_specs() {
+        for ok in [
+            "a",
+            "G",
+            "?",
+            "ctrl-d",
+            "CTRL-U",
+            "alt-shift-x",
+            "enter",
+            "f5",
+            "space",
+            "[",
+        ] {
+            assert!(is_key_spec(ok), "{ok}");
+        }
+        for bad in ["", "ctrl-", "hello", "f13", " ", "ctrl-foo"] {
+            assert!(!is_key_spec(bad), "{bad}");
+        }
+    }
+}

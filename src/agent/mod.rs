@@ -1,1 +1,108 @@
 //! The investigation pipeline: stages, parallel specialists, tools, executor and verification.
+
+pub mod approve;
+mod chat;
+pub mod evidence;
+mod journal;
+mod pipeline;
+pub mod specialists;
+pub mod tools;
+mod world_tools;
+
+use crate::model::{Command, Outcome, Record, RunMode, WebhookPayload};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+pub use tools::{Params, ToolOutput, Tools};
+pub use world_tools::WorldTools;
+
+/// What starts an investigation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Trigger {
+    /// An Alertmanager webhook payload (version 4).
+    Alert(WebhookPayload),
+    /// An engineer's description of the problem.
+    Problem(String),
+}
+
+/// How the agent runs.
+#[derive(Clone, Debug)]
+pub struct AgentOptions {
+    /// Refuse every mutating action (`--read-only`).
+    pub read_only: bool,
+    /// Propose actions but never execute them and never wait for a decision (eval).
+    pub diagnosis_only: bool,
+    /// OS user running the session; approvals from the console are theirs.
+    pub operator: String,
+    /// Medium risk: seconds before the action runs unless vetoed.
+    pub veto_secs: f64,
+    /// How long an approval request waits before it expires; `None` waits until cancelled.
+    pub approval_timeout: Option<Duration>,
+    /// Session file to write (NDJSON); `None` keeps the session in memory only.
+    pub session_path: Option<PathBuf>,
+    /// Per tool call.
+    pub tool_timeout: Duration,
+    /// Per action.
+    pub action_timeout: Duration,
+    /// Extra runbooks directory, on top of the built-in ones.
+    pub runbooks_dir: Option<PathBuf>,
+    pub mode: RunMode,
+    /// Case or demo scenario name.
+    pub case: Option<String>,
+    /// Session title; derived from the trigger when `None`.
+    pub title: Option<String>,
+    /// How often the approvals directory is checked for a second operator's approval.
+    pub approval_poll: Duration,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        AgentOptions {
+            read_only: false,
+            diagnosis_only: false,
+            operator: approve::current_user(),
+            veto_secs: crate::policy::DEFAULT_VETO_SECS,
+            approval_timeout: None,
+            session_path: None,
+            tool_timeout: Duration::from_secs(20),
+            action_timeout: Duration::from_secs(60),
+            runbooks_dir: None,
+            mode: RunMode::Live,
+            case: None,
+            title: None,
+            approval_poll: Duration::from_millis(500),
+        }
+    }
+}
+
+/// A running investigation: its records, a way to steer it, and its task.
+pub struct AgentHandle {
+    /// Every record, in order, as it is written to the session file.
+    pub records: mpsc::UnboundedReceiver<Record>,
+    /// Approve, deny, chat, cancel.
+    pub commands: mpsc::UnboundedSender<Command>,
+    pub task: JoinHandle<anyhow::Result<Outcome>>,
+    pub session_path: Option<PathBuf>,
+}
+
+/// Start an investigation against a world (live, a case, or a built-in demo).
+pub fn spawn(world: Arc<crate::world::World>, trigger: Trigger, opts: AgentOptions) -> AgentHandle {
+    spawn_with(Arc::new(WorldTools(world)), trigger, opts)
+}
+
+/// Start an investigation against any [`Tools`] implementation (the world, or a test fake).
+pub fn spawn_with(tools: Arc<dyn Tools>, trigger: Trigger, opts: AgentOptions) -> AgentHandle {
+    let (rec_tx, records) = mpsc::unbounded_channel();
+    let (commands, cmd_rx) = mpsc::unbounded_channel();
+    let session_path = opts.session_path.clone();
+    let task = tokio::spawn(pipeline::run(tools, trigger, opts, rec_tx, cmd_rx));
+    AgentHandle {
+        records,
+        commands,
+        task,
+        session_path,
+    }
+}

@@ -1,1 +1,20 @@
 //! The one seam to the outside world: the transport and a typed client per vendor.
+
+pub mod alertmanager;
+pub mod error;
+pub mod github;
+pub mod kubernetes;
+pub mod loki;
+pub mod prometheus;
+pub mod transport;
+
+pub use alertmanager::{AlertFilter, AlertmanagerClient, SilenceSpec};
+pub use error::{ErrorKind, IntegrationError};
+pub use github::GitHubClient;
+pub use kubernetes::KubernetesClient;
+pub use loki::{Direction, LokiClient};
+pub use prometheus::PrometheusClient;
+pub use transport::{
+    Body, BoxFuture, Endpoint, LiveTransport, Recording, RecordingTransport, ReplayTransport,
+    Request, RequestBody, Response, Transport,
+};

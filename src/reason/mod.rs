@@ -1,1 +1,351 @@
 //! Deterministic reasoning: analyzers that turn observations into findings, and their ranking.
+
+use crate::model::{
+    Action, Alert, AlertInfo, AlertStatus, Category, Change, DeploymentFacts, EvidenceId, Finding,
+    Hypothesis, K8sEventFacts, LogLine, NodeFacts, PodFacts, RuleInfo, RuledOut, Series,
+};
+use chrono::{DateTime, Utc};
+use std::collections::BTreeMap;
+
+mod actions;
+mod logs;
+mod metrics;
+mod nodes;
+mod pods;
+mod rank;
+mod recovery;
+mod rollout;
+mod scheduling;
+
+/// Everything the Gather stage learned, as typed facts, plus which evidence items hold them.
+#[derive(Clone, Debug, Default)]
+pub struct Observations {
+    /// The alert that triggered the investigation, if any.
+    pub alert: Option<Alert>,
+    /// The operator's problem statement, when started from a description.
+    pub problem: Option<String>,
+    /// The world's clock (a case's `now`, or the real time).
+    pub now: DateTime<Utc>,
+    pub pods: Vec<PodFacts>,
+    pub events: Vec<K8sEventFacts>,
+    pub deployments: Vec<DeploymentFacts>,
+    /// ReplicaSets, in the same shape as deployments (name, replicas, ready, images, revision, labels).
+    pub replica_sets: Vec<DeploymentFacts>,
+    pub nodes: Vec<NodeFacts>,
+    /// Container logs; `labels` carry `pod` and `container` (and `previous` = `true` for the last run).
+    pub pod_logs: Vec<LogLine>,
+    /// Aggregated logs (Loki).
+    pub logs: Vec<LogLine>,
+    pub metrics: Vec<Series>,
+    pub rules: Vec<RuleInfo>,
+    pub alerts: Vec<AlertInfo>,
+    pub changes: Vec<Change>,
+    /// Evidence kind (`kubernetes/pods`, `metrics`, ...) -> ids of the evidence items of that kind.
+    pub evidence: BTreeMap<String, Vec<EvidenceId>>,
+}
+
+impl Observations {
+    /// Evidence ids of one kind (empty when none was gathered).
+    pub fn evidence_of(&self, kind: &str) -> Vec<EvidenceId> {
+        self.evidence.get(kind).cloned().unwrap_or_default()
+    }
+
+    /// Evidence ids of several kinds, in order, deduplicated.
+    pub fn evidence_of_kinds(&self, kinds: &[&str]) -> Vec<EvidenceId> {
+        let mut out: Vec<EvidenceId> = Vec::new();
+        for k in kinds {
+            for id in self.evidence_of(k) {
+                if !out.contains(&id) {
+                    out.push(id);
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether the triggering alert is already resolved.
+    pub fn alert_resolved(&self) -> bool {
+        self.alert.as_ref().is_some_and(|a| a.status == AlertStatus::Resolved)
+    }
+}
+
+/// What the analyzers concluded.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Analysis {
+    pub findings: Vec<Finding>,
+    /// Best first.
+    pub hypotheses: Vec<Hypothesis>,
+    pub ruled_out: Vec<RuledOut>,
+    pub category: Category,
+    pub root_cause: String,
+    /// 0.0 ..= 1.0
+    pub confidence: f32,
+    /// Proposed remediations; `id` is empty (the agent assigns ids).
+    pub suggested_actions: Vec<Action>,
+}
+
+/// Run every analyzer over the observations and rank what they found.
+pub fn analyze(obs: &Observations) -> Analysis {
+    let ctx = Ctx::new(obs);
+    let mut signals = Vec::new();
+    signals.extend(pods::crash_loop(&ctx));
+    signals.extend(pods::oom_killed(&ctx));
+    signals.extend(pods::image_pull(&ctx));
+    signals.extend(pods::probe_failures(&ctx));
+    signals.extend(scheduling::failed_scheduling(&ctx));
+    signals.extend(scheduling::quota_exceeded(&ctx));
+    signals.extend(nodes::node_not_ready(&ctx));
+    signals.extend(nodes::node_pressure(&ctx));
+    signals.extend(rollout::rollout_stuck(&ctx));
+    signals.extend(rollout::recent_changes(&ctx));
+    signals.extend(recovery::recovered(&ctx));
+    signals.extend(metrics::threshold_breaches(&ctx));
+    signals.extend(metrics::step_changes(&ctx));
+    signals.extend(logs::signatures(&ctx));
+    rank::rank(&ctx, signals)
+}
+
+/// One analyzer's conclusion, richer than a [`Finding`]: whether it can be the root cause,
+/// what it rules out and what it would do about it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Signal {
+    pub analyzer: &'static str,
+    pub summary: String,
+    pub detail: String,
+    pub category: Category,
+    pub confidence: f32,
+    pub evidence: Vec<EvidenceId>,
+    /// The root-cause statement when this signal can explain the alert; None for context.
+    pub cause: Option<String>,
+    /// True when the signal says the alarm is benign (recovered, resolved, expected churn).
+    pub benign: bool,
+    pub ruled_out: Vec<RuledOut>,
+    pub actions: Vec<Action>,
+    /// Objects this signal is about (`pod/x`, `node/y`, `deployment/z`), to tell whether it concerns the alert.
+    pub objects: Vec<String>,
+}
+
+impl Signal {
+    pub(crate) fn finding(&self) -> Finding {
+        Finding {
+            analyzer: self.analyzer.to_string(),
+            summary: self.summary.clone(),
+            detail: self.detail.clone(),
+            category: self.category,
+            confidence: self.confidence,
+            evidence: self.evidence.clone(),
+        }
+    }
+}
+
+/// Observations plus what the alert points at, computed once for every analyzer.
+pub(crate) struct Ctx<'a> {
+    pub obs: &'a Observations,
+    pub focus_pods: Vec<String>,
+    pub focus_nodes: Vec<String>,
+    pub focus_deployment: Option<String>,
+}
+
+impl<'a> Ctx<'a> {
+    pub(crate) fn new(obs: &'a Observations) -> Self {
+        let mut text = String::new();
+        if let Some(a) = &obs.alert {
+            for (k, v) in a.labels.iter().chain(a.annotations.iter()) {
+                text.push_str(k);
+                text.push('=');
+                text.push_str(v);
+                text.push('\n');
+            }
+        }
+        if let Some(p) = &obs.problem {
+            text.push_str(p);
+        }
+        let alert_text = text.to_lowercase();
+        let mentioned = |name: &str| !name.is_empty() && alert_text.contains(&name.to_lowercase());
+        let mut focus_pods: Vec<String> =
+            obs.pods.iter().filter(|p| mentioned(&p.name)).map(|p| p.name.clone()).collect();
+        focus_pods.dedup();
+        let mut focus_nodes: Vec<String> =
+            obs.nodes.iter().filter(|n| mentioned(&n.name)).map(|n| n.name.clone()).collect();
+        focus_nodes.dedup();
+        let label_dep = obs.alert.as_ref().and_then(|a| {
+            ["deployment", "kube_deployment", "workload_name", "app", "service"]
+                .iter()
+                .find_map(|k| a.labels.get(*k).or_else(|| a.annotations.get(*k)))
+                .cloned()
+        });
+        let focus_deployment = label_dep
+            .filter(|d| obs.deployments.is_empty() || obs.deployments.iter().any(|x| &x.name == d))
+            .or_else(|| {
+                let mut names: Vec<&str> = obs
+                    .deployments
+                    .iter()
+                    .map(|d| d.name.as_str())
+                    .filter(|n| mentioned(n))
+                    .collect();
+                names.sort_by_key(|n| std::cmp::Reverse(n.len()));
+                names.first().map(|s| s.to_string())
+            })
+            .or_else(|| focus_pods.first().and_then(|p| obs.pods.iter().find(|x| &x.name == p)).and_then(pod_deployment))
+            .or_else(|| (obs.deployments.len() == 1).then(|| obs.deployments[0].name.clone()));
+        Ctx { obs, focus_pods, focus_nodes, focus_deployment }
+    }
+
+    pub(crate) fn ev(&self, kinds: &[&str]) -> Vec<EvidenceId> {
+        self.obs.evidence_of_kinds(kinds)
+    }
+
+    /// Whether a pod is what the alert is about (or the alert names no pod and the pod belongs to its deployment).
+    pub(crate) fn pod_in_scope(&self, pod: &PodFacts) -> bool {
+        if self.focus_pods.iter().any(|p| p == &pod.name) {
+            return true;
+        }
+        match (&self.focus_deployment, pod_deployment(pod)) {
+            (Some(d), Some(pd)) => d == &pd,
+            (Some(_), None) => false,
+            (None, _) => true,
+        }
+    }
+
+    /// Pods of the same owner as `pod`, excluding itself.
+    pub(crate) fn siblings(&self, pod: &PodFacts) -> Vec<&'a PodFacts> {
+        let dep = pod_deployment(pod);
+        self.obs
+            .pods
+            .iter()
+            .filter(|p| p.name != pod.name && p.namespace == pod.namespace)
+            .filter(|p| dep.is_some() && pod_deployment(p) == dep)
+            .collect::<Vec<_>>()
+    }
+
+    /// Unique pods (lists gathered more than once may repeat a pod), later entries win.
+    pub(crate) fn pods(&self) -> Vec<&'a PodFacts> {
+        let mut out: Vec<&PodFacts> = Vec::new();
+        for p in &self.obs.pods {
+            if let Some(slot) = out.iter_mut().find(|q| q.name == p.name && q.namespace == p.namespace) {
+                *slot = p;
+            } else {
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    /// Unique events (the same event listed by several calls counts once).
+    pub(crate) fn events(&self) -> Vec<&'a K8sEventFacts> {
+        let mut out: Vec<&K8sEventFacts> = Vec::new();
+        for e in &self.obs.events {
+            if !out.iter().any(|x| x.reason == e.reason && x.object == e.object && x.message == e.message) {
+                out.push(e);
+            }
+        }
+        out
+    }
+
+    /// Events about one object (`Kind/name` or bare name).
+    pub(crate) fn events_for(&self, name: &str) -> Vec<&'a K8sEventFacts> {
+        self.events().into_iter().filter(|e| object_name(&e.object) == name).collect()
+    }
+
+    /// Minutes between `t` and the world's clock.
+    pub(crate) fn minutes_ago(&self, t: DateTime<Utc>) -> f64 {
+        (self.obs.now - t).num_seconds() as f64 / 60.0
+    }
+
+    /// The ReplicaSet (by name) that a deployment is rolling to: the highest revision when
+    /// ReplicaSets were gathered, else the owner of its most recently created live pod.
+    pub(crate) fn current_rs(&self, deployment: &str) -> Option<String> {
+        let rs: Vec<&DeploymentFacts> = self
+            .obs
+            .replica_sets
+            .iter()
+            .filter(|r| rs_deployment(&r.name).as_deref() == Some(deployment) || r.name.starts_with(&format!("{deployment}-")))
+            .collect();
+        if let Some(best) = rs.iter().max_by_key(|r| {
+            (r.revision.as_deref().and_then(|v| v.parse::<i64>().ok()).unwrap_or(0), r.created_at)
+        }) {
+            return Some(best.name.clone());
+        }
+        self.pods()
+            .into_iter()
+            .filter(|p| !p.deleting && pod_deployment(p).as_deref() == Some(deployment))
+            .max_by_key(|p| p.created_at)
+            .and_then(|p| pod_rs(p))
+    }
+
+    pub(crate) fn deployment(&self, name: &str) -> Option<&'a DeploymentFacts> {
+        self.obs.deployments.iter().find(|d| d.name == name)
+    }
+}
+
+/// `Kind/name` -> `name`.
+pub(crate) fn object_name(object: &str) -> &str {
+    object.rsplit_once('/').map(|(_, n)| n).unwrap_or(object)
+}
+
+/// The ReplicaSet that owns a pod.
+pub(crate) fn pod_rs(pod: &PodFacts) -> Option<String> {
+    let owner = pod.owner.as_deref()?;
+    let (kind, name) = owner.split_once('/')?;
+    (kind == "ReplicaSet").then(|| name.to_string())
+}
+
+/// The deployment a ReplicaSet name belongs to (`name-<hash>` -> `name`).
+pub(crate) fn rs_deployment(rs: &str) -> Option<String> {
+    rs.rsplit_once('-').map(|(d, _)| d.to_string())
+}
+
+/// The deployment that owns a pod, through its ReplicaSet.
+pub(crate) fn pod_deployment(pod: &PodFacts) -> Option<String> {
+    if let Some(rs) = pod_rs(pod) {
+        if let Some(hash) = pod.labels.get("pod-template-hash")
+            && let Some(d) = rs.strip_suffix(&format!("-{hash}"))
+        {
+            return Some(d.to_string());
+        }
+        return rs_deployment(&rs);
+    }
+    None
+}
+
+/// Parses a Kubernetes memory quantity (`512Mi`, `1G`, `536870912`) into bytes.
+pub(crate) fn parse_bytes(q: &str) -> Option<f64> {
+    let q = q.trim();
+    let split = q.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(q.len());
+    let (num, unit) = q.split_at(split);
+    let n: f64 = num.parse().ok()?;
+    let mult = match unit {
+        "" => 1.0,
+        "Ki" => 1024.0,
+        "Mi" => 1024.0 * 1024.0,
+        "Gi" => 1024.0 * 1024.0 * 1024.0,
+        "Ti" => 1024f64.powi(4),
+        "k" | "K" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        _ => return None,
+    };
+    Some(n * mult)
+}
+
+/// Formats bytes the way Kubernetes would write them (`512Mi`, `1Gi`).
+pub(crate) fn format_bytes(b: f64) -> String {
+    let gi = 1024.0 * 1024.0 * 1024.0;
+    let mi = 1024.0 * 1024.0;
+    if b >= gi && (b / gi).fract() == 0.0 {
+        format!("{}Gi", b / gi)
+    } else {
+        format!("{}Mi", (b / mi).round())
+    }
+}
+
+/// Lists at most `n` names, then "and N more".
+pub(crate) fn list_names<S: AsRef<str>>(names: &[S], n: usize) -> String {
+    let shown: Vec<&str> = names.iter().take(n).map(|s| s.as_ref()).collect();
+    let mut out = shown.join(", ");
+    if names.len() > n {
+        out.push_str(&format!(" and {} more", names.len() - n));
+    }
+    out
+}

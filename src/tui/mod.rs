@@ -1,1 +1,360 @@
 //! The terminal console: event loop, keymap, theme and one file per view.
+
+pub mod app;
+pub mod approval;
+pub mod chat;
+pub mod clock;
+pub mod evidence;
+pub mod header;
+pub mod help;
+pub mod highlight;
+pub mod keymap;
+pub mod layout;
+pub mod palette;
+pub mod replay_bar;
+pub mod sanitize;
+pub mod statusbar;
+pub mod theme;
+pub mod timeline;
+
+use crate::model::{Command, Record};
+use anyhow::Context;
+use app::{AppState, Effect, Msg, Overlay};
+use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
+use futures::StreamExt;
+use ratatui::layout::{Alignment, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, BorderType, Borders, Paragraph};
+use ratatui::{Frame, Terminal};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use theme::{Role, Theme};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+
+/// At most one frame per this long, however fast events arrive.
+const FRAME: Duration = Duration::from_millis(16);
+
+/// How the console is set up; the CLI fills it from flags and config.toml.
+#[derive(Clone, Debug, Default)]
+pub struct UiOptions {
+    /// `--theme NAME|PATH` (or `[ui] theme`); None or "default" lets NO_COLOR pick mono.
+    pub theme: Option<String>,
+    /// `[keys]`: action name -> key(s).
+    pub keys: BTreeMap<String, String>,
+    pub read_only: bool,
+    pub session_id: Option<String>,
+    /// Override the NO_COLOR environment check (tests); None reads the environment.
+    pub no_color: Option<bool>,
+}
+
+impl UiOptions {
+    /// Theme and keymap from the options, as clear errors when they are broken.
+    pub fn build_state(&self) -> anyhow::Result<AppState> {
+        let no_color = self.no_color.unwrap_or_else(|| std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()));
+        let theme = Theme::resolve(self.theme.as_deref(), no_color)?;
+        let keymap = keymap::Keymap::with_overrides(&self.keys)?;
+        let mut state = AppState::new(theme, keymap);
+        state.read_only = self.read_only;
+        state.session_id = self.session_id.clone();
+        Ok(state)
+    }
+}
+
+/// `mm:ss` (or `h:mm:ss`) since the session started.
+pub fn fmt_t(t: f64) -> String {
+    let s = if t.is_finite() { t.max(0.0) as u64 } else { 0 };
+    if s >= 3600 { format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) } else { format!("{:02}:{:02}", s / 60, s % 60) }
+}
+
+pub(crate) fn pane_block<'a>(th: &Theme, title: &str, focused: bool) -> Block<'a> {
+    let (border, bt) = if focused { (th.get(Role::BorderFocus), BorderType::Thick) } else { (th.get(Role::Border), BorderType::Plain) };
+    Block::default()
+        .borders(Borders::ALL)
+        .border_type(bt)
+        .border_style(border)
+        .title(Line::styled(title.to_string(), if focused { th.get(Role::BorderFocus) } else { th.get(Role::Title) }))
+}
+
+pub(crate) fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
+}
+
+/// Draw the whole screen from the state.
+pub fn draw(state: &AppState, frame: &mut Frame) {
+    let area = frame.area();
+    let a = layout::compute(area, state.is_replay(), matches!(state.focus, app::Pane::Evidence | app::Pane::Summary));
+    if a.too_small {
+        let msg = Paragraph::new(vec![Line::raw("terminal too small"), Line::raw(format!("need {}x{}", layout::MIN_WIDTH, layout::MIN_HEIGHT))])
+            .alignment(Alignment::Center);
+        let y = area.height.saturating_sub(2) / 2;
+        frame.render_widget(msg, Rect { y: area.y + y, height: area.height.saturating_sub(y).min(2), ..area });
+        return;
+    }
+    frame.render_widget(Block::default().style(state.theme.get(Role::Text)), area);
+    header::render(state, frame, a.header);
+    timeline::render(state, frame, a.timeline);
+    evidence::render(state, frame, a.evidence);
+    chat::render(state, frame, a.chat);
+    replay_bar::render(state, frame, a.replay_bar);
+    statusbar::render_status(state, frame, a.status);
+    statusbar::render_keyhints(state, frame, a.keyhints, a.status.height == 0);
+    match &state.overlay {
+        Some(Overlay::Approval(ui)) => approval::render(state, ui, frame, area),
+        Some(Overlay::Help { scroll }) => help::render(state, *scroll, frame, area),
+        Some(Overlay::Palette(p)) => palette::render(state, p, frame, area),
+        None => {}
+    }
+    if state.focus == app::Pane::Chat && state.overlay.is_none() && !state.is_replay() {
+        // The textarea draws its own cursor cell; the terminal cursor stays hidden.
+    }
+}
+
+/// Restores the terminal on drop: normal exit, error, unwinding panic or signal.
+struct TerminalGuard;
+
+impl TerminalGuard {
+    fn enter() -> anyhow::Result<TerminalGuard> {
+        if !std::io::stdout().is_terminal() {
+            anyhow::bail!("the console needs a terminal on stdout (use --headless to stream events instead)");
+        }
+        crossterm::terminal::enable_raw_mode().context("cannot switch the terminal to raw mode")?;
+        let guard = TerminalGuard;
+        crossterm::execute!(std::io::stdout(), crossterm::terminal::EnterAlternateScreen, crossterm::cursor::Hide)
+            .context("cannot enter the alternate screen")?;
+        install_panic_hook();
+        Ok(guard)
+    }
+}
+
+fn restore_terminal() {
+    let _ = crossterm::terminal::disable_raw_mode();
+    let _ = crossterm::execute!(
+        std::io::stdout(),
+        crossterm::terminal::EndSynchronizedUpdate,
+        crossterm::terminal::LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    let ui_thread = std::thread::current().id();
+    ONCE.call_once(move || {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            // Restore before the message prints, or it lands on the alternate screen and vanishes.
+            if std::thread::current().id() == ui_thread {
+                restore_terminal();
+            }
+            prev(info);
+        }));
+    });
+}
+
+type Term = Terminal<ratatui::backend::CrosstermBackend<std::io::Stdout>>;
+
+fn new_terminal() -> anyhow::Result<Term> {
+    Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout())).context("cannot open the terminal")
+}
+
+fn draw_frame(terminal: &mut Term, state: &AppState) -> anyhow::Result<()> {
+    use std::io::Write;
+    // One synchronized update per frame: terminals that support it show no half-drawn screens.
+    crossterm::queue!(terminal.backend_mut(), crossterm::terminal::BeginSynchronizedUpdate)?;
+    terminal.draw(|f| draw(state, f))?;
+    crossterm::queue!(terminal.backend_mut(), crossterm::terminal::EndSynchronizedUpdate)?;
+    terminal.backend_mut().flush()?;
+    Ok(())
+}
+
+/// Run the console over a live investigation until the operator quits or a signal arrives.
+pub async fn run_live(handle: crate::agent::AgentHandle, opts: UiOptions) -> anyhow::Result<()> {
+    let crate::agent::AgentHandle { records, commands, task, session_path } = handle;
+    let mut state = opts.build_state()?;
+    state.session_path = session_path;
+    let task = tokio::spawn(async move {
+        match task.await {
+            Ok(Ok(outcome)) => Ok(outcome.name().to_string()),
+            Ok(Err(e)) => Err(format!("{e:#}")),
+            Err(e) => Err(format!("the investigation task stopped: {e}")),
+        }
+    });
+    run_loop(state, Some(records), Some(commands), Some(task)).await
+}
+
+/// Replay a recorded session: the same views, read-only, with playback controls.
+pub async fn run_replay(log: crate::session::SessionLog, opts: UiOptions) -> anyhow::Result<()> {
+    let mut state = opts.build_state()?;
+    let id = log.header.id.clone();
+    let mut state_r = AppState::new_replay(state.theme.clone(), state.keymap.clone(), log.records);
+    state_r.session_id = state.session_id.take().or(Some(id));
+    if let Some(tear) = &log.tear {
+        state_r.set_status(format!("the session file is damaged at line {}: {}; replaying what came before", tear.line, tear.reason), true);
+    }
+    if let Some(r) = &mut state_r.replay {
+        r.clock.playing = true;
+    }
+    run_loop(state_r, None, None, None).await
+}
+
+type TaskResult = tokio::task::JoinHandle<Result<String, String>>;
+
+/// The event loop: terminal events, records, the agent's end, ticks and signals in; frames out.
+/// Frames are drawn only when something changed, at most one per [`FRAME`].
+pub async fn run_loop(
+    mut state: AppState,
+    mut records: Option<UnboundedReceiver<Record>>,
+    commands: Option<UnboundedSender<Command>>,
+    mut task: Option<TaskResult>,
+) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut sigterm = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+    let mut sighup = signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?;
+    let guard = TerminalGuard::enter()?;
+    let mut terminal = new_terminal()?;
+    let size = terminal.size()?;
+    update_effects(&mut state, Msg::Resize(size.width, size.height));
+    let (wake_tx, mut wake_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    highlight::preload(move || {
+        let _ = wake_tx.send(());
+    });
+    let mut events = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_tick = Instant::now();
+    let mut live_clock = (0.0f64, Instant::now());
+    let mut dirty = true;
+    let mut last_draw = Instant::now() - FRAME;
+    let mut quit = false;
+    let mut result = Ok(());
+    while !quit {
+        let due = tokio::time::Instant::from_std(last_draw + FRAME);
+        let mut effects = Vec::new();
+        tokio::select! {
+            biased;
+            _ = sigterm.recv() => break,
+            _ = sighup.recv() => break,
+            _ = tokio::time::sleep_until(due), if dirty => {
+                if let Err(e) = draw_frame(&mut terminal, &state) {
+                    result = Err(e);
+                    break;
+                }
+                dirty = false;
+                last_draw = Instant::now();
+                continue;
+            }
+            ev = events.next() => match ev {
+                Some(Ok(TermEvent::Key(k))) if k.kind == KeyEventKind::Press => effects = app::update(&mut state, Msg::Key(k)),
+                Some(Ok(TermEvent::Resize(w, h))) => effects = app::update(&mut state, Msg::Resize(w, h)),
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => {
+                    result = Err(anyhow::Error::new(e).context("reading the terminal"));
+                    break;
+                }
+                None => break,
+            },
+            rec = recv(&mut records) => match rec {
+                Some(r) => {
+                    live_clock = (r.t, Instant::now());
+                    effects = app::update(&mut state, Msg::Record(r));
+                    // Fold a burst in one go; the frame afterwards shows all of it.
+                    if let Some(rx) = &mut records {
+                        for _ in 0..4096 {
+                            match rx.try_recv() {
+                                Ok(r) => {
+                                    live_clock = (r.t, Instant::now());
+                                    effects.extend(app::update(&mut state, Msg::Record(r)));
+                                }
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                }
+                None => records = None,
+            },
+            res = join(&mut task) => {
+                task = None;
+                effects = app::update(&mut state, Msg::AgentFinished(res.err()));
+            }
+            Some(()) = wake_rx.recv() => effects = app::update(&mut state, Msg::SyntaxReady),
+            _ = tick.tick(), if state.needs_tick() => {
+                let now = Instant::now();
+                let dt = now.duration_since(last_tick).as_secs_f64().min(0.5);
+                last_tick = now;
+                let msg = if state.is_replay() { Msg::ReplayTick(dt) } else { Msg::Clock(live_clock.0 + live_clock.1.elapsed().as_secs_f64()) };
+                effects = app::update(&mut state, msg);
+            }
+        }
+        if !state.needs_tick() {
+            last_tick = Instant::now();
+        }
+        dirty = true;
+        for effect in effects {
+            match effect {
+                Effect::Quit => quit = true,
+                Effect::SendCommand(c) => match &commands {
+                    Some(tx) if tx.send(c).is_ok() => {}
+                    _ => state.set_status("the investigation has ended; nothing is listening", true),
+                },
+                Effect::ExportReport => export_report(&mut state),
+            }
+        }
+    }
+    if let (Some(task), Some(tx)) = (task, &commands) {
+        // Leaving mid-investigation: ask the agent to stop so the session file ends cleanly.
+        let _ = tx.send(Command::Cancel);
+        let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
+    }
+    drop(terminal);
+    drop(guard);
+    result
+}
+
+async fn recv(rx: &mut Option<UnboundedReceiver<Record>>) -> Option<Record> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn join(task: &mut Option<TaskResult>) -> Result<String, String> {
+    match task {
+        Some(t) => t.await.unwrap_or_else(|e| Err(e.to_string())),
+        None => std::future::pending().await,
+    }
+}
+
+fn update_effects(state: &mut AppState, msg: Msg) {
+    let _ = app::update(state, msg);
+}
+
+/// Where `/export` writes: next to the session file, else under the data directory.
+pub fn report_path(state: &AppState) -> PathBuf {
+    match &state.session_path {
+        Some(p) => p.with_extension("md"),
+        None => {
+            let id = if state.incident.id.is_empty() { "report".to_string() } else { state.incident.id.clone() };
+            crate::config::data_dir().join("reports").join(format!("{}.md", sanitize::sanitize(&id).replace(['/', '\\'], "_")))
+        }
+    }
+}
+
+fn export_report(state: &mut AppState) {
+    let path = report_path(state);
+    let md = crate::session::export::markdown(&state.incident);
+    let res = path.parent().map(std::fs::create_dir_all).unwrap_or(Ok(())).and_then(|_| std::fs::write(&path, md));
+    match res {
+        Ok(()) => state.set_status(format!("report written to {}", path.display()), false),
+        Err(e) => state.set_status(format!("cannot write the report to {}: {e}", path.display()), true),
+    }
+}

@@ -1,1 +1,472 @@
 //! What a run talks to: the live world built from config, or a recorded case directory.
+
+pub mod case;
+
+pub use case::{Case, CaseError, Effect, Expect};
+
+use crate::config::{Config, ResolvedAuth};
+use crate::integrations::transport::{
+    Endpoint, LiveTransport, RecordingTransport, ReplayTransport, Transport,
+};
+use crate::integrations::{
+    AlertmanagerClient, ErrorKind, GitHubClient, IntegrationError, KubernetesClient, LokiClient,
+    PrometheusClient, SilenceSpec,
+};
+use crate::model::{Action, WebhookPayload};
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Why a world could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum WorldError {
+    #[error(transparent)]
+    Case(#[from] CaseError),
+    #[error("{0}")]
+    Config(String),
+    #[error("kubernetes: {0}")]
+    Kube(String),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// How the world answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Live,
+    /// Live, and every exchange written to a case directory.
+    Recording,
+    /// Answers from a case's recordings; actions are simulated and apply `effects.toml`.
+    Replay,
+}
+
+/// A world: the clients an investigation uses, and in replay the case it comes from. `Send + Sync`.
+pub struct World {
+    mode: Mode,
+    case: Option<Case>,
+    transport: Arc<dyn Transport>,
+    replay: Option<Arc<ReplayTransport>>,
+    overlays: BTreeMap<String, Vec<crate::integrations::Recording>>,
+    applied: Mutex<Vec<usize>>,
+    github_repo: Option<String>,
+    kubernetes: KubernetesClient,
+    prometheus: PrometheusClient,
+    loki: LokiClient,
+    alertmanager: AlertmanagerClient,
+    github: GitHubClient,
+}
+
+impl std::fmt::Debug for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("World")
+            .field("mode", &self.mode)
+            .field("case", &self.case.as_ref().map(|c| &c.id))
+            .finish_non_exhaustive()
+    }
+}
+
+const DEFAULT_NAMESPACE: &str = "default";
+
+impl World {
+    /// A world over any transport (tests, embedders).
+    pub fn with_transport(
+        transport: Arc<dyn Transport>,
+        mode: Mode,
+        namespace: &str,
+        github_repo: Option<String>,
+    ) -> World {
+        World {
+            mode,
+            case: None,
+            replay: None,
+            overlays: BTreeMap::new(),
+            applied: Mutex::new(Vec::new()),
+            github_repo,
+            kubernetes: KubernetesClient::new(transport.clone(), namespace),
+            prometheus: PrometheusClient::new(transport.clone()),
+            loki: LokiClient::new(transport.clone()),
+            alertmanager: AlertmanagerClient::new(transport.clone()),
+            github: GitHubClient::new(transport.clone()),
+            transport,
+        }
+    }
+
+    /// Loads a case directory and replays it.
+    pub fn from_case_dir(dir: impl AsRef<Path>) -> Result<World, WorldError> {
+        let dir = dir.as_ref();
+        let files = case::read_dir(dir)?;
+        let loaded = case::load(&dir.display().to_string(), &files, Some(dir.to_path_buf()))?;
+        Ok(Self::from_loaded(loaded))
+    }
+
+    /// Loads a case from (relative path, contents) pairs, e.g. an embedded demo case.
+    pub fn from_case_files(name: &str, files: Vec<(String, String)>) -> Result<World, WorldError> {
+        let files: BTreeMap<String, String> = files
+            .into_iter()
+            .map(|(path, text)| {
+                // Embedded cases may carry their directory in the path; only the file name matters.
+                let file = path.rsplit('/').next().unwrap_or(&path).to_string();
+                (file, text)
+            })
+            .collect();
+        let loaded = case::load(name, &files, None)?;
+        Ok(Self::from_loaded(loaded))
+    }
+
+    fn from_loaded(loaded: case::LoadedCase) -> World {
+        let replay = Arc::new(ReplayTransport::new(loaded.recordings));
+        let namespace = loaded
+            .case
+            .alert
+            .as_ref()
+            .and_then(|a| a.primary().label("namespace").map(str::to_string))
+            .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
+        let transport: Arc<dyn Transport> = replay.clone();
+        let mut world = World::with_transport(transport, Mode::Replay, &namespace, None);
+        world.case = Some(loaded.case);
+        world.replay = Some(replay);
+        world.overlays = loaded.overlays;
+        world
+    }
+
+    /// The live world: one client per configured integration.
+    pub async fn live(config: &Config) -> Result<World, WorldError> {
+        let (transport, namespace, repo) = live_transport(config).await?;
+        Ok(World::with_transport(
+            Arc::new(transport),
+            Mode::Live,
+            &namespace,
+            repo,
+        ))
+    }
+
+    /// The live world, recording every exchange into `dir` (`sitrep investigate --record DIR`), which then
+    /// replays as a case. Writes case.toml (the clock is now) and alert.json when there is a trigger alert.
+    pub async fn record(
+        config: &Config,
+        dir: &Path,
+        title: &str,
+        alert: Option<&WebhookPayload>,
+    ) -> Result<World, WorldError> {
+        let (live, namespace, repo) = live_transport(config).await?;
+        let io = |path: PathBuf| move |source| WorldError::Io { path, source };
+        std::fs::create_dir_all(dir).map_err(io(dir.to_path_buf()))?;
+        let now = Utc::now();
+        let id = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("recorded")
+            .to_string();
+        let meta = case::CaseMeta {
+            id,
+            title: title.to_string(),
+            now,
+            difficulty: None,
+            source: Some("recorded with sitrep investigate --record".into()),
+        };
+        let meta_text = toml::to_string(&meta).map_err(|e| WorldError::Config(e.to_string()))?;
+        let case_path = dir.join("case.toml");
+        std::fs::write(&case_path, meta_text).map_err(io(case_path))?;
+        if let Some(alert) = alert {
+            let text = serde_json::to_string_pretty(alert)
+                .map_err(|e| WorldError::Config(e.to_string()))?;
+            let alert_path = dir.join("alert.json");
+            std::fs::write(&alert_path, text).map_err(io(alert_path))?;
+        }
+        let recording = RecordingTransport::new(Arc::new(live), dir)
+            .map_err(io(dir.join("recordings.ndjson")))?;
+        Ok(World::with_transport(
+            Arc::new(recording),
+            Mode::Recording,
+            &namespace,
+            repo,
+        ))
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn is_replay(&self) -> bool {
+        self.mode == Mode::Replay
+    }
+
+    /// The case this world replays, if any.
+    pub fn case(&self) -> Option<&Case> {
+        self.case.as_ref()
+    }
+
+    /// The world's clock: the case's `now` in replay, the real time otherwise.
+    pub fn now(&self) -> DateTime<Utc> {
+        match &self.case {
+            Some(c) if self.mode == Mode::Replay => c.now,
+            _ => Utc::now(),
+        }
+    }
+
+    /// Whether `integration` can be asked anything (configured live, or present in the recordings).
+    pub fn has(&self, integration: &str) -> bool {
+        self.transport.has(integration)
+    }
+
+    /// The configured GitHub repository (`owner/name`), if any.
+    pub fn github_repo(&self) -> Option<&str> {
+        self.github_repo.as_deref()
+    }
+
+    pub fn kubernetes(&self) -> &KubernetesClient {
+        &self.kubernetes
+    }
+    pub fn prometheus(&self) -> &PrometheusClient {
+        &self.prometheus
+    }
+    pub fn loki(&self) -> &LokiClient {
+        &self.loki
+    }
+    pub fn alertmanager(&self) -> &AlertmanagerClient {
+        &self.alertmanager
+    }
+    pub fn github(&self) -> &GitHubClient {
+        &self.github
+    }
+
+    /// Runs a mutating action. In replay the call is answered from the recordings when it can be, is
+    /// otherwise simulated, and then `effects.toml` is applied so later reads see the world after it.
+    pub async fn execute(&self, action: &Action) -> Result<String, IntegrationError> {
+        let outcome = self.dispatch(action).await;
+        if self.mode != Mode::Replay {
+            return outcome;
+        }
+        let mut message = match outcome {
+            Ok(m) => m,
+            Err(e) if e.is_no_recording() => {
+                format!("{} {}: simulated (replay)", action.kind, action.target)
+            }
+            Err(e) => return Err(e),
+        };
+        let applied = self.apply_effects(action);
+        if !applied.is_empty() {
+            message.push_str(&format!("; world now follows {}", applied.join(", ")));
+        }
+        Ok(message)
+    }
+
+    fn apply_effects(&self, action: &Action) -> Vec<String> {
+        let (Some(case), Some(replay)) = (&self.case, &self.replay) else {
+            return Vec::new();
+        };
+        let Ok(mut applied) = self.applied.lock() else {
+            return Vec::new();
+        };
+        let mut names = Vec::new();
+        for (i, effect) in case.effects.iter().enumerate() {
+            let target_ok = effect.target.as_deref().is_none_or(|t| t == action.target);
+            if effect.action != action.kind || !target_ok || applied.contains(&i) {
+                continue;
+            }
+            if let Some(recs) = self.overlays.get(&effect.recordings) {
+                replay.overlay(recs.clone());
+                applied.push(i);
+                names.push(effect.recordings.clone());
+            }
+        }
+        names
+    }
+
+    async fn dispatch(&self, action: &Action) -> Result<String, IntegrationError> {
+        let (integration, verb) = action
+            .kind
+            .split_once('.')
+            .unwrap_or(("", action.kind.as_str()));
+        let invalid =
+            |m: String| IntegrationError::new(integration, &action.kind, ErrorKind::Invalid(m));
+        let param = |k: &str| action.params.get(k);
+        let param_str = |k: &str| param(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+        let param_u64 = |k: &str| match param(k) {
+            Some(Value::Number(n)) => n.as_u64(),
+            Some(Value::String(s)) => s.trim().trim_start_matches('#').parse().ok(),
+            _ => None,
+        };
+        // `deployment/name`, `pod/name` or a bare name.
+        let (target_kind, target_name) = match action.target.split_once('/') {
+            Some((k, n)) => (k, n),
+            None => ("", action.target.as_str()),
+        };
+        let ns = param_str("namespace").unwrap_or(self.kubernetes.default_namespace());
+        match (integration, verb) {
+            ("kubernetes", "rollout_restart") => {
+                self.kubernetes
+                    .rollout_restart(ns, target_name, self.now())
+                    .await
+            }
+            ("kubernetes", "rollout_undo") => self.kubernetes.rollout_undo(ns, target_name).await,
+            ("kubernetes", "scale") => {
+                let replicas = param_u64("replicas")
+                    .and_then(|r| u32::try_from(r).ok())
+                    .ok_or_else(|| invalid("scale needs a `replicas` number".into()))?;
+                self.kubernetes.scale(ns, target_name, replicas).await
+            }
+            ("kubernetes", "delete_pod") => {
+                if !matches!(target_kind, "" | "pod" | "pods") {
+                    return Err(invalid(format!(
+                        "delete_pod targets a pod, not {}",
+                        action.target
+                    )));
+                }
+                self.kubernetes.delete_pod(ns, target_name).await
+            }
+            ("alertmanager", "silence") => {
+                let mut matchers: Vec<(String, String)> = match param("matchers") {
+                    Some(Value::Object(m)) => m
+                        .iter()
+                        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                if matchers.is_empty() {
+                    // `alertname=X,namespace=y` as the target.
+                    matchers = action
+                        .target
+                        .split(',')
+                        .filter_map(|kv| kv.split_once('='))
+                        .map(|(k, v)| {
+                            (k.trim().to_string(), v.trim().trim_matches('"').to_string())
+                        })
+                        .collect();
+                }
+                let minutes = param_u64("duration_minutes")
+                    .unwrap_or(60)
+                    .clamp(1, 7 * 24 * 60);
+                let starts_at = Utc::now();
+                let spec = SilenceSpec {
+                    matchers,
+                    starts_at,
+                    ends_at: starts_at + chrono::Duration::minutes(minutes as i64),
+                    created_by: param_str("created_by").unwrap_or("sitrep").to_string(),
+                    comment: if action.rationale.is_empty() {
+                        "silenced during incident response".into()
+                    } else {
+                        action.rationale.clone()
+                    },
+                };
+                let id = self.alertmanager.create_silence(&spec).await?;
+                Ok(format!("silence {id} created for {minutes} minutes"))
+            }
+            ("github", "revert_pr") => {
+                let repo = param_str("repo")
+                    .or(self.github_repo.as_deref())
+                    .ok_or_else(|| invalid("revert_pr needs a `repo`".into()))?;
+                let number = param_u64("pull")
+                    .or_else(|| param_u64("number"))
+                    .or_else(|| target_name.trim_start_matches('#').parse().ok())
+                    .ok_or_else(|| invalid("revert_pr needs a pull request number".into()))?;
+                let url = self.github.revert_pr(repo, number).await?;
+                Ok(format!("revert pull request opened: {url}"))
+            }
+            _ => Err(invalid(format!("unknown action kind {:?}", action.kind))),
+        }
+    }
+}
+
+fn resolve_auth(
+    config: &Config,
+    key: &str,
+    auth: Option<&crate::config::Auth>,
+) -> Result<Option<ResolvedAuth>, WorldError> {
+    let path = config
+        .source
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("config.toml"));
+    auth.map(|a| a.resolve(&path, key))
+        .transpose()
+        .map_err(|e| WorldError::Config(e.to_string()))
+}
+
+fn endpoint(url: &str, timeout_secs: u64, auth: Option<ResolvedAuth>) -> Endpoint {
+    Endpoint::new(url)
+        .timeout(Duration::from_secs(timeout_secs.max(1)))
+        .auth(auth)
+}
+
+/// Builds the live transport from config: (transport, default namespace, GitHub repository).
+async fn live_transport(
+    config: &Config,
+) -> Result<(LiveTransport, String, Option<String>), WorldError> {
+    let int = &config.integrations;
+    let mut t = LiveTransport::new().map_err(|e| WorldError::Config(e.to_string()))?;
+    let mut namespace = DEFAULT_NAMESPACE.to_string();
+    if let Some(p) = &int.prometheus {
+        let auth = resolve_auth(config, "integrations.prometheus", p.auth.as_ref())?;
+        t = t.with_endpoint("prometheus", endpoint(&p.url, p.timeout_secs, auth));
+    }
+    if let Some(a) = &int.alertmanager {
+        let auth = resolve_auth(config, "integrations.alertmanager", a.auth.as_ref())?;
+        t = t.with_endpoint("alertmanager", endpoint(&a.url, a.timeout_secs, auth));
+    }
+    if let Some(l) = &int.loki {
+        let auth = resolve_auth(config, "integrations.loki", l.auth.as_ref())?;
+        let mut ep = endpoint(&l.url, l.timeout_secs, auth);
+        if let Some(org) = &l.org_id {
+            ep.headers.push(("X-Scope-OrgID".into(), org.clone()));
+        }
+        t = t.with_endpoint("loki", ep);
+    }
+    let mut repo = None;
+    if let Some(g) = &int.github {
+        let auth = resolve_auth(config, "integrations.github", g.auth.as_ref())?;
+        let mut ep = endpoint(&g.url, g.timeout_secs, auth);
+        ep.headers
+            .push(("Accept".into(), "application/vnd.github+json".into()));
+        t = t.with_endpoint("github", ep);
+        repo = Some(g.repo.clone());
+    }
+    if let Some(k) = &int.kubernetes {
+        let auth = resolve_auth(config, "integrations.kubernetes", k.auth.as_ref())?;
+        let timeout = Duration::from_secs(k.timeout_secs.max(1));
+        if let Some(url) = &k.url {
+            t = t.with_endpoint("kubernetes", endpoint(url, k.timeout_secs, auth));
+        } else {
+            let client = kube_client(k).await?;
+            namespace = client.default_namespace().to_string();
+            t = t.with_kube(client, timeout);
+        }
+        if let Some(ns) = &k.namespace {
+            namespace = ns.clone();
+        }
+    }
+    Ok((t, namespace, repo))
+}
+
+/// A kube client from the kubeconfig (file and context as configured) or, with neither given and no
+/// kubeconfig found, the in-cluster service account.
+async fn kube_client(k: &crate::config::Kubernetes) -> Result<kube::Client, WorldError> {
+    let options = kube::config::KubeConfigOptions {
+        context: k.context.clone(),
+        ..Default::default()
+    };
+    let cfg = match &k.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| WorldError::Kube(format!("{}: {e}", path.display())))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(|e| WorldError::Kube(e.to_string()))?
+        }
+        None if k.context.is_some() => kube::Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| WorldError::Kube(e.to_string()))?,
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| WorldError::Kube(e.to_string()))?,
+    };
+    let mut cfg = cfg;
+    cfg.read_timeout = Some(Duration::from_secs(k.timeout_secs.max(1)));
+    kube::Client::try_from(cfg).map_err(|e| WorldError::Kube(e.to_string()))
+}

@@ -1,0 +1,501 @@
+#!/usr/bin/env python3
+"""Generate the built-in demo scenarios (cases/<name>/) of sitrep.
+
+Each scenario is a recorded world: the raw JSON (or text) that the Kubernetes,
+Prometheus, Loki and GitHub APIs answer, an Alertmanager webhook (version 4),
+an `expect.toml` rubric for `sitrep eval`, and `effects.toml` with the recordings
+that win once the right action has run (including the mutation's own response).
+
+Run from the repository root:  python3 cases/generate.py
+The output is deterministic; commit the generated files (they are embedded into
+the binary by src/world/demo.rs).
+"""
+
+import hashlib
+import json
+import os
+from datetime import datetime, timedelta, timezone
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def h(s):
+    """A stable hash (Python's own is salted per process) for ids that look real."""
+    return int(hashlib.md5(str(s).encode()).hexdigest(), 16)
+
+
+def ts(t):
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def rec(integration, path, body, method="GET", query=None, status=200):
+    return {
+        "integration": integration,
+        "method": method,
+        "path": path,
+        "query": query or {},
+        "status": status,
+        "body": body,
+    }
+
+
+# ---------------------------------------------------------------- kubernetes objects
+
+
+def owner(kind, name, uid):
+    return [{"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": uid,
+             "controller": True, "blockOwnerDeletion": True}]
+
+
+def container_status(name, image, ready=True, restarts=0, state=None, last=None, started=None):
+    st = state or {"running": {"startedAt": ts(started)}}
+    cs = {"name": name, "image": image, "imageID": "" if "waiting" in st else
+          f"{image.split(':')[0]}@sha256:{h((image)) % (10 ** 12):064d}",
+          "ready": ready, "restartCount": restarts, "started": "running" in st, "state": st,
+          "lastState": last or {}}
+    cs["containerID"] = "" if "waiting" in st else f"containerd://{h((name + image)) % (10 ** 16):064x}"
+    return cs
+
+
+def pod(name, ns, app, node, image, created, owner_kind, owner_name, *, container=None,
+        ready=True, phase="Running", restarts=0, state=None, last=None, started=None,
+        limits=None, requests=None, deleting=None, ready_reason=None, liveness=True,
+        readiness=True, extra_labels=None, pod_ip="10.0.0.1", cond_status=None):
+    container = container or app
+    labels = {"app": app, "app.kubernetes.io/name": app}
+    if owner_kind == "ReplicaSet":
+        labels["pod-template-hash"] = owner_name.rsplit("-", 1)[1]
+    labels.update(extra_labels or {})
+    res = {}
+    if limits:
+        res["limits"] = limits
+    if requests:
+        res["requests"] = requests
+    spec_c = {"name": container, "image": image, "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+              "resources": res, "imagePullPolicy": "IfNotPresent"}
+    if liveness:
+        spec_c["livenessProbe"] = {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10,
+                                   "failureThreshold": 3}
+    if readiness:
+        spec_c["readinessProbe"] = {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 5,
+                                    "failureThreshold": 3}
+    ready_s = cond_status or ("True" if ready else "False")
+    conds = [
+        {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": ts(created)},
+        {"type": "Initialized", "status": "True", "lastTransitionTime": ts(created)},
+        {"type": "Ready", "status": ready_s, "lastTransitionTime": ts(started or created)},
+        {"type": "ContainersReady", "status": ready_s, "lastTransitionTime": ts(started or created)},
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": ts(created)},
+    ]
+    if ready_s != "True" and ready_reason:
+        for c in conds:
+            if c["type"] in ("Ready", "ContainersReady"):
+                c["reason"] = ready_reason[0]
+                c["message"] = ready_reason[1]
+    meta = {"name": name, "namespace": ns, "uid": f"{h((name)) % (10 ** 12):012d}-4c1d-9e7a-{h((ns)) % (10 ** 12):012d}",
+            "creationTimestamp": ts(created), "labels": labels,
+            "ownerReferences": owner(owner_kind, owner_name, f"{h((owner_name)) % (10 ** 8):08d}-0000-4000-8000-000000000000")}
+    if deleting:
+        meta["deletionTimestamp"] = ts(deleting)
+        meta["deletionGracePeriodSeconds"] = 30
+    return {
+        "apiVersion": "v1", "kind": "Pod", "metadata": meta,
+        "spec": {"nodeName": node, "containers": [spec_c], "restartPolicy": "Always",
+                 "serviceAccountName": app, "terminationGracePeriodSeconds": 30},
+        "status": {"phase": phase, "conditions": conds, "hostIP": "10.20.0.10", "podIP": pod_ip,
+                   "startTime": ts(created), "qosClass": "Burstable",
+                   "containerStatuses": [container_status(container, image, ready, restarts, state, last,
+                                                          started or created)]},
+    }
+
+
+def deployment(name, ns, image, revision, replicas, ready, updated, created, *, progressing=None,
+               available=True, cpu="500m", mem="512Mi", cpu_req="250m", mem_req="256Mi", generation=None,
+               restarted_at=None):
+    gen = generation or revision + 3
+    avail = ready
+    conds = [
+        {"type": "Available", "status": "True" if available else "False",
+         "reason": "MinimumReplicasAvailable" if available else "MinimumReplicasUnavailable",
+         "message": "Deployment has minimum availability." if available else "Deployment does not have minimum availability.",
+         "lastUpdateTime": ts(created), "lastTransitionTime": ts(created)},
+        progressing or {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
+                        "message": f'ReplicaSet "{name}" has successfully progressed.',
+                        "lastUpdateTime": ts(created), "lastTransitionTime": ts(created)},
+    ]
+    tmpl_meta = {"labels": {"app": name, "app.kubernetes.io/name": name}}
+    if restarted_at:
+        tmpl_meta["annotations"] = {"kubectl.kubernetes.io/restartedAt": restarted_at}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns, "generation": gen,
+                     "uid": f"{h((name + ns)) % (10 ** 8):08d}-1111-4000-8000-000000000000",
+                     "creationTimestamp": "2025-11-03T09:12:44Z",
+                     "annotations": {"deployment.kubernetes.io/revision": str(revision)},
+                     "labels": {"app": name, "app.kubernetes.io/name": name, "team": ns}},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+                 "progressDeadlineSeconds": 600, "revisionHistoryLimit": 10,
+                 "template": {"metadata": tmpl_meta,
+                              "spec": {"containers": [{"name": name, "image": image,
+                                                       "resources": {"limits": {"cpu": cpu, "memory": mem},
+                                                                     "requests": {"cpu": cpu_req, "memory": mem_req}}}]}}},
+        "status": {"observedGeneration": gen, "replicas": max(replicas, updated), "updatedReplicas": updated,
+                   "readyReplicas": ready, "availableReplicas": avail,
+                   **({"unavailableReplicas": replicas - ready} if replicas > ready else {}),
+                   "conditions": conds},
+    }
+
+
+def replicaset(name, ns, deploy, image, revision, replicas, ready, created, cpu="500m", mem="512Mi"):
+    phash = name.rsplit("-", 1)[1]
+    return {
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": name, "namespace": ns, "creationTimestamp": ts(created),
+                     "uid": f"{h((name)) % (10 ** 8):08d}-2222-4000-8000-000000000000",
+                     "labels": {"app": deploy, "pod-template-hash": phash},
+                     "annotations": {"deployment.kubernetes.io/revision": str(revision),
+                                     "deployment.kubernetes.io/desired-replicas": str(max(replicas, 1)),
+                                     "deployment.kubernetes.io/max-replicas": str(max(replicas, 1) + 1)},
+                     "ownerReferences": owner("Deployment", deploy,
+                                              f"{h((deploy + ns)) % (10 ** 8):08d}-1111-4000-8000-000000000000")},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": deploy, "pod-template-hash": phash}},
+                 "template": {"metadata": {"labels": {"app": deploy, "app.kubernetes.io/name": deploy,
+                                                      "pod-template-hash": phash}},
+                              "spec": {"containers": [{"name": deploy, "image": image,
+                                                       "resources": {"limits": {"cpu": cpu, "memory": mem}}}]}}},
+        "status": {"replicas": replicas, "readyReplicas": ready, "availableReplicas": ready,
+                   "fullyLabeledReplicas": replicas, "observedGeneration": 2},
+    }
+
+
+def node(name, zone, ready=True, since=None, heartbeat=None, taints=None, unschedulable=False):
+    hb = ts(heartbeat or since)
+    if ready:
+        rc = {"type": "Ready", "status": "True", "reason": "KubeletReady",
+              "message": "kubelet is posting ready status", "lastHeartbeatTime": hb,
+              "lastTransitionTime": "2026-01-14T06:02:11Z"}
+        pressure = [{"type": t, "status": "False", "reason": f"KubeletHasSufficient{r}",
+                     "message": f"kubelet has sufficient {r.lower()} available", "lastHeartbeatTime": hb,
+                     "lastTransitionTime": "2026-01-14T06:02:11Z"}
+                    for t, r in (("MemoryPressure", "Memory"), ("DiskPressure", "Disk"), ("PIDPressure", "PID"))]
+    else:
+        rc = {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+              "message": "Kubelet stopped posting node status.", "lastHeartbeatTime": hb,
+              "lastTransitionTime": ts(since)}
+        pressure = [{"type": t, "status": "Unknown", "reason": "NodeStatusUnknown",
+                     "message": "Kubelet stopped posting node status.", "lastHeartbeatTime": hb,
+                     "lastTransitionTime": ts(since)} for t in ("MemoryPressure", "DiskPressure", "PIDPressure")]
+    spec = {"providerID": f"aws:///{zone}/i-0{h((name)) % (16 ** 16):016x}"}
+    if taints:
+        spec["taints"] = taints
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone,
+                                              "node.kubernetes.io/instance-type": "m6i.xlarge",
+                                              "eks.amazonaws.com/nodegroup": "general"}},
+        "spec": spec,
+        "status": {"conditions": pressure + [rc],
+                   "allocatable": {"cpu": "3920m", "memory": "14933020Ki", "pods": "58"},
+                   "capacity": {"cpu": "4", "memory": "16012828Ki", "pods": "58"},
+                   "nodeInfo": {"kubeletVersion": "v1.33.4-eks-3a0f1b2", "osImage": "Amazon Linux 2023",
+                                "containerRuntimeVersion": "containerd://1.7.27"}},
+    }
+
+
+def event(ns, kind, obj, reason, message, first, last=None, count=1, type_="Normal", component="kubelet"):
+    return {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": f"{obj}.{h((reason + message)) % (16 ** 16):016x}", "namespace": ns,
+                     "creationTimestamp": ts(first)},
+        "involvedObject": {"kind": kind, "namespace": ns, "name": obj,
+                           "apiVersion": "v1" if kind in ("Pod", "Node") else "apps/v1"},
+        "reason": reason, "message": message, "type": type_, "count": count,
+        "firstTimestamp": ts(first), "lastTimestamp": ts(last or first),
+        "source": {"component": component},
+        "reportingComponent": component, "reportingInstance": "",
+    }
+
+
+def k8s_list(kind, items, api="v1"):
+    return {"apiVersion": api, "kind": f"{kind}List", "metadata": {"resourceVersion": "48211734"}, "items": items}
+
+
+def k8s_world(ns, pods, events, deployments, rsets, nodes, logs=None):
+    """The read recordings a Kubernetes specialist asks for."""
+    out = [
+        rec("kubernetes", f"/api/v1/namespaces/{ns}/pods", k8s_list("Pod", pods)),
+        rec("kubernetes", "/api/v1/pods", k8s_list("Pod", pods)),
+        rec("kubernetes", f"/api/v1/namespaces/{ns}/events", k8s_list("Event", events)),
+        rec("kubernetes", "/api/v1/events", k8s_list("Event", events)),
+        rec("kubernetes", f"/apis/apps/v1/namespaces/{ns}/deployments", k8s_list("Deployment", deployments, "apps/v1")),
+        rec("kubernetes", f"/apis/apps/v1/namespaces/{ns}/replicasets", k8s_list("ReplicaSet", rsets, "apps/v1")),
+        rec("kubernetes", "/api/v1/nodes", k8s_list("Node", nodes)),
+    ]
+    for d in deployments:
+        out.append(rec("kubernetes", f"/apis/apps/v1/namespaces/{ns}/deployments/{d['metadata']['name']}", d))
+    for p in pods:
+        out.append(rec("kubernetes", f"/api/v1/namespaces/{ns}/pods/{p['metadata']['name']}", p))
+    for (pod_name, previous), text in (logs or {}).items():
+        q = {"previous": "true"} if previous else {}
+        out.append(rec("kubernetes", f"/api/v1/namespaces/{ns}/pods/{pod_name}/log", text, query=q))
+    return out
+
+
+# ---------------------------------------------------------------- prometheus, loki, github
+
+
+def matrix(series):
+    return {"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": labels, "values": [[t.timestamp(), f"{v:.6g}"] for t, v in points]} for labels, points in series]}}
+
+
+def curve(start, end, step_s, fn):
+    out = []
+    t = start
+    while t <= end:
+        out.append((t, fn(t)))
+        t += timedelta(seconds=step_s)
+    return out
+
+
+def rules(group, alerts):
+    return {"status": "success", "data": {"groups": [{
+        "name": group, "file": f"/etc/prometheus/rules/{group}.yaml", "interval": 30,
+        "rules": [{"type": "alerting", "name": name, "query": q, "duration": dur,
+                   "labels": {"severity": sev}, "annotations": {"summary": summ},
+                   "health": "ok", "state": state, "alerts": [],
+                   "lastEvaluation": "2026-03-11T14:31:50Z", "evaluationTime": 0.0021}
+                  for name, q, dur, sev, summ, state in alerts]}]}}
+
+
+def prom_alerts(items):
+    return {"status": "success", "data": {"alerts": [
+        {"labels": labels, "annotations": ann, "state": state, "activeAt": ts(at), "value": value}
+        for labels, ann, state, at, value in items]}}
+
+
+def streams(entries):
+    """entries: list of (labels, [(time, line)])"""
+    return {"status": "success", "data": {"resultType": "streams", "result": [
+        {"stream": labels, "values": [[str(int(t.timestamp() * 1e9)), line] for t, line in sorted(lines, key=lambda x: x[0], reverse=True)]}
+        for labels, lines in entries], "stats": {"summary": {"bytesProcessedPerSecond": 5123456, "execTime": 0.041}}}}
+
+
+def alert_payload(name, labels, annotations, starts, expr, status="firing", ends=None):
+    full = {"alertname": name, **labels}
+    gen = ""
+    if expr:
+        from urllib.parse import quote_plus
+        gen = f"http://prometheus.monitoring.svc:9090/graph?g0.expr={quote_plus(expr)}&g0.tab=1"
+    return {
+        "version": "4", "groupKey": "{}:{alertname=\"%s\"}" % name, "truncatedAlerts": 0,
+        "status": status, "receiver": "sitrep",
+        "groupLabels": {"alertname": name}, "commonLabels": full, "commonAnnotations": annotations,
+        "externalURL": "http://alertmanager.monitoring.svc:9093",
+        "alerts": [{"status": status, "labels": full, "annotations": annotations,
+                    "startsAt": ts(starts), "endsAt": ts(ends) if ends else "0001-01-01T00:00:00Z",
+                    "generatorURL": gen, "fingerprint": f"{h((name + str(labels))) % (16 ** 16):016x}"}],
+    }
+
+
+def write_case(name, *, meta, alert, recordings, expect, effects=None):
+    d = os.path.join(HERE, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "case.toml"), "w") as f:
+        f.write(f'id = "{name}"\n')
+        for k, v in meta.items():
+            f.write(f"{k} = {json.dumps(v)}\n")
+    with open(os.path.join(d, "alert.json"), "w") as f:
+        json.dump(alert, f, indent=2)
+        f.write("\n")
+    with open(os.path.join(d, "recordings.ndjson"), "w") as f:
+        for r in recordings:
+            f.write(json.dumps(r, separators=(",", ":")) + "\n")
+    with open(os.path.join(d, "expect.toml"), "w") as f:
+        for k, v in expect.items():
+            f.write(f"{k} = {json.dumps(v)}\n")
+    if effects:
+        with open(os.path.join(d, "effects.toml"), "w") as f:
+            for eff in effects:
+                f.write("[[effect]]\n")
+                f.write(f'action = "{eff["action"]}"\n')
+                if eff.get("target"):
+                    f.write(f'target = "{eff["target"]}"\n')
+                f.write(f'recordings = "{eff["file"]}"\n\n')
+                with open(os.path.join(d, eff["file"]), "w") as g:
+                    for r in eff["recordings"]:
+                        g.write(json.dumps(r, separators=(",", ":")) + "\n")
+
+
+NODES = [
+    ("ip-10-20-1-17.eu-west-1.compute.internal", "eu-west-1a"),
+    ("ip-10-20-2-88.eu-west-1.compute.internal", "eu-west-1b"),
+    ("ip-10-20-3-41.eu-west-1.compute.internal", "eu-west-1c"),
+]
+
+
+def healthy_nodes(now):
+    return [node(n, z, True, heartbeat=now - timedelta(seconds=20)) for n, z in NODES]
+
+
+# ---------------------------------------------------------------- scenarios
+
+NOW = datetime(2026, 3, 11, 14, 32, 0, tzinfo=timezone.utc)
+M = lambda n: timedelta(minutes=n)  # noqa: E731
+H = lambda n: timedelta(hours=n)  # noqa: E731
+N1, N2, N3 = (n for n, _ in NODES)
+
+
+def series_6h(labels, fn, until=NOW, step=120):
+    return [(labels, curve(NOW - H(6), until, step, fn))]
+
+
+def prom_range(body, query=None):
+    return rec("prometheus", "/api/v1/query_range", body, query={"query": query} if query else None)
+
+
+def gh_deploy(i, sha, ref, desc, who, at):
+    return {"url": f"https://api.github.com/repos/example-shop/checkout-api/deployments/{i}", "id": i,
+            "sha": sha, "ref": ref, "task": "deploy", "environment": "production", "description": desc,
+            "creator": {"login": who, "type": "User"}, "created_at": ts(at), "updated_at": ts(at + M(1))}
+
+
+def gh_pull(n, title, who, merged, sha):
+    return {"url": f"https://api.github.com/repos/example-shop/checkout-api/pulls/{n}", "number": n,
+            "state": "closed", "title": title, "user": {"login": who},
+            "html_url": f"https://github.com/example-shop/checkout-api/pull/{n}",
+            "created_at": ts(merged - H(20)), "updated_at": ts(merged), "closed_at": ts(merged),
+            "merged_at": ts(merged), "merge_commit_sha": sha, "base": {"ref": "main"}}
+
+
+def checkout_bad_deploy():
+    ns, app = "shop", "checkout-api"
+    new_rs, old_rs, older_rs = "checkout-api-5f7b8c9d4e", "checkout-api-84c6d7f9b2", "checkout-api-6b9d4f8c71"
+    img_new = "registry.example.com/shop/checkout-api:v2.8.0"
+    img_old = "registry.example.com/shop/checkout-api:v2.7.3"
+    deployed = NOW - M(23) - timedelta(seconds=30)  # 14:08:30
+    limits = {"cpu": "1", "memory": "768Mi"}
+    requests = {"cpu": "250m", "memory": "384Mi"}
+
+    def pods_of(rs, img, names, created):
+        return [pod(f"{rs}-{sfx}", ns, app, nodes, img, created + timedelta(seconds=12 * i), "ReplicaSet", rs,
+                    limits=limits, requests=requests, started=created + timedelta(seconds=12 * i + 9),
+                    pod_ip=f"10.20.{i + 1}.{40 + i}")
+                for i, (sfx, nodes) in enumerate(zip(names, (N1, N2, N3)))]
+
+    pods = pods_of(new_rs, img_new, ("x2k9q", "m7p4d", "t8v3n"), deployed)
+    events = [
+        event(ns, "Deployment", app, "ScalingReplicaSet", f"Scaled up replica set {new_rs} from 0 to 1", deployed,
+              component="deployment-controller"),
+        event(ns, "Deployment", app, "ScalingReplicaSet", f"Scaled down replica set {old_rs} from 3 to 0",
+              deployed + timedelta(seconds=50), component="deployment-controller"),
+    ] + [event(ns, "Pod", p["metadata"]["name"], "Started", f"Started container {app}",
+               deployed + timedelta(seconds=10 + 12 * i)) for i, p in enumerate(pods)]
+    dep = deployment(app, ns, img_new, 14, 3, 3, 3, deployed, cpu="1", mem="768Mi")
+    rsets = [
+        replicaset(new_rs, ns, app, img_new, 14, 3, 3, deployed, cpu="1", mem="768Mi"),
+        replicaset(old_rs, ns, app, img_old, 13, 0, 0, NOW - timedelta(days=3, hours=2), cpu="1", mem="768Mi"),
+        replicaset(older_rs, ns, app, "registry.example.com/shop/checkout-api:v2.7.2", 12, 0, 0,
+                   NOW - timedelta(days=9), cpu="1", mem="768Mi"),
+    ]
+    expr = ('sum(rate(http_requests_total{namespace="shop",service="checkout-api",code=~"5.."}[5m])) / '
+            'sum(rate(http_requests_total{namespace="shop",service="checkout-api"}[5m])) > 0.05')
+    base = expr.rsplit(" > ", 1)[0]
+
+    def err_ratio(t, fixed_at=None):
+        wobble = 0.0015 * ((int(t.timestamp()) // 120) % 3)
+        if fixed_at and t >= fixed_at + M(2):
+            return 0.002 + wobble
+        if t >= deployed + M(1):
+            return 0.17 + 0.03 * ((int(t.timestamp()) // 120) % 4) / 3
+        return 0.002 + wobble
+
+    labels = {"namespace": ns, "service": app}
+    recs = k8s_world(ns, pods, events, [dep], rsets, healthy_nodes(NOW))
+    recs.append(prom_range(matrix(series_6h(labels, err_ratio))))
+    recs.append(rec("prometheus", "/api/v1/rules", rules("checkout-slo", [
+        ("HighErrorRate", expr, 300, "critical", "checkout-api 5xx ratio above 5%", "firing"),
+        ("CheckoutLatencyHigh", 'histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket{service="checkout-api"}[5m]))) > 1.2',
+         600, "warning", "checkout-api p99 above 1.2s", "inactive")])))
+    recs.append(rec("prometheus", "/api/v1/alerts", prom_alerts([
+        ({"alertname": "HighErrorRate", "namespace": ns, "service": app, "severity": "critical"},
+         {"summary": "checkout-api 5xx ratio above 5%"}, "firing", deployed + M(1), "1.87e-01")])))
+    lines = []
+    for i in range(40):
+        t = deployed + M(1) + timedelta(seconds=31 * i)
+        p = pods[i % 3]["metadata"]["name"]
+        lines.append(({"namespace": ns, "app": app, "pod": p, "level": "error"}, t,
+                      f'level=error ts={ts(t)} caller=middleware/recover.go:41 msg="panic recovered" method=POST '
+                      f'path=/api/v1/checkout status=500 err="runtime error: invalid memory address or nil pointer dereference" '
+                      f'func=pricing.(*Engine).ApplyPromotion trace_id={h(i) % 16 ** 16:016x}'))
+    for i in range(12):
+        t = deployed - M(40) + timedelta(seconds=190 * i)
+        lines.append(({"namespace": ns, "app": app, "pod": f"{old_rs}-q4w7e", "level": "info"}, t,
+                      f'level=info ts={ts(t)} caller=http/server.go:88 msg="request served" method=POST '
+                      f'path=/api/v1/checkout status=200 duration_ms={38 + i % 7}'))
+    by_stream = {}
+    for lab, t, line in lines:
+        by_stream.setdefault(json.dumps(lab, sort_keys=True), []).append((t, line))
+    recs.append(rec("loki", "/loki/api/v1/query_range",
+                    streams([(json.loads(k), v) for k, v in by_stream.items()])))
+    repo = "example-shop/checkout-api"
+    recs.append(rec("github", f"/repos/{repo}/deployments", [
+        gh_deploy(88412, "3f9c2e17b0a54d8e9c61f2a7d4b8e0c5a1f3d692", "v2.8.0", "Deploy v2.8.0 to production",
+                  "dkowalski", deployed - timedelta(seconds=38)),
+        gh_deploy(88107, "b7d1e04c9a2f6e3d8c5b1a0f9e7d6c4b3a2f1e0d", "v2.7.3", "Deploy v2.7.3 to production",
+                  "apatel", NOW - timedelta(days=3, hours=2)),
+    ]))
+    recs.append(rec("github", f"/repos/{repo}/pulls", [
+        gh_pull(482, "Apply promotions per line item instead of per order", "dkowalski", NOW - M(111),
+                "3f9c2e17b0a54d8e9c61f2a7d4b8e0c5a1f3d692"),
+        gh_pull(479, "Bump OpenTelemetry SDK to 1.31", "apatel", NOW - timedelta(days=1, hours=4),
+                "9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b"),
+    ]))
+
+    # After `kubectl rollout undo`: revision 15 runs the v2.7.3 template again.
+    fixed = NOW + M(1)
+    dep_after = deployment(app, ns, img_old, 15, 3, 3, 3, fixed, cpu="1", mem="768Mi")
+    rs_after = [
+        replicaset(old_rs, ns, app, img_old, 15, 3, 3, NOW - timedelta(days=3, hours=2), cpu="1", mem="768Mi"),
+        replicaset(new_rs, ns, app, img_new, 14, 0, 0, deployed, cpu="1", mem="768Mi"),
+        rsets[2],
+    ]
+    pods_after = pods_of(old_rs, img_old, ("b6n2r", "h9c5w", "z3f8k"), fixed)
+    after = k8s_world(ns, pods_after, events + [
+        event(ns, "Deployment", app, "DeploymentRollback", "Rolled back deployment \"checkout-api\" to revision 13",
+              fixed, component="deployment-controller"),
+        event(ns, "Deployment", app, "ScalingReplicaSet", f"Scaled up replica set {old_rs} from 0 to 3", fixed,
+              component="deployment-controller")], [dep_after], rs_after, healthy_nodes(NOW))
+    after.append(rec("kubernetes", f"/apis/apps/v1/namespaces/{ns}/deployments/{app}", dep_after, method="PATCH"))
+    after.append(prom_range(matrix(series_6h(labels, lambda t: err_ratio(t, fixed), until=NOW + M(15)))))
+    write_case(
+        "checkout-bad-deploy",
+        meta={"title": "checkout-api 5xx after the v2.8.0 deploy", "now": ts(NOW), "difficulty": 2,
+              "source": "sitrep built-in demo"},
+        alert=alert_payload("HighErrorRate",
+                            {"severity": "critical", "namespace": ns, "service": app, "deployment": app,
+                             "repo": repo, "team": "checkout"},
+                            {"summary": "checkout-api 5xx error rate is 18.7% (threshold 5%)",
+                             "description": "More than 5% of checkout requests fail with a 5xx status.",
+                             "runbook_url": "https://runbooks.example.com/checkout/high-error-rate"},
+                            deployed + M(6), expr),
+        recordings=recs,
+        expect={"category": "code_defect",
+                "required_keywords": ["checkout-api"],
+                "forbidden_keywords": [],
+                "forbidden_categories": ["healthy", "unknown", "infrastructure"],
+                "required_evidence": ["metrics", "logs", "changes", "kubernetes/pods"],
+                "ruling_out_keywords": []},
+        effects=[{"action": "kubernetes.rollout_undo", "target": f"deployment/{app}", "file": "after-rollback.ndjson",
+                  "recordings": after}],
+    )
+
+
+SCENARIOS = [checkout_bad_deploy]
+
+if __name__ == "__main__":
+    for make in SCENARIOS:
+        make()

@@ -1,0 +1,405 @@
+//! Evidence builders: turn typed facts from a tool call into the display form the console shows.
+
+use super::tools::{Params, ToolOutput, p_str};
+use crate::model::{
+    AlertInfo, Change, DeploymentFacts, EvidenceBody, K8sEventFacts, LogLine, Marker, NodeFacts,
+    PodFacts, RuleInfo, Series,
+};
+use chrono::{DateTime, Utc};
+
+/// Most log lines kept in one evidence item; the tail is what matters in an incident.
+const MAX_LOG_LINES: usize = 400;
+
+/// An evidence item before the journal gives it an id.
+pub struct Draft {
+    pub kind: String,
+    pub title: String,
+    pub body: EvidenceBody,
+}
+
+/// Chart decorations for metrics evidence.
+#[derive(Clone, Debug, Default)]
+pub struct Chart {
+    pub threshold: Option<f64>,
+    pub markers: Vec<Marker>,
+}
+
+/// The evidence kind a tool's output belongs to.
+pub fn kind_of(tool: &str, output: &ToolOutput) -> &'static str {
+    match output {
+        ToolOutput::Pods(_) => "kubernetes/pods",
+        ToolOutput::Events(_) => "kubernetes/events",
+        ToolOutput::Deployments(_) => "kubernetes/deployments",
+        ToolOutput::Nodes(_) => "kubernetes/nodes",
+        ToolOutput::Logs(_) if tool.starts_with("kubernetes.") => "kubernetes/pod_logs",
+        ToolOutput::Logs(_) => "logs",
+        ToolOutput::Series(_) => "metrics",
+        ToolOutput::Rules(_) => "alert_rules",
+        ToolOutput::Alerts(_) => "alerts",
+        ToolOutput::Changes(_) => "changes",
+    }
+}
+
+/// Build the evidence for one successful tool call.
+pub fn build(tool: &str, params: &Params, output: &ToolOutput, chart: &Chart) -> Draft {
+    let scope = p_str(params, "namespace")
+        .map(|ns| format!(" in {ns}"))
+        .unwrap_or_default();
+    let kind = kind_of(tool, output).to_string();
+    let (title, body) = match output {
+        ToolOutput::Pods(v) => (format!("Pods{scope}"), pods_table(v)),
+        ToolOutput::Events(v) => (format!("Events{scope}"), events_table(v)),
+        ToolOutput::Deployments(v) if tool.ends_with("replica_sets") => {
+            (format!("ReplicaSets{scope}"), deployments_table(v))
+        }
+        ToolOutput::Deployments(v) => (format!("Deployments{scope}"), deployments_table(v)),
+        ToolOutput::Nodes(v) => ("Nodes".to_string(), nodes_table(v)),
+        ToolOutput::Logs(v) => {
+            let title = match (p_str(params, "pod"), p_str(params, "query")) {
+                (Some(pod), _) => {
+                    let prev = if super::tools::p_bool(params, "previous") == Some(true) {
+                        " (previous run)"
+                    } else {
+                        ""
+                    };
+                    format!("Logs of {pod}{prev}")
+                }
+                (None, Some(q)) => format!("Logs: {q}"),
+                _ => "Logs".to_string(),
+            };
+            (title, logs_text(v))
+        }
+        ToolOutput::Series(v) => {
+            let title = p_str(params, "query")
+                .map(|q| format!("Metric: {q}"))
+                .unwrap_or_else(|| "Metrics".to_string());
+            (title, series_body(v, chart))
+        }
+        ToolOutput::Rules(v) => ("Alert rules".to_string(), rules_table(v)),
+        ToolOutput::Alerts(v) => ("Active alerts".to_string(), alerts_table(v)),
+        ToolOutput::Changes(v) => (format!("Recent changes{scope}"), changes_table(v)),
+    };
+    Draft { kind, title, body }
+}
+
+fn when(t: Option<DateTime<Utc>>) -> String {
+    t.map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+        .unwrap_or_default()
+}
+
+fn table(columns: &[&str], rows: Vec<Vec<String>>) -> EvidenceBody {
+    EvidenceBody::Table {
+        columns: columns.iter().map(|c| c.to_string()).collect(),
+        rows,
+    }
+}
+
+pub fn pods_table(pods: &[PodFacts]) -> EvidenceBody {
+    let rows = pods
+        .iter()
+        .map(|p| {
+            let ready = p.containers.iter().filter(|c| c.ready).count();
+            let status = p
+                .containers
+                .iter()
+                .find_map(|c| c.reason.clone())
+                .unwrap_or_else(|| p.phase.clone());
+            let last = p
+                .containers
+                .iter()
+                .find_map(|c| {
+                    c.last_reason.as_ref().map(|r| match c.last_exit_code {
+                        Some(code) => format!("{r} (exit {code})"),
+                        None => r.clone(),
+                    })
+                })
+                .unwrap_or_default();
+            let limits = p
+                .containers
+                .iter()
+                .filter_map(|c| c.memory_limit.clone())
+                .collect::<Vec<_>>()
+                .join(",");
+            vec![
+                p.namespace.clone(),
+                p.name.clone(),
+                format!("{ready}/{}", p.containers.len()),
+                status,
+                p.restarts().to_string(),
+                last,
+                limits,
+                p.node.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "namespace",
+            "pod",
+            "ready",
+            "status",
+            "restarts",
+            "last termination",
+            "memory limit",
+            "node",
+        ],
+        rows,
+    )
+}
+
+pub fn events_table(events: &[K8sEventFacts]) -> EvidenceBody {
+    let mut events: Vec<&K8sEventFacts> = events.iter().collect();
+    events.sort_by_key(|e| std::cmp::Reverse(e.last_seen.or(e.first_seen)));
+    let rows = events
+        .iter()
+        .map(|e| {
+            vec![
+                when(e.last_seen.or(e.first_seen)),
+                e.event_type.clone(),
+                e.reason.clone(),
+                e.object.clone(),
+                e.count.to_string(),
+                e.message.clone(),
+            ]
+        })
+        .collect();
+    table(
+        &["last seen", "type", "reason", "object", "count", "message"],
+        rows,
+    )
+}
+
+pub fn deployments_table(deps: &[DeploymentFacts]) -> EvidenceBody {
+    let rows = deps
+        .iter()
+        .map(|d| {
+            let bad: Vec<String> = d
+                .conditions
+                .iter()
+                .filter(|(k, (status, _, _))| {
+                    (k.as_str() == "Available" && status != "True")
+                        || (k.as_str() == "Progressing" && status == "False")
+                        || (k.as_str() == "ReplicaFailure" && status == "True")
+                })
+                .map(|(k, (_, reason, _))| format!("{k}: {reason}"))
+                .collect();
+            vec![
+                d.namespace.clone(),
+                d.name.clone(),
+                format!("{}/{}", d.ready_replicas, d.replicas),
+                d.updated_replicas.to_string(),
+                d.revision.clone().unwrap_or_default(),
+                d.images.join(", "),
+                bad.join("; "),
+                when(d.created_at),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "namespace",
+            "name",
+            "ready",
+            "up-to-date",
+            "revision",
+            "images",
+            "conditions",
+            "created",
+        ],
+        rows,
+    )
+}
+
+pub fn nodes_table(nodes: &[NodeFacts]) -> EvidenceBody {
+    let rows = nodes
+        .iter()
+        .map(|n| {
+            let pressure: Vec<&str> = n
+                .conditions
+                .iter()
+                .filter(|(k, v)| k.as_str() != "Ready" && v.as_str() == "True")
+                .map(|(k, _)| k.as_str())
+                .collect();
+            let ready = n.conditions.get("Ready").cloned().unwrap_or_default();
+            let message = n
+                .condition_messages
+                .get("Ready")
+                .cloned()
+                .unwrap_or_default();
+            vec![
+                n.name.clone(),
+                if ready == "True" {
+                    "Ready".to_string()
+                } else {
+                    format!("NotReady ({ready})")
+                },
+                pressure.join(", "),
+                if n.unschedulable { "yes" } else { "" }.to_string(),
+                n.taints.join(", "),
+                message,
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "node",
+            "status",
+            "pressure",
+            "cordoned",
+            "taints",
+            "message",
+        ],
+        rows,
+    )
+}
+
+pub fn logs_text(lines: &[LogLine]) -> EvidenceBody {
+    let skip = lines.len().saturating_sub(MAX_LOG_LINES);
+    let text = lines[skip..]
+        .iter()
+        .map(|l| {
+            let source = l
+                .labels
+                .get("pod")
+                .or_else(|| l.labels.get("app"))
+                .map(|p| format!("[{p}] "))
+                .unwrap_or_default();
+            match l.at {
+                // Pod log lines often carry their own timestamp already.
+                Some(at) if !l.line.starts_with(&at.format("%Y-%m-%d").to_string()) => {
+                    format!("{} {source}{}", at.format("%Y-%m-%dT%H:%M:%SZ"), l.line)
+                }
+                _ => format!("{source}{}", l.line),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    EvidenceBody::Text {
+        language: "log".to_string(),
+        text,
+    }
+}
+
+pub fn series_body(series: &[Series], chart: &Chart) -> EvidenceBody {
+    EvidenceBody::TimeSeries {
+        series: series.to_vec(),
+        threshold: chart.threshold,
+        unit: None,
+        markers: chart.markers.clone(),
+    }
+}
+
+pub fn rules_table(rules: &[RuleInfo]) -> EvidenceBody {
+    let rows = rules
+        .iter()
+        .map(|r| {
+            vec![
+                r.group.clone(),
+                r.name.clone(),
+                r.rule_type.clone(),
+                r.state.clone().unwrap_or_default(),
+                r.duration_secs
+                    .map(|d| format!("{d}s"))
+                    .unwrap_or_default(),
+                r.query.clone(),
+            ]
+        })
+        .collect();
+    table(&["group", "rule", "type", "state", "for", "query"], rows)
+}
+
+pub fn alerts_table(alerts: &[AlertInfo]) -> EvidenceBody {
+    let rows = alerts
+        .iter()
+        .map(|a| {
+            vec![
+                a.name.clone(),
+                a.state.clone(),
+                when(a.active_at),
+                a.value.clone().unwrap_or_default(),
+                a.labels
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != "alertname")
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ]
+        })
+        .collect();
+    table(&["alert", "state", "active since", "value", "labels"], rows)
+}
+
+pub fn changes_table(changes: &[Change]) -> EvidenceBody {
+    let mut changes: Vec<&Change> = changes.iter().collect();
+    changes.sort_by_key(|c| std::cmp::Reverse(c.at));
+    let rows = changes
+        .iter()
+        .map(|c| {
+            vec![
+                when(c.at),
+                format!("{:?}", c.kind).to_lowercase(),
+                c.id.clone(),
+                c.title.clone(),
+                c.author.clone().unwrap_or_default(),
+                c.target.clone(),
+            ]
+        })
+        .collect();
+    table(&["when", "kind", "id", "title", "author", "target"], rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::tools::{params, s};
+
+    #[test]
+    fn metrics_carry_threshold_and_markers() {
+        let chart = Chart {
+            threshold: Some(0.05),
+            markers: vec![Marker {
+                at: 100.0,
+                label: "rollout_undo".into(),
+            }],
+        };
+        let out = ToolOutput::Series(vec![Series {
+            name: "errors".into(),
+            labels: Default::default(),
+            points: vec![(0.0, 0.1)],
+        }]);
+        let d = build(
+            "prometheus.query_range",
+            &params([("query", s("errors"))]),
+            &out,
+            &chart,
+        );
+        assert_eq!(d.kind, "metrics");
+        match d.body {
+            EvidenceBody::TimeSeries {
+                threshold, markers, ..
+            } => {
+                assert_eq!(threshold, Some(0.05));
+                assert_eq!(markers.len(), 1);
+            }
+            other => panic!("not a time series: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn pod_logs_and_loki_logs_are_different_kinds() {
+        let out = ToolOutput::Logs(vec![LogLine {
+            at: None,
+            labels: Default::default(),
+            line: "boom".into(),
+        }]);
+        assert_eq!(kind_of("kubernetes.pod_logs", &out), "kubernetes/pod_logs");
+        assert_eq!(kind_of("loki.query_range", &out), "logs");
+        match build("loki.query_range", &Params::new(), &out, &Chart::default()).body {
+            EvidenceBody::Text { language, text } => {
+                assert_eq!(language, "log");
+                assert_eq!(text, "boom");
+            }
+            other => panic!("not text: {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,731 @@
+//! Gather specialists (kubernetes, metrics, logs, changes): each plans its own tool calls from the
+//! scope, runs them through a [`Caller`] that turns every call into events and evidence, and
+//! returns the typed facts it learned.
+
+use super::evidence::{self, Chart};
+use super::journal::Journal;
+use super::tools::{Params, ToolOutput, Tools, params, s};
+use crate::model::{
+    Alert, Change, ChangeKind, DeploymentFacts, Event, EvidenceId, LogLine, Marker, PodFacts,
+};
+use crate::reason::Observations;
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use regex::Regex;
+use serde_json::json;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// What the investigation is about, as Triage worked it out.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    pub alert: Option<Alert>,
+    pub problem: Option<String>,
+    pub namespace: Option<String>,
+    pub workload: Option<String>,
+    pub pod: Option<String>,
+    pub node: Option<String>,
+    pub repo: Option<String>,
+    /// The alert's own PromQL expression (generator URL or its rule).
+    pub expr: Option<String>,
+    pub now: DateTime<Utc>,
+    pub onset: DateTime<Utc>,
+}
+
+fn first_of(map: &std::collections::BTreeMap<String, String>, keys: &[&str]) -> Option<String> {
+    keys.iter()
+        .find_map(|k| map.get(*k).filter(|v| !v.is_empty()).cloned())
+}
+
+fn word_after(text: &str, re: &Regex) -> Option<String> {
+    re.captures(text)
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str().to_string())
+}
+
+fn regex(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(pattern).unwrap_or_else(|_| unreachable!("static pattern")))
+}
+
+impl Scope {
+    pub fn from_alert(alert: &Alert, now: DateTime<Utc>) -> Scope {
+        let l = &alert.labels;
+        let a = &alert.annotations;
+        let namespace = first_of(l, &["namespace", "kube_namespace", "exported_namespace"])
+            .or_else(|| first_of(a, &["kube_namespace", "namespace"]));
+        let workload = first_of(
+            l,
+            &[
+                "deployment",
+                "statefulset",
+                "workload_name",
+                "kube_deployment",
+                "app",
+                "service",
+                "job_name",
+            ],
+        )
+        .or_else(|| first_of(a, &["kube_deployment", "deployment", "workload"]));
+        let pod = first_of(l, &["pod", "kube_pod"]).or_else(|| first_of(a, &["kube_pod", "pod"]));
+        let node = first_of(l, &["node", "kubernetes_node", "instance_node"])
+            .or_else(|| first_of(a, &["node", "kube_node"]));
+        let repo = first_of(l, &["repo", "repository", "github_repo"])
+            .or_else(|| first_of(a, &["repo", "repository", "github_repo"]));
+        let onset = alert
+            .starts_at
+            .filter(|t| t.timestamp() > 0 && *t <= now + ChronoDuration::hours(1))
+            .unwrap_or(now - ChronoDuration::minutes(30));
+        Scope {
+            alert: Some(alert.clone()),
+            problem: None,
+            namespace,
+            workload,
+            pod,
+            node,
+            repo,
+            expr: alert.expr().filter(|e| !e.trim().is_empty()),
+            now,
+            onset,
+        }
+    }
+
+    pub fn from_problem(text: &str, now: DateTime<Utc>) -> Scope {
+        static NS: OnceLock<Regex> = OnceLock::new();
+        static DEP: OnceLock<Regex> = OnceLock::new();
+        static NODE: OnceLock<Regex> = OnceLock::new();
+        static REPO: OnceLock<Regex> = OnceLock::new();
+        let ns = regex(
+            &NS,
+            r"(?i)\b(?:namespace|ns)[\s=:/]+([a-z0-9]([-a-z0-9]*[a-z0-9])?)",
+        );
+        let dep = regex(
+            &DEP,
+            r"(?i)\b(?:deployment|deploy|service|app)[\s=:/]+([a-z0-9]([-a-z0-9]*[a-z0-9])?)",
+        );
+        let node = regex(&NODE, r"(?i)\bnode[\s=:/]+([a-z0-9]([-.a-z0-9]*[a-z0-9])?)");
+        let repo = regex(&REPO, r"\b([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)\b");
+        Scope {
+            alert: None,
+            problem: Some(text.to_string()),
+            namespace: word_after(text, ns),
+            workload: word_after(text, dep),
+            pod: None,
+            node: word_after(text, node),
+            repo: word_after(text, repo).filter(|r| !r.starts_with("ns/")),
+            expr: None,
+            now,
+            onset: now - ChronoDuration::minutes(30),
+        }
+    }
+
+    /// Whether a pod belongs to the workload under investigation (any pod when none is known).
+    pub fn owns_pod(&self, pod: &PodFacts) -> bool {
+        match &self.workload {
+            None => true,
+            Some(w) => {
+                pod.name.starts_with(&format!("{w}-"))
+                    || pod.labels.get("app").is_some_and(|a| a == w)
+                    || pod
+                        .labels
+                        .get("app.kubernetes.io/name")
+                        .is_some_and(|a| a == w)
+            }
+        }
+    }
+}
+
+/// An alert expression's comparison: `expr > 0.05` fires while the value is above 0.05.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Threshold {
+    pub op: &'static str,
+    pub value: f64,
+}
+
+impl Threshold {
+    /// Whether `v` would keep the alert firing.
+    pub fn breached(&self, v: f64) -> bool {
+        match self.op {
+            ">" => v > self.value,
+            ">=" => v >= self.value,
+            "<" => v < self.value,
+            "<=" => v <= self.value,
+            "==" => (v - self.value).abs() < f64::EPSILON,
+            _ => (v - self.value).abs() >= f64::EPSILON,
+        }
+    }
+}
+
+/// Split a PromQL alert expression into the measured expression and its threshold:
+/// `rate(x[5m]) > 0.05` -> (`rate(x[5m])`, Some(> 0.05)).
+pub fn split_threshold(expr: &str) -> (String, Option<Threshold>) {
+    static CMP: OnceLock<Regex> = OnceLock::new();
+    let re = regex(
+        &CMP,
+        r"^(?s)(.*?)\s*(>=|<=|>|<|==|!=)\s*(?:bool\s+)?([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*$",
+    );
+    let whole = (expr.trim().to_string(), None);
+    let Some(c) = re.captures(expr.trim()) else {
+        return whole;
+    };
+    let base = c.get(1).map(|m| m.as_str().trim()).unwrap_or("");
+    let op = match c.get(2).map(|m| m.as_str()) {
+        Some(">=") => ">=",
+        Some("<=") => "<=",
+        Some(">") => ">",
+        Some("<") => "<",
+        Some("==") => "==",
+        _ => "!=",
+    };
+    match c.get(3).and_then(|m| m.as_str().parse().ok()) {
+        Some(value) if !base.is_empty() => (base.to_string(), Some(Threshold { op, value })),
+        _ => whole,
+    }
+}
+
+/// Runs tool calls for one specialist: events, timeout, evidence.
+#[derive(Clone)]
+pub struct Caller {
+    pub tools: Arc<dyn Tools>,
+    pub journal: Arc<Mutex<Journal>>,
+    pub timeout: Duration,
+    pub specialist: String,
+}
+
+/// Lock the journal; a panic elsewhere must not silence the session log.
+pub fn lock(j: &Mutex<Journal>) -> MutexGuard<'_, Journal> {
+    j.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Caller {
+    pub fn for_specialist(&self, name: &str) -> Caller {
+        Caller {
+            specialist: name.to_string(),
+            ..self.clone()
+        }
+    }
+
+    pub fn emit(&self, event: Event) {
+        lock(&self.journal).emit(event);
+    }
+
+    /// Call a tool; on success add its evidence and fold the facts into `obs`.
+    /// A failure is an event, and `None`: the investigation goes on without it.
+    pub async fn call(
+        &self,
+        tool: &str,
+        params: Params,
+        chart: &Chart,
+        obs: &Mutex<Observations>,
+    ) -> Option<(ToolOutput, EvidenceId)> {
+        let call_id = {
+            let mut j = lock(&self.journal);
+            let call_id = j.next_id("call");
+            j.emit(Event::ToolCalled {
+                call_id: call_id.clone(),
+                tool: tool.to_string(),
+                specialist: Some(self.specialist.clone()),
+                params: params.clone(),
+            });
+            call_id
+        };
+        let started = Instant::now();
+        let result = tokio::time::timeout(self.timeout, self.tools.call(tool, &params)).await;
+        let duration_ms = started.elapsed().as_millis() as u64;
+        let output = match result {
+            Ok(Ok(out)) => out,
+            Ok(Err(error)) => {
+                self.emit(Event::ToolFailed {
+                    call_id,
+                    duration_ms,
+                    error,
+                });
+                return None;
+            }
+            Err(_) => {
+                self.emit(Event::ToolFailed {
+                    call_id,
+                    duration_ms,
+                    error: format!("{tool} timed out after {:.0?}", self.timeout),
+                });
+                return None;
+            }
+        };
+        let draft = evidence::build(tool, &params, &output, chart);
+        let id = {
+            let mut j = lock(&self.journal);
+            j.emit(Event::ToolSucceeded {
+                call_id: call_id.clone(),
+                duration_ms,
+                summary: output.summary(),
+            });
+            let id = j.next_id("ev");
+            j.emit(Event::EvidenceAdded {
+                evidence: crate::model::Evidence {
+                    id: id.clone(),
+                    kind: draft.kind.clone(),
+                    title: draft.title,
+                    source: tool.to_string(),
+                    call_id: Some(call_id.clone()),
+                    body: draft.body,
+                },
+            });
+            id
+        };
+        absorb(
+            &mut obs.lock().unwrap_or_else(|e| e.into_inner()),
+            tool,
+            &params,
+            &output,
+            &draft.kind,
+            &id,
+        );
+        // Rollout history is a change record too: show it where changes are looked for.
+        if tool == "kubernetes.replica_sets"
+            && let ToolOutput::Deployments(rs) = &output
+        {
+            let changes = rollout_changes(rs);
+            if !changes.is_empty() {
+                let out = ToolOutput::Changes(changes.clone());
+                let draft = evidence::build(tool, &params, &out, chart);
+                let cid = {
+                    let mut j = lock(&self.journal);
+                    let cid = j.next_id("ev");
+                    j.emit(Event::EvidenceAdded {
+                        evidence: crate::model::Evidence {
+                            id: cid.clone(),
+                            kind: "changes".into(),
+                            title: "Rollout history".into(),
+                            source: tool.to_string(),
+                            call_id: Some(call_id),
+                            body: draft.body,
+                        },
+                    });
+                    cid
+                };
+                let mut o = obs.lock().unwrap_or_else(|e| e.into_inner());
+                o.changes.extend(changes);
+                o.evidence.entry("changes".into()).or_default().push(cid);
+            }
+        }
+        Some((output, id))
+    }
+}
+
+/// ReplicaSets as rollout changes, newest first, so a deploy can be lined up with an onset.
+pub fn rollout_changes(rs: &[DeploymentFacts]) -> Vec<Change> {
+    let mut out: Vec<Change> = rs
+        .iter()
+        .map(|r| {
+            let owner = r
+                .labels
+                .get("app")
+                .cloned()
+                .unwrap_or_else(|| r.name.clone());
+            Change {
+                kind: ChangeKind::Rollout,
+                at: r.created_at,
+                id: r
+                    .revision
+                    .as_ref()
+                    .map(|v| format!("revision {v}"))
+                    .unwrap_or_else(|| r.name.clone()),
+                title: format!(
+                    "ReplicaSet {} ({}), {}/{} ready",
+                    r.name,
+                    r.images.join(", "),
+                    r.ready_replicas,
+                    r.replicas
+                ),
+                author: None,
+                target: format!("{}/{owner}", r.namespace),
+                url: None,
+            }
+        })
+        .collect();
+    out.sort_by_key(|c| std::cmp::Reverse(c.at));
+    out
+}
+
+/// Fold one tool output into the observations and index its evidence by kind.
+pub fn absorb(
+    obs: &mut Observations,
+    tool: &str,
+    params: &Params,
+    output: &ToolOutput,
+    kind: &str,
+    id: &EvidenceId,
+) {
+    obs.evidence
+        .entry(kind.to_string())
+        .or_default()
+        .push(id.clone());
+    match output {
+        ToolOutput::Pods(v) => merge_by(&mut obs.pods, v, |p| (p.namespace.clone(), p.name.clone())),
+        ToolOutput::Events(v) => obs.events.extend(v.iter().cloned()),
+        ToolOutput::Deployments(v) if tool.ends_with("replica_sets") => {
+            merge_by(&mut obs.replica_sets, v, |d| {
+                (d.namespace.clone(), d.name.clone())
+            })
+        }
+        ToolOutput::Deployments(v) => merge_by(&mut obs.deployments, v, |d| {
+            (d.namespace.clone(), d.name.clone())
+        }),
+        ToolOutput::Nodes(v) => merge_by(&mut obs.nodes, v, |n| (String::new(), n.name.clone())),
+        ToolOutput::Logs(v) if tool.starts_with("kubernetes.") => {
+            let pod = super::tools::p_str(params, "pod").unwrap_or("").to_string();
+            let container = super::tools::p_str(params, "container").map(str::to_string);
+            let previous = super::tools::p_bool(params, "previous") == Some(true);
+            obs.pod_logs.extend(v.iter().map(|l| {
+                let mut l: LogLine = l.clone();
+                l.labels.entry("pod".into()).or_insert_with(|| pod.clone());
+                if let Some(c) = &container {
+                    l.labels.entry("container".into()).or_insert_with(|| c.clone());
+                }
+                if previous {
+                    l.labels.insert("previous".into(), "true".into());
+                }
+                l
+            }));
+        }
+        ToolOutput::Logs(v) => obs.logs.extend(v.iter().cloned()),
+        ToolOutput::Series(v) => obs.metrics.extend(v.iter().cloned()),
+        ToolOutput::Rules(v) => merge_by(&mut obs.rules, v, |r| (r.group.clone(), r.name.clone())),
+        ToolOutput::Alerts(v) => obs.alerts.extend(v.iter().cloned()),
+        ToolOutput::Changes(v) => obs.changes.extend(v.iter().cloned()),
+    }
+}
+
+/// Add items, replacing ones with the same key (a later read of the same object wins).
+fn merge_by<T: Clone, K: PartialEq>(into: &mut Vec<T>, items: &[T], key: impl Fn(&T) -> K) {
+    for item in items {
+        let k = key(item);
+        match into.iter_mut().find(|x| key(x) == k) {
+            Some(slot) => *slot = item.clone(),
+            None => into.push(item.clone()),
+        }
+    }
+}
+
+/// Combine what two lanes learned.
+pub fn merge(into: &mut Observations, from: Observations) {
+    merge_by(&mut into.pods, &from.pods, |p| (p.namespace.clone(), p.name.clone()));
+    into.events.extend(from.events);
+    merge_by(&mut into.deployments, &from.deployments, |d| {
+        (d.namespace.clone(), d.name.clone())
+    });
+    merge_by(&mut into.replica_sets, &from.replica_sets, |d| {
+        (d.namespace.clone(), d.name.clone())
+    });
+    merge_by(&mut into.nodes, &from.nodes, |n| n.name.clone());
+    into.pod_logs.extend(from.pod_logs);
+    into.logs.extend(from.logs);
+    into.metrics.extend(from.metrics);
+    merge_by(&mut into.rules, &from.rules, |r| (r.group.clone(), r.name.clone()));
+    into.alerts.extend(from.alerts);
+    into.changes.extend(from.changes);
+    for (k, ids) in from.evidence {
+        let slot = into.evidence.entry(k).or_default();
+        for id in ids {
+            if !slot.contains(&id) {
+                slot.push(id);
+            }
+        }
+    }
+}
+
+/// The specialists available for a world with these integrations.
+pub fn pick(tools: &dyn Tools) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if tools.has("kubernetes") {
+        out.push("kubernetes");
+    }
+    if tools.has("prometheus") {
+        out.push("metrics");
+    }
+    if tools.has("loki") {
+        out.push("logs");
+    }
+    if tools.has("kubernetes") || tools.has("github") {
+        out.push("changes");
+    }
+    out
+}
+
+/// Run one specialist by name.
+pub async fn run(name: &str, caller: Caller, scope: &Scope) -> Observations {
+    let obs = Mutex::new(Observations::default());
+    let c = caller.for_specialist(name);
+    match name {
+        "kubernetes" => kubernetes(&c, scope, &obs).await,
+        "metrics" => metrics(&c, scope, &obs).await,
+        "logs" => logs(&c, scope, &obs).await,
+        "changes" => changes(&c, scope, &obs).await,
+        other => c.emit(Event::Warning {
+            message: format!("unknown specialist {other}"),
+        }),
+    }
+    obs.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+fn rfc3339(t: DateTime<Utc>) -> Option<serde_json::Value> {
+    s(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+}
+
+/// Whether a pod deserves a look at its logs.
+fn troubled(p: &PodFacts) -> bool {
+    p.restarts() > 0
+        || !p.ready() && p.phase != "Succeeded"
+        || p.containers
+            .iter()
+            .any(|c| c.reason.is_some() || c.last_reason.is_some())
+}
+
+async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
+    let ns = scope.namespace.clone();
+    let none = Chart::default();
+    let (pods, _, _, _) = futures::join!(
+        c.call(
+            "kubernetes.pods",
+            params([("namespace", ns.clone().and_then(s))]),
+            &none,
+            obs
+        ),
+        c.call(
+            "kubernetes.events",
+            params([("namespace", ns.clone().and_then(s))]),
+            &none,
+            obs
+        ),
+        async {
+            match &ns {
+                Some(ns) => {
+                    c.call(
+                        "kubernetes.deployments",
+                        params([("namespace", s(ns))]),
+                        &none,
+                        obs,
+                    )
+                    .await
+                }
+                None => None,
+            }
+        },
+        c.call("kubernetes.nodes", Params::new(), &none, obs),
+    );
+    let Some((ToolOutput::Pods(pods), _)) = pods else {
+        return;
+    };
+    // Logs of the pods in trouble, the workload's first; at most three to keep Gather quick.
+    let mut picked: Vec<&PodFacts> = pods
+        .iter()
+        .filter(|p| troubled(p) && scope.owns_pod(p))
+        .collect();
+    if picked.is_empty() {
+        picked = pods.iter().filter(|p| troubled(p)).collect();
+    }
+    if let Some(named) = &scope.pod
+        && let Some(p) = pods.iter().find(|p| &p.name == named)
+        && !picked.iter().any(|q| q.name == *named)
+    {
+        picked.insert(0, p);
+    }
+    picked.sort_by_key(|p| std::cmp::Reverse(p.restarts()));
+    picked.truncate(3);
+    let none = &none;
+    let calls = picked.iter().map(|p| async move {
+        let restarted = p.restarts() > 0;
+        let container = p
+            .containers
+            .iter()
+            .find(|ct| !ct.ready)
+            .or(p.containers.first())
+            .map(|ct| ct.name.clone());
+        let logs = |previous: bool| {
+            params([
+                ("namespace", s(&p.namespace)),
+                ("pod", s(&p.name)),
+                ("container", container.clone().and_then(s)),
+                ("previous", Some(json!(previous))),
+                ("tail", Some(json!(200))),
+            ])
+        };
+        let got = if restarted {
+            c.call("kubernetes.pod_logs", logs(true), none, obs).await
+        } else {
+            None
+        };
+        if got.is_none() {
+            c.call("kubernetes.pod_logs", logs(false), none, obs).await;
+        }
+    });
+    futures::future::join_all(calls).await;
+}
+
+async fn metrics(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
+    let none = Chart::default();
+    let (rules, _) = futures::join!(
+        c.call("prometheus.rules", Params::new(), &none, obs),
+        c.call("prometheus.alerts", Params::new(), &none, obs),
+    );
+    let alertname = scope.alert.as_ref().map(|a| a.name().to_string());
+    let expr = scope.expr.clone().or_else(|| match (&rules, &alertname) {
+        (Some((ToolOutput::Rules(rules), _)), Some(name)) => rules
+            .iter()
+            .find(|r| r.rule_type == "alerting" && &r.name == name && !r.query.is_empty())
+            .map(|r| r.query.clone()),
+        _ => None,
+    });
+    let Some(expr) = expr else {
+        return;
+    };
+    let (base, threshold) = split_threshold(&expr);
+    let chart = Chart {
+        threshold: threshold.map(|t| t.value),
+        markers: vec![Marker {
+            at: scope.onset.timestamp() as f64,
+            label: "alert fired".into(),
+        }],
+    };
+    // First the alert's own expression around the onset, then the wider picture.
+    let start = scope.onset - ChronoDuration::minutes(30);
+    let end = (scope.onset + ChronoDuration::minutes(30)).min(scope.now);
+    let end = if end <= start { scope.now } else { end };
+    c.call(
+        "prometheus.query_range",
+        params([
+            ("query", s(&base)),
+            ("start", rfc3339(start)),
+            ("end", rfc3339(end)),
+            ("step", Some(json!(30))),
+        ]),
+        &chart,
+        obs,
+    )
+    .await;
+    c.call(
+        "prometheus.query_range",
+        params([
+            ("query", s(&base)),
+            ("start", rfc3339(scope.now - ChronoDuration::hours(6))),
+            ("end", rfc3339(scope.now)),
+            ("step", Some(json!(300))),
+        ]),
+        &chart,
+        obs,
+    )
+    .await;
+}
+
+/// The LogQL stream selector for the scope.
+pub fn log_selector(scope: &Scope) -> Option<String> {
+    let ns = scope.namespace.as_ref()?;
+    Some(match &scope.workload {
+        Some(w) => format!("{{namespace=\"{ns}\", app=\"{w}\"}}"),
+        None => format!("{{namespace=\"{ns}\"}}"),
+    })
+}
+
+async fn logs(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
+    let Some(ns) = &scope.namespace else {
+        c.emit(Event::Warning {
+            message: "logs: no namespace in the alert or problem, so no log query".into(),
+        });
+        return;
+    };
+    let none = Chart::default();
+    let around = params([
+        (
+            "query",
+            s(format!(
+                "{{namespace=\"{ns}\"}} |~ \"(?i)(error|exception|fatal|panic|timeout|refused|failed)\""
+            )),
+        ),
+        ("start", rfc3339(scope.onset - ChronoDuration::minutes(30))),
+        ("end", rfc3339(scope.now)),
+        ("limit", Some(json!(500))),
+        ("direction", s("backward")),
+    ]);
+    c.call("loki.query_range", around, &none, obs).await;
+    if let Some(sel) = log_selector(scope).filter(|_| scope.workload.is_some()) {
+        let wide = params([
+            ("query", s(sel)),
+            ("start", rfc3339(scope.now - ChronoDuration::hours(2))),
+            ("end", rfc3339(scope.now)),
+            ("limit", Some(json!(300))),
+            ("direction", s("backward")),
+        ]);
+        c.call("loki.query_range", wide, &none, obs).await;
+    }
+}
+
+async fn changes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
+    let none = Chart::default();
+    let k8s = async {
+        if let Some(ns) = &scope.namespace
+            && c.tools.has("kubernetes")
+        {
+            c.call(
+                "kubernetes.replica_sets",
+                params([("namespace", s(ns))]),
+                &none,
+                obs,
+            )
+            .await;
+        }
+    };
+    let gh = async {
+        // Without a repo in the alert, the world's configured repository is used.
+        if !c.tools.has("github") {
+            return;
+        }
+        let window = params([
+            ("repo", scope.repo.clone().and_then(s)),
+            ("since", rfc3339(scope.onset - ChronoDuration::hours(24))),
+            ("until", rfc3339(scope.now)),
+        ]);
+        futures::join!(
+            c.call("github.deployments", window.clone(), &none, obs),
+            c.call("github.merged_pulls", window.clone(), &none, obs),
+        );
+    };
+    futures::join!(k8s, gh);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_split_off_alert_expressions() {
+        let (base, t) = split_threshold("rate(x[5m]) > 0.05");
+        assert_eq!(base, "rate(x[5m])");
+        let t = t.unwrap();
+        assert!(t.breached(0.06) && !t.breached(0.05));
+        let (base, t) = split_threshold("kube_statefulset_status_replicas_ready{a=\"b\"} < 1");
+        assert_eq!(base, "kube_statefulset_status_replicas_ready{a=\"b\"}");
+        assert!(t.unwrap().breached(0.0) && !t.unwrap().breached(1.0));
+        assert_eq!(split_threshold("up"), ("up".to_string(), None));
+    }
+
+    #[test]
+    fn problem_text_names_namespace_and_workload() {
+        let s = Scope::from_problem(
+            "checkout deployment checkout-api in namespace shop returns 502",
+            Utc::now(),
+        );
+        assert_eq!(s.namespace.as_deref(), Some("shop"));
+        assert_eq!(s.workload.as_deref(), Some("checkout-api"));
+    }
+
+    #[test]
+    fn alert_labels_and_annotations_give_the_scope() {
+        let mut alert = Alert::default();
+        alert.labels.insert("namespace".into(), "payments".into());
+        alert
+            .annotations
+            .insert("kube_deployment".into(), "payments-api".into());
+        let s = Scope::from_alert(&alert, Utc::now());
+        assert_eq!(s.namespace.as_deref(), Some("payments"));
+        assert_eq!(s.workload.as_deref(), Some("payments-api"));
+    }
+}

@@ -1,0 +1,149 @@
+//! The tool registry: one seam through which every read and every action reaches the world.
+//!
+//! Tools are named `<integration>.<verb>` and take JSON params, so runbook steps, specialists
+//! and tests all speak the same language; tests swap in slow or failing fakes through [`Tools`].
+
+use crate::model::{
+    Action, AlertInfo, Change, DeploymentFacts, K8sEventFacts, LogLine, NodeFacts, PodFacts,
+    RuleInfo, Series,
+};
+use chrono::{DateTime, Utc};
+use futures::future::BoxFuture;
+use std::collections::BTreeMap;
+
+/// Parameters of a tool call, as recorded in `ToolCalled`.
+pub type Params = BTreeMap<String, serde_json::Value>;
+
+/// What a tool returned, already parsed into model facts.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolOutput {
+    Pods(Vec<PodFacts>),
+    Events(Vec<K8sEventFacts>),
+    Deployments(Vec<DeploymentFacts>),
+    Nodes(Vec<NodeFacts>),
+    /// Pod logs (`kubernetes.pod_logs`) or log queries (`loki.query_range`).
+    Logs(Vec<LogLine>),
+    Series(Vec<Series>),
+    Rules(Vec<RuleInfo>),
+    Alerts(Vec<AlertInfo>),
+    Changes(Vec<Change>),
+}
+
+impl ToolOutput {
+    /// A one-line summary for `ToolSucceeded`.
+    pub fn summary(&self) -> String {
+        let (n, what) = match self {
+            ToolOutput::Pods(v) => (v.len(), "pods"),
+            ToolOutput::Events(v) => (v.len(), "events"),
+            ToolOutput::Deployments(v) => (v.len(), "deployments"),
+            ToolOutput::Nodes(v) => (v.len(), "nodes"),
+            ToolOutput::Logs(v) => (v.len(), "log lines"),
+            ToolOutput::Series(v) => (v.len(), "series"),
+            ToolOutput::Rules(v) => (v.len(), "rules"),
+            ToolOutput::Alerts(v) => (v.len(), "alerts"),
+            ToolOutput::Changes(v) => (v.len(), "changes"),
+        };
+        format!("{n} {what}")
+    }
+}
+
+/// Everything the agent asks of the outside world.
+pub trait Tools: Send + Sync {
+    /// The world's clock: a case's `now`, or the real time.
+    fn now(&self) -> DateTime<Utc>;
+    /// Whether an integration is configured (`kubernetes`, `prometheus`, `loki`, `github`, ...).
+    fn has(&self, integration: &str) -> bool;
+    /// Run a read tool. Errors are one clear line; they become `ToolFailed`, never a panic.
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        params: &'a Params,
+    ) -> BoxFuture<'a, Result<ToolOutput, String>>;
+    /// Run a mutating action (only ever called after policy allowed it).
+    fn execute<'a>(&'a self, action: &'a Action) -> BoxFuture<'a, Result<String, String>>;
+}
+
+/// Read a string param.
+pub fn p_str<'a>(params: &'a Params, key: &str) -> Option<&'a str> {
+    params
+        .get(key)
+        .and_then(|v| v.as_str())
+        .filter(|s| !s.is_empty())
+}
+
+/// Read a numeric param (numbers or numeric strings, as templated runbook params are strings).
+pub fn p_f64(params: &Params, key: &str) -> Option<f64> {
+    match params.get(key)? {
+        serde_json::Value::Number(n) => n.as_f64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// Read a boolean param (`true`/`false` or the strings).
+pub fn p_bool(params: &Params, key: &str) -> Option<bool> {
+    match params.get(key)? {
+        serde_json::Value::Bool(b) => Some(*b),
+        serde_json::Value::String(s) => match s.trim() {
+            "true" | "yes" => Some(true),
+            "false" | "no" => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Read a time param: RFC 3339 text or unix seconds.
+pub fn p_time(params: &Params, key: &str) -> Option<DateTime<Utc>> {
+    match params.get(key)? {
+        serde_json::Value::String(s) => DateTime::parse_from_rfc3339(s.trim())
+            .ok()
+            .map(|d| d.with_timezone(&Utc))
+            .or_else(|| {
+                s.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .and_then(|f| DateTime::from_timestamp(f as i64, 0))
+            }),
+        serde_json::Value::Number(n) => n
+            .as_f64()
+            .and_then(|f| DateTime::from_timestamp(f as i64, 0)),
+        _ => None,
+    }
+}
+
+/// Build params from pairs, skipping `None`s.
+pub fn params<const N: usize>(pairs: [(&str, Option<serde_json::Value>); N]) -> Params {
+    pairs
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
+        .collect()
+}
+
+/// `Some(json string)` for params builders.
+pub fn s(v: impl Into<String>) -> Option<serde_json::Value> {
+    Some(serde_json::Value::String(v.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_read_strings_and_numbers() {
+        let p = params([
+            ("namespace", s("payments")),
+            ("tail", Some(serde_json::json!(50))),
+            ("step", s("30")),
+            ("previous", s("true")),
+            ("start", s("2026-01-01T00:00:00Z")),
+            ("missing", None),
+        ]);
+        assert_eq!(p_str(&p, "namespace"), Some("payments"));
+        assert_eq!(p_f64(&p, "tail"), Some(50.0));
+        assert_eq!(p_f64(&p, "step"), Some(30.0));
+        assert_eq!(p_bool(&p, "previous"), Some(true));
+        assert!(p_time(&p, "start").is_some());
+        assert!(!p.contains_key("missing"));
+    }
+}

@@ -1,0 +1,146 @@
+//! The world as a tool registry: tool names and JSON params mapped onto the typed clients.
+
+use super::tools::{Params, ToolOutput, Tools, p_bool, p_f64, p_str, p_time};
+use crate::integrations::{AlertFilter, Direction};
+use crate::model::Action;
+use crate::world::World;
+use chrono::{DateTime, Duration, Utc};
+use futures::future::BoxFuture;
+use std::sync::Arc;
+
+/// Adapts an `Arc<World>` to [`Tools`].
+pub struct WorldTools(pub Arc<World>);
+
+fn need<'a>(params: &'a Params, key: &str, tool: &str) -> Result<&'a str, String> {
+    p_str(params, key).ok_or_else(|| format!("{tool}: missing parameter `{key}`"))
+}
+
+impl WorldTools {
+    fn window(&self, params: &Params) -> (DateTime<Utc>, DateTime<Utc>) {
+        let now = self.0.now();
+        let end = p_time(params, "end").unwrap_or(now);
+        let start = p_time(params, "start").unwrap_or(end - Duration::hours(1));
+        (start, end)
+    }
+
+    async fn run(&self, tool: &str, params: &Params) -> Result<ToolOutput, String> {
+        let w = &self.0;
+        let e = |err: crate::integrations::IntegrationError| err.to_string();
+        let ns = p_str(params, "namespace");
+        Ok(match tool {
+            "kubernetes.pods" => ToolOutput::Pods(
+                w.kubernetes()
+                    .list_pods(ns, p_str(params, "label_selector"))
+                    .await
+                    .map_err(e)?,
+            ),
+            "kubernetes.events" => ToolOutput::Events(
+                w.kubernetes()
+                    .events(ns, p_str(params, "involved"))
+                    .await
+                    .map_err(e)?,
+            ),
+            "kubernetes.deployments" => {
+                ToolOutput::Deployments(w.kubernetes().deployments(ns).await.map_err(e)?)
+            }
+            "kubernetes.replica_sets" => {
+                ToolOutput::Deployments(w.kubernetes().replica_sets(ns).await.map_err(e)?)
+            }
+            "kubernetes.nodes" => ToolOutput::Nodes(w.kubernetes().nodes().await.map_err(e)?),
+            "kubernetes.pod_logs" => ToolOutput::Logs(
+                w.kubernetes()
+                    .pod_logs(
+                        need(params, "namespace", tool)?,
+                        need(params, "pod", tool)?,
+                        p_str(params, "container"),
+                        p_bool(params, "previous").unwrap_or(false),
+                        p_f64(params, "tail").map(|t| t.clamp(1.0, 10_000.0) as u32),
+                    )
+                    .await
+                    .map_err(e)?,
+            ),
+            "prometheus.query" => ToolOutput::Series(
+                w.prometheus()
+                    .query(
+                        need(params, "query", tool)?,
+                        p_time(params, "time").unwrap_or(w.now()),
+                    )
+                    .await
+                    .map_err(e)?,
+            ),
+            "prometheus.query_range" => {
+                let (start, end) = self.window(params);
+                let step = p_f64(params, "step").unwrap_or(60.0).clamp(1.0, 86_400.0) as u64;
+                ToolOutput::Series(
+                    w.prometheus()
+                        .query_range(need(params, "query", tool)?, start, end, step)
+                        .await
+                        .map_err(e)?,
+                )
+            }
+            "prometheus.rules" => ToolOutput::Rules(w.prometheus().rules().await.map_err(e)?),
+            "prometheus.alerts" => ToolOutput::Alerts(w.prometheus().alerts().await.map_err(e)?),
+            "alertmanager.alerts" => {
+                let mut filter = AlertFilter::default();
+                if let Some(name) = p_str(params, "alertname") {
+                    filter = filter.label("alertname", name);
+                }
+                ToolOutput::Alerts(w.alertmanager().alerts(&filter).await.map_err(e)?)
+            }
+            "loki.query_range" => {
+                let (start, end) = self.window(params);
+                let limit = p_f64(params, "limit").unwrap_or(500.0).clamp(1.0, 5000.0) as u32;
+                let direction = match p_str(params, "direction") {
+                    Some("forward") => Direction::Forward,
+                    _ => Direction::Backward,
+                };
+                ToolOutput::Logs(
+                    w.loki()
+                        .query_range(need(params, "query", tool)?, start, end, limit, direction)
+                        .await
+                        .map_err(e)?,
+                )
+            }
+            "github.deployments" | "github.commits" | "github.merged_pulls" => {
+                let repo = p_str(params, "repo")
+                    .or(w.github_repo())
+                    .ok_or_else(|| format!("{tool}: no repository configured or given"))?;
+                let now = w.now();
+                let since = p_time(params, "since").unwrap_or(now - Duration::days(1));
+                let until = p_time(params, "until").unwrap_or(now);
+                let gh = w.github();
+                ToolOutput::Changes(
+                    match tool {
+                        "github.deployments" => gh.deployments(repo, since, until).await,
+                        "github.commits" => gh.commits(repo, since, until).await,
+                        _ => gh.merged_pulls(repo, since, until).await,
+                    }
+                    .map_err(e)?,
+                )
+            }
+            other => return Err(format!("unknown tool {other}")),
+        })
+    }
+}
+
+impl Tools for WorldTools {
+    fn now(&self) -> DateTime<Utc> {
+        self.0.now()
+    }
+
+    fn has(&self, integration: &str) -> bool {
+        self.0.has(integration)
+    }
+
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        params: &'a Params,
+    ) -> BoxFuture<'a, Result<ToolOutput, String>> {
+        Box::pin(self.run(tool, params))
+    }
+
+    fn execute<'a>(&'a self, action: &'a Action) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(async move { self.0.execute(action).await.map_err(|e| e.to_string()) })
+    }
+}

@@ -1,0 +1,115 @@
+//! Finds case directories and runs each one headless through the agent (diagnosis only), then scores it.
+
+use super::{CaseResult, EvalOptions, EvalSummary, Score, score};
+use crate::agent::{self, AgentOptions, Trigger};
+use crate::model::{Incident, RunMode};
+use crate::world::World;
+use anyhow::{Context, bail};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Case directories under `dirs`: each one that holds a case.toml, or its subdirectories that do.
+pub fn find_cases(dirs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        if !dir.is_dir() {
+            bail!("{}: not a directory", dir.display());
+        }
+        if dir.join("case.toml").is_file() {
+            out.push(dir.clone());
+            continue;
+        }
+        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| format!("reading {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.join("case.toml").is_file())
+            .collect();
+        if found.is_empty() {
+            bail!("{}: no case directories (a case directory holds case.toml)", dir.display());
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
+}
+
+/// Runs every case found under `dirs` and scores it; prints a row per case and the totals when `opts.print`.
+pub async fn run(dirs: &[PathBuf], opts: &EvalOptions) -> anyhow::Result<EvalSummary> {
+    let cases = find_cases(dirs)?;
+    let mut summary = EvalSummary::default();
+    for dir in cases {
+        let result = run_case(&dir, opts).await;
+        if opts.print {
+            println!("{result}");
+        }
+        summary.results.push(result);
+    }
+    if opts.print {
+        if let Some(m) = summary.mean_recall() {
+            println!("mean ruling-out recall {:.0}%", m * 100.0);
+        }
+        println!("{}", summary.totals());
+    }
+    Ok(summary)
+}
+
+/// Runs one case; never fails: a case that cannot run is a failed result with the reason.
+pub async fn run_case(dir: &Path, opts: &EvalOptions) -> CaseResult {
+    let started = Instant::now();
+    let fallback_id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| dir.display().to_string());
+    let mut result = CaseResult {
+        id: fallback_id,
+        dir: dir.to_path_buf(),
+        score: Score::default(),
+        error: None,
+        elapsed: Default::default(),
+    };
+    match investigate(dir, opts).await {
+        Ok((id, expect, incident)) => {
+            result.id = id;
+            match expect {
+                Some(expect) => result.score = score(&expect, &incident),
+                None => result.error = Some("no expect.toml: nothing to score against".into()),
+            }
+        }
+        Err(e) => result.error = Some(format!("{e:#}")),
+    }
+    result.elapsed = started.elapsed();
+    result
+}
+
+async fn investigate(dir: &Path, opts: &EvalOptions) -> anyhow::Result<(String, Option<crate::world::Expect>, Incident)> {
+    let world = World::from_case_dir(dir).with_context(|| format!("loading case {}", dir.display()))?;
+    let case = world.case().cloned().with_context(|| format!("{}: not a case directory", dir.display()))?;
+    let trigger = match &case.alert {
+        Some(payload) => Trigger::Alert(payload.clone()),
+        None => Trigger::Problem(case.title.clone()),
+    };
+    let agent_opts = AgentOptions {
+        read_only: true,
+        diagnosis_only: true,
+        session_path: None,
+        mode: RunMode::Case,
+        case: Some(case.id.clone()),
+        approval_timeout: Some(std::time::Duration::ZERO),
+        ..AgentOptions::default()
+    };
+    let mut handle = agent::spawn(Arc::new(world), trigger, agent_opts);
+    let mut incident = Incident::new();
+    let collect = async {
+        while let Some(record) = handle.records.recv().await {
+            incident.apply(record.t, &record.event);
+        }
+    };
+    if tokio::time::timeout(opts.case_timeout, collect).await.is_err() {
+        handle.task.abort();
+        bail!("timed out after {:?}", opts.case_timeout);
+    }
+    match handle.task.await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => return Err(e.context("investigation failed")),
+        Err(e) => bail!("investigation task ended abnormally: {e}"),
+    }
+    Ok((case.id.clone(), case.expect.clone(), incident))
+}

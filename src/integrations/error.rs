@@ -1,0 +1,83 @@
+//! The one error type every integration returns: which integration, which request, what went wrong.
+
+use std::time::Duration;
+
+/// What went wrong with a request, independent of which integration made it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ErrorKind {
+    #[error("timed out after {}s", .0.as_secs_f64())]
+    Timeout(Duration),
+    #[error("cannot connect: {0}")]
+    Connect(String),
+    #[error("HTTP {status}: {message}")]
+    Status { status: u16, message: String },
+    #[error("unexpected response: {0}")]
+    Decode(String),
+    #[error("response larger than the {limit} byte limit")]
+    TooLarge { limit: usize },
+    #[error("no recording matches this request in the case")]
+    NoRecording,
+    #[error("not configured")]
+    NotConfigured,
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// An integration failure. Display is one line: `prometheus: GET /api/v1/query_range: timed out after 5s`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{integration}: {request}: {kind}")]
+pub struct IntegrationError {
+    pub integration: String,
+    /// Method and path, e.g. `GET /api/v1/nodes`; never carries credentials.
+    pub request: String,
+    #[source]
+    pub kind: ErrorKind,
+}
+
+impl IntegrationError {
+    pub fn new(
+        integration: impl Into<String>,
+        request: impl Into<String>,
+        kind: ErrorKind,
+    ) -> Self {
+        IntegrationError {
+            integration: integration.into(),
+            request: request.into(),
+            kind,
+        }
+    }
+
+    /// Whether the failure means "this case has no data for that", which replay treats as absent evidence.
+    pub fn is_no_recording(&self) -> bool {
+        matches!(self.kind, ErrorKind::NoRecording)
+    }
+
+    /// The HTTP status, if the server answered with an error status.
+    pub fn status(&self) -> Option<u16> {
+        match self.kind {
+            ErrorKind::Status { status, .. } => Some(status),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_is_one_clear_line() {
+        let e = IntegrationError::new(
+            "prometheus",
+            "GET /api/v1/query_range",
+            ErrorKind::Timeout(Duration::from_millis(1500)),
+        );
+        assert_eq!(
+            e.to_string(),
+            "prometheus: GET /api/v1/query_range: timed out after 1.5s"
+        );
+        assert!(!e.to_string().contains('\n'));
+    }
+}

@@ -1,0 +1,725 @@
+//! Kubernetes client: REST paths through the transport, parsed with k8s-openapi types into model facts.
+//!
+//! Requests go through [`Transport`] rather than `kube::Api` so that recording and replay see exactly the
+//! paths a cluster serves; live, the transport hands them to a `kube::Client`, which brings kubeconfig,
+//! contexts, in-cluster config and exec auth plugins.
+
+use super::error::{ErrorKind, IntegrationError};
+use super::transport::{Request, RequestBody, Transport};
+use crate::model::{ContainerFacts, DeploymentFacts, K8sEventFacts, LogLine, NodeFacts, PodFacts};
+use chrono::{DateTime, TimeZone, Utc};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{Container, Event, Node, Pod, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+const NAME: &str = "kubernetes";
+const REVISION: &str = "deployment.kubernetes.io/revision";
+
+#[derive(Clone)]
+pub struct KubernetesClient {
+    transport: Arc<dyn Transport>,
+    default_ns: String,
+}
+
+/// Kubernetes names are DNS labels/subdomains; checking them keeps a bad parameter from becoming a
+/// different path.
+fn check_name(req: &Request, what: &str, name: &str) -> Result<(), IntegrationError> {
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && name != "."
+        && name != "..";
+    if ok {
+        Ok(())
+    } else {
+        Err(req.error(ErrorKind::Invalid(format!("bad {what} name {name:?}"))))
+    }
+}
+
+fn time(t: &Time) -> Option<DateTime<Utc>> {
+    let nanos = u32::try_from(t.0.subsec_nanosecond()).unwrap_or(0);
+    Utc.timestamp_opt(t.0.as_second(), nanos).single()
+}
+
+fn labels(meta: &ObjectMeta) -> BTreeMap<String, String> {
+    meta.labels.clone().unwrap_or_default()
+}
+
+/// Parses `items` of a `*List` one by one, so one odd item names its index instead of failing opaquely.
+fn items<T: DeserializeOwned>(v: Value, kind: &str) -> Result<Vec<T>, String> {
+    let Value::Object(mut map) = v else {
+        return Err(format!("expected a {kind}List object"));
+    };
+    let items = match map.remove("items") {
+        Some(Value::Array(items)) => items,
+        Some(Value::Null) | None => Vec::new(),
+        Some(_) => return Err("`items` is not an array".into()),
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| serde_json::from_value(item).map_err(|e| format!("{kind} item {i}: {e}")))
+        .collect()
+}
+
+fn one<T: DeserializeOwned>(v: Value, kind: &str) -> Result<T, String> {
+    serde_json::from_value(v).map_err(|e| format!("not a {kind}: {e}"))
+}
+
+/// Client-side check of a label selector (`a=b,c!=d,e,!f`), so replayed lists honour it too.
+/// Set-based terms (`in`, `notin`) are passed to the server only and accepted here.
+pub fn selector_matches(selector: &str, labels: &BTreeMap<String, String>) -> bool {
+    selector
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .all(|term| {
+            if term.contains(" in ") || term.contains(" notin ") || term.contains('(') {
+                true
+            } else if let Some((k, v)) = term.split_once("!=") {
+                labels.get(k.trim()).map(String::as_str) != Some(v.trim())
+            } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+                labels.get(k.trim()).map(String::as_str) == Some(v.trim())
+            } else if let Some(k) = term.strip_prefix('!') {
+                !labels.contains_key(k.trim())
+            } else {
+                labels.contains_key(term)
+            }
+        })
+}
+
+fn container_facts(spec: &Container, pod: &Pod) -> ContainerFacts {
+    let resources = spec.resources.as_ref();
+    let q =
+        |m: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
+         k: &str| { m.and_then(|m| m.get(k)).map(|q| q.0.clone()) };
+    let limits = resources.and_then(|r| r.limits.as_ref());
+    let requests = resources.and_then(|r| r.requests.as_ref());
+    let mut c = ContainerFacts {
+        name: spec.name.clone(),
+        image: spec.image.clone().unwrap_or_default(),
+        state: "unknown".into(),
+        memory_limit: q(limits, "memory"),
+        memory_request: q(requests, "memory"),
+        cpu_limit: q(limits, "cpu"),
+        cpu_request: q(requests, "cpu"),
+        has_liveness_probe: spec.liveness_probe.is_some(),
+        has_readiness_probe: spec.readiness_probe.is_some(),
+        ..ContainerFacts::default()
+    };
+    let status = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|all| all.iter().find(|cs| cs.name == spec.name));
+    if let Some(cs) = status {
+        c.ready = cs.ready;
+        c.restart_count = u32::try_from(cs.restart_count).unwrap_or(0);
+        if !cs.image.is_empty() && c.image.is_empty() {
+            c.image = cs.image.clone();
+        }
+        if let Some(st) = &cs.state {
+            if st.running.is_some() {
+                c.state = "running".into();
+            } else if let Some(w) = &st.waiting {
+                c.state = "waiting".into();
+                c.reason = w.reason.clone();
+                c.message = w.message.clone();
+            } else if let Some(t) = &st.terminated {
+                c.state = "terminated".into();
+                c.reason = t.reason.clone();
+                c.message = t.message.clone();
+                c.exit_code = Some(t.exit_code);
+            }
+        }
+        if let Some(t) = cs.last_state.as_ref().and_then(|s| s.terminated.as_ref()) {
+            c.last_reason = t.reason.clone();
+            c.last_exit_code = Some(t.exit_code);
+            c.last_finished_at = t.finished_at.as_ref().and_then(time);
+        }
+    }
+    c
+}
+
+/// A Pod as facts.
+pub fn pod_facts(pod: &Pod) -> PodFacts {
+    let meta = &pod.metadata;
+    let status = pod.status.as_ref();
+    let mut conditions = BTreeMap::new();
+    let mut condition_messages = BTreeMap::new();
+    for cond in status
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        conditions.insert(cond.type_.clone(), cond.status.clone());
+        if cond.status != "True" {
+            let text = [cond.reason.as_deref(), cond.message.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(": ");
+            if !text.is_empty() {
+                condition_messages.insert(cond.type_.clone(), text);
+            }
+        }
+    }
+    let spec = pod.spec.as_ref();
+    let containers = spec
+        .map(|s| {
+            s.containers
+                .iter()
+                .map(|c| container_facts(c, pod))
+                .collect()
+        })
+        .unwrap_or_default();
+    PodFacts {
+        name: meta.name.clone().unwrap_or_default(),
+        namespace: meta.namespace.clone().unwrap_or_default(),
+        phase: status
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_else(|| "Unknown".into()),
+        node: spec.and_then(|s| s.node_name.clone()),
+        created_at: meta.creation_timestamp.as_ref().and_then(time),
+        deleting: meta.deletion_timestamp.is_some(),
+        labels: labels(meta),
+        owner: meta
+            .owner_references
+            .as_ref()
+            .and_then(|o| o.first())
+            .map(|o| format!("{}/{}", o.kind, o.name)),
+        conditions,
+        condition_messages,
+        containers,
+    }
+}
+
+/// An Event as facts.
+pub fn event_facts(e: &Event) -> K8sEventFacts {
+    let obj = &e.involved_object;
+    let last = e
+        .last_timestamp
+        .as_ref()
+        .and_then(time)
+        .or_else(|| {
+            e.event_time.as_ref().and_then(|t| {
+                let nanos = u32::try_from(t.0.subsec_nanosecond()).unwrap_or(0);
+                Utc.timestamp_opt(t.0.as_second(), nanos).single()
+            })
+        })
+        .or_else(|| e.first_timestamp.as_ref().and_then(time));
+    K8sEventFacts {
+        event_type: e.type_.clone().unwrap_or_else(|| "Normal".into()),
+        reason: e.reason.clone().unwrap_or_default(),
+        message: e.message.clone().unwrap_or_default(),
+        object: format!(
+            "{}/{}",
+            obj.kind.clone().unwrap_or_default(),
+            obj.name.clone().unwrap_or_default()
+        ),
+        namespace: obj
+            .namespace
+            .clone()
+            .or_else(|| e.metadata.namespace.clone())
+            .unwrap_or_default(),
+        count: e.count.and_then(|c| u32::try_from(c).ok()).unwrap_or(1),
+        first_seen: e.first_timestamp.as_ref().and_then(time).or(last),
+        last_seen: last,
+    }
+}
+
+fn template_images(t: Option<&PodTemplateSpec>) -> Vec<String> {
+    t.and_then(|t| t.spec.as_ref())
+        .map(|s| {
+            s.containers
+                .iter()
+                .filter_map(|c| c.image.clone())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A Deployment as facts.
+pub fn deployment_facts(d: &Deployment) -> DeploymentFacts {
+    let meta = &d.metadata;
+    let spec = d.spec.as_ref();
+    let status = d.status.as_ref();
+    let n = |v: Option<i32>| v.and_then(|v| u32::try_from(v).ok()).unwrap_or(0);
+    let mut conditions = BTreeMap::new();
+    for c in status
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        conditions.insert(
+            c.type_.clone(),
+            (
+                c.status.clone(),
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            ),
+        );
+    }
+    DeploymentFacts {
+        name: meta.name.clone().unwrap_or_default(),
+        namespace: meta.namespace.clone().unwrap_or_default(),
+        replicas: spec.map(|s| n(s.replicas.or(Some(1)))).unwrap_or(1),
+        ready_replicas: n(status.and_then(|s| s.ready_replicas)),
+        updated_replicas: n(status.and_then(|s| s.updated_replicas)),
+        available_replicas: n(status.and_then(|s| s.available_replicas)),
+        unavailable_replicas: n(status.and_then(|s| s.unavailable_replicas)),
+        generation: meta.generation.unwrap_or(0),
+        observed_generation: status.and_then(|s| s.observed_generation).unwrap_or(0),
+        revision: meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(REVISION).cloned()),
+        images: template_images(spec.map(|s| &s.template)),
+        conditions,
+        labels: labels(meta),
+        created_at: meta.creation_timestamp.as_ref().and_then(time),
+    }
+}
+
+/// A ReplicaSet in the shape of deployment facts (replicas, revision, images), which is what
+/// "which revision is running" questions need.
+pub fn replica_set_facts(rs: &ReplicaSet) -> DeploymentFacts {
+    let meta = &rs.metadata;
+    let spec = rs.spec.as_ref();
+    let status = rs.status.as_ref();
+    let n = |v: Option<i32>| v.and_then(|v| u32::try_from(v).ok()).unwrap_or(0);
+    DeploymentFacts {
+        name: meta.name.clone().unwrap_or_default(),
+        namespace: meta.namespace.clone().unwrap_or_default(),
+        replicas: n(spec.and_then(|s| s.replicas)),
+        ready_replicas: n(status.and_then(|s| s.ready_replicas)),
+        available_replicas: n(status.and_then(|s| s.available_replicas)),
+        generation: meta.generation.unwrap_or(0),
+        observed_generation: status.and_then(|s| s.observed_generation).unwrap_or(0),
+        revision: meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(REVISION).cloned()),
+        images: template_images(spec.and_then(|s| s.template.as_ref())),
+        labels: labels(meta),
+        created_at: meta.creation_timestamp.as_ref().and_then(time),
+        ..DeploymentFacts::default()
+    }
+}
+
+/// A Node as facts.
+pub fn node_facts(node: &Node) -> NodeFacts {
+    let meta = &node.metadata;
+    let status = node.status.as_ref();
+    let mut conditions = BTreeMap::new();
+    let mut condition_messages = BTreeMap::new();
+    for c in status
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        conditions.insert(c.type_.clone(), c.status.clone());
+        // Ready is healthy when True; the pressure conditions when False.
+        let abnormal = (c.type_ == "Ready") != (c.status == "True");
+        if abnormal {
+            let text = [c.reason.as_deref(), c.message.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(": ");
+            if !text.is_empty() {
+                condition_messages.insert(c.type_.clone(), text);
+            }
+        }
+    }
+    let spec = node.spec.as_ref();
+    let alloc = status.and_then(|s| s.allocatable.as_ref());
+    NodeFacts {
+        name: meta.name.clone().unwrap_or_default(),
+        conditions,
+        condition_messages,
+        unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
+        taints: spec
+            .and_then(|s| s.taints.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|t| match &t.value {
+                Some(v) => format!("{}={}:{}", t.key, v, t.effect),
+                None => format!("{}:{}", t.key, t.effect),
+            })
+            .collect(),
+        allocatable_cpu: alloc.and_then(|a| a.get("cpu")).map(|q| q.0.clone()),
+        allocatable_memory: alloc.and_then(|a| a.get("memory")).map(|q| q.0.clone()),
+        labels: labels(meta),
+    }
+}
+
+/// Splits pod log text into lines, taking a leading RFC 3339 timestamp as the line's time.
+pub fn parse_log_text(text: &str, labels: &BTreeMap<String, String>) -> Vec<LogLine> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let (at, rest) = match l.split_once(' ') {
+                Some((first, rest)) => match DateTime::parse_from_rfc3339(first) {
+                    Ok(t) => (Some(t.with_timezone(&Utc)), rest),
+                    Err(_) => (None, l),
+                },
+                None => (None, l),
+            };
+            LogLine {
+                at,
+                labels: labels.clone(),
+                line: rest.to_string(),
+            }
+        })
+        .collect()
+}
+
+impl KubernetesClient {
+    pub fn new(transport: Arc<dyn Transport>, default_ns: impl Into<String>) -> Self {
+        KubernetesClient {
+            transport,
+            default_ns: default_ns.into(),
+        }
+    }
+
+    pub fn default_namespace(&self) -> &str {
+        &self.default_ns
+    }
+
+    async fn get_json(&self, req: Request) -> Result<(Request, Value), IntegrationError> {
+        let v = self.transport.send(&req).await?.json(&req)?;
+        Ok((req, v))
+    }
+
+    fn scoped(ns: Option<&str>, group: &str, resource: &str) -> String {
+        match ns {
+            Some(ns) => format!("{group}/namespaces/{ns}/{resource}"),
+            None => format!("{group}/{resource}"),
+        }
+    }
+
+    fn check_ns(req: &Request, ns: Option<&str>) -> Result<(), IntegrationError> {
+        ns.map_or(Ok(()), |ns| check_name(req, "namespace", ns))
+    }
+
+    /// Pods in `ns` (all namespaces when `None`), optionally by label selector.
+    pub async fn list_pods<'a>(
+        &self,
+        ns: impl Into<Option<&'a str>>,
+        label_selector: Option<&str>,
+    ) -> Result<Vec<PodFacts>, IntegrationError> {
+        let ns = ns.into();
+        let req = Request::get(NAME, Self::scoped(ns, "/api/v1", "pods"))
+            .query_opt("labelSelector", label_selector.filter(|s| !s.is_empty()));
+        Self::check_ns(&req, ns)?;
+        let (req, v) = self.get_json(req).await?;
+        let pods: Vec<Pod> = items(v, "Pod").map_err(|m| req.error(ErrorKind::Decode(m)))?;
+        Ok(pods
+            .iter()
+            .map(pod_facts)
+            .filter(|p| label_selector.is_none_or(|s| selector_matches(s, &p.labels)))
+            .filter(|p| ns.is_none_or(|ns| p.namespace.is_empty() || p.namespace == ns))
+            .collect())
+    }
+
+    pub async fn get_pod(&self, ns: &str, name: &str) -> Result<PodFacts, IntegrationError> {
+        let req = Request::get(NAME, format!("/api/v1/namespaces/{ns}/pods/{name}"));
+        check_name(&req, "namespace", ns)?;
+        check_name(&req, "pod", name)?;
+        let (req, v) = self.get_json(req).await?;
+        let pod: Pod = one(v, "Pod").map_err(|m| req.error(ErrorKind::Decode(m)))?;
+        Ok(pod_facts(&pod))
+    }
+
+    /// Log lines of a pod's container (`previous`: the last terminated instance), the last `tail` lines.
+    pub async fn pod_logs(
+        &self,
+        ns: &str,
+        name: &str,
+        container: Option<&str>,
+        previous: bool,
+        tail: Option<u32>,
+    ) -> Result<Vec<LogLine>, IntegrationError> {
+        let mut req = Request::get(NAME, format!("/api/v1/namespaces/{ns}/pods/{name}/log"))
+            .query_opt("container", container)
+            .query_opt("tailLines", tail.map(|t| t.to_string()))
+            .query("timestamps", "true");
+        if previous {
+            req = req.query("previous", "true");
+        }
+        check_name(&req, "namespace", ns)?;
+        check_name(&req, "pod", name)?;
+        if let Some(c) = container {
+            check_name(&req, "container", c)?;
+        }
+        let text = self.transport.send(&req).await?.text(&req)?;
+        let mut labels = BTreeMap::from([
+            ("namespace".to_string(), ns.to_string()),
+            ("pod".to_string(), name.to_string()),
+        ]);
+        if let Some(c) = container {
+            labels.insert("container".into(), c.to_string());
+        }
+        let mut lines = parse_log_text(&text, &labels);
+        if let Some(t) = tail {
+            // A recorded log may be longer than this request's tail.
+            let skip = lines.len().saturating_sub(t as usize);
+            lines.drain(..skip);
+        }
+        Ok(lines)
+    }
+
+    /// Events in `ns` (all when `None`), optionally only those about the object named `involved`.
+    pub async fn events<'a>(
+        &self,
+        ns: impl Into<Option<&'a str>>,
+        involved: Option<&str>,
+    ) -> Result<Vec<K8sEventFacts>, IntegrationError> {
+        let ns = ns.into();
+        let req = Request::get(NAME, Self::scoped(ns, "/api/v1", "events")).query_opt(
+            "fieldSelector",
+            involved.map(|n| format!("involvedObject.name={n}")),
+        );
+        Self::check_ns(&req, ns)?;
+        let (req, v) = self.get_json(req).await?;
+        let events: Vec<Event> = items(v, "Event").map_err(|m| req.error(ErrorKind::Decode(m)))?;
+        let mut out: Vec<K8sEventFacts> = events
+            .iter()
+            .filter(|e| involved.is_none_or(|n| e.involved_object.name.as_deref() == Some(n)))
+            .map(event_facts)
+            .filter(|e| ns.is_none_or(|ns| e.namespace.is_empty() || e.namespace == ns))
+            .collect();
+        out.sort_by_key(|e| e.last_seen);
+        Ok(out)
+    }
+
+    pub async fn deployments<'a>(
+        &self,
+        ns: impl Into<Option<&'a str>>,
+    ) -> Result<Vec<DeploymentFacts>, IntegrationError> {
+        let ns = ns.into();
+        let req = Request::get(NAME, Self::scoped(ns, "/apis/apps/v1", "deployments"));
+        Self::check_ns(&req, ns)?;
+        let (req, v) = self.get_json(req).await?;
+        let list: Vec<Deployment> =
+            items(v, "Deployment").map_err(|m| req.error(ErrorKind::Decode(m)))?;
+        Ok(list.iter().map(deployment_facts).collect())
+    }
+
+    pub async fn get_deployment(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<DeploymentFacts, IntegrationError> {
+        let (_, d) = self.deployment_raw(ns, name).await?;
+        Ok(deployment_facts(&d))
+    }
+
+    async fn deployment_raw(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<(Request, Deployment), IntegrationError> {
+        let req = Request::get(
+            NAME,
+            format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}"),
+        );
+        check_name(&req, "namespace", ns)?;
+        check_name(&req, "deployment", name)?;
+        let (req, v) = self.get_json(req).await?;
+        let d: Deployment = one(v, "Deployment").map_err(|m| req.error(ErrorKind::Decode(m)))?;
+        Ok((req, d))
+    }
+
+    pub async fn replica_sets<'a>(
+        &self,
+        ns: impl Into<Option<&'a str>>,
+    ) -> Result<Vec<DeploymentFacts>, IntegrationError> {
+        let ns = ns.into();
+        let (_, list) = self.replica_sets_raw(ns).await?;
+        Ok(list.iter().map(replica_set_facts).collect())
+    }
+
+    async fn replica_sets_raw(
+        &self,
+        ns: Option<&str>,
+    ) -> Result<(Request, Vec<ReplicaSet>), IntegrationError> {
+        let req = Request::get(NAME, Self::scoped(ns, "/apis/apps/v1", "replicasets"));
+        Self::check_ns(&req, ns)?;
+        let (req, v) = self.get_json(req).await?;
+        let list = items(v, "ReplicaSet").map_err(|m| req.error(ErrorKind::Decode(m)))?;
+        Ok((req, list))
+    }
+
+    pub async fn nodes(&self) -> Result<Vec<NodeFacts>, IntegrationError> {
+        let (req, v) = self.get_json(Request::get(NAME, "/api/v1/nodes")).await?;
+        let list: Vec<Node> = items(v, "Node").map_err(|m| req.error(ErrorKind::Decode(m)))?;
+        Ok(list.iter().map(node_facts).collect())
+    }
+
+    async fn patch(&self, req: Request) -> Result<Value, IntegrationError> {
+        self.transport.send(&req).await?.json(&req)
+    }
+
+    /// `kubectl rollout restart`: stamps the pod template so the controller replaces every pod.
+    pub async fn rollout_restart(
+        &self,
+        ns: &str,
+        name: &str,
+        at: DateTime<Utc>,
+    ) -> Result<String, IntegrationError> {
+        let patch = json!({"spec": {"template": {"metadata": {"annotations": {
+            "kubectl.kubernetes.io/restartedAt": at.to_rfc3339()
+        }}}}});
+        let req = Request::new(
+            NAME,
+            "PATCH",
+            format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}"),
+        )
+        .body(RequestBody::MergePatch(patch));
+        check_name(&req, "namespace", ns)?;
+        check_name(&req, "deployment", name)?;
+        self.patch(req).await?;
+        Ok(format!("deployment/{name} in {ns} restarted"))
+    }
+
+    /// `kubectl rollout undo`: puts back the pod template of the previous revision's ReplicaSet.
+    pub async fn rollout_undo(&self, ns: &str, name: &str) -> Result<String, IntegrationError> {
+        let (dreq, deployment) = self.deployment_raw(ns, name).await?;
+        let revision_of = |meta: &ObjectMeta| -> Option<u64> {
+            meta.annotations.as_ref()?.get(REVISION)?.parse().ok()
+        };
+        let current = revision_of(&deployment.metadata).ok_or_else(|| {
+            dreq.error(ErrorKind::Invalid(format!(
+                "deployment/{name} has no revision annotation"
+            )))
+        })?;
+        let (rreq, sets) = self.replica_sets_raw(Some(ns)).await?;
+        let owned = |rs: &ReplicaSet| {
+            rs.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.kind == "Deployment" && o.name == name)
+        };
+        let previous = sets
+            .iter()
+            .filter(|rs| owned(rs))
+            .filter_map(|rs| revision_of(&rs.metadata).map(|r| (r, rs)))
+            .filter(|(r, _)| *r < current)
+            .max_by_key(|(r, _)| *r);
+        let Some((revision, rs)) = previous else {
+            return Err(rreq.error(ErrorKind::Invalid(format!(
+                "deployment/{name} has no revision before {current} to roll back to"
+            ))));
+        };
+        let mut template = rs
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.clone())
+            .ok_or_else(|| {
+                rreq.error(ErrorKind::Decode(
+                    "previous ReplicaSet has no template".into(),
+                ))
+            })?;
+        // The hash label belongs to the ReplicaSet; the controller adds the right one back.
+        if let Some(l) = template.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
+            l.remove("pod-template-hash");
+        }
+        let value = serde_json::to_value(&template)
+            .map_err(|e| rreq.error(ErrorKind::Other(e.to_string())))?;
+        let req = Request::new(
+            NAME,
+            "PATCH",
+            format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}"),
+        )
+        .body(RequestBody::JsonPatch(
+            json!([{"op": "replace", "path": "/spec/template", "value": value}]),
+        ));
+        self.patch(req).await?;
+        let images = template_images(Some(&template)).join(", ");
+        Ok(format!(
+            "deployment/{name} in {ns} rolled back to revision {revision} ({images})"
+        ))
+    }
+
+    pub async fn scale(
+        &self,
+        ns: &str,
+        name: &str,
+        replicas: u32,
+    ) -> Result<String, IntegrationError> {
+        let req = Request::new(
+            NAME,
+            "PATCH",
+            format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}"),
+        )
+        .body(RequestBody::MergePatch(
+            json!({"spec": {"replicas": replicas}}),
+        ));
+        check_name(&req, "namespace", ns)?;
+        check_name(&req, "deployment", name)?;
+        self.patch(req).await?;
+        Ok(format!("deployment/{name} in {ns} scaled to {replicas}"))
+    }
+
+    pub async fn delete_pod(&self, ns: &str, name: &str) -> Result<String, IntegrationError> {
+        let req = Request::new(
+            NAME,
+            "DELETE",
+            format!("/api/v1/namespaces/{ns}/pods/{name}"),
+        );
+        check_name(&req, "namespace", ns)?;
+        check_name(&req, "pod", name)?;
+        self.transport.send(&req).await?.success(&req)?;
+        Ok(format!("pod/{name} in {ns} deleted"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selectors_filter_labels() {
+        let l = BTreeMap::from([
+            ("app".to_string(), "api".to_string()),
+            ("tier".to_string(), "web".to_string()),
+        ]);
+        assert!(selector_matches("app=api", &l));
+        assert!(selector_matches("app==api,tier", &l));
+        assert!(!selector_matches("app=db", &l));
+        assert!(!selector_matches("app!=api", &l));
+        assert!(selector_matches("!missing", &l));
+        assert!(selector_matches("env in (prod)", &l));
+    }
+
+    #[test]
+    fn log_lines_take_leading_timestamps() {
+        let lines = parse_log_text(
+            "2026-04-18T10:44:58Z INFO up\nplain line\n",
+            &BTreeMap::new(),
+        );
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].at.is_some());
+        assert_eq!(lines[0].line, "INFO up");
+        assert_eq!(lines[1].at, None);
+        assert_eq!(lines[1].line, "plain line");
+    }
+
+    #[test]
+    fn names_cannot_become_other_paths() {
+        let req = Request::get(NAME, "/x");
+        assert!(check_name(&req, "pod", "payments-api-7f9dd8b6c4-x7gr9").is_ok());
+        assert!(check_name(&req, "pod", "../secrets").is_err());
+        assert!(check_name(&req, "pod", "a/b").is_err());
+        assert!(check_name(&req, "pod", "").is_err());
+    }
+}

@@ -1,0 +1,826 @@
+//! The seam to the outside world: one `Transport` that is live (HTTP), recording (live + a case file) or replaying.
+
+use super::error::{ErrorKind, IntegrationError};
+use crate::config::ResolvedAuth;
+use crate::policy::redact::Redactor;
+use secrecy::ExposeSecret;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A boxed future, so `Transport` can be a trait object.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Bodies larger than this are refused rather than buffered (a runaway log or a wrong URL must not eat memory).
+pub const DEFAULT_MAX_BODY: usize = 16 * 1024 * 1024;
+/// Used when an endpoint does not say.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Query parameters that carry the wall clock. They are left out of recordings so a replay, which runs
+/// at the case's clock rather than the recording's, still matches.
+pub const VOLATILE_QUERY_KEYS: [&str; 5] = ["start", "end", "time", "since", "until"];
+
+/// A request body.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RequestBody {
+    Json(Value),
+    /// A Kubernetes merge patch (`application/merge-patch+json`).
+    MergePatch(Value),
+    /// A JSON patch (`application/json-patch+json`).
+    JsonPatch(Value),
+}
+
+impl RequestBody {
+    fn content_type(&self) -> &'static str {
+        match self {
+            RequestBody::Json(_) => "application/json",
+            RequestBody::MergePatch(_) => "application/merge-patch+json",
+            RequestBody::JsonPatch(_) => "application/json-patch+json",
+        }
+    }
+    fn value(&self) -> &Value {
+        match self {
+            RequestBody::Json(v) | RequestBody::MergePatch(v) | RequestBody::JsonPatch(v) => v,
+        }
+    }
+}
+
+/// One request to one integration, relative to its base URL.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    pub integration: String,
+    pub method: String,
+    pub path: String,
+    pub query: Vec<(String, String)>,
+    pub body: Option<RequestBody>,
+}
+
+impl Request {
+    pub fn new(integration: &str, method: &str, path: impl Into<String>) -> Self {
+        Request {
+            integration: integration.to_string(),
+            method: method.to_ascii_uppercase(),
+            path: path.into(),
+            query: Vec::new(),
+            body: None,
+        }
+    }
+
+    pub fn get(integration: &str, path: impl Into<String>) -> Self {
+        Self::new(integration, "GET", path)
+    }
+
+    pub fn query(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.query.push((key.to_string(), value.into()));
+        self
+    }
+
+    pub fn query_opt(self, key: &str, value: Option<impl Into<String>>) -> Self {
+        match value {
+            Some(v) => self.query(key, v),
+            None => self,
+        }
+    }
+
+    pub fn body(mut self, body: RequestBody) -> Self {
+        self.body = Some(body);
+        self
+    }
+
+    /// `GET /api/v1/nodes`, for errors and logs.
+    pub fn describe(&self) -> String {
+        format!("{} {}", self.method, self.path)
+    }
+
+    /// An error about this request.
+    pub fn error(&self, kind: ErrorKind) -> IntegrationError {
+        IntegrationError::new(&self.integration, self.describe(), kind)
+    }
+}
+
+/// A response body: JSON when it parses as JSON, text otherwise (pod logs, error pages).
+/// In a recording a text body is a JSON string and anything else is the JSON body itself.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Body {
+    Json(Value),
+    Text(String),
+}
+
+impl Serialize for Body {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Body::Json(v) => v.serialize(s),
+            Body::Text(t) => t.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Body {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match Value::deserialize(d)? {
+            Value::String(t) => Body::Text(t),
+            v => Body::Json(v),
+        })
+    }
+}
+
+impl Body {
+    /// Classifies raw bytes: JSON when they parse, otherwise lossy UTF-8 text.
+    pub fn from_bytes(bytes: &[u8]) -> Body {
+        let trimmed = bytes.trim_ascii_start();
+        if trimmed.starts_with(b"{") || trimmed.starts_with(b"[") {
+            if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
+                return Body::Json(v);
+            }
+        }
+        Body::Text(String::from_utf8_lossy(bytes).into_owned())
+    }
+
+    /// Masks secrets in place.
+    pub fn redact(&mut self, redactor: &Redactor) {
+        match self {
+            Body::Json(v) => redactor.redact_json(v),
+            Body::Text(t) => {
+                if let std::borrow::Cow::Owned(r) = redactor.redact(t) {
+                    *t = r;
+                }
+            }
+        }
+    }
+
+    /// The body as text (JSON is serialized).
+    pub fn text(&self) -> String {
+        match self {
+            Body::Json(v) => v.to_string(),
+            Body::Text(t) => t.clone(),
+        }
+    }
+}
+
+/// A response: status and (already redacted) body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Response {
+    pub status: u16,
+    pub body: Body,
+}
+
+impl Response {
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// The JSON body of a successful response, or an error naming the request and the server's message.
+    pub fn json(self, req: &Request) -> Result<Value, IntegrationError> {
+        let body = self.success(req)?;
+        match body {
+            Body::Json(v) => Ok(v),
+            Body::Text(t) => Err(req.error(ErrorKind::Decode(
+                match serde_json::from_str::<Value>(&t) {
+                    Err(e) => format!("malformed JSON: {e}"),
+                    Ok(_) => "malformed JSON".to_string(),
+                },
+            ))),
+        }
+    }
+
+    /// The body of a successful response as text.
+    pub fn text(self, req: &Request) -> Result<String, IntegrationError> {
+        Ok(self.success(req)?.text())
+    }
+
+    /// The body when the status is 2xx; otherwise an error with the server's own message.
+    pub fn success(self, req: &Request) -> Result<Body, IntegrationError> {
+        if self.is_success() {
+            return Ok(self.body);
+        }
+        Err(req.error(ErrorKind::Status {
+            status: self.status,
+            message: error_message(&self.body),
+        }))
+    }
+}
+
+/// The human message inside an error body: Kubernetes `Status.message`, Prometheus `error`,
+/// GitHub/Alertmanager `message`, or the first line of a text body.
+fn error_message(body: &Body) -> String {
+    const MAX: usize = 200;
+    let msg = match body {
+        Body::Json(v) => ["message", "error", "reason"]
+            .iter()
+            .find_map(|k| v.get(*k).and_then(Value::as_str).map(str::to_string))
+            .unwrap_or_else(|| v.to_string()),
+        Body::Text(t) => t.lines().next().unwrap_or("").trim().to_string(),
+    };
+    let mut msg: String = msg.chars().take(MAX).collect();
+    if msg.is_empty() {
+        msg = "no message".to_string();
+    }
+    msg
+}
+
+/// The seam: every integration request goes through one of these.
+pub trait Transport: Send + Sync {
+    /// Sends a request. Non-2xx answers are `Ok` (so they can be recorded); clients turn them into errors.
+    fn send<'a>(&'a self, req: &'a Request) -> BoxFuture<'a, Result<Response, IntegrationError>>;
+
+    /// Whether this transport can reach `integration` at all.
+    fn has(&self, integration: &str) -> bool;
+}
+
+/// How to reach one HTTP integration.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    pub base_url: String,
+    pub timeout: Duration,
+    pub auth: Option<ResolvedAuth>,
+    /// Extra non-secret headers (e.g. Loki's `X-Scope-OrgID`).
+    pub headers: Vec<(String, String)>,
+}
+
+impl Endpoint {
+    pub fn new(base_url: impl Into<String>) -> Self {
+        Endpoint {
+            base_url: base_url.into(),
+            timeout: DEFAULT_TIMEOUT,
+            auth: None,
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    pub fn auth(mut self, auth: Option<ResolvedAuth>) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// The secret values this endpoint sends, so responses echoing them can be masked.
+    fn secrets(&self) -> Vec<String> {
+        match &self.auth {
+            None => Vec::new(),
+            Some(ResolvedAuth::Bearer(t)) => vec![t.expose_secret().to_string()],
+            Some(ResolvedAuth::Basic { password, .. }) => {
+                vec![password.expose_secret().to_string()]
+            }
+            Some(ResolvedAuth::Header { value, .. }) => vec![value.expose_secret().to_string()],
+        }
+    }
+}
+
+/// The live transport: reqwest for HTTP endpoints, kube's client (kubeconfig, in-cluster, exec plugins)
+/// for a Kubernetes cluster that has no plain URL configured.
+pub struct LiveTransport {
+    http: reqwest::Client,
+    endpoints: BTreeMap<String, Endpoint>,
+    kube: Option<(kube::Client, Duration)>,
+    redactor: Redactor,
+    max_body: usize,
+}
+
+impl LiveTransport {
+    pub fn new() -> Result<Self, IntegrationError> {
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("sitrep/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| {
+                IntegrationError::new("http", "client setup", ErrorKind::Other(e.to_string()))
+            })?;
+        Ok(LiveTransport {
+            http,
+            endpoints: BTreeMap::new(),
+            kube: None,
+            redactor: Redactor::new(),
+            max_body: DEFAULT_MAX_BODY,
+        })
+    }
+
+    /// Adds (or replaces) an HTTP endpoint; its credential becomes an exact value to redact.
+    pub fn with_endpoint(mut self, integration: &str, endpoint: Endpoint) -> Self {
+        self.redactor = self.redactor.and_secrets(endpoint.secrets());
+        self.endpoints.insert(integration.to_string(), endpoint);
+        self
+    }
+
+    /// Routes `kubernetes` requests through a kube client (used when no URL is configured).
+    pub fn with_kube(mut self, client: kube::Client, timeout: Duration) -> Self {
+        self.kube = Some((client, timeout));
+        self
+    }
+
+    /// Also mask these exact values in every response.
+    pub fn with_secrets(mut self, secrets: Vec<String>) -> Self {
+        self.redactor = self.redactor.and_secrets(secrets);
+        self
+    }
+
+    pub fn with_max_body(mut self, max_body: usize) -> Self {
+        self.max_body = max_body;
+        self
+    }
+
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    async fn send_http(&self, ep: &Endpoint, req: &Request) -> Result<Response, IntegrationError> {
+        let url = format!("{}{}", ep.base_url.trim_end_matches('/'), req.path);
+        let method = reqwest::Method::from_bytes(req.method.as_bytes())
+            .map_err(|_| req.error(ErrorKind::Invalid(format!("bad method {}", req.method))))?;
+        let mut b = self.http.request(method, url).timeout(ep.timeout);
+        if !req.query.is_empty() {
+            b = b.query(&req.query);
+        }
+        for (k, v) in &ep.headers {
+            b = b.header(k, v);
+        }
+        b = match &ep.auth {
+            None => b,
+            Some(ResolvedAuth::Bearer(t)) => b.bearer_auth(t.expose_secret()),
+            Some(ResolvedAuth::Basic { username, password }) => {
+                b.basic_auth(username, Some(password.expose_secret()))
+            }
+            Some(ResolvedAuth::Header { name, value }) => b.header(name, value.expose_secret()),
+        };
+        if let Some(body) = &req.body {
+            b = b
+                .header(reqwest::header::CONTENT_TYPE, body.content_type())
+                .body(body.value().to_string());
+        }
+        let timeout = ep.timeout;
+        let exchange = async {
+            let mut resp = b
+                .send()
+                .await
+                .map_err(|e| self.reqwest_error(req, e, timeout))?;
+            let status = resp.status().as_u16();
+            if resp
+                .content_length()
+                .is_some_and(|n| n > self.max_body as u64)
+            {
+                return Err(req.error(ErrorKind::TooLarge {
+                    limit: self.max_body,
+                }));
+            }
+            let mut bytes: Vec<u8> = Vec::new();
+            while let Some(chunk) = resp
+                .chunk()
+                .await
+                .map_err(|e| self.reqwest_error(req, e, timeout))?
+            {
+                if bytes.len() + chunk.len() > self.max_body {
+                    return Err(req.error(ErrorKind::TooLarge {
+                        limit: self.max_body,
+                    }));
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            Ok((status, bytes))
+        };
+        // reqwest's own timeout covers the exchange too; this one also bounds a slow trickling body.
+        let (status, bytes) = tokio::time::timeout(timeout, exchange)
+            .await
+            .map_err(|_| req.error(ErrorKind::Timeout(timeout)))??;
+        Ok(self.finish(status, &bytes))
+    }
+
+    async fn send_kube(
+        &self,
+        client: &kube::Client,
+        timeout: Duration,
+        req: &Request,
+    ) -> Result<Response, IntegrationError> {
+        let mut uri = req.path.clone();
+        if !req.query.is_empty() {
+            uri.push('?');
+            uri.push_str(&encode_query(&req.query));
+        }
+        let mut builder = http::Request::builder()
+            .method(req.method.as_str())
+            .uri(uri);
+        let body = match &req.body {
+            Some(b) => {
+                builder = builder.header("content-type", b.content_type());
+                b.value().to_string().into_bytes()
+            }
+            None => Vec::new(),
+        };
+        let request = builder
+            .body(kube::client::Body::from(body))
+            .map_err(|e| req.error(ErrorKind::Invalid(e.to_string())))?;
+        let max = self.max_body;
+        let exchange = async {
+            let resp = client.send(request).await.map_err(|e| {
+                req.error(ErrorKind::Connect(
+                    self.redactor.redact(&e.to_string()).into_owned(),
+                ))
+            })?;
+            let status = resp.status().as_u16();
+            let declared = resp
+                .headers()
+                .get("content-length")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok());
+            if declared.is_some_and(|n| n > max as u64) {
+                return Err(req.error(ErrorKind::TooLarge { limit: max }));
+            }
+            let bytes = resp
+                .into_body()
+                .collect_bytes()
+                .await
+                .map_err(|e| req.error(ErrorKind::Connect(e.to_string())))?;
+            if bytes.len() > max {
+                return Err(req.error(ErrorKind::TooLarge { limit: max }));
+            }
+            Ok((status, bytes.to_vec()))
+        };
+        let (status, bytes) = tokio::time::timeout(timeout, exchange)
+            .await
+            .map_err(|_| req.error(ErrorKind::Timeout(timeout)))??;
+        Ok(self.finish(status, &bytes))
+    }
+
+    fn finish(&self, status: u16, bytes: &[u8]) -> Response {
+        let mut body = Body::from_bytes(bytes);
+        body.redact(&self.redactor);
+        Response { status, body }
+    }
+
+    fn reqwest_error(
+        &self,
+        req: &Request,
+        e: reqwest::Error,
+        timeout: Duration,
+    ) -> IntegrationError {
+        if e.is_timeout() {
+            return req.error(ErrorKind::Timeout(timeout));
+        }
+        // The innermost cause says what actually happened ("Connection refused"), the outer one only
+        // "error sending request"; URLs never carry credentials here but are masked anyway.
+        let mut cause = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            cause = s.to_string();
+            source = s.source();
+        }
+        let cause = self.redactor.redact(&cause).into_owned();
+        if e.is_connect() {
+            req.error(ErrorKind::Connect(cause))
+        } else if e.is_decode() || e.is_body() {
+            req.error(ErrorKind::Decode(cause))
+        } else {
+            req.error(ErrorKind::Other(cause))
+        }
+    }
+}
+
+impl Transport for LiveTransport {
+    fn send<'a>(&'a self, req: &'a Request) -> BoxFuture<'a, Result<Response, IntegrationError>> {
+        Box::pin(async move {
+            if let Some(ep) = self.endpoints.get(&req.integration) {
+                return self.send_http(ep, req).await;
+            }
+            if req.integration == "kubernetes" {
+                if let Some((client, timeout)) = &self.kube {
+                    return self.send_kube(client, *timeout, req).await;
+                }
+            }
+            Err(req.error(ErrorKind::NotConfigured))
+        })
+    }
+
+    fn has(&self, integration: &str) -> bool {
+        self.endpoints.contains_key(integration)
+            || (integration == "kubernetes" && self.kube.is_some())
+    }
+}
+
+/// Percent-encodes query pairs (`application/x-www-form-urlencoded`).
+pub fn encode_query(pairs: &[(String, String)]) -> String {
+    let mut url = match reqwest::Url::parse("http://localhost/") {
+        Ok(u) => u,
+        Err(_) => return String::new(),
+    };
+    url.query_pairs_mut()
+        .extend_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    url.query().unwrap_or("").to_string()
+}
+
+/// One line of `recordings.ndjson`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Recording {
+    pub integration: String,
+    pub method: String,
+    pub path: String,
+    #[serde(default)]
+    pub query: BTreeMap<String, Value>,
+    pub status: u16,
+    pub body: Body,
+}
+
+impl Recording {
+    /// The recorded query as string pairs (array values become one pair each).
+    pub fn query_pairs(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (k, v) in &self.query {
+            match v {
+                Value::Array(items) => out.extend(items.iter().map(|i| (k.clone(), scalar(i)))),
+                other => out.push((k.clone(), scalar(other))),
+            }
+        }
+        out
+    }
+
+    fn matches(&self, req: &Request) -> bool {
+        self.integration == req.integration
+            && self.method.eq_ignore_ascii_case(&req.method)
+            && self.path == req.path
+            && self.query_pairs().iter().all(|p| req.query.contains(p))
+    }
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Parses a recordings file; errors name the file and line.
+pub fn parse_recordings(file: &str, text: &str) -> Result<Vec<Recording>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let rec: Recording = serde_json::from_str(line)
+            .map_err(|e| format!("{file}:{}: not a recording: {e}", i + 1))?;
+        out.push(rec);
+    }
+    Ok(out)
+}
+
+/// Live, and every exchange appended to a case directory's `recordings.ndjson` (after redaction).
+pub struct RecordingTransport {
+    inner: Arc<dyn Transport>,
+    path: PathBuf,
+    file: Mutex<std::fs::File>,
+}
+
+impl RecordingTransport {
+    /// Appends to `dir/recordings.ndjson`, creating the directory and file as needed.
+    pub fn new(inner: Arc<dyn Transport>, dir: &Path) -> std::io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join("recordings.ndjson");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?;
+        Ok(RecordingTransport {
+            inner,
+            path,
+            file: Mutex::new(file),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn append(&self, req: &Request, resp: &Response) -> Result<(), IntegrationError> {
+        let query: BTreeMap<String, Value> = req
+            .query
+            .iter()
+            .filter(|(k, _)| !VOLATILE_QUERY_KEYS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        let rec = Recording {
+            integration: req.integration.clone(),
+            method: req.method.clone(),
+            path: req.path.clone(),
+            query,
+            status: resp.status,
+            body: resp.body.clone(),
+        };
+        let write_err = |e: String| {
+            req.error(ErrorKind::Other(format!(
+                "cannot write recording {}: {e}",
+                self.path.display()
+            )))
+        };
+        let mut line = serde_json::to_string(&rec).map_err(|e| write_err(e.to_string()))?;
+        line.push('\n');
+        let mut file = self
+            .file
+            .lock()
+            .map_err(|_| write_err("lock poisoned".to_string()))?;
+        file.write_all(line.as_bytes())
+            .and_then(|()| file.flush())
+            .map_err(|e| write_err(e.to_string()))
+    }
+}
+
+impl Transport for RecordingTransport {
+    fn send<'a>(&'a self, req: &'a Request) -> BoxFuture<'a, Result<Response, IntegrationError>> {
+        Box::pin(async move {
+            let resp = self.inner.send(req).await?;
+            self.append(req, &resp)?;
+            Ok(resp)
+        })
+    }
+
+    fn has(&self, integration: &str) -> bool {
+        self.inner.has(integration)
+    }
+}
+
+#[derive(Default)]
+struct ReplayState {
+    /// Base recordings first, then each applied overlay; later layers win.
+    layers: Vec<Vec<Recording>>,
+    /// How often each (layer, index) has answered, so repeated identical requests play back in order.
+    used: HashMap<(usize, usize), usize>,
+}
+
+/// Answers from recordings, by the case-directory matching rule.
+pub struct ReplayTransport {
+    state: Mutex<ReplayState>,
+    redactor: Redactor,
+}
+
+impl ReplayTransport {
+    pub fn new(recordings: Vec<Recording>) -> Self {
+        ReplayTransport {
+            state: Mutex::new(ReplayState {
+                layers: vec![recordings],
+                used: HashMap::new(),
+            }),
+            redactor: Redactor::new(),
+        }
+    }
+
+    /// From now on these recordings win over everything loaded before (an effect of an action).
+    pub fn overlay(&self, recordings: Vec<Recording>) {
+        if let Ok(mut st) = self.state.lock() {
+            st.layers.push(recordings);
+        }
+    }
+
+    /// Finds the answer: the newest layer with a match; in it the most specific recording (most query
+    /// pairs); among equals the first not yet played, else the last.
+    fn answer(&self, req: &Request) -> Option<Recording> {
+        let mut st = self.state.lock().ok()?;
+        let mut chosen: Option<(usize, usize)> = None;
+        for (li, layer) in st.layers.iter().enumerate().rev() {
+            let candidates: Vec<usize> = layer
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.matches(req))
+                .map(|(i, _)| i)
+                .collect();
+            let Some(best) = candidates
+                .iter()
+                .map(|&i| layer[i].query_pairs().len())
+                .max()
+            else {
+                continue;
+            };
+            let top: Vec<usize> = candidates
+                .into_iter()
+                .filter(|&i| layer[i].query_pairs().len() == best)
+                .collect();
+            let pick = top
+                .iter()
+                .copied()
+                .find(|&i| !st.used.contains_key(&(li, i)))
+                .or_else(|| top.last().copied());
+            chosen = pick.map(|i| (li, i));
+            break;
+        }
+        let (li, i) = chosen?;
+        *st.used.entry((li, i)).or_insert(0) += 1;
+        st.layers.get(li).and_then(|l| l.get(i)).cloned()
+    }
+}
+
+impl Transport for ReplayTransport {
+    fn send<'a>(&'a self, req: &'a Request) -> BoxFuture<'a, Result<Response, IntegrationError>> {
+        Box::pin(async move {
+            let rec = self
+                .answer(req)
+                .ok_or_else(|| req.error(ErrorKind::NoRecording))?;
+            let mut body = rec.body;
+            // Cases come from elsewhere; mask them like any live answer.
+            body.redact(&self.redactor);
+            Ok(Response {
+                status: rec.status,
+                body,
+            })
+        })
+    }
+
+    fn has(&self, integration: &str) -> bool {
+        self.state
+            .lock()
+            .map(|st| {
+                st.layers
+                    .iter()
+                    .flatten()
+                    .any(|r| r.integration == integration)
+            })
+            .unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rec(path: &str, query: Value, body: Value) -> Recording {
+        Recording {
+            integration: "prometheus".into(),
+            method: "GET".into(),
+            path: path.into(),
+            query: serde_json::from_value(query).unwrap_or_default(),
+            status: 200,
+            body: Body::Json(body),
+        }
+    }
+
+    #[tokio::test]
+    async fn most_specific_recording_wins_and_extra_request_pairs_are_tolerated() {
+        let t = ReplayTransport::new(vec![
+            rec("/api/v1/query", json!({}), json!("generic")),
+            rec("/api/v1/query", json!({"query": "up"}), json!("up")),
+        ]);
+        let req = Request::get("prometheus", "/api/v1/query")
+            .query("query", "up")
+            .query("time", "1");
+        assert_eq!(
+            t.send(&req).await.map(|r| r.body),
+            Ok(Body::Json(json!("up")))
+        );
+        let other = Request::get("prometheus", "/api/v1/query").query("query", "x");
+        assert_eq!(
+            t.send(&other).await.map(|r| r.body),
+            Ok(Body::Json(json!("generic")))
+        );
+        let missing = Request::get("prometheus", "/api/v1/rules");
+        let err = t.send(&missing).await.err();
+        assert!(err.is_some_and(|e| e.is_no_recording()));
+    }
+
+    #[tokio::test]
+    async fn overlays_win_and_repeats_play_in_order() {
+        let t = ReplayTransport::new(vec![
+            rec("/a", json!({}), json!(1)),
+            rec("/a", json!({}), json!(2)),
+        ]);
+        let req = Request::get("prometheus", "/a");
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            seen.push(t.send(&req).await.map(|r| r.body).ok());
+        }
+        assert_eq!(
+            seen,
+            vec![
+                Some(Body::Json(json!(1))),
+                Some(Body::Json(json!(2))),
+                Some(Body::Json(json!(2)))
+            ]
+        );
+        t.overlay(vec![rec("/a", json!({}), json!("after"))]);
+        assert_eq!(
+            t.send(&req).await.map(|r| r.body),
+            Ok(Body::Json(json!("after")))
+        );
+    }
+
+    #[test]
+    fn bodies_are_json_or_text() {
+        assert_eq!(Body::from_bytes(b" {\"a\":1}"), Body::Json(json!({"a": 1})));
+        assert_eq!(Body::from_bytes(b"{broken"), Body::Text("{broken".into()));
+        assert_eq!(
+            Body::from_bytes(b"log line\n"),
+            Body::Text("log line\n".into())
+        );
+    }
+
+    #[test]
+    fn recordings_errors_name_file_and_line() {
+        let text = "{\"integration\":\"loki\",\"method\":\"GET\",\"path\":\"/x\",\"query\":{},\"status\":200,\"body\":\"ok\"}\nnot json\n";
+        let err = parse_recordings("recordings.ndjson", text)
+            .err()
+            .unwrap_or_default();
+        assert!(err.starts_with("recordings.ndjson:2:"), "{err}");
+    }
+}

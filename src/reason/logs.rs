@@ -1,0 +1,297 @@
+//! Log analyzers: error bursts and known failure signatures (DNS, connection refused, timeouts, panics, 5xx, OOM).
+
+use super::{Ctx, Signal, list_names};
+use crate::model::{Category, LogLine};
+use regex::Regex;
+use std::sync::LazyLock;
+
+/// A family of log lines that points at a mechanism.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Sig {
+    Dns,
+    ConnRefused,
+    Timeout,
+    Panic,
+    Http5xx,
+    Oom,
+    Config,
+}
+
+impl Sig {
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Sig::Dns => "DNS resolution failures",
+            Sig::ConnRefused => "connection refused errors",
+            Sig::Timeout => "timeouts",
+            Sig::Panic => "panics / stack traces",
+            Sig::Http5xx => "HTTP 5xx responses",
+            Sig::Oom => "out-of-memory messages",
+            Sig::Config => "configuration errors",
+        }
+    }
+
+    pub(crate) fn category(self) -> Category {
+        match self {
+            Sig::Dns | Sig::ConnRefused | Sig::Timeout => Category::DependencyFailure,
+            Sig::Panic | Sig::Http5xx => Category::CodeDefect,
+            Sig::Oom => Category::ResourceExhaustion,
+            Sig::Config => Category::ConfigurationError,
+        }
+    }
+}
+
+static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
+    let table: [(Sig, &str); 7] = [
+        (
+            Sig::Dns,
+            r"(?i)no such host|nxdomain|could not resolve|temporary failure in name resolution|name or service not known|getaddrinfo|dns lookup failed|unknown host|servfail",
+        ),
+        (Sig::ConnRefused, r"(?i)connection refused|econnrefused"),
+        (
+            Sig::Timeout,
+            r"(?i)timed out|deadline exceeded|i/o timeout|etimedout|read timeout|connect timeout|timeout (?:after|exceeded|waiting)|gateway timeout",
+        ),
+        (
+            Sig::Panic,
+            r"(?i)panic:|panicked at|goroutine \d+ \[|traceback \(most recent call last\)|exception in thread|unhandled exception|uncaught exception|nullpointerexception|segmentation fault|sigsegv|fatal error:",
+        ),
+        (
+            Sig::Http5xx,
+            r"(?i)(?:HTTP/\d(?:\.\d)?\x22?\s+|status(?:code)?[=: ]+|\b(?:GET|POST|PUT|DELETE|PATCH)\s+\S+\s+)5\d\d\b|internal server error|bad gateway|service unavailable",
+        ),
+        (
+            Sig::Oom,
+            r"(?i)out of memory|oomkilled|oom-kill|killed process \d+|outofmemoryerror|cannot allocate memory",
+        ),
+        (
+            Sig::Config,
+            r"(?i)missing (?:required )?(?:env|environment variable|config)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key) \S+ (?:is )?not set",
+        ),
+    ];
+    table.into_iter().filter_map(|(s, p)| Regex::new(p).ok().map(|r| (s, r))).collect()
+});
+
+static ERROR_LEVEL: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r#"\b(?:ERROR|FATAL|CRITICAL|PANIC)\b|level=(?:error|fatal)|"level"\s*:\s*"(?:error|fatal)""#).ok());
+
+static TARGET: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:dial tcp|connect(?:ing)? to|lookup|upstream|host[=:])\s*\x22?([a-z0-9][a-z0-9._-]*(?::\d+)?)").ok()
+});
+
+/// The signatures a line shows.
+pub(crate) fn classify(line: &str) -> Vec<Sig> {
+    PATTERNS.iter().filter(|(_, re)| re.is_match(line)).map(|(s, _)| *s).collect()
+}
+
+/// Whether the line is logged at error level or worse.
+pub(crate) fn is_error(l: &LogLine) -> bool {
+    let by_label = l
+        .labels
+        .get("level")
+        .or_else(|| l.labels.get("detected_level"))
+        .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "error" | "err" | "fatal" | "critical"));
+    by_label || ERROR_LEVEL.as_ref().is_some_and(|re| re.is_match(&l.line))
+}
+
+/// The dependency a failing line names (`db.svc:5432`), if any.
+pub(crate) fn target(line: &str) -> Option<String> {
+    let re = TARGET.as_ref()?;
+    re.captures(line).and_then(|c| c.get(1)).map(|m| m.as_str().trim_end_matches(['.', ',']).to_string())
+}
+
+/// One signature's hits in a set of lines.
+#[derive(Clone, Debug)]
+pub(crate) struct Hits {
+    pub sig: Sig,
+    pub count: usize,
+    pub example: String,
+    pub targets: Vec<String>,
+}
+
+/// Counts each signature over the lines, most frequent first.
+pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits> {
+    let mut hits: Vec<Hits> = Vec::new();
+    for l in lines {
+        for sig in classify(&l.line) {
+            let slot = match hits.iter_mut().position(|h| h.sig == sig) {
+                Some(i) => &mut hits[i],
+                None => {
+                    hits.push(Hits { sig, count: 0, example: short(&l.line), targets: Vec::new() });
+                    let last = hits.len() - 1;
+                    &mut hits[last]
+                }
+            };
+            slot.count += 1;
+            if let Some(t) = target(&l.line)
+                && !slot.targets.contains(&t)
+            {
+                slot.targets.push(t);
+            }
+        }
+    }
+    hits.sort_by(|a, b| b.count.cmp(&a.count).then(a.sig.cmp(&b.sig)));
+    hits
+}
+
+pub(crate) fn short(s: &str) -> String {
+    let s = s.trim();
+    if s.chars().count() > 160 {
+        let cut: String = s.chars().take(157).collect();
+        format!("{cut}...")
+    } else {
+        s.to_string()
+    }
+}
+
+/// Log lines that concern the alert's scope: a pod in scope, or any line when its source is unlabelled.
+pub(crate) fn scoped_lines<'a>(ctx: &Ctx<'a>) -> Vec<&'a LogLine> {
+    let pods = ctx.pods();
+    let out_of_scope = |l: &LogLine| {
+        l.labels
+            .get("pod")
+            .and_then(|name| pods.iter().find(|p| &p.name == name))
+            .is_some_and(|p| !ctx.pod_in_scope(p) || p.deleting)
+    };
+    ctx.obs.pod_logs.iter().chain(ctx.obs.logs.iter()).filter(|l| !out_of_scope(l)).collect()
+}
+
+/// Lines from one pod's own logs (container logs labelled with it, or Loki streams naming it).
+pub(crate) fn pod_lines<'a>(ctx: &Ctx<'a>, pod: &str) -> Vec<&'a LogLine> {
+    let unlabelled = ctx.obs.pod_logs.iter().all(|l| !l.labels.contains_key("pod"));
+    let single = ctx.focus_pods.len() <= 1 && ctx.focus_pods.first().is_none_or(|p| p == pod);
+    ctx.obs
+        .pod_logs
+        .iter()
+        .filter(|l| l.labels.get("pod").map(|p| p == pod).unwrap_or(unlabelled && single))
+        .chain(ctx.obs.logs.iter().filter(|l| l.labels.values().any(|v| v == pod)))
+        .collect()
+}
+
+/// Signature and error-burst findings over the scoped logs.
+pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
+    let lines = scoped_lines(ctx);
+    if lines.is_empty() {
+        return Vec::new();
+    }
+    let evidence = ctx.ev(&["kubernetes/pod_logs", "logs"]);
+    let scope = ctx.focus_deployment.clone().unwrap_or_else(|| "the service".into());
+    let mut out = Vec::new();
+    for h in scan(lines.iter().copied()) {
+        let dep = match h.targets.as_slice() {
+            [] => String::new(),
+            t => format!(" (to {})", list_names(t, 3)),
+        };
+        let (cause, confidence) = match h.sig {
+            Sig::Dns | Sig::ConnRefused | Sig::Timeout if h.count >= 2 => (
+                Some(format!(
+                    "{scope} cannot reach a dependency{dep}: {} {} in its logs, e.g. \"{}\"; requests fail because the downstream service is unreachable, not because of {scope}'s own code",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                (0.45 + 0.05 * h.count.min(6) as f32).min(0.7),
+            ),
+            Sig::Panic => (
+                Some(format!(
+                    "{scope} crashes on a code defect: {} {} in its logs, e.g. \"{}\"",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                0.55,
+            ),
+            Sig::Config => (
+                Some(format!(
+                    "{scope} is misconfigured: {} {} in its logs, e.g. \"{}\"",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                0.5,
+            ),
+            _ => (None, 0.3),
+        };
+        out.push(Signal {
+            analyzer: "log_signature",
+            summary: format!("{} {} in logs{dep}", h.count, h.sig.label()),
+            detail: format!("example: {}", h.example),
+            category: h.sig.category(),
+            confidence,
+            evidence: evidence.clone(),
+            cause,
+            ..Signal::default()
+        });
+    }
+    let errors: Vec<&&LogLine> = lines.iter().filter(|l| is_error(l)).collect();
+    if errors.len() >= 5 {
+        let first = errors.iter().filter_map(|l| l.at).min();
+        let last = errors.iter().filter_map(|l| l.at).max();
+        let span = match (first, last) {
+            (Some(a), Some(b)) => format!(" between {} and {}", a.format("%H:%M"), b.format("%H:%M")),
+            _ => String::new(),
+        };
+        out.push(Signal {
+            analyzer: "log_error_burst",
+            summary: format!("error burst: {} error lines{span} in {scope} logs", errors.len()),
+            detail: format!("e.g. \"{}\"", short(&errors[0].line)),
+            category: Category::CodeDefect,
+            confidence: 0.3,
+            evidence: evidence.clone(),
+            ..Signal::default()
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reason::Observations;
+    use std::collections::BTreeMap;
+
+    fn line(s: &str) -> LogLine {
+        LogLine { at: None, labels: BTreeMap::new(), line: s.into() }
+    }
+
+    #[test]
+    fn classifies_common_signatures() {
+        assert_eq!(classify("dial tcp: lookup db.internal on 10.0.0.10:53: no such host"), vec![Sig::Dns]);
+        assert_eq!(classify("dial tcp 10.0.3.4:5432: connect: connection refused"), vec![Sig::ConnRefused]);
+        assert_eq!(classify("upstream request timed out after 30s"), vec![Sig::Timeout]);
+        assert_eq!(classify("panic: runtime error: index out of range [3] with length 3"), vec![Sig::Panic]);
+        assert_eq!(classify("10.1.2.3 - POST /api/v1/charge 503 12ms"), vec![Sig::Http5xx]);
+        assert_eq!(classify("java.lang.OutOfMemoryError: Java heap space"), vec![Sig::Oom]);
+        assert!(classify("GET /metrics 200 4ms").is_empty());
+        assert!(classify("processed 500 requests, zero errors").is_empty());
+    }
+
+    #[test]
+    fn names_the_dependency() {
+        assert_eq!(target("dial tcp postgres.db.svc:5432: connect: connection refused").as_deref(), Some("postgres.db.svc:5432"));
+    }
+
+    #[test]
+    fn connection_refused_burst_is_a_dependency_failure() {
+        let obs = Observations {
+            pod_logs: (0..4).map(|i| line(&format!("ERROR {i} dial tcp cache.svc:6379: connect: connection refused"))).collect(),
+            evidence: BTreeMap::from([("kubernetes/pod_logs".to_string(), vec!["ev-3".to_string()])]),
+            ..Observations::default()
+        };
+        let ctx = Ctx::new(&obs);
+        let sigs = signatures(&ctx);
+        let dep = sigs.iter().find(|s| s.cause.is_some()).map(|s| (s.category, s.cause.clone(), s.evidence.clone()));
+        let Some((category, Some(cause), evidence)) = dep else { panic!("no dependency signal: {sigs:?}") };
+        assert_eq!(category, Category::DependencyFailure);
+        assert!(cause.contains("cache.svc:6379"), "{cause}");
+        assert_eq!(evidence, vec!["ev-3".to_string()]);
+    }
+
+    #[test]
+    fn clean_logs_say_nothing() {
+        let obs = Observations {
+            pod_logs: vec![line("INFO POST /api/v1/charge 200 74ms"), line("INFO received SIGTERM, shutting down")],
+            ..Observations::default()
+        };
+        assert!(signatures(&Ctx::new(&obs)).is_empty());
+    }
+}

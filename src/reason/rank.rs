@@ -1,0 +1,352 @@
+//! Ranks analyzer signals into hypotheses, a category, a root cause, what was ruled out, and suggested actions.
+
+use super::logs::{self, Sig};
+use super::pods::last_termination;
+use super::{Analysis, Ctx, Signal, actions, list_names, pod_deployment, pod_rs};
+use crate::model::{Action, Category, Hypothesis, RuledOut};
+use std::collections::BTreeMap;
+
+/// Below this, an active cause does not outweigh a benign explanation.
+const MIN_CAUSE: f32 = 0.45;
+
+pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
+    signals.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+    let findings = signals.iter().map(Signal::finding).collect();
+
+    let active: Vec<&Signal> = signals.iter().filter(|s| s.cause.is_some() && !s.benign).collect();
+    let benign: Vec<&Signal> = signals.iter().filter(|s| s.cause.is_some() && s.benign).collect();
+    let top_active = active.first().copied().filter(|s| s.confidence >= MIN_CAUSE);
+    let top_benign = benign.first().copied();
+    let top: Option<&Signal> = match (top_active, top_benign) {
+        (Some(a), Some(b)) if b.confidence > a.confidence && b.analyzer != "all_clear" => Some(b),
+        (Some(a), _) => Some(a),
+        (None, Some(b)) => Some(b),
+        (None, None) => active.first().copied(),
+    };
+
+    let mut hypotheses: Vec<Hypothesis> = Vec::new();
+    let mut push = |s: &Signal| {
+        let statement = s.cause.clone().unwrap_or_default();
+        if !hypotheses.iter().any(|h| h.statement == statement) {
+            hypotheses.push(Hypothesis { category: s.category, statement, confidence: s.confidence, evidence: s.evidence.clone() });
+        }
+    };
+    if let Some(t) = top {
+        push(t);
+    }
+    for s in active.iter().chain(benign.iter()) {
+        push(s);
+    }
+    hypotheses.truncate(5);
+
+    let (category, root_cause, confidence) = match top {
+        Some(t) => (t.category, t.cause.clone().unwrap_or_default(), t.confidence),
+        None => (
+            Category::Unknown,
+            "No analyzer found a cause in the gathered evidence: the signals present do not match a known failure mode".to_string(),
+            0.2,
+        ),
+    };
+
+    let mut ruled_out: Vec<RuledOut> = Vec::new();
+    for s in &signals {
+        if s.benign == (category == Category::Healthy) || s.benign {
+            for r in &s.ruled_out {
+                if !ruled_out.iter().any(|x| x.reason == r.reason) {
+                    ruled_out.push(r.clone());
+                }
+            }
+        }
+    }
+    ruled_out.extend(general_ruled_out(ctx, &signals, top));
+
+    let mut suggested_actions: Vec<Action> = top.map(|t| t.actions.clone()).unwrap_or_default();
+    if category == Category::Healthy
+        && let Some(alert) = ctx.obs.alert.as_ref().filter(|_| !ctx.obs.alert_resolved())
+    {
+        let matchers: BTreeMap<String, String> = alert
+            .labels
+            .iter()
+            .filter(|(k, _)| ["alertname", "namespace", "pod", "deployment", "service"].contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        suggested_actions.push(actions::silence(
+            alert.name(),
+            &matchers,
+            format!("{} reports a condition that has already cleared; silence it while the alert rule is tuned", alert.name()),
+            ctx.ev(&["alerts", "alert_rules"]),
+        ));
+    }
+
+    Analysis { findings, hypotheses, ruled_out, category, root_cause, confidence, suggested_actions }
+}
+
+fn has(signals: &[Signal], analyzer: &str) -> bool {
+    signals.iter().any(|s| s.analyzer == analyzer && (s.cause.is_some() || s.analyzer == "crash_loop"))
+}
+
+/// Checks an SRE makes before trusting a diagnosis, each stated with the concrete fact that rules it out.
+fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec<RuledOut> {
+    let mut out = Vec::new();
+    let pods: Vec<_> = ctx.pods().into_iter().filter(|p| ctx.pod_in_scope(p)).collect();
+    let top_category = top.map(|t| t.category).unwrap_or(Category::Unknown);
+    let pod_ev = ctx.ev(&["kubernetes/pods", "kubernetes/events"]);
+
+    // OOM.
+    if !has(signals, "oom_killed") && !pods.is_empty() {
+        let codes: Vec<String> = pods
+            .iter()
+            .flat_map(|p| p.containers.iter().map(move |c| (p, c)))
+            .filter_map(|(p, c)| last_termination(ctx, p, c).1.map(|n| n.to_string()))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let last = match codes.as_slice() {
+            [] => "no container has a recorded termination".to_string(),
+            [one] => format!("last exit code {one}"),
+            many => format!("last exit codes {}", many.join(", ")),
+        };
+        out.push(RuledOut {
+            statement: "Not OOM (not an OOM kill)".into(),
+            reason: format!("not OOMKilled: no container terminated with reason OOMKilled or exit code 137; {last}"),
+            evidence: pod_ev.clone(),
+        });
+    }
+
+    // Image pulls.
+    if !has(signals, "image_pull") && !pods.is_empty() {
+        out.push(RuledOut {
+            statement: "Bad image or registry failure".into(),
+            reason: "no image pull errors: no ErrImagePull or ImagePullBackOff in pod states or events; the images were pulled".into(),
+            evidence: pod_ev.clone(),
+        });
+    }
+
+    // Probes.
+    if !has(signals, "probe_failure") && !pods.is_empty() && !ctx.obs.events.is_empty() {
+        out.push(RuledOut {
+            statement: "Liveness or readiness probe failures".into(),
+            reason: "no Unhealthy events: kubelet reports no failed liveness or readiness probe".into(),
+            evidence: ctx.ev(&["kubernetes/events"]),
+        });
+    }
+
+    // The failing pod versus its siblings.
+    if let Some(t) = top.filter(|t| !t.benign)
+        && let Some(pod_name) = t.objects.iter().find_map(|o| o.strip_prefix("pod/"))
+        && let Some(pod) = pods.iter().find(|p| p.name == pod_name)
+    {
+        let rs = pod_rs(pod);
+        let same: Vec<String> = ctx
+            .siblings(pod)
+            .into_iter()
+            .filter(|p| p.ready() && !p.deleting && pod_rs(p) == rs)
+            .map(|p| p.name.clone())
+            .collect();
+        if !same.is_empty() {
+            let dep = pod_deployment(pod).unwrap_or_default();
+            out.push(RuledOut {
+                statement: format!("Deployment-wide failure of {dep}"),
+                reason: format!(
+                    "sibling pods healthy: {} of the same ReplicaSet run the same image and are Running and Ready, so the fault is specific to pod {}",
+                    list_names(&same, 3),
+                    pod.name
+                ),
+                evidence: ctx.ev(&["kubernetes/pods"]),
+            });
+        }
+    }
+
+    // Old versus new ReplicaSet during a rollout.
+    if let Some(t) = top.filter(|t| !t.benign)
+        && let Some(pod_name) = t.objects.iter().find_map(|o| o.strip_prefix("pod/"))
+        && let Some(pod) = pods.iter().find(|p| p.name == pod_name)
+    {
+        let rs = pod_rs(pod);
+        let old: Vec<_> = ctx.siblings(pod).into_iter().filter(|p| p.ready() && pod_rs(p) != rs).collect();
+        if let Some(first) = old.first() {
+            let old_rs = pod_rs(first).unwrap_or_default();
+            let images: Vec<String> = first.containers.iter().map(|c| c.image.clone()).collect();
+            out.push(RuledOut {
+                statement: format!("Old ReplicaSet {old_rs} at fault"),
+                reason: format!(
+                    "old ReplicaSet {old_rs} pods ({}) run {} and are Running and Ready; only the new ReplicaSet's pods fail",
+                    list_names(&old.iter().map(|p| p.name.clone()).collect::<Vec<_>>(), 3),
+                    images.join(", ")
+                ),
+                evidence: ctx.ev(&["kubernetes/pods", "kubernetes/deployments"]),
+            });
+        }
+    }
+
+    // Nodes.
+    let node_fault = has(signals, "node_not_ready") || has(signals, "node_pressure");
+    let ready_nodes: Vec<&str> = {
+        let mut v: Vec<&str> = ctx.obs.nodes.iter().filter(|n| n.ready()).map(|n| n.name.as_str()).collect();
+        v.dedup();
+        v
+    };
+    if !node_fault && !ctx.obs.nodes.is_empty() {
+        let hosting: Vec<String> = {
+            let mut v: Vec<String> = pods.iter().filter_map(|p| p.node.clone()).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let named = if hosting.is_empty() { list_names(&ready_nodes, 3) } else { list_names(&hosting, 3) };
+        out.push(RuledOut {
+            statement: "Node failure".into(),
+            reason: format!("node Ready: {named} report Ready with no memory, disk or PID pressure"),
+            evidence: ctx.ev(&["kubernetes/nodes"]),
+        });
+    } else if top_category == Category::Infrastructure && !ready_nodes.is_empty() {
+        let healthy_pods: Vec<String> = pods
+            .iter()
+            .filter(|p| p.ready() && p.node.as_deref().is_some_and(|n| ready_nodes.contains(&n)))
+            .map(|p| p.name.clone())
+            .collect();
+        out.push(RuledOut {
+            statement: "Application defect".into(),
+            reason: format!(
+                "application not at fault: on the healthy node {} its pods ({}) are Running and Ready with the same image; only pods on the failed node are affected",
+                list_names(&ready_nodes, 2),
+                if healthy_pods.is_empty() { "none in scope".to_string() } else { list_names(&healthy_pods, 3) }
+            ),
+            evidence: ctx.ev(&["kubernetes/nodes", "kubernetes/pods"]),
+        });
+    }
+
+    // Deploys.
+    let recent_pods = pods.iter().any(|p| p.deleting || p.created_at.is_some_and(|t| ctx.minutes_ago(t) < 6.0 * 60.0));
+    let recent_changes = ctx.obs.changes.iter().any(|c| c.at.is_some_and(|t| ctx.minutes_ago(t) < 6.0 * 60.0));
+    let rolling = has(signals, "rollout_stuck");
+    if !recent_changes && !rolling && !has(signals, "image_pull") && !recent_pods {
+        out.push(RuledOut {
+            statement: "Bad deploy".into(),
+            reason: "no recent deploy: no change recorded in the last 6 hours and every pod predates that window".into(),
+            evidence: ctx.ev(&["changes", "kubernetes/deployments"]),
+        });
+    }
+
+    // Scheduling and capacity.
+    if !has(signals, "failed_scheduling") && !has(signals, "quota_exceeded") && !ctx.obs.events.is_empty() {
+        out.push(RuledOut {
+            statement: "Scheduling or quota limits".into(),
+            reason: "no FailedScheduling or exceeded-quota events: every pod was scheduled and created".into(),
+            evidence: ctx.ev(&["kubernetes/events"]),
+        });
+    }
+
+    // Dependencies, from logs.
+    let lines = logs::scoped_lines(ctx);
+    if top_category != Category::DependencyFailure && !lines.is_empty() {
+        let hits = logs::scan(lines.iter().copied());
+        if !hits.iter().any(|h| matches!(h.sig, Sig::Dns | Sig::ConnRefused | Sig::Timeout)) {
+            out.push(RuledOut {
+                statement: "Dependency failure".into(),
+                reason: format!(
+                    "no dependency errors: {} log lines show no DNS failures, connection refused or timeouts",
+                    lines.len()
+                ),
+                evidence: ctx.ev(&["kubernetes/pod_logs", "logs"]),
+            });
+        }
+    }
+
+    // Monitors.
+    let alerting: Vec<_> = ctx.obs.rules.iter().filter(|r| r.rule_type == "alerting" || r.rule_type.is_empty()).collect();
+    let quiet: Vec<&str> = alerting
+        .iter()
+        .filter(|r| r.state.as_deref().is_none_or(|s| s == "inactive" || s == "ok"))
+        .map(|r| r.name.as_str())
+        .collect();
+    if !quiet.is_empty() {
+        let firing: Vec<&str> = alerting.iter().filter(|r| r.state.as_deref() == Some("firing")).map(|r| r.name.as_str()).collect();
+        out.push(RuledOut {
+            statement: "User-facing impact".into(),
+            reason: format!(
+                "monitors are OK: {} of {} alerting rules are inactive ({}){}",
+                quiet.len(),
+                alerting.len(),
+                list_names(&quiet, 3),
+                if firing.is_empty() { String::new() } else { format!("; firing: {}", firing.join(", ")) }
+            ),
+            evidence: ctx.ev(&["alert_rules"]),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::{Category, ContainerFacts, NodeFacts, PodFacts};
+    use crate::reason::{Observations, analyze};
+    use chrono::Utc;
+    use std::collections::BTreeMap;
+
+    fn pod(name: &str, rs: &str, ready: bool, c: ContainerFacts) -> PodFacts {
+        PodFacts {
+            name: name.into(),
+            namespace: "n".into(),
+            phase: "Running".into(),
+            node: Some("node-1".into()),
+            owner: Some(format!("ReplicaSet/{rs}")),
+            created_at: Some(Utc::now() - chrono::Duration::days(3)),
+            conditions: BTreeMap::from([("Ready".into(), if ready { "True" } else { "False" }.into())]),
+            containers: vec![c],
+            ..PodFacts::default()
+        }
+    }
+
+    fn node() -> NodeFacts {
+        NodeFacts { name: "node-1".into(), conditions: BTreeMap::from([("Ready".into(), "True".into())]), ..NodeFacts::default() }
+    }
+
+    #[test]
+    fn nothing_wrong_is_healthy_and_rules_out_the_usual_suspects() {
+        let ok = ContainerFacts { name: "c".into(), ready: true, state: "running".into(), ..ContainerFacts::default() };
+        let obs = Observations { now: Utc::now(), pods: vec![pod("a-1-x", "a-1", true, ok)], nodes: vec![node()], ..Observations::default() };
+        let a = analyze(&obs);
+        assert_eq!(a.category, Category::Healthy);
+        assert!(a.root_cause.contains("No failure found"), "{}", a.root_cause);
+        let text: String = a.ruled_out.iter().map(|r| format!("{} {}\n", r.statement, r.reason)).collect();
+        assert!(text.contains("not OOMKilled") && text.contains("no image pull errors") && text.contains("node Ready"), "{text}");
+    }
+
+    #[test]
+    fn oom_beats_crash_loop_and_rules_out_siblings_and_pulls() {
+        let bad = ContainerFacts {
+            name: "c".into(),
+            state: "waiting".into(),
+            reason: Some("CrashLoopBackOff".into()),
+            last_reason: Some("OOMKilled".into()),
+            last_exit_code: Some(137),
+            restart_count: 6,
+            memory_limit: Some("128Mi".into()),
+            ..ContainerFacts::default()
+        };
+        let ok = ContainerFacts { name: "c".into(), ready: true, state: "running".into(), ..ContainerFacts::default() };
+        let obs = Observations {
+            now: Utc::now(),
+            pods: vec![pod("a-1-x", "a-1", false, bad), pod("a-1-y", "a-1", true, ok)],
+            nodes: vec![node()],
+            ..Observations::default()
+        };
+        let a = analyze(&obs);
+        assert_eq!(a.category, Category::ResourceExhaustion);
+        assert!(a.root_cause.contains("exit code 137") && a.root_cause.contains("128Mi"));
+        assert!(a.confidence > 0.8);
+        let text: String = a.ruled_out.iter().map(|r| format!("{} {}\n", r.statement, r.reason)).collect();
+        assert!(text.contains("sibling pods healthy") && text.contains("no image pull errors"), "{text}");
+        assert!(!text.contains("not OOMKilled"), "{text}");
+        assert_eq!(a.suggested_actions.first().map(|x| x.kind.as_str()), Some("kubernetes.set_resources"));
+        assert!(a.suggested_actions.iter().all(|x| x.id.is_empty() && !x.operation.is_empty()));
+    }
+
+    #[test]
+    fn unexplained_unready_pod_is_unknown() {
+        let c = ContainerFacts { name: "c".into(), state: "running".into(), ..ContainerFacts::default() };
+        let obs = Observations { now: Utc::now(), pods: vec![pod("a-1-x", "a-1", false, c)], ..Observations::default() };
+        assert_eq!(analyze(&obs).category, Category::Unknown);
+    }
+}

@@ -1,0 +1,502 @@
+//! Postmortem export of a folded incident: markdown for people, JSON for tools.
+
+use crate::model::{ActionStatus, ChatRole, EvidenceBody, Incident, Outcome, StageStatus};
+use chrono::{DateTime, Duration, Utc};
+use std::fmt::Write;
+
+/// A markdown postmortem: summary, timeline with times, evidence consulted, hypotheses and what
+/// was ruled out, actions with who decided and what happened, verification.
+pub fn markdown(incident: &Incident) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail; the results are ignored on purpose.
+    let _ = write_markdown(&mut out, incident);
+    out
+}
+
+fn write_markdown(out: &mut String, inc: &Incident) -> std::fmt::Result {
+    let title = if inc.title.is_empty() {
+        "Untitled incident"
+    } else {
+        &inc.title
+    };
+    writeln!(out, "# Postmortem: {}", one_line(title))?;
+    writeln!(out)?;
+
+    writeln!(out, "| | |")?;
+    writeln!(out, "|---|---|")?;
+    if !inc.id.is_empty() {
+        writeln!(out, "| Session | `{}` |", cell(&inc.id))?;
+    }
+    if let Some(started) = inc.started {
+        writeln!(
+            out,
+            "| Started | {} |",
+            started.format("%Y-%m-%d %H:%M:%S UTC")
+        )?;
+    }
+    writeln!(out, "| Duration | {} |", human_duration(inc.now))?;
+    let outcome = inc.outcome.map(Outcome::name).unwrap_or("in progress");
+    writeln!(out, "| Outcome | {outcome} |")?;
+    let mode = match inc.mode {
+        crate::model::RunMode::Live => "live",
+        crate::model::RunMode::Demo => "demo",
+        crate::model::RunMode::Case => "case",
+    };
+    match &inc.case {
+        Some(case) => writeln!(out, "| Mode | {mode} (`{}`) |", cell(case))?,
+        None => writeln!(out, "| Mode | {mode} |")?,
+    }
+    if inc.read_only {
+        writeln!(out, "| Read-only | yes |")?;
+    }
+    if !inc.operator.is_empty() {
+        writeln!(out, "| Operator | {} |", cell(&inc.operator))?;
+    }
+    if let Some(alert) = &inc.alert {
+        writeln!(
+            out,
+            "| Alert | {} (severity {}) |",
+            cell(alert.name()),
+            cell(alert.severity())
+        )?;
+        let labels: Vec<String> = alert
+            .labels
+            .iter()
+            .filter(|(k, _)| k.as_str() != "alertname" && k.as_str() != "severity")
+            .map(|(k, v)| format!("`{}={}`", cell(k), cell(v)))
+            .collect();
+        if !labels.is_empty() {
+            writeln!(out, "| Labels | {} |", labels.join(" "))?;
+        }
+        if let Some(starts) = alert.starts_at {
+            writeln!(
+                out,
+                "| Firing since | {} |",
+                starts.format("%Y-%m-%d %H:%M:%S UTC")
+            )?;
+        }
+    }
+    if let Some(problem) = &inc.problem {
+        writeln!(out, "| Problem | {} |", cell(problem))?;
+    }
+    writeln!(out)?;
+
+    writeln!(out, "## Summary")?;
+    writeln!(out)?;
+    match &inc.diagnosis {
+        Some((category, root_cause, confidence)) => {
+            writeln!(
+                out,
+                "**Root cause** ({category}, {:.0}% confidence): {}",
+                confidence * 100.0,
+                one_line(root_cause)
+            )?;
+        }
+        None => writeln!(out, "No diagnosis was reached.")?,
+    }
+    writeln!(out)?;
+    if let Some(triage) = &inc.triage {
+        writeln!(out, "- Triage: {}", one_line(triage))?;
+    }
+    if let Some(runbook) = &inc.runbook {
+        writeln!(out, "- Runbook: `{}`", one_line(runbook))?;
+    }
+    let failed_tools = inc
+        .tools
+        .iter()
+        .filter(|c| matches!(c.outcome, Some(Err(_))))
+        .count();
+    writeln!(
+        out,
+        "- Evidence: {} items from {} tool calls ({} failed)",
+        inc.evidence.len(),
+        inc.tools.len(),
+        failed_tools
+    )?;
+    for a in &inc.actions {
+        writeln!(
+            out,
+            "- Action `{}` {} on {}: {}",
+            cell(&a.action.id),
+            one_line(&a.action.kind),
+            one_line(&a.action.target),
+            a.status.name()
+        )?;
+    }
+    for v in &inc.verifications {
+        let mark = if v.passed { "passed" } else { "failed" };
+        writeln!(out, "- Verification {mark}: {}", one_line(&v.summary))?;
+    }
+    writeln!(out)?;
+
+    writeln!(out, "## Timeline")?;
+    writeln!(out)?;
+    let stages: Vec<String> = crate::model::Stage::ALL
+        .iter()
+        .filter_map(|s| {
+            let st = &inc.stages[s.index()];
+            match (st.status, st.started_at, st.finished_at) {
+                (StageStatus::Pending, ..) => None,
+                (_, Some(a), Some(b)) => Some(format!("{s} {}", human_duration(b - a))),
+                _ => Some(format!("{s} (unfinished)")),
+            }
+        })
+        .collect();
+    if !stages.is_empty() {
+        writeln!(out, "Stages: {}.", stages.join(" → "))?;
+        writeln!(out)?;
+    }
+    writeln!(out, "| Time (UTC) | +t | Stage | Event |")?;
+    writeln!(out, "|---|---|---|---|")?;
+    for item in &inc.timeline {
+        let stage = item.stage.map(|s| s.name()).unwrap_or("");
+        writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            clock(inc.started, item.t),
+            offset(item.t),
+            stage,
+            cell(&item.text)
+        )?;
+    }
+    writeln!(out)?;
+
+    writeln!(out, "## Evidence consulted")?;
+    writeln!(out)?;
+    if inc.evidence.is_empty() && inc.tools.is_empty() {
+        writeln!(out, "None.")?;
+        writeln!(out)?;
+    }
+    if !inc.evidence.is_empty() {
+        let kinds: Vec<String> = inc
+            .evidence_kinds()
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect();
+        writeln!(out, "Kinds: {}.", kinds.join(", "))?;
+        writeln!(out)?;
+        writeln!(out, "| Id | Kind | Title | Source | Size |")?;
+        writeln!(out, "|---|---|---|---|---|")?;
+        for e in &inc.evidence {
+            writeln!(
+                out,
+                "| `{}` | {} | {} | `{}` | {} |",
+                cell(&e.id),
+                cell(&e.kind),
+                cell(&e.title),
+                cell(&e.source),
+                body_size(&e.body)
+            )?;
+        }
+        writeln!(out)?;
+    }
+    if !inc.tools.is_empty() {
+        writeln!(out, "Tool calls:")?;
+        writeln!(out)?;
+        writeln!(out, "| +t | Tool | Specialist | Took | Result |")?;
+        writeln!(out, "|---|---|---|---|---|")?;
+        for c in &inc.tools {
+            let took = c
+                .duration_ms
+                .map(|ms| format!("{ms} ms"))
+                .unwrap_or_else(|| "-".into());
+            let result = match &c.outcome {
+                None => "did not finish".to_string(),
+                Some(Ok(summary)) if summary.is_empty() => "ok".to_string(),
+                Some(Ok(summary)) => format!("ok: {}", cell(summary)),
+                Some(Err(error)) => format!("**failed**: {}", cell(error)),
+            };
+            writeln!(
+                out,
+                "| {} | `{}` | {} | {} | {} |",
+                offset(c.started_at),
+                cell(&c.tool),
+                cell(c.specialist.as_deref().unwrap_or("")),
+                took,
+                result
+            )?;
+        }
+        writeln!(out)?;
+    }
+
+    writeln!(out, "## Findings")?;
+    writeln!(out)?;
+    if inc.findings.is_empty() {
+        writeln!(out, "None.")?;
+    }
+    for f in &inc.findings {
+        write!(
+            out,
+            "- **{}** ({}, {:.0}%, `{}`)",
+            one_line(&f.summary),
+            f.category,
+            f.confidence * 100.0,
+            one_line(&f.analyzer)
+        )?;
+        if !f.evidence.is_empty() {
+            write!(out, " — evidence {}", ids(&f.evidence))?;
+        }
+        writeln!(out)?;
+        if !f.detail.is_empty() {
+            writeln!(out, "  {}", one_line(&f.detail))?;
+        }
+    }
+    writeln!(out)?;
+
+    writeln!(out, "## Hypotheses")?;
+    writeln!(out)?;
+    if inc.hypotheses.is_empty() {
+        writeln!(out, "None ranked.")?;
+    }
+    for (i, h) in inc.hypotheses.iter().enumerate() {
+        write!(
+            out,
+            "{}. {} ({}, {:.0}%)",
+            i + 1,
+            one_line(&h.statement),
+            h.category,
+            h.confidence * 100.0
+        )?;
+        if !h.evidence.is_empty() {
+            write!(out, " — evidence {}", ids(&h.evidence))?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(out)?;
+    writeln!(out, "### Ruled out")?;
+    writeln!(out)?;
+    if inc.ruled_out.is_empty() {
+        writeln!(out, "Nothing was ruled out.")?;
+    }
+    for r in &inc.ruled_out {
+        write!(
+            out,
+            "- ~~{}~~: {}",
+            one_line(&r.statement),
+            one_line(&r.reason)
+        )?;
+        if !r.evidence.is_empty() {
+            write!(out, " (evidence {})", ids(&r.evidence))?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(out)?;
+
+    writeln!(out, "## Actions")?;
+    writeln!(out)?;
+    if inc.actions.is_empty() {
+        writeln!(out, "No action was proposed.")?;
+        writeln!(out)?;
+    }
+    for a in &inc.actions {
+        let act = &a.action;
+        writeln!(
+            out,
+            "### `{}` {} {} ({} risk)",
+            cell(&act.id),
+            one_line(&act.kind),
+            one_line(&act.target),
+            act.risk
+        )?;
+        writeln!(out)?;
+        writeln!(out, "- Proposed at {}", clock(inc.started, a.proposed_at))?;
+        writeln!(out, "- Rationale: {}", one_line(&act.rationale))?;
+        if !act.operation.is_empty() {
+            writeln!(out, "- Operation: `{}`", one_line(&act.operation))?;
+        }
+        if !act.blast_radius.is_empty() {
+            writeln!(out, "- Blast radius: {}", one_line(&act.blast_radius))?;
+        }
+        if !act.params.is_empty() {
+            let params: Vec<String> = act
+                .params
+                .iter()
+                .map(|(k, v)| format!("`{}={}`", cell(k), cell(&v.to_string())))
+                .collect();
+            writeln!(out, "- Parameters: {}", params.join(" "))?;
+        }
+        if a.approvals_needed > 1 {
+            writeln!(out, "- Required {} distinct approvers", a.approvals_needed)?;
+        }
+        for d in &a.decisions {
+            let when = d.at.format("%H:%M:%S UTC");
+            if d.approved {
+                writeln!(out, "- Approved by **{}** at {when}", one_line(&d.by))?;
+            } else if d.reason.is_empty() {
+                writeln!(out, "- Denied by **{}** at {when}", one_line(&d.by))?;
+            } else {
+                writeln!(
+                    out,
+                    "- Denied by **{}** at {when}: {}",
+                    one_line(&d.by),
+                    one_line(&d.reason)
+                )?;
+            }
+        }
+        let took = a
+            .duration_ms
+            .map(|ms| format!(" in {ms} ms"))
+            .unwrap_or_default();
+        match (&a.status, &a.result) {
+            (ActionStatus::Executed, Some(Ok(result))) => {
+                writeln!(out, "- Executed{took}: {}", one_line(result))?
+            }
+            (ActionStatus::Failed, Some(Err(error))) => {
+                writeln!(out, "- **Failed**{took}: {}", one_line(error))?
+            }
+            (ActionStatus::Skipped, Some(Err(reason))) => {
+                writeln!(out, "- Not run: {}", one_line(reason))?
+            }
+            (status, _) => writeln!(out, "- Status: {}", status.name())?,
+        }
+        if let Some(v) = &a.verification {
+            let mark = if v.passed { "passed" } else { "**failed**" };
+            writeln!(out, "- Verification {mark}: {}", one_line(&v.summary))?;
+        }
+        writeln!(out)?;
+    }
+
+    writeln!(out, "## Verification")?;
+    writeln!(out)?;
+    if inc.verifications.is_empty() {
+        writeln!(out, "Nothing was verified.")?;
+    }
+    for v in &inc.verifications {
+        let mark = if v.passed { "✔ passed" } else { "✗ failed" };
+        write!(out, "- {mark}: {}", one_line(&v.summary))?;
+        let mut refs = Vec::new();
+        if let Some(b) = &v.before {
+            refs.push(format!("before `{}`", cell(b)));
+        }
+        if let Some(a) = &v.after {
+            refs.push(format!("after `{}`", cell(a)));
+        }
+        if !refs.is_empty() {
+            write!(out, " ({})", refs.join(", "))?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(out)?;
+
+    let notes: Vec<_> = inc
+        .chat
+        .iter()
+        .filter(|c| c.from == ChatRole::Operator)
+        .collect();
+    if !notes.is_empty() {
+        writeln!(out, "## Operator notes")?;
+        writeln!(out)?;
+        for c in notes {
+            writeln!(out, "- {} {}", clock(inc.started, c.t), one_line(&c.text))?;
+        }
+        writeln!(out)?;
+    }
+
+    if !inc.warnings.is_empty() {
+        writeln!(out, "## Warnings")?;
+        writeln!(out)?;
+        for w in &inc.warnings {
+            writeln!(out, "- {}", one_line(w))?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// The incident as JSON: a few summary fields up front, then the whole fold.
+pub fn json(incident: &Incident) -> serde_json::Value {
+    let diagnosis = incident.diagnosis.as_ref().map(
+        |(c, r, conf)| // Through the shortest decimal form, so 0.86f32 exports as 0.86 rather than 0.8600000143.
+        let confidence = conf.to_string().parse::<f64>().unwrap_or(f64::from(*conf));
+        serde_json::json!({ "category": c, "root_cause": r, "confidence": confidence }),
+    );
+    serde_json::json!({
+        "sitrep_postmortem": 1,
+        "id": incident.id,
+        "title": incident.title,
+        "started": incident.started,
+        "duration_secs": incident.now,
+        "outcome": incident.outcome,
+        "diagnosis": diagnosis,
+        "evidence_kinds": incident.evidence_kinds(),
+        "incident": serde_json::to_value(incident).unwrap_or(serde_json::Value::Null),
+    })
+}
+
+fn clock(started: Option<DateTime<Utc>>, t: f64) -> String {
+    match started {
+        Some(s) if t.is_finite() => {
+            let at = s + Duration::milliseconds((t * 1000.0).round() as i64);
+            at.format("%H:%M:%S").to_string()
+        }
+        _ => offset(t),
+    }
+}
+
+fn offset(t: f64) -> String {
+    format!("+{t:.1}s")
+}
+
+fn human_duration(secs: f64) -> String {
+    if !secs.is_finite() || secs < 0.0 {
+        return "-".into();
+    }
+    let total = secs.round() as u64;
+    match total {
+        0..60 => format!("{secs:.1}s"),
+        60..3600 => format!("{}m {:02}s", total / 60, total % 60),
+        _ => format!("{}h {:02}m", total / 3600, (total % 3600) / 60),
+    }
+}
+
+fn body_size(body: &EvidenceBody) -> String {
+    match body {
+        EvidenceBody::Text { language, text } => {
+            format!("{} lines of {}", text.lines().count(), cell(language))
+        }
+        EvidenceBody::Table { rows, .. } => format!("{} rows", rows.len()),
+        EvidenceBody::TimeSeries { series, .. } => format!("{} series", series.len()),
+        EvidenceBody::Json { .. } => "JSON".into(),
+    }
+}
+
+fn ids(list: &[String]) -> String {
+    list.iter()
+        .map(|e| format!("`{}`", cell(e)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Collapse line breaks so one value stays one markdown line.
+fn one_line(s: &str) -> String {
+    s.split(['\n', '\r'])
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A value safe inside a table cell.
+fn cell(s: &str) -> String {
+    one_line(s).replace('|', "\\|").replace('`', "'")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_incident_exports_without_panicking() {
+        let md = markdown(&Incident::new());
+        assert!(md.starts_with("# Postmortem: Untitled incident"));
+        assert!(md.contains("No diagnosis was reached."));
+        assert_eq!(json(&Incident::new())["sitrep_postmortem"], 1);
+    }
+
+    #[test]
+    fn cells_escape_pipes_and_newlines() {
+        assert_eq!(cell("a|b\nc"), "a\\|b c");
+        assert_eq!(human_duration(75.0), "1m 15s");
+        assert_eq!(human_duration(7300.0), "2h 01m");
+    }
+}

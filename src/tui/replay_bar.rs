@@ -1,0 +1,42 @@
+//! The replay bar: play state, speed, time, and a progress bar marking where each stage began.
+
+use super::app::AppState;
+use super::fmt_t;
+use super::theme::Role;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
+    let Some(r) = &state.replay else { return };
+    if area.height == 0 || area.width < 10 {
+        return;
+    }
+    let th = &state.theme;
+    let c = &r.clock;
+    let icon = if c.playing { "▶ playing" } else if c.at_end() { "■ end" } else { "⏸ paused" };
+    let info = format!(" {icon} {}x  {} / {}  event {}/{} ", c.speed(), fmt_t(c.t), fmt_t(c.duration()), c.pos, c.len());
+    let width = usize::from(area.width);
+    let bar_w = if area.height >= 2 { width.saturating_sub(2) } else { width.saturating_sub(info.chars().count() + 1) };
+    let filled = ((c.progress() * bar_w as f64).round() as usize).min(bar_w);
+    let mut cells: Vec<char> = (0..bar_w).map(|i| if i < filled { '━' } else { '─' }).collect();
+    let d = c.duration();
+    for (t, stage) in c.marks() {
+        let pos = if d > 0.0 { ((t / d) * bar_w as f64) as usize } else { 0 };
+        if let Some(cell) = cells.get_mut(pos.min(bar_w.saturating_sub(1))) {
+            *cell = stage.name().chars().next().unwrap_or('|').to_ascii_uppercase();
+        }
+    }
+    let done: String = cells[..filled].iter().collect();
+    let rest: String = cells[filled..].iter().collect();
+    let bar = vec![Span::raw(" "), Span::styled(done, th.get(Role::Progress)), Span::styled(rest, th.get(Role::Dim))];
+    let lines = if area.height >= 2 {
+        vec![Line::from(Span::styled(info, th.get(Role::Title))), Line::from(bar)]
+    } else {
+        let mut spans = vec![Span::styled(info, th.get(Role::Title))];
+        spans.extend(bar);
+        vec![Line::from(spans)]
+    };
+    frame.render_widget(Paragraph::new(lines), area);
+}

@@ -1,0 +1,188 @@
+//! `sitrep export`, `replay --headless` and `sessions` on the fixture session, run as the real binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bad-deploy.ndjson")
+}
+
+fn sitrep(args: &[&str], data_dir: &Path) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_sitrep"))
+        .args(args)
+        .env("SITREP_DATA_DIR", data_dir)
+        .env(
+            "SITREP_CONFIG",
+            data_dir.join("absent-config-is-an-error.toml"),
+        )
+        .env_remove("NO_COLOR")
+        .output();
+    match out {
+        Ok(o) => o,
+        Err(e) => panic!("cannot run sitrep: {e}"),
+    }
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn tempdir() -> tempfile::TempDir {
+    match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn export_markdown_snapshot() {
+    let data = tempdir();
+    let file = fixture();
+    let out = sitrep(&["export", &file.to_string_lossy()], data.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let markdown = stdout(&out);
+    insta::with_settings!({ snapshot_path => "fixtures/snapshots", prepend_module_to_snapshot => false }, {
+        insta::assert_snapshot!("export_bad_deploy_markdown", markdown);
+    });
+}
+
+#[test]
+fn export_json_to_a_file() {
+    let data = tempdir();
+    let target = data.path().join("postmortem.json");
+    let out = sitrep(
+        &[
+            "export",
+            &fixture().to_string_lossy(),
+            "--format",
+            "json",
+            "-o",
+            &target.to_string_lossy(),
+        ],
+        data.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty());
+    let text = std::fs::read_to_string(&target).unwrap_or_default();
+    let value: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => panic!("{e}: {text}"),
+    };
+    assert_eq!(value["outcome"], "resolved");
+    assert_eq!(value["diagnosis"]["category"], "code_defect");
+    assert_eq!(value["diagnosis"]["confidence"], 0.86);
+    assert_eq!(
+        value["incident"]["actions"][0]["decisions"][0]["by"],
+        "alice"
+    );
+}
+
+#[test]
+fn replay_headless_prints_every_record() {
+    let data = tempdir();
+    let out = sitrep(
+        &["replay", "--headless", &fixture().to_string_lossy()],
+        data.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let original = std::fs::read_to_string(fixture()).unwrap_or_default();
+    let printed: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or(serde_json::Value::Null))
+        .collect();
+    let expected: Vec<serde_json::Value> = original
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap_or(serde_json::Value::Null))
+        .collect();
+    assert_eq!(printed, expected);
+}
+
+#[test]
+fn torn_files_replay_up_to_the_damage_and_say_where() {
+    let data = tempdir();
+    let original = std::fs::read(fixture()).unwrap_or_default();
+    let torn = data.path().join("torn.ndjson");
+    let cut = original.len() - 20;
+    if let Err(e) = std::fs::write(&torn, &original[..cut]) {
+        panic!("{e}");
+    }
+    let out = sitrep(
+        &["--headless", "replay", &torn.to_string_lossy()],
+        data.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = original.iter().filter(|b| **b == b'\n').count();
+    assert_eq!(stdout(&out).lines().count(), lines - 2);
+    assert!(
+        stderr(&out).contains(&format!("line {lines}")),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn sessions_lists_when_title_outcome_duration() {
+    let data = tempdir();
+    let dir = data.path().join("sessions");
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::copy(fixture(), dir.join("20261122T090000Z-payments.ndjson"));
+    let _ = std::fs::write(dir.join("broken.ndjson"), "not a session\n");
+    let out = sitrep(&["sessions"], data.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("2026-11-22 09:00"), "{text}");
+    assert!(text.contains("resolved"), "{text}");
+    assert!(text.contains("4m15s"), "{text}");
+    assert!(text.contains("PaymentsAPIHighErrorRate"), "{text}");
+    assert!(stderr(&out).contains("broken.ndjson"), "{}", stderr(&out));
+
+    let empty = tempdir();
+    let out = sitrep(&["sessions"], empty.path());
+    assert!(out.status.success());
+    assert!(stdout(&out).contains("no sessions"));
+}
+
+#[test]
+fn missing_and_bad_files_are_clear_errors() {
+    let data = tempdir();
+    let out = sitrep(&["export", "/nonexistent/x.ndjson"], data.path());
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("/nonexistent/x.ndjson"),
+        "{}",
+        stderr(&out)
+    );
+    let bad = data.path().join("bad.ndjson");
+    let _ = std::fs::write(&bad, "hello\n");
+    let out = sitrep(
+        &["replay", "--headless", &bad.to_string_lossy()],
+        data.path(),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("not a sitrep session header"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("panicked"));
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    let data = tempdir();
+    for args in [
+        vec!["--help"],
+        vec!["replay", "--help"],
+        vec!["sessions", "--help"],
+        vec!["export", "--help"],
+    ] {
+        let out = sitrep(&args, data.path());
+        assert!(out.status.success(), "{args:?}");
+        assert!(stdout(&out).contains("Usage: sitrep"), "{args:?}");
+    }
+}

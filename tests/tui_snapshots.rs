@@ -1,0 +1,103 @@
+//! Whole-screen snapshots of the console (ratatui TestBackend) at 80x24 and 160x48.
+
+#[path = "tui_fixtures.rs"]
+mod fixtures;
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use sitrep::model::Risk;
+use sitrep::tui::app::{AppState, Msg, Overlay, update};
+use sitrep::tui::keymap::Keymap;
+use sitrep::tui::theme::Theme;
+
+fn render(state: &AppState) -> String {
+    let (w, h) = state.size;
+    let mut term = match Terminal::new(TestBackend::new(w, h)) {
+        Ok(t) => t,
+        Err(e) => panic!("test backend: {e}"),
+    };
+    if let Err(e) = term.draw(|f| sitrep::tui::draw(state, f)) {
+        panic!("draw: {e}");
+    }
+    term.backend().to_string()
+}
+
+const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
+
+#[test]
+fn live_mid_gather() {
+    for (w, h) in SIZES {
+        let mut s = fixtures::live(&fixtures::mid_gather(), w, h);
+        s.now_t = 2.0;
+        // Select the log evidence so the panel shows highlighted, sanitized log lines.
+        s.follow = false;
+        s.timeline_sel = s.incident.timeline.iter().position(|i| i.text.contains("logs payments-api")).unwrap_or(0);
+        let _ = update(&mut s, Msg::Resize(w, h));
+        let _ = update(&mut s, Msg::Key(crossterm::event::KeyEvent::new(crossterm::event::KeyCode::Char('j'), crossterm::event::KeyModifiers::NONE)));
+        let _ = update(&mut s, Msg::Key(crossterm::event::KeyEvent::new(crossterm::event::KeyCode::Char('k'), crossterm::event::KeyModifiers::NONE)));
+        let screen = render(&s);
+        assert!(!screen.contains('\u{1b}'), "escape sequences must not reach the screen");
+        assert!(screen.contains("FATAL exiting"), "{screen}");
+        insta::assert_snapshot!(format!("live_mid_gather_{w}x{h}"), screen);
+    }
+}
+
+#[test]
+fn approval_modal() {
+    for (w, h) in SIZES {
+        let mut s = fixtures::live(&fixtures::awaiting_approval(Risk::High), w, h);
+        s.now_t = 4.0;
+        assert!(matches!(s.overlay, Some(Overlay::Approval(_))), "the modal opens by itself");
+        let screen = render(&s);
+        assert!(screen.contains("APPROVAL REQUIRED"));
+        assert!(screen.contains("kubectl -n payments rollout undo"));
+        insta::assert_snapshot!(format!("approval_modal_{w}x{h}"), screen);
+    }
+}
+
+#[test]
+fn replay_paused_midway() {
+    for (w, h) in SIZES {
+        sitrep::tui::highlight::load_now();
+        let mut s = AppState::new_replay(Theme::builtin("default").unwrap_or_default(), Keymap::default(), fixtures::full_session());
+        s.session_id = Some("2026-11-22-payments".into());
+        let _ = update(&mut s, Msg::Resize(w, h));
+        // `5`: seek to 50% of the session's duration; the replay stays paused.
+        let _ = update(&mut s, Msg::Key(crossterm::event::KeyEvent::new(crossterm::event::KeyCode::Char('5'), crossterm::event::KeyModifiers::NONE)));
+        let screen = render(&s);
+        assert!(screen.contains("paused"));
+        assert!(screen.contains("REPLAY"));
+        insta::assert_snapshot!(format!("replay_paused_{w}x{h}"), screen);
+    }
+}
+
+#[test]
+fn help_overlay() {
+    for (w, h) in SIZES {
+        let mut s = fixtures::live(&fixtures::mid_gather(), w, h);
+        s.now_t = 2.0;
+        let _ = update(&mut s, Msg::Key(crossterm::event::KeyEvent::new(crossterm::event::KeyCode::Char('?'), crossterm::event::KeyModifiers::NONE)));
+        let screen = render(&s);
+        assert!(screen.contains("help"));
+        insta::assert_snapshot!(format!("help_overlay_{w}x{h}"), screen);
+    }
+}
+
+#[test]
+fn every_small_size_renders_without_panic() {
+    let records = fixtures::awaiting_approval(Risk::Critical);
+    for w in 0..=90u16 {
+        for h in 0..=30u16 {
+            let s = fixtures::live(&records, w, h);
+            let mut term = match Terminal::new(TestBackend::new(w, h)) {
+                Ok(t) => t,
+                Err(e) => panic!("{e}"),
+            };
+            let res = term.draw(|f| sitrep::tui::draw(&s, f));
+            assert!(res.is_ok());
+            if (w < 20 || h < 5) && w >= 18 && h >= 1 {
+                assert!(term.backend().to_string().contains("terminal too"), "{w}x{h}");
+            }
+        }
+    }
+}
