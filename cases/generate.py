@@ -469,7 +469,8 @@ def checkout_bad_deploy():
               fixed, component="deployment-controller"),
         event(ns, "Deployment", app, "ScalingReplicaSet", f"Scaled up replica set {old_rs} from 0 to 3", fixed,
               component="deployment-controller")], [dep_after], rs_after, healthy_nodes(NOW))
-    after.append(rec("kubernetes", f"/apis/apps/v1/namespaces/{ns}/deployments/{app}", dep_after, method="PATCH"))
+    # The PATCH answers with the rolled-back object, as the API server does.
+    recs.append(rec("kubernetes", f"/apis/apps/v1/namespaces/{ns}/deployments/{app}", dep_after, method="PATCH"))
     after.append(prom_range(matrix(series_6h(labels, lambda t: err_ratio(t, fixed), until=NOW + M(15)))))
     write_case(
         "checkout-bad-deploy",
@@ -494,7 +495,417 @@ def checkout_bad_deploy():
     )
 
 
-SCENARIOS = [checkout_bad_deploy]
+
+def group_streams(lines):
+    by_stream = {}
+    for lab, t, line in lines:
+        by_stream.setdefault(json.dumps(lab, sort_keys=True), []).append((t, line))
+    return streams([(json.loads(k), v) for k, v in by_stream.items()])
+
+
+def search_cpu_saturation():
+    ns, app = "search", "search-api"
+    rs = "search-api-7b5d9c8f64"
+    img = "registry.example.com/search/search-api:v5.4.1"
+    since = NOW - timedelta(days=9, hours=3)
+    limits = {"cpu": "1", "memory": "2Gi"}
+    requests = {"cpu": "750m", "memory": "1536Mi"}
+
+    def pods_n(n, created):
+        return [pod(f"{rs}-{sfx}", ns, app, NODES[i % 3][0], img, created, "ReplicaSet", rs, limits=limits,
+                    requests=requests, started=created + timedelta(seconds=20), pod_ip=f"10.20.{i % 3 + 1}.{70 + i}")
+                for i, sfx in enumerate(("c4j8m", "p2x6t", "w9k3r", "d5n7q", "g8h2v", "s3b6z")[:n])]
+
+    pods = pods_n(3, since)
+    dep = deployment(app, ns, img, 31, 3, 3, 3, since, cpu="1", mem="2Gi", cpu_req="750m", mem_req="1536Mi")
+    rsets = [replicaset(rs, ns, app, img, 31, 3, 3, since, cpu="1", mem="2Gi")]
+    events = []
+    expr = ('sum(rate(container_cpu_cfs_throttled_periods_total{namespace="search",container="search-api"}[5m])) / '
+            'sum(rate(container_cpu_cfs_periods_total{namespace="search",container="search-api"}[5m])) > 0.25')
+    ramp = NOW - M(45)
+
+    def throttle(t, fixed_at=None):
+        if fixed_at and t >= fixed_at + M(3):
+            return 0.07 + 0.01 * ((int(t.timestamp()) // 120) % 3)
+        if t < ramp:
+            return 0.04 + 0.01 * ((int(t.timestamp()) // 120) % 3)
+        return min(0.62, 0.05 + (t - ramp).total_seconds() / 60 * 0.02)
+
+    def rps(t, fixed_at=None):
+        base = 410 + 15 * ((int(t.timestamp()) // 120) % 4)
+        return base if t < ramp else base + min(560, (t - ramp).total_seconds() / 60 * 19)
+
+    labels = {"namespace": ns, "container": app}
+    recs = k8s_world(ns, pods, events, [dep], rsets, healthy_nodes(NOW))
+    recs.append(prom_range(matrix(series_6h(labels, throttle))))
+    recs.append(prom_range(matrix(series_6h({"namespace": ns, "service": app}, rps)),
+                           'sum(rate(http_requests_total{namespace="search",service="search-api"}[5m]))'))
+    recs.append(rec("prometheus", "/api/v1/rules", rules("search-capacity", [
+        ("CPUThrottlingHigh", expr, 900, "warning", "search-api containers are CPU throttled", "firing")])))
+    recs.append(rec("prometheus", "/api/v1/alerts", prom_alerts([
+        ({"alertname": "CPUThrottlingHigh", "namespace": ns, "container": app, "severity": "warning"},
+         {"summary": "search-api containers are CPU throttled"}, "firing", NOW - M(22), "5.1e-01")])))
+    lines = []
+    for i in range(30):
+        t = ramp + M(10) + timedelta(seconds=65 * i)
+        p = pods[i % 3]["metadata"]["name"]
+        lines.append(({"namespace": ns, "app": app, "pod": p, "level": "warn"}, t,
+                      f'{ts(t)} WARN  [query-exec] slow search: q_len={12 + i % 9} shards=8 took={1.9 + (i % 5) * 0.3:.1f}s '
+                      f'queue_depth={120 + 3 * i} cpu_throttled=true'))
+    recs.append(rec("loki", "/loki/api/v1/query_range", group_streams(lines)))
+    recs.append(rec("kubernetes", f"/apis/apps/v1/namespaces/{ns}/deployments/{app}",
+                    deployment(app, ns, img, 31, 6, 3, 6, since, cpu="1", mem="2Gi", cpu_req="750m", mem_req="1536Mi"),
+                    method="PATCH"))
+
+    fixed = NOW + M(1)
+    after = k8s_world(ns, pods_n(3, since) + pods_n(6, fixed)[3:], events,
+                      [deployment(app, ns, img, 31, 6, 6, 6, since, cpu="1", mem="2Gi", cpu_req="750m", mem_req="1536Mi")],
+                      [replicaset(rs, ns, app, img, 31, 6, 6, since, cpu="1", mem="2Gi")], healthy_nodes(NOW))
+    after.append(prom_range(matrix(series_6h(labels, lambda t: throttle(t, fixed), until=NOW + M(15)))))
+    write_case(
+        "search-cpu-saturation",
+        meta={"title": "search-api CPU throttled under a traffic surge", "now": ts(NOW), "difficulty": 2,
+              "source": "sitrep built-in demo"},
+        alert=alert_payload("CPUThrottlingHigh",
+                            {"severity": "warning", "namespace": ns, "container": app, "deployment": app},
+                            {"summary": "search-api is CPU throttled in 51% of periods",
+                             "description": "Containers of search-api hit their CPU limit; latency rises with throttling."},
+                            NOW - M(22), expr),
+        recordings=recs,
+        expect={"category": "resource_exhaustion", "required_keywords": ["search-api"],
+                "forbidden_keywords": [], "forbidden_categories": ["healthy", "code_defect"],
+                "required_evidence": ["metrics", "kubernetes/pods"], "ruling_out_keywords": []},
+        effects=[{"action": "kubernetes.scale", "target": f"deployment/{app}", "file": "after-scale.ndjson",
+                  "recordings": after}],
+    )
+
+
+def payments_dependency():
+    ns = "payments"
+    api, dep_name = "payments-api", "fraud-check"
+    api_rs, fc_rs = "payments-api-6c8b7d5f9a", "fraud-check-58d7c9b6f4"
+    img_api = "registry.example.com/payments/payments-api:v4.2.0"
+    img_fc = "registry.example.com/payments/fraud-check:v1.19.2"
+    since = NOW - timedelta(days=4, hours=6)
+    onset = NOW - M(27)
+    api_pods = [pod(f"{api_rs}-{sfx}", ns, api, NODES[i][0], img_api, since, "ReplicaSet", api_rs,
+                    limits={"cpu": "1", "memory": "1Gi"}, requests={"cpu": "500m", "memory": "512Mi"},
+                    pod_ip=f"10.20.{i + 1}.{20 + i}")
+                for i, sfx in enumerate(("k7d2f", "r4m9x", "v6q3b"))]
+    fc_pods = [pod(f"{fc_rs}-{sfx}", ns, dep_name, NODES[i][0], img_fc, since - H(20), "ReplicaSet", fc_rs,
+                   ready=False, limits={"cpu": "500m", "memory": "768Mi"}, requests={"cpu": "250m", "memory": "512Mi"},
+                   started=since - H(20), ready_reason=("ContainersNotReady", f"containers with unready status: [{dep_name}]"),
+                   pod_ip=f"10.20.{i + 1}.{90 + i}")
+               for i, sfx in enumerate(("n2w8c", "j5t7h"))]
+    for p in fc_pods:
+        for c in p["status"]["conditions"]:
+            if c["type"] in ("Ready", "ContainersReady"):
+                c["lastTransitionTime"] = ts(onset)
+    events = [event(ns, "Pod", p["metadata"]["name"], "Unhealthy",
+                    "Readiness probe failed: HTTP probe failed with statuscode: 503", onset, NOW - timedelta(seconds=20),
+                    count=318, type_="Warning") for p in fc_pods]
+    deps = [deployment(api, ns, img_api, 22, 3, 3, 3, since, cpu="1", mem="1Gi"),
+            deployment(dep_name, ns, img_fc, 9, 2, 0, 2, since - H(20), available=False, cpu="500m", mem="768Mi")]
+    rsets = [replicaset(api_rs, ns, api, img_api, 22, 3, 3, since, cpu="1", mem="1Gi"),
+             replicaset(fc_rs, ns, dep_name, img_fc, 9, 2, 0, since - H(20), cpu="500m", mem="768Mi")]
+    logs = {}
+    for p in fc_pods:
+        text = "".join(
+            f'{ts(onset - M(3) + timedelta(seconds=60 * i))} level=warn msg="worker pool exhausted" busy=64/64 '
+            f'oldest_job_age={600 + 60 * i}s queue={900 + 40 * i}\n'
+            for i in range(6)) + "".join(
+            f'{ts(onset + timedelta(seconds=30 * i))} level=warn msg="readiness: not accepting work" reason="worker pool exhausted"\n'
+            for i in range(20))
+        logs[(p["metadata"]["name"], False)] = text
+    expr = 'sum(rate(upstream_request_errors_total{namespace="payments",service="payments-api",upstream="fraud-check"}[5m])) > 1'
+
+    def errs(t, fixed_at=None):
+        if fixed_at and t >= fixed_at + M(2):
+            return 0.0
+        return 0.0 if t < onset else 11.5 + ((int(t.timestamp()) // 120) % 4)
+
+    labels = {"namespace": ns, "service": api, "upstream": dep_name}
+    recs = k8s_world(ns, api_pods + fc_pods, events, deps, rsets, healthy_nodes(NOW), logs)
+    recs.append(prom_range(matrix(series_6h(labels, errs))))
+    recs.append(rec("prometheus", "/api/v1/rules", rules("payments-upstreams", [
+        ("UpstreamErrors", expr, 300, "critical", "payments-api calls to an upstream fail", "firing")])))
+    recs.append(rec("prometheus", "/api/v1/alerts", prom_alerts([
+        ({"alertname": "UpstreamErrors", "namespace": ns, "service": api, "upstream": dep_name, "severity": "critical"},
+         {"summary": "payments-api calls to fraud-check fail"}, "firing", onset + M(1), "1.3e+01")])))
+    lines = []
+    for i in range(36):
+        t = onset + timedelta(seconds=40 * i)
+        p = api_pods[i % 3]["metadata"]["name"]
+        lines.append(({"namespace": ns, "app": api, "pod": p, "level": "error"}, t,
+                      f'level=error ts={ts(t)} msg="fraud check failed, applying fallback policy" upstream=fraud-check '
+                      f'err="dial tcp 10.100.71.12:8443: connect: connection refused" order_id=ord_{h(i) % 10 ** 9:09d}'))
+    recs.append(rec("loki", "/loki/api/v1/query_range", group_streams(lines)))
+    fixed = NOW + M(1)
+    restarted = deployment(dep_name, ns, img_fc, 10, 2, 2, 2, fixed, cpu="500m", mem="768Mi",
+                           restarted_at=ts(NOW))
+    recs.append(rec("kubernetes", f"/apis/apps/v1/namespaces/{ns}/deployments/{dep_name}", restarted, method="PATCH"))
+    new_rs = "fraud-check-7f6e5d4c3b"
+    fc_after = [pod(f"{new_rs}-{sfx}", ns, dep_name, NODES[i][0], img_fc, fixed, "ReplicaSet", new_rs,
+                    limits={"cpu": "500m", "memory": "768Mi"}, requests={"cpu": "250m", "memory": "512Mi"},
+                    started=fixed + timedelta(seconds=8), pod_ip=f"10.20.{i + 1}.{110 + i}")
+                for i, sfx in enumerate(("b3x9k", "q8m2l"))]
+    after = k8s_world(ns, api_pods + fc_after, events,
+                      [deps[0], restarted],
+                      [rsets[0], replicaset(new_rs, ns, dep_name, img_fc, 10, 2, 2, fixed, cpu="500m", mem="768Mi"),
+                       replicaset(fc_rs, ns, dep_name, img_fc, 9, 0, 0, since - H(20), cpu="500m", mem="768Mi")],
+                      healthy_nodes(NOW))
+    after.append(prom_range(matrix(series_6h(labels, lambda t: errs(t, fixed), until=NOW + M(15)))))
+    write_case(
+        "payments-fraud-check-down",
+        meta={"title": "payments-api failing: its fraud-check dependency refuses connections", "now": ts(NOW),
+              "difficulty": 3, "source": "sitrep built-in demo"},
+        alert=alert_payload("UpstreamErrors",
+                            {"severity": "critical", "namespace": ns, "service": api, "deployment": api,
+                             "upstream": dep_name},
+                            {"summary": "payments-api: 13 failed calls/s to fraud-check",
+                             "description": "Calls from payments-api to the fraud-check service are failing; payments fall back to manual review."},
+                            onset + M(2), expr),
+        recordings=recs,
+        expect={"category": "dependency_failure", "required_keywords": ["fraud-check"],
+                "forbidden_keywords": [], "forbidden_categories": ["healthy", "code_defect"],
+                "required_evidence": ["logs", "metrics", "kubernetes/pods"], "ruling_out_keywords": []},
+        effects=[{"action": "kubernetes.rollout_restart", "target": f"deployment/{dep_name}",
+                  "file": "after-restart.ndjson", "recordings": after}],
+    )
+
+
+def orders_db_node_lost():
+    ns = "orders"
+    lost, lost_zone = NODES[2]
+    down = NOW - M(26)
+    evicted = down + timedelta(seconds=300)
+    api, api_rs = "orders-api", "orders-api-7d5c9b6f48"
+    img_api = "registry.example.com/orders/orders-api:v7.0.3"
+    img_db = "registry.example.com/platform/postgres:16.4-r2"
+    since = NOW - timedelta(days=12)
+    db_pod = pod("orders-db-0", ns, "orders-db", lost, img_db, since, "StatefulSet", "orders-db", container="postgres",
+                 limits={"cpu": "2", "memory": "4Gi"}, requests={"cpu": "1", "memory": "4Gi"}, deleting=evicted,
+                 cond_status="False", pod_ip="10.20.3.15", extra_labels={"statefulset.kubernetes.io/pod-name": "orders-db-0"})
+    db_pod["metadata"]["ownerReferences"][0]["kind"] = "StatefulSet"
+    for c in db_pod["status"]["conditions"]:
+        if c["type"] == "Ready":
+            c["lastTransitionTime"] = ts(down + timedelta(seconds=40))
+    stale_api = pod(f"{api_rs}-qk2lp", ns, api, lost, img_api, since, "ReplicaSet", api_rs, deleting=evicted,
+                    cond_status="False", pod_ip="10.20.3.22")
+    api_pods = [pod(f"{api_rs}-{sfx}", ns, api, NODES[i][0], img_api, since, "ReplicaSet", api_rs, pod_ip=f"10.20.{i + 1}.{30 + i}")
+                for i, sfx in enumerate(("f6g1s", "m3c8y"))]
+    replacement = pod(f"{api_rs}-w8xzt", ns, api, NODES[0][0], img_api, evicted + timedelta(seconds=2), "ReplicaSet", api_rs,
+                      pod_ip="10.20.1.36")
+    pods = [db_pod, stale_api] + api_pods + [replacement]
+    events = [
+        event(ns, "Pod", "orders-db-0", "NodeNotReady", "Node is not ready", down + timedelta(seconds=40),
+              type_="Warning", component="node-controller"),
+        event(ns, "Pod", stale_api["metadata"]["name"], "NodeNotReady", "Node is not ready", down + timedelta(seconds=40),
+              type_="Warning", component="node-controller"),
+        event(ns, "Pod", "orders-db-0", "TaintManagerEviction", "Marking for deletion Pod orders/orders-db-0", evicted,
+              component="taint-eviction-controller"),
+        event(ns, "Pod", stale_api["metadata"]["name"], "TaintManagerEviction",
+              f"Marking for deletion Pod orders/{stale_api['metadata']['name']}", evicted, component="taint-eviction-controller"),
+        event(ns, "ReplicaSet", api_rs, "SuccessfulCreate", f"Created pod: {replacement['metadata']['name']}",
+              evicted + timedelta(seconds=2), component="replicaset-controller"),
+    ]
+    nodes = [node(n, z, True, heartbeat=NOW - timedelta(seconds=15)) for n, z in NODES[:2]] + [
+        node(lost, lost_zone, False, since=down + timedelta(seconds=40), heartbeat=down,
+             taints=[{"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule", "timeAdded": ts(down + timedelta(seconds=40))},
+                     {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": ts(down + timedelta(seconds=45))}])]
+    deps = [deployment(api, ns, img_api, 6, 3, 3, 3, since)]
+    rsets = [replicaset(api_rs, ns, api, img_api, 6, 3, 3, since)]
+    expr = 'kube_statefulset_status_replicas_ready{namespace="orders",statefulset="orders-db"} < 1'
+
+    def ready(t, fixed_at=None):
+        if fixed_at and t >= fixed_at + M(2):
+            return 1.0
+        return 1.0 if t < down + timedelta(seconds=40) else 0.0
+
+    labels = {"namespace": ns, "statefulset": "orders-db"}
+    pg_log = "".join(
+        f"{ts(down - M(9) + timedelta(seconds=60 * i))} LOG:  checkpoint complete: wrote {180 + 7 * i} buffers "
+        f"({1.1 + 0.1 * (i % 3):.1f}%); 0 WAL file(s) added, 0 removed, 1 recycled\n" for i in range(8))
+    recs = k8s_world(ns, pods, events, deps, rsets, nodes, {("orders-db-0", False): pg_log})
+    recs.append(prom_range(matrix(series_6h(labels, ready))))
+    recs.append(rec("prometheus", "/api/v1/rules", rules("kubernetes-apps", [
+        ("KubeStatefulSetReplicasMismatch", expr, 300, "critical", "StatefulSet has not matched the expected number of replicas", "firing"),
+        ("KubeNodeNotReady", 'kube_node_status_condition{condition="Ready",status="true"} == 0', 900, "warning",
+         "A node is not ready", "firing")])))
+    recs.append(rec("prometheus", "/api/v1/alerts", prom_alerts([
+        ({"alertname": "KubeStatefulSetReplicasMismatch", "namespace": ns, "statefulset": "orders-db", "severity": "critical"},
+         {"summary": "orders/orders-db has 0 of 1 replicas ready"}, "firing", down + M(2), "0e+00"),
+        ({"alertname": "KubeNodeNotReady", "node": lost, "severity": "warning"},
+         {"summary": f"{lost} is not ready"}, "firing", down + M(1), "0e+00")])))
+    deleted = json.loads(json.dumps(db_pod))
+    deleted["metadata"]["deletionGracePeriodSeconds"] = 0
+    recs.append(rec("kubernetes", f"/api/v1/namespaces/{ns}/pods/orders-db-0", deleted, method="DELETE"))
+    fixed = NOW + M(1)
+    new_db = pod("orders-db-0", ns, "orders-db", NODES[1][0], img_db, fixed, "StatefulSet", "orders-db", container="postgres",
+                 limits={"cpu": "2", "memory": "4Gi"}, requests={"cpu": "1", "memory": "4Gi"}, started=fixed + timedelta(seconds=35),
+                 pod_ip="10.20.2.51", extra_labels={"statefulset.kubernetes.io/pod-name": "orders-db-0"})
+    new_db["metadata"]["ownerReferences"][0]["kind"] = "StatefulSet"
+    after = k8s_world(ns, [new_db, stale_api] + api_pods + [replacement], events + [
+        event(ns, "Pod", "orders-db-0", "SuccessfulAttachVolume",
+              'AttachVolume.Attach succeeded for volume "pvc-5b8e41d2-orders-db-data-0"', fixed + timedelta(seconds=20),
+              component="attachdetach-controller")], deps, rsets, nodes)
+    after.append(prom_range(matrix(series_6h(labels, lambda t: ready(t, fixed), until=NOW + M(15)))))
+    write_case(
+        "orders-db-node-lost",
+        meta={"title": "orders-db down: its node stopped reporting and the pod is stuck terminating", "now": ts(NOW),
+              "difficulty": 3, "source": "sitrep built-in demo"},
+        alert=alert_payload("KubeStatefulSetReplicasMismatch",
+                            {"severity": "critical", "namespace": ns, "statefulset": "orders-db"},
+                            {"summary": "orders/orders-db has 0 of 1 replicas ready",
+                             "description": "StatefulSet orders/orders-db has not matched the expected number of replicas for longer than 5 minutes."},
+                            down + M(7), expr),
+        recordings=recs,
+        expect={"category": "infrastructure", "required_keywords": ["ip-10-20-3-41"],
+                "forbidden_keywords": [], "forbidden_categories": ["healthy", "code_defect"],
+                "required_evidence": ["kubernetes/nodes", "kubernetes/pods"], "ruling_out_keywords": []},
+        effects=[{"action": "kubernetes.delete_pod", "target": "pod/orders-db-0", "file": "after-delete.ndjson",
+                  "recordings": after}],
+    )
+
+
+def billing_false_alarm():
+    ns, app = "billing", "billing-api"
+    rs = "billing-api-59f8d7c6b5"
+    img = "registry.example.com/billing/billing-api:v3.3.8"
+    since = NOW - timedelta(days=10, hours=5)
+    pods = [pod(f"{rs}-{sfx}", ns, app, NODES[i][0], img, since, "ReplicaSet", rs,
+                limits={"cpu": "1", "memory": "1Gi"}, requests={"cpu": "300m", "memory": "512Mi"}, pod_ip=f"10.20.{i + 1}.{60 + i}")
+            for i, sfx in enumerate(("a1s2d", "f3g4h", "j5k6l"))]
+    dep = deployment(app, ns, img, 17, 3, 3, 3, since)
+    rsets = [replicaset(rs, ns, app, img, 17, 3, 3, since)]
+    blip = NOW - M(31)
+    expr = ('sum(rate(http_requests_total{namespace="billing",service="billing-api",code=~"5.."}[5m])) / '
+            'sum(rate(http_requests_total{namespace="billing",service="billing-api"}[5m])) > 0.05')
+
+    def ratio(t):
+        if blip <= t < blip + M(6):
+            return 0.071 + 0.01 * ((int(t.timestamp()) // 120) % 2)
+        return 0.003 + 0.001 * ((int(t.timestamp()) // 120) % 3)
+
+    labels = {"namespace": ns, "service": app}
+    recs = k8s_world(ns, pods, [], [dep], rsets, healthy_nodes(NOW))
+    recs.append(prom_range(matrix(series_6h(labels, ratio))))
+    recs.append(rec("prometheus", "/api/v1/rules", rules("billing-slo", [
+        ("HighErrorRate", expr, 120, "warning", "billing-api 5xx ratio above 5%", "inactive")])))
+    recs.append(rec("prometheus", "/api/v1/alerts", prom_alerts([])))
+    lines = []
+    for i in range(24):
+        t = blip - M(20) + timedelta(seconds=120 * i)
+        p = pods[i % 3]["metadata"]["name"]
+        lines.append(({"namespace": ns, "app": app, "pod": p, "level": "info"}, t,
+                      f'level=info ts={ts(t)} msg="invoice batch progress" batch=nightly-2026-03-11 done={400 * i} of=9600'))
+    recs.append(rec("loki", "/loki/api/v1/query_range", group_streams(lines)))
+    recs.append(rec("alertmanager", "/api/v2/silences", {"silenceID": "4f1c7a2e-9b3d-4e58-a6f0-2d7c8b1e5a93"},
+                    method="POST"))
+    write_case(
+        "billing-false-alarm",
+        meta={"title": "billing-api error-rate blip that cleared on its own", "now": ts(NOW), "difficulty": 2,
+              "source": "sitrep built-in demo"},
+        alert=alert_payload("HighErrorRate",
+                            {"severity": "warning", "namespace": ns, "service": app, "deployment": app},
+                            {"summary": "billing-api 5xx ratio above 5%",
+                             "description": "billing-api returned more than 5% 5xx responses for 2 minutes."},
+                            blip + M(3), expr),
+        recordings=recs,
+        expect={"category": "healthy", "required_keywords": ["billing-api"],
+                "forbidden_keywords": [], "forbidden_categories": ["code_defect", "dependency_failure",
+                                                                   "resource_exhaustion", "infrastructure"],
+                "required_evidence": ["metrics", "kubernetes/pods"], "ruling_out_keywords": []},
+    )
+
+
+def catalog_image_pull():
+    ns, app = "catalog", "catalog-web"
+    old_rs, new_rs = "catalog-web-5d4c3b2a19", "catalog-web-9c8d7b6f5a"
+    img_old = "registry.example.com/catalog/catalog-web:v3.11.4"
+    img_new = "registry.example.com/catalog/catalog-web:v3.12.0"
+    since = NOW - timedelta(days=6)
+    rolled = NOW - M(19)
+    old_pods = [pod(f"{old_rs}-{sfx}", ns, app, NODES[i][0], img_old, since, "ReplicaSet", old_rs,
+                    limits={"cpu": "500m", "memory": "512Mi"}, requests={"cpu": "200m", "memory": "256Mi"}, pod_ip=f"10.20.{i + 1}.{80 + i}")
+                for i, sfx in enumerate(("r7t2y", "u8i3o", "p9a4s"))]
+    msg = (f'Back-off pulling image "{img_new}"')
+    new_pod = pod(f"{new_rs}-z6x1c", ns, app, NODES[1][0], img_new, rolled + timedelta(seconds=3), "ReplicaSet", new_rs,
+                  ready=False, state={"waiting": {"reason": "ImagePullBackOff", "message": msg}},
+                  limits={"cpu": "500m", "memory": "512Mi"}, requests={"cpu": "200m", "memory": "256Mi"},
+                  phase="Pending", ready_reason=("ContainersNotReady", f"containers with unready status: [{app}]"),
+                  pod_ip="10.20.2.97")
+    pods = old_pods + [new_pod]
+    pname = new_pod["metadata"]["name"]
+    not_found = (f'Failed to pull image "{img_new}": rpc error: code = NotFound desc = failed to pull and unpack image '
+                 f'"{img_new}": failed to resolve reference "{img_new}": {img_new}: not found')
+    events = [
+        event(ns, "Deployment", app, "ScalingReplicaSet", f"Scaled up replica set {new_rs} from 0 to 1", rolled,
+              component="deployment-controller"),
+        event(ns, "Pod", pname, "Pulling", f'Pulling image "{img_new}"', rolled + timedelta(seconds=4), NOW - M(2), count=8),
+        event(ns, "Pod", pname, "Failed", not_found, rolled + timedelta(seconds=5), NOW - M(2), count=8, type_="Warning"),
+        event(ns, "Pod", pname, "Failed", "Error: ErrImagePull", rolled + timedelta(seconds=5), NOW - M(2), count=8,
+              type_="Warning"),
+        event(ns, "Pod", pname, "BackOff", msg, rolled + timedelta(seconds=20), NOW - timedelta(seconds=40), count=74),
+        event(ns, "Pod", pname, "Failed", "Error: ImagePullBackOff", rolled + timedelta(seconds=20),
+              NOW - timedelta(seconds=40), count=74, type_="Warning"),
+    ]
+    stuck = {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+             "message": f'ReplicaSet "{new_rs}" has timed out progressing.',
+             "lastUpdateTime": ts(rolled + M(10)), "lastTransitionTime": ts(rolled + M(10))}
+    dep = deployment(app, ns, img_new, 8, 3, 3, 1, rolled, progressing=stuck)
+    rsets = [replicaset(new_rs, ns, app, img_new, 8, 1, 0, rolled), replicaset(old_rs, ns, app, img_old, 7, 3, 3, since)]
+    logs = {(pname, False): None}
+    expr = ('kube_deployment_status_condition{namespace="catalog",deployment="catalog-web",'
+            'condition="Progressing",status="false"} == 1')
+
+    def cond(t, fixed_at=None):
+        if fixed_at and t >= fixed_at + M(1):
+            return 0.0
+        return 1.0 if t >= rolled + M(10) else 0.0
+
+    labels = {"namespace": ns, "deployment": app, "condition": "Progressing", "status": "false"}
+    recs = k8s_world(ns, pods, events, [dep], rsets, healthy_nodes(NOW))
+    recs.append(rec("kubernetes", f"/api/v1/namespaces/{ns}/pods/{pname}/log", {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": f'container "{app}" in pod "{pname}" is waiting to start: trying and failing to pull image',
+        "reason": "BadRequest", "code": 400}, status=400))
+    del logs
+    recs.append(prom_range(matrix(series_6h(labels, cond))))
+    recs.append(rec("prometheus", "/api/v1/rules", rules("kubernetes-apps", [
+        ("KubeDeploymentRolloutStuck", expr, 900, "warning", "Deployment rollout is not progressing", "firing")])))
+    recs.append(rec("prometheus", "/api/v1/alerts", prom_alerts([
+        ({"alertname": "KubeDeploymentRolloutStuck", "namespace": ns, "deployment": app, "severity": "warning"},
+         {"summary": "catalog/catalog-web rollout is not progressing"}, "firing", rolled + M(10), "1e+00")])))
+    fixed = NOW + M(1)
+    dep_after = deployment(app, ns, img_old, 9, 3, 3, 3, fixed)
+    recs.append(rec("kubernetes", f"/apis/apps/v1/namespaces/{ns}/deployments/{app}", dep_after, method="PATCH"))
+    after = k8s_world(ns, old_pods, events + [
+        event(ns, "Deployment", app, "ScalingReplicaSet", f"Scaled down replica set {new_rs} from 1 to 0", fixed,
+              component="deployment-controller")], [dep_after],
+        [replicaset(new_rs, ns, app, img_new, 8, 0, 0, rolled), replicaset(old_rs, ns, app, img_old, 9, 3, 3, since)],
+        healthy_nodes(NOW))
+    after.append(prom_range(matrix(series_6h(labels, lambda t: cond(t, fixed), until=NOW + M(15)))))
+    write_case(
+        "catalog-image-pull",
+        meta={"title": "catalog-web rollout stuck: the new image tag does not exist", "now": ts(NOW), "difficulty": 1,
+              "source": "sitrep built-in demo"},
+        alert=alert_payload("KubeDeploymentRolloutStuck",
+                            {"severity": "warning", "namespace": ns, "deployment": app},
+                            {"summary": "catalog/catalog-web rollout is not progressing",
+                             "description": "Rollout of deployment catalog/catalog-web has not progressed for more than 15 minutes."},
+                            rolled + M(10), expr),
+        recordings=recs,
+        expect={"category": "configuration_error", "required_keywords": ["catalog-web", "v3.12.0"],
+                "forbidden_keywords": [], "forbidden_categories": ["healthy", "code_defect"],
+                "required_evidence": ["kubernetes/events", "kubernetes/pods"], "ruling_out_keywords": []},
+        effects=[{"action": "kubernetes.rollout_undo", "target": f"deployment/{app}", "file": "after-rollback.ndjson",
+                  "recordings": after}],
+    )
+
+
+SCENARIOS = [checkout_bad_deploy, search_cpu_saturation, payments_dependency, orders_db_node_lost,
+             billing_false_alarm, catalog_image_pull]
 
 if __name__ == "__main__":
     for make in SCENARIOS:

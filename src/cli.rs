@@ -31,6 +31,17 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Cmd {
+    /// Investigate a built-in scenario (no network, no cluster needed).
+    Demo {
+        /// Scenario name (see --list); the first one when absent.
+        name: Option<String>,
+        /// List the built-in scenarios and exit.
+        #[arg(long)]
+        list: bool,
+        /// Do not write a session file.
+        #[arg(long)]
+        no_save: bool,
+    },
     /// Investigate a recorded case or the live systems from the config.
     Investigate(InvestigateArgs),
     /// Replay a saved session (pause, speed, step, seek); read-only.
@@ -134,6 +145,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         } => runbooks_check(path),
         Cmd::Eval { dirs, timeout } => eval(dirs, *timeout),
         Cmd::Investigate(args) => investigate(&cli, args),
+        Cmd::Demo {
+            name,
+            list,
+            no_save,
+        } => demo(&cli, name.as_deref(), *list, *no_save),
     }
 }
 
@@ -172,11 +188,63 @@ fn replay(cli: &Cli, file: &Path) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    bail!(
-        "the terminal replay is not available in this build; use `sitrep replay --headless {}` or `sitrep export {}`",
-        file.display(),
-        file.display()
-    )
+    let config = load_config(cli)?;
+    let mut opts = ui_options(&config);
+    // Replay never acts, whatever the config says.
+    opts.read_only = true;
+    runtime()?.block_on(crate::tui::run_replay(log, opts))
+}
+
+fn ui_options(config: &Config) -> crate::tui::UiOptions {
+    crate::tui::UiOptions {
+        theme: Some(config.ui.theme.clone()),
+        keys: config.keys.clone(),
+        read_only: config.policy.read_only,
+        ..crate::tui::UiOptions::default()
+    }
+}
+
+/// Run an investigation in the console, or headless, until it ends.
+async fn drive(cli: &Cli, config: &Config, handle: AgentHandle) -> anyhow::Result<()> {
+    if cli.headless {
+        let outcome = run_headless(handle).await?;
+        eprintln!("sitrep: session ended: {}", outcome.name());
+        Ok(())
+    } else {
+        crate::tui::run_live(handle, ui_options(config)).await
+    }
+}
+
+fn demo(cli: &Cli, name: Option<&str>, list: bool, no_save: bool) -> anyhow::Result<()> {
+    if list {
+        for case in crate::world::demo::list() {
+            println!("{:<24} {}", case.name, case.title);
+        }
+        return Ok(());
+    }
+    let config = load_config(cli)?;
+    let name = match name {
+        Some(n) => n.to_string(),
+        None => match crate::world::demo::names().first() {
+            Some(n) => n.to_string(),
+            None => bail!("this build has no demo scenarios"),
+        },
+    };
+    let world = crate::world::demo::load(&name)?;
+    let trigger = match world.case().and_then(|c| c.alert.clone()) {
+        Some(payload) => Trigger::Alert(payload),
+        None => Trigger::Problem(
+            world
+                .case()
+                .map(|c| c.title.clone())
+                .unwrap_or_else(|| name.clone()),
+        ),
+    };
+    let opts = agent_options(&config, RunMode::Demo, Some(name), !no_save, false);
+    runtime()?.block_on(async {
+        let handle = agent::spawn(Arc::new(world), trigger, opts);
+        drive(cli, &config, handle).await
+    })
 }
 
 /// One record as one NDJSON line. Returns false when the reader went away (a closed pipe).
@@ -340,9 +408,6 @@ fn eval(dirs: &[PathBuf], timeout: u64) -> anyhow::Result<()> {
 
 fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
     let config = load_config(cli)?;
-    if !cli.headless {
-        bail!("the terminal console is not available in this build; add --headless");
-    }
     let rt = runtime()?;
     rt.block_on(async {
         let world = match &args.case {
@@ -365,9 +430,7 @@ fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
         let case = world.case().map(|c| c.id.clone());
         let opts = agent_options(&config, mode, case, !args.no_save, args.diagnosis_only);
         let handle = agent::spawn(Arc::new(world), trigger, opts);
-        let outcome = run_headless(handle).await?;
-        eprintln!("sitrep: session ended: {}", outcome.name());
-        Ok(())
+        drive(cli, &config, handle).await
     })
 }
 

@@ -487,12 +487,14 @@ impl Config {
                 format!("{:?}", self.ui.theme),
             ));
         }
-        for (action, key) in &self.keys {
-            if !is_key_spec(key) {
+        for (action, keys) in &self.keys {
+            let ok =
+                keys.split_whitespace().count() > 0 && keys.split_whitespace().all(is_key_spec);
+            if !ok {
                 return Err(invalid(
                     &format!("keys.{action}"),
-                    "a key such as \"a\", \"G\", \"ctrl-d\", \"enter\", \"esc\", \"tab\", \"f1\"",
-                    format!("{key:?}"),
+                    "one or more keys separated by spaces, such as \"a\", \"G\", \"ctrl-d\", \"j down\", \"enter\", \"f1\"",
+                    format!("{keys:?}"),
                 ));
             }
         }
@@ -503,12 +505,15 @@ impl Config {
 /// Named keys accepted in `[keys]`, besides single characters and `f1`..`f12`.
 pub const NAMED_KEYS: &[&str] = &[
     "enter",
+    "return",
     "esc",
+    "escape",
     "tab",
     "backtab",
     "space",
     "backspace",
     "delete",
+    "del",
     "insert",
     "up",
     "down",
@@ -517,16 +522,18 @@ pub const NAMED_KEYS: &[&str] = &[
     "home",
     "end",
     "pageup",
+    "pgup",
     "pagedown",
+    "pgdown",
 ];
 
-/// Whether `spec` is a key the keymap understands: optional `ctrl-`/`alt-`/`shift-` prefixes,
+/// Whether `spec` is a key the keymap understands: optional `ctrl-`/`alt-`/`shift-` (or `ctrl+`...) prefixes,
 /// then one character, a named key or `f1`..`f12`.
 pub fn is_key_spec(spec: &str) -> bool {
     let mut rest = spec;
     loop {
         let lower = rest.to_ascii_lowercase();
-        let stripped = ["ctrl-", "alt-", "shift-"]
+        let stripped = ["ctrl-", "alt-", "shift-", "ctrl+", "alt+", "shift+"]
             .iter()
             .find(|p| lower.starts_with(**p) && rest.len() > p.len());
         match stripped {
@@ -739,6 +746,8 @@ half_page_down = "ctrl-d"
             ),
             ("[ui]\ntheme = \"../../etc\"\n", "ui.theme"),
             ("[keys]\napprove = \"ctrl-\"\n", "keys.approve"),
+            ("[keys]\ndown = \"j hello\"\n", "keys.down"),
+            ("[keys]\ndown = \" \"\n", "keys.down"),
             ("[policy]\nveto_secs = 99999\n", "policy.veto_secs"),
         ];
         for (text, key) in cases {
@@ -781,6 +790,35 @@ half_page_down = "ctrl-d"
             err.contains("integrations.prometheus.auth.token_env"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_example_config_loads_and_sets_every_section() {
+        let text = include_str!("../config.example.toml");
+        let c = match Config::parse(text, Path::new("config.example.toml")) {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(
+            c.integrations.configured(),
+            vec![
+                "kubernetes",
+                "prometheus",
+                "loki",
+                "alertmanager",
+                "github",
+                "pagerduty"
+            ]
+        );
+        assert_eq!(c.policy, Policy::default());
+        assert_eq!(c.ui, Ui::default());
+        assert_eq!(c.keys.get("approve").map(String::as_str), Some("a"));
+        // Every key the example documents parses back to the same value it serializes to.
+        let again: Config = match toml::to_string(&c).map(|t| toml::from_str(&t)) {
+            Ok(Ok(c)) => c,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(again.integrations, c.integrations);
     }
 
     #[test]

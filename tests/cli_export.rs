@@ -89,16 +89,15 @@ fn replay_headless_prints_every_record() {
         data.path(),
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let original = std::fs::read_to_string(fixture()).unwrap_or_default();
-    let printed: Vec<serde_json::Value> = stdout(&out)
+    let printed: Vec<Option<sitrep::model::Record>> = stdout(&out)
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or(serde_json::Value::Null))
+        .map(|l| serde_json::from_str(l).ok())
         .collect();
-    let expected: Vec<serde_json::Value> = original
-        .lines()
-        .skip(1)
-        .map(|l| serde_json::from_str(l).unwrap_or(serde_json::Value::Null))
-        .collect();
+    let expected: Vec<Option<sitrep::model::Record>> = match sitrep::session::read_file(&fixture())
+    {
+        Ok(log) => log.records.into_iter().map(Some).collect(),
+        Err(e) => panic!("{e}"),
+    };
     assert_eq!(printed, expected);
 }
 

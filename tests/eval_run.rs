@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 fn quiet() -> EvalOptions {
-    EvalOptions { case_timeout: Duration::from_secs(60), print: false }
+    EvalOptions {
+        case_timeout: Duration::from_secs(60),
+        print: false,
+    }
 }
 
 #[tokio::test]
@@ -32,7 +35,11 @@ async fn a_directory_without_cases_is_a_clear_error() {
     };
     assert!(err.contains("no case directories"), "{err}");
     let missing = tmp.path().join("nope");
-    let err = eval::run(&[missing], &quiet()).await.err().map(|e| e.to_string()).unwrap_or_default();
+    let err = eval::run(&[missing], &quiet())
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
     assert!(err.contains("not a directory"), "{err}");
 }
 
@@ -57,7 +64,9 @@ async fn a_broken_case_fails_with_its_reason_and_the_rest_still_run() {
 async fn external_suite_runs_to_the_end() {
     let dir = std::env::var_os("SITREP_EVAL_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/cases/opensre-eks"));
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/cases/opensre-eks")
+        });
     if !dir.is_dir() {
         return;
     }
@@ -67,5 +76,8 @@ async fn external_suite_runs_to_the_end() {
     };
     println!("{summary}");
     assert!(!summary.results.is_empty());
-    assert!(summary.results.iter().all(|r| r.error.is_none()), "\n{summary}");
+    assert!(
+        summary.results.iter().all(|r| r.error.is_none()),
+        "\n{summary}"
+    );
 }

@@ -123,3 +123,11 @@ fn keyboard_style_navigation_matches_the_prefix_fold() {
         Some(0)
     );
 }
+
+#[test]
+fn sessions_dir_agrees_with_the_config_data_dir() {
+    assert_eq!(
+        session::sessions_dir(),
+        sitrep::config::data_dir().join("sessions")
+    );
+}

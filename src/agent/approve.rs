@@ -52,7 +52,8 @@ pub fn resolve_session(session: &str, sessions_dir: &Path) -> Result<PathBuf, Ap
     if direct.is_file() {
         return Ok(direct);
     }
-    let entries = fs::read_dir(sessions_dir).map_err(|_| ApproveError::NoSession(session.into()))?;
+    let entries =
+        fs::read_dir(sessions_dir).map_err(|_| ApproveError::NoSession(session.into()))?;
     for entry in entries.flatten() {
         let path = entry.path();
         if path.extension().and_then(|e| e.to_str()) != Some("ndjson") {

@@ -242,12 +242,7 @@ pub fn nodes_table(nodes: &[NodeFacts]) -> EvidenceBody {
         .collect();
     table(
         &[
-            "node",
-            "status",
-            "pressure",
-            "cordoned",
-            "taints",
-            "message",
+            "node", "status", "pressure", "cordoned", "taints", "message",
         ],
         rows,
     )
@@ -298,9 +293,7 @@ pub fn rules_table(rules: &[RuleInfo]) -> EvidenceBody {
                 r.name.clone(),
                 r.rule_type.clone(),
                 r.state.clone().unwrap_or_default(),
-                r.duration_secs
-                    .map(|d| format!("{d}s"))
-                    .unwrap_or_default(),
+                r.duration_secs.map(|d| format!("{d}s")).unwrap_or_default(),
                 r.query.clone(),
             ]
         })

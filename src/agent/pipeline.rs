@@ -74,11 +74,14 @@ pub async fn run(
             Some(text.clone()),
         ),
     };
-    let title = opts.title.clone().unwrap_or_else(|| match (&alert, &problem) {
-        (Some(a), _) => a.title(),
-        (None, Some(p)) => p.chars().take(80).collect(),
-        _ => "investigation".into(),
-    });
+    let title = opts
+        .title
+        .clone()
+        .unwrap_or_else(|| match (&alert, &problem) {
+            (Some(a), _) => a.title(),
+            (None, Some(p)) => p.chars().take(80).collect(),
+            _ => "investigation".into(),
+        });
     let started = Utc::now();
     let id = format!(
         "{}-{:08x}",
@@ -123,6 +126,7 @@ pub async fn run(
         journal: journal.clone(),
         timeout: opts.tool_timeout,
         specialist: "agent".into(),
+        seen: Arc::default(),
     };
     let mut run = Run {
         tools,
@@ -305,7 +309,11 @@ impl Run {
         let approved = self.approve(&actions).await?;
         self.finish(
             Stage::Approve,
-            format!("{} of {} action(s) cleared to run", approved.len(), actions.len()),
+            format!(
+                "{} of {} action(s) cleared to run",
+                approved.len(),
+                actions.len()
+            ),
         );
 
         // Execute
@@ -500,8 +508,7 @@ impl Run {
                     analyzer: format!("runbook:{}", rb.name),
                     summary,
                     detail: String::new(),
-                    category: crate::model::Category::parse(&d.category.value)
-                        .unwrap_or_default(),
+                    category: crate::model::Category::parse(&d.category.value).unwrap_or_default(),
                     confidence: d.confidence.unwrap_or(0.6),
                     evidence: obs.evidence_of_kinds(&["kubernetes/pods", "kubernetes/nodes"]),
                 },
@@ -630,11 +637,7 @@ impl Run {
                         veto_secs: None,
                         approvals_needed: approvals,
                     });
-                    pending.push((
-                        n,
-                        a.clone(),
-                        Wait::Approvals(Vec::new()),
-                    ));
+                    pending.push((n, a.clone(), Wait::Approvals(Vec::new())));
                 }
             }
         }
@@ -848,7 +851,7 @@ impl Run {
 
     /// Re-query what the action should have fixed and compare with before.
     async fn verify(&self, action: &Action, before: &Observations) -> Verification {
-        let caller = self.caller.for_specialist("verify");
+        let caller = self.caller.fresh("verify");
         let after = Mutex::new(Observations::default());
         let ns = action
             .params
@@ -908,10 +911,17 @@ impl Run {
                     .collect();
                 checks.push(match (mine.len(), bad.is_empty()) {
                     (0, _) => (false, format!("no running pod for {}", action.target)),
-                    (n, true) => (true, format!("{n} pod(s) of {} running and ready", action.target)),
+                    (n, true) => (
+                        true,
+                        format!("{n} pod(s) of {} running and ready", action.target),
+                    ),
                     (n, false) => (
                         false,
-                        format!("{} of {n} pod(s) still unhealthy: {}", bad.len(), bad.join(", ")),
+                        format!(
+                            "{} of {n} pod(s) still unhealthy: {}",
+                            bad.len(),
+                            bad.join(", ")
+                        ),
                     ),
                 });
             }
@@ -997,7 +1007,10 @@ impl Run {
                                 "alert expression back within {} {} (now {})",
                                 t.op,
                                 t.value,
-                                last.iter().map(|v| format!("{v:.3}")).collect::<Vec<_>>().join(", ")
+                                last.iter()
+                                    .map(|v| format!("{v:.3}"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
                             ),
                         ),
                         Some(v) => (
@@ -1012,7 +1025,10 @@ impl Run {
         if checks.is_empty() {
             checks.push((
                 true,
-                format!("{} reported success; nothing further to re-query", action.kind),
+                format!(
+                    "{} reported success; nothing further to re-query",
+                    action.kind
+                ),
             ));
         }
         let passed = checks.iter().all(|(ok, _)| *ok);
@@ -1070,11 +1086,19 @@ pub fn operation(kind: &str, target: &str, params: &BTreeMap<String, serde_json:
     let p = |k: &str| {
         params
             .get(k)
-            .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v.to_string())
+            })
             .unwrap_or_default()
     };
     let ns = p("namespace");
-    let ns = if ns.is_empty() { String::new() } else { format!(" -n {ns}") };
+    let ns = if ns.is_empty() {
+        String::new()
+    } else {
+        format!(" -n {ns}")
+    };
     match kind {
         "kubernetes.rollout_undo" => format!("kubectl rollout undo {target}{ns}"),
         "kubernetes.rollout_restart" => format!("kubectl rollout restart {target}{ns}"),
@@ -1108,11 +1132,7 @@ fn facts(obs: &Observations, scope: &Scope) -> serde_json::Value {
         .filter(|n| !n.ready())
         .map(|n| n.name.clone())
         .collect();
-    let on_lost_node = |p: &&PodFacts| {
-        p.node
-            .as_ref()
-            .is_some_and(|n| not_ready_nodes.contains(n))
-    };
+    let on_lost_node = |p: &&PodFacts| p.node.as_ref().is_some_and(|n| not_ready_nodes.contains(n));
     let mut stuck: Vec<&PodFacts> = obs
         .pods
         .iter()
@@ -1131,7 +1151,9 @@ fn facts(obs: &Observations, scope: &Scope) -> serde_json::Value {
             .filter(|p| {
                 p.containers.iter().any(|c| {
                     c.reason.as_deref().is_some_and(|r| reasons.contains(&r))
-                        || c.last_reason.as_deref().is_some_and(|r| reasons.contains(&r))
+                        || c.last_reason
+                            .as_deref()
+                            .is_some_and(|r| reasons.contains(&r))
                 })
             })
             .map(|p| p.name.clone())

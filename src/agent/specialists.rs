@@ -189,6 +189,8 @@ pub struct Caller {
     pub journal: Arc<Mutex<Journal>>,
     pub timeout: Duration,
     pub specialist: String,
+    /// Calls already made in this phase (tool + params), so two lanes never ask twice.
+    pub seen: Arc<Mutex<std::collections::BTreeSet<String>>>,
 }
 
 /// Lock the journal; a panic elsewhere must not silence the session log.
@@ -197,6 +199,15 @@ pub fn lock(j: &Mutex<Journal>) -> MutexGuard<'_, Journal> {
 }
 
 impl Caller {
+    /// The same caller with a fresh memory of calls made (verification re-queries on purpose).
+    pub fn fresh(&self, name: &str) -> Caller {
+        Caller {
+            specialist: name.to_string(),
+            seen: Arc::default(),
+            ..self.clone()
+        }
+    }
+
     pub fn for_specialist(&self, name: &str) -> Caller {
         Caller {
             specialist: name.to_string(),
@@ -217,6 +228,23 @@ impl Caller {
         chart: &Chart,
         obs: &Mutex<Observations>,
     ) -> Option<(ToolOutput, EvidenceId)> {
+        let key = format!(
+            "{tool} {}",
+            serde_json::Value::from(
+                params
+                    .clone()
+                    .into_iter()
+                    .collect::<serde_json::Map<_, _>>()
+            )
+        );
+        if !self
+            .seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key)
+        {
+            return None;
+        }
         let call_id = {
             let mut j = lock(&self.journal);
             let call_id = j.next_id("call");
@@ -360,7 +388,9 @@ pub fn absorb(
         .or_default()
         .push(id.clone());
     match output {
-        ToolOutput::Pods(v) => merge_by(&mut obs.pods, v, |p| (p.namespace.clone(), p.name.clone())),
+        ToolOutput::Pods(v) => {
+            merge_by(&mut obs.pods, v, |p| (p.namespace.clone(), p.name.clone()))
+        }
         ToolOutput::Events(v) => obs.events.extend(v.iter().cloned()),
         ToolOutput::Deployments(v) if tool.ends_with("replica_sets") => {
             merge_by(&mut obs.replica_sets, v, |d| {
@@ -379,7 +409,9 @@ pub fn absorb(
                 let mut l: LogLine = l.clone();
                 l.labels.entry("pod".into()).or_insert_with(|| pod.clone());
                 if let Some(c) = &container {
-                    l.labels.entry("container".into()).or_insert_with(|| c.clone());
+                    l.labels
+                        .entry("container".into())
+                        .or_insert_with(|| c.clone());
                 }
                 if previous {
                     l.labels.insert("previous".into(), "true".into());
@@ -388,10 +420,27 @@ pub fn absorb(
             }));
         }
         ToolOutput::Logs(v) => obs.logs.extend(v.iter().cloned()),
-        ToolOutput::Series(v) => obs.metrics.extend(v.iter().cloned()),
+        ToolOutput::Series(v) => merge_series(&mut obs.metrics, v),
         ToolOutput::Rules(v) => merge_by(&mut obs.rules, v, |r| (r.group.clone(), r.name.clone())),
         ToolOutput::Alerts(v) => obs.alerts.extend(v.iter().cloned()),
         ToolOutput::Changes(v) => obs.changes.extend(v.iter().cloned()),
+    }
+}
+
+/// The same series read over two windows is one series: points are unioned by timestamp.
+fn merge_series(into: &mut Vec<crate::model::Series>, items: &[crate::model::Series]) {
+    for item in items {
+        match into
+            .iter_mut()
+            .find(|s| s.name == item.name && s.labels == item.labels)
+        {
+            Some(slot) => {
+                slot.points.extend(item.points.iter().copied());
+                slot.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                slot.points.dedup_by(|a, b| a.0 == b.0);
+            }
+            None => into.push(item.clone()),
+        }
     }
 }
 
@@ -408,7 +457,9 @@ fn merge_by<T: Clone, K: PartialEq>(into: &mut Vec<T>, items: &[T], key: impl Fn
 
 /// Combine what two lanes learned.
 pub fn merge(into: &mut Observations, from: Observations) {
-    merge_by(&mut into.pods, &from.pods, |p| (p.namespace.clone(), p.name.clone()));
+    merge_by(&mut into.pods, &from.pods, |p| {
+        (p.namespace.clone(), p.name.clone())
+    });
     into.events.extend(from.events);
     merge_by(&mut into.deployments, &from.deployments, |d| {
         (d.namespace.clone(), d.name.clone())
@@ -419,8 +470,10 @@ pub fn merge(into: &mut Observations, from: Observations) {
     merge_by(&mut into.nodes, &from.nodes, |n| n.name.clone());
     into.pod_logs.extend(from.pod_logs);
     into.logs.extend(from.logs);
-    into.metrics.extend(from.metrics);
-    merge_by(&mut into.rules, &from.rules, |r| (r.group.clone(), r.name.clone()));
+    merge_series(&mut into.metrics, &from.metrics);
+    merge_by(&mut into.rules, &from.rules, |r| {
+        (r.group.clone(), r.name.clone())
+    });
     into.alerts.extend(from.alerts);
     into.changes.extend(from.changes);
     for (k, ids) in from.evidence {

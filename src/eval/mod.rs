@@ -21,7 +21,10 @@ pub struct EvalOptions {
 
 impl Default for EvalOptions {
     fn default() -> Self {
-        EvalOptions { case_timeout: Duration::from_secs(120), print: true }
+        EvalOptions {
+            case_timeout: Duration::from_secs(120),
+            print: true,
+        }
     }
 }
 
@@ -77,8 +80,12 @@ pub fn score(expect: &Expect, incident: &Incident) -> Score {
     };
     let got = s.category;
     match (expect.category, got) {
-        (Some(want), Some(got)) if want != got => s.failures.push(format!("category {got}, expected {want}")),
-        (Some(want), None) => s.failures.push(format!("no diagnosis, expected category {want}")),
+        (Some(want), Some(got)) if want != got => {
+            s.failures.push(format!("category {got}, expected {want}"))
+        }
+        (Some(want), None) => s
+            .failures
+            .push(format!("no diagnosis, expected category {want}")),
         _ => {}
     }
     if let Some(got) = got
@@ -94,7 +101,8 @@ pub fn score(expect: &Expect, incident: &Incident) -> Score {
         .map(String::as_str)
         .collect();
     if !missing.is_empty() {
-        s.failures.push(format!("report lacks {}", quote_all(&missing)));
+        s.failures
+            .push(format!("report lacks {}", quote_all(&missing)));
     }
     let present: Vec<&str> = expect
         .forbidden_keywords
@@ -103,7 +111,8 @@ pub fn score(expect: &Expect, incident: &Incident) -> Score {
         .map(String::as_str)
         .collect();
     if !present.is_empty() {
-        s.failures.push(format!("report contains forbidden {}", quote_all(&present)));
+        s.failures
+            .push(format!("report contains forbidden {}", quote_all(&present)));
     }
     let kinds = incident.evidence_kinds();
     let unconsulted: Vec<&str> = expect
@@ -113,7 +122,10 @@ pub fn score(expect: &Expect, incident: &Incident) -> Score {
         .map(String::as_str)
         .collect();
     if !unconsulted.is_empty() {
-        s.failures.push(format!("evidence not consulted: {}", unconsulted.join(", ")));
+        s.failures.push(format!(
+            "evidence not consulted: {}",
+            unconsulted.join(", ")
+        ));
     }
     let ruled = ruled_out_text(incident).to_lowercase();
     s.ruling_total = expect.ruling_out_keywords.len();
@@ -128,7 +140,11 @@ pub fn score(expect: &Expect, incident: &Incident) -> Score {
 }
 
 fn quote_all(words: &[&str]) -> String {
-    words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(", ")
+    words
+        .iter()
+        .map(|w| format!("\"{w}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// One case's result.
@@ -153,10 +169,19 @@ impl fmt::Display for CaseResult {
         let mark = if self.passed() { "PASS" } else { "FAIL" };
         let got = self.score.category.map(|c| c.name()).unwrap_or("-");
         let recall = match self.score.recall() {
-            Some(r) => format!("{}/{} ({:.0}%)", self.score.ruling_hits, self.score.ruling_total, r * 100.0),
+            Some(r) => format!(
+                "{}/{} ({:.0}%)",
+                self.score.ruling_hits,
+                self.score.ruling_total,
+                r * 100.0
+            ),
             None => "n/a".into(),
         };
-        write!(f, "{mark}  {:<44} {:<20} ruling-out recall {recall}", self.id, got)?;
+        write!(
+            f,
+            "{mark}  {:<44} {:<20} ruling-out recall {recall}",
+            self.id, got
+        )?;
         if let Some(e) = &self.error {
             write!(f, "\n      error: {e}")?;
         }
@@ -164,7 +189,18 @@ impl fmt::Display for CaseResult {
             write!(f, "\n      - {reason}")?;
         }
         if !self.score.ruling_missed.is_empty() {
-            write!(f, "\n      ruling-out missed: {}", quote_all(&self.score.ruling_missed.iter().map(String::as_str).collect::<Vec<_>>()))?;
+            write!(
+                f,
+                "\n      ruling-out missed: {}",
+                quote_all(
+                    &self
+                        .score
+                        .ruling_missed
+                        .iter()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>()
+                )
+            )?;
         }
         Ok(())
     }
@@ -187,7 +223,11 @@ impl EvalSummary {
 
     /// Mean ruling-out recall over the cases whose rubric lists ruling-out keywords.
     pub fn mean_recall(&self) -> Option<f32> {
-        let r: Vec<f32> = self.results.iter().filter_map(|r| r.score.recall()).collect();
+        let r: Vec<f32> = self
+            .results
+            .iter()
+            .filter_map(|r| r.score.recall())
+            .collect();
         (!r.is_empty()).then(|| r.iter().sum::<f32>() / r.len() as f32)
     }
 
@@ -225,7 +265,12 @@ mod tests {
         }
     }
 
-    fn incident(category: Category, report: &str, kinds: &[&str], ruled: &[(&str, &str)]) -> Incident {
+    fn incident(
+        category: Category,
+        report: &str,
+        kinds: &[&str],
+        ruled: &[(&str, &str)],
+    ) -> Incident {
         Incident {
             diagnosis: Some((category, "x".into(), 0.9)),
             report: Some(report.into()),
@@ -238,12 +283,19 @@ mod tests {
                     title: String::new(),
                     source: String::new(),
                     call_id: None,
-                    body: EvidenceBody::Text { language: "text".into(), text: String::new() },
+                    body: EvidenceBody::Text {
+                        language: "text".into(),
+                        text: String::new(),
+                    },
                 })
                 .collect(),
             ruled_out: ruled
                 .iter()
-                .map(|(s, r)| RuledOut { statement: s.to_string(), reason: r.to_string(), evidence: vec![] })
+                .map(|(s, r)| RuledOut {
+                    statement: s.to_string(),
+                    reason: r.to_string(),
+                    evidence: vec![],
+                })
                 .collect(),
             ..Incident::default()
         }
@@ -255,7 +307,10 @@ mod tests {
             Category::ResourceExhaustion,
             "OOMKilled with EXIT CODE 137 at the memory limit",
             &["kubernetes/pods", "kubernetes/events"],
-            &[("Bad image", "No image pull errors"), ("Deployment-wide", "Sibling pods healthy")],
+            &[
+                ("Bad image", "No image pull errors"),
+                ("Deployment-wide", "Sibling pods healthy"),
+            ],
         );
         let s = score(&expect(), &inc);
         assert!(s.passed(), "{:?}", s.failures);
@@ -264,15 +319,29 @@ mod tests {
 
     #[test]
     fn each_failure_has_its_reason() {
-        let inc = incident(Category::Healthy, "do a rollback", &["metrics"], &[("x", "no image pull errors")]);
+        let inc = incident(
+            Category::Healthy,
+            "do a rollback",
+            &["metrics"],
+            &[("x", "no image pull errors")],
+        );
         let s = score(&expect(), &inc);
         assert!(!s.passed());
         let all = s.failures.join("\n");
-        assert!(all.contains("category healthy, expected resource_exhaustion"), "{all}");
+        assert!(
+            all.contains("category healthy, expected resource_exhaustion"),
+            "{all}"
+        );
         assert!(all.contains("category healthy is forbidden"), "{all}");
-        assert!(all.contains("report lacks \"exit code 137\", \"Memory\""), "{all}");
+        assert!(
+            all.contains("report lacks \"exit code 137\", \"Memory\""),
+            "{all}"
+        );
         assert!(all.contains("forbidden \"rollback\""), "{all}");
-        assert!(all.contains("evidence not consulted: kubernetes/pods"), "{all}");
+        assert!(
+            all.contains("evidence not consulted: kubernetes/pods"),
+            "{all}"
+        );
         assert_eq!((s.ruling_hits, s.ruling_total), (1, 2));
         assert_eq!(s.ruling_missed, vec!["sibling".to_string()]);
     }
@@ -290,9 +359,21 @@ mod tests {
 
     #[test]
     fn summary_ends_with_totals() {
-        let ok = CaseResult { id: "a".into(), dir: PathBuf::new(), score: Score::default(), error: None, elapsed: Duration::ZERO };
-        let bad = CaseResult { error: Some("timed out".into()), id: "b".into(), ..ok.clone() };
-        let sum = EvalSummary { results: vec![ok, bad] };
+        let ok = CaseResult {
+            id: "a".into(),
+            dir: PathBuf::new(),
+            score: Score::default(),
+            error: None,
+            elapsed: Duration::ZERO,
+        };
+        let bad = CaseResult {
+            error: Some("timed out".into()),
+            id: "b".into(),
+            ..ok.clone()
+        };
+        let sum = EvalSummary {
+            results: vec![ok, bad],
+        };
         let text = sum.to_string();
         assert!(text.ends_with("1 passed, 1 failed"), "{text}");
         assert!(text.contains("error: timed out"));

@@ -26,7 +26,10 @@ pub fn find_cases(dirs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             .filter(|p| p.join("case.toml").is_file())
             .collect();
         if found.is_empty() {
-            bail!("{}: no case directories (a case directory holds case.toml)", dir.display());
+            bail!(
+                "{}: no case directories (a case directory holds case.toml)",
+                dir.display()
+            );
         }
         found.sort();
         out.extend(found);
@@ -57,7 +60,10 @@ pub async fn run(dirs: &[PathBuf], opts: &EvalOptions) -> anyhow::Result<EvalSum
 /// Runs one case; never fails: a case that cannot run is a failed result with the reason.
 pub async fn run_case(dir: &Path, opts: &EvalOptions) -> CaseResult {
     let started = Instant::now();
-    let fallback_id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| dir.display().to_string());
+    let fallback_id = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string());
     let mut result = CaseResult {
         id: fallback_id,
         dir: dir.to_path_buf(),
@@ -79,9 +85,16 @@ pub async fn run_case(dir: &Path, opts: &EvalOptions) -> CaseResult {
     result
 }
 
-async fn investigate(dir: &Path, opts: &EvalOptions) -> anyhow::Result<(String, Option<crate::world::Expect>, Incident)> {
-    let world = World::from_case_dir(dir).with_context(|| format!("loading case {}", dir.display()))?;
-    let case = world.case().cloned().with_context(|| format!("{}: not a case directory", dir.display()))?;
+async fn investigate(
+    dir: &Path,
+    opts: &EvalOptions,
+) -> anyhow::Result<(String, Option<crate::world::Expect>, Incident)> {
+    let world =
+        World::from_case_dir(dir).with_context(|| format!("loading case {}", dir.display()))?;
+    let case = world
+        .case()
+        .cloned()
+        .with_context(|| format!("{}: not a case directory", dir.display()))?;
     let trigger = match &case.alert {
         Some(payload) => Trigger::Alert(payload.clone()),
         None => Trigger::Problem(case.title.clone()),
@@ -102,7 +115,10 @@ async fn investigate(dir: &Path, opts: &EvalOptions) -> anyhow::Result<(String, 
             incident.apply(record.t, &record.event);
         }
     };
-    if tokio::time::timeout(opts.case_timeout, collect).await.is_err() {
+    if tokio::time::timeout(opts.case_timeout, collect)
+        .await
+        .is_err()
+    {
         handle.task.abort();
         bail!("timed out after {:?}", opts.case_timeout);
     }

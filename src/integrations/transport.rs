@@ -134,10 +134,10 @@ impl Body {
     /// Classifies raw bytes: JSON when they parse, otherwise lossy UTF-8 text.
     pub fn from_bytes(bytes: &[u8]) -> Body {
         let trimmed = bytes.trim_ascii_start();
-        if trimmed.starts_with(b"{") || trimmed.starts_with(b"[") {
-            if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
-                return Body::Json(v);
-            }
+        if (trimmed.starts_with(b"{") || trimmed.starts_with(b"["))
+            && let Ok(v) = serde_json::from_slice::<Value>(bytes)
+        {
+            return Body::Json(v);
         }
         Body::Text(String::from_utf8_lossy(bytes).into_owned())
     }
@@ -488,10 +488,10 @@ impl Transport for LiveTransport {
             if let Some(ep) = self.endpoints.get(&req.integration) {
                 return self.send_http(ep, req).await;
             }
-            if req.integration == "kubernetes" {
-                if let Some((client, timeout)) = &self.kube {
-                    return self.send_kube(client, *timeout, req).await;
-                }
+            if req.integration == "kubernetes"
+                && let Some((client, timeout)) = &self.kube
+            {
+                return self.send_kube(client, *timeout, req).await;
             }
             Err(req.error(ErrorKind::NotConfigured))
         })

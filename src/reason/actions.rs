@@ -30,10 +30,18 @@ fn action(
 }
 
 fn params(pairs: &[(&str, serde_json::Value)]) -> BTreeMap<String, serde_json::Value> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect()
 }
 
-pub(crate) fn rollout_undo(ns: &str, deployment: &str, why: String, evidence: Vec<EvidenceId>) -> Action {
+pub(crate) fn rollout_undo(
+    ns: &str,
+    deployment: &str,
+    why: String,
+    evidence: Vec<EvidenceId>,
+) -> Action {
     action(
         "kubernetes.rollout_undo",
         format!("deployment/{deployment}"),
@@ -42,13 +50,20 @@ pub(crate) fn rollout_undo(ns: &str, deployment: &str, why: String, evidence: Ve
         format!(
             "PATCH /apis/apps/v1/namespaces/{ns}/deployments/{deployment} (pod template of the previous revision); kubectl -n {ns} rollout undo deployment/{deployment}"
         ),
-        format!("every pod of deployment/{deployment} is replaced by the previous revision; changes shipped since then are reverted"),
+        format!(
+            "every pod of deployment/{deployment} is replaced by the previous revision; changes shipped since then are reverted"
+        ),
         params(&[("namespace", json!(ns)), ("deployment", json!(deployment))]),
         evidence,
     )
 }
 
-pub(crate) fn rollout_restart(ns: &str, deployment: &str, why: String, evidence: Vec<EvidenceId>) -> Action {
+pub(crate) fn rollout_restart(
+    ns: &str,
+    deployment: &str,
+    why: String,
+    evidence: Vec<EvidenceId>,
+) -> Action {
     action(
         "kubernetes.rollout_restart",
         format!("deployment/{deployment}"),
@@ -57,7 +72,9 @@ pub(crate) fn rollout_restart(ns: &str, deployment: &str, why: String, evidence:
         format!(
             "PATCH /apis/apps/v1/namespaces/{ns}/deployments/{deployment} (spec.template.metadata.annotations kubectl.kubernetes.io/restartedAt); kubectl -n {ns} rollout restart deployment/{deployment}"
         ),
-        format!("pods of deployment/{deployment} are recreated one by one (rolling); in-flight requests on each old pod are drained"),
+        format!(
+            "pods of deployment/{deployment} are recreated one by one (rolling); in-flight requests on each old pod are drained"
+        ),
         params(&[("namespace", json!(ns)), ("deployment", json!(deployment))]),
         evidence,
     )
@@ -79,7 +96,9 @@ pub(crate) fn set_memory_limit(
         format!(
             "PATCH /apis/apps/v1/namespaces/{ns}/deployments/{deployment} (containers[{container}].resources.limits.memory={limit}); kubectl -n {ns} set resources deployment/{deployment} -c {container} --limits=memory={limit}"
         ),
-        format!("triggers a rolling update of deployment/{deployment}; each pod may use up to {limit}, so nodes need that much allocatable memory"),
+        format!(
+            "triggers a rolling update of deployment/{deployment}; each pod may use up to {limit}, so nodes need that much allocatable memory"
+        ),
         params(&[
             ("namespace", json!(ns)),
             ("deployment", json!(deployment)),
@@ -125,13 +144,21 @@ pub(crate) fn drain(node: &str, why: String, evidence: Vec<EvidenceId>) -> Actio
         format!(
             "POST /api/v1/namespaces/*/pods/*/eviction for every pod on the node; kubectl drain {node} --ignore-daemonsets --delete-emptydir-data"
         ),
-        format!("every pod on node/{node} is evicted and rescheduled elsewhere (emptyDir data is lost)"),
+        format!(
+            "every pod on node/{node} is evicted and rescheduled elsewhere (emptyDir data is lost)"
+        ),
         params(&[("node", json!(node))]),
         evidence,
     )
 }
 
-pub(crate) fn scale(ns: &str, deployment: &str, replicas: u32, why: String, evidence: Vec<EvidenceId>) -> Action {
+pub(crate) fn scale(
+    ns: &str,
+    deployment: &str,
+    replicas: u32,
+    why: String,
+    evidence: Vec<EvidenceId>,
+) -> Action {
     action(
         "kubernetes.scale",
         format!("deployment/{deployment}"),
@@ -141,13 +168,25 @@ pub(crate) fn scale(ns: &str, deployment: &str, replicas: u32, why: String, evid
             "PATCH /apis/apps/v1/namespaces/{ns}/deployments/{deployment}/scale (spec.replicas={replicas}); kubectl -n {ns} scale deployment/{deployment} --replicas={replicas}"
         ),
         format!("deployment/{deployment} runs {replicas} replicas"),
-        params(&[("namespace", json!(ns)), ("deployment", json!(deployment)), ("replicas", json!(replicas))]),
+        params(&[
+            ("namespace", json!(ns)),
+            ("deployment", json!(deployment)),
+            ("replicas", json!(replicas)),
+        ]),
         evidence,
     )
 }
 
-pub(crate) fn silence(alertname: &str, matchers: &BTreeMap<String, String>, why: String, evidence: Vec<EvidenceId>) -> Action {
-    let m: Vec<String> = matchers.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+pub(crate) fn silence(
+    alertname: &str,
+    matchers: &BTreeMap<String, String>,
+    why: String,
+    evidence: Vec<EvidenceId>,
+) -> Action {
+    let m: Vec<String> = matchers
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{v}\""))
+        .collect();
     action(
         "alertmanager.silence",
         format!("alert/{alertname}"),
@@ -158,7 +197,9 @@ pub(crate) fn silence(alertname: &str, matchers: &BTreeMap<String, String>, why:
             m.join(", "),
             m.join(" ")
         ),
-        format!("notifications for {alertname} with these labels are muted for 2h; other alerts are unaffected"),
+        format!(
+            "notifications for {alertname} with these labels are muted for 2h; other alerts are unaffected"
+        ),
         params(&[("matchers", json!(matchers)), ("duration", json!("2h"))]),
         evidence,
     )

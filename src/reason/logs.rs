@@ -68,11 +68,15 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
             r"(?i)missing (?:required )?(?:env|environment variable|config)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key) \S+ (?:is )?not set",
         ),
     ];
-    table.into_iter().filter_map(|(s, p)| Regex::new(p).ok().map(|r| (s, r))).collect()
+    table
+        .into_iter()
+        .filter_map(|(s, p)| Regex::new(p).ok().map(|r| (s, r)))
+        .collect()
 });
 
-static ERROR_LEVEL: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r#"\b(?:ERROR|FATAL|CRITICAL|PANIC)\b|level=(?:error|fatal)|"level"\s*:\s*"(?:error|fatal)""#).ok());
+static ERROR_LEVEL: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r#"\b(?:ERROR|FATAL|CRITICAL|PANIC)\b|level=(?:error|fatal)|"level"\s*:\s*"(?:error|fatal)""#).ok()
+});
 
 static TARGET: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?i)(?:dial tcp|connect(?:ing)? to|lookup|upstream|host[=:])\s*\x22?([a-z0-9][a-z0-9._-]*(?::\d+)?)").ok()
@@ -80,7 +84,11 @@ static TARGET: LazyLock<Option<Regex>> = LazyLock::new(|| {
 
 /// The signatures a line shows.
 pub(crate) fn classify(line: &str) -> Vec<Sig> {
-    PATTERNS.iter().filter(|(_, re)| re.is_match(line)).map(|(s, _)| *s).collect()
+    PATTERNS
+        .iter()
+        .filter(|(_, re)| re.is_match(line))
+        .map(|(s, _)| *s)
+        .collect()
 }
 
 /// Whether the line is logged at error level or worse.
@@ -89,14 +97,21 @@ pub(crate) fn is_error(l: &LogLine) -> bool {
         .labels
         .get("level")
         .or_else(|| l.labels.get("detected_level"))
-        .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "error" | "err" | "fatal" | "critical"));
+        .is_some_and(|v| {
+            matches!(
+                v.to_ascii_lowercase().as_str(),
+                "error" | "err" | "fatal" | "critical"
+            )
+        });
     by_label || ERROR_LEVEL.as_ref().is_some_and(|re| re.is_match(&l.line))
 }
 
 /// The dependency a failing line names (`db.svc:5432`), if any.
 pub(crate) fn target(line: &str) -> Option<String> {
     let re = TARGET.as_ref()?;
-    re.captures(line).and_then(|c| c.get(1)).map(|m| m.as_str().trim_end_matches(['.', ',']).to_string())
+    re.captures(line)
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str().trim_end_matches(['.', ',']).to_string())
 }
 
 /// One signature's hits in a set of lines.
@@ -116,7 +131,12 @@ pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits
             let slot = match hits.iter_mut().position(|h| h.sig == sig) {
                 Some(i) => &mut hits[i],
                 None => {
-                    hits.push(Hits { sig, count: 0, example: short(&l.line), targets: Vec::new() });
+                    hits.push(Hits {
+                        sig,
+                        count: 0,
+                        example: short(&l.line),
+                        targets: Vec::new(),
+                    });
                     let last = hits.len() - 1;
                     &mut hits[last]
                 }
@@ -135,8 +155,8 @@ pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits
 
 pub(crate) fn short(s: &str) -> String {
     let s = s.trim();
-    if s.chars().count() > 160 {
-        let cut: String = s.chars().take(157).collect();
+    if s.chars().count() > 200 {
+        let cut: String = s.chars().take(197).collect();
         format!("{cut}...")
     } else {
         s.to_string()
@@ -152,18 +172,37 @@ pub(crate) fn scoped_lines<'a>(ctx: &Ctx<'a>) -> Vec<&'a LogLine> {
             .and_then(|name| pods.iter().find(|p| &p.name == name))
             .is_some_and(|p| !ctx.pod_in_scope(p) || p.deleting)
     };
-    ctx.obs.pod_logs.iter().chain(ctx.obs.logs.iter()).filter(|l| !out_of_scope(l)).collect()
+    ctx.obs
+        .pod_logs
+        .iter()
+        .chain(ctx.obs.logs.iter())
+        .filter(|l| !out_of_scope(l))
+        .collect()
 }
 
 /// Lines from one pod's own logs (container logs labelled with it, or Loki streams naming it).
 pub(crate) fn pod_lines<'a>(ctx: &Ctx<'a>, pod: &str) -> Vec<&'a LogLine> {
-    let unlabelled = ctx.obs.pod_logs.iter().all(|l| !l.labels.contains_key("pod"));
+    let unlabelled = ctx
+        .obs
+        .pod_logs
+        .iter()
+        .all(|l| !l.labels.contains_key("pod"));
     let single = ctx.focus_pods.len() <= 1 && ctx.focus_pods.first().is_none_or(|p| p == pod);
     ctx.obs
         .pod_logs
         .iter()
-        .filter(|l| l.labels.get("pod").map(|p| p == pod).unwrap_or(unlabelled && single))
-        .chain(ctx.obs.logs.iter().filter(|l| l.labels.values().any(|v| v == pod)))
+        .filter(|l| {
+            l.labels
+                .get("pod")
+                .map(|p| p == pod)
+                .unwrap_or(unlabelled && single)
+        })
+        .chain(
+            ctx.obs
+                .logs
+                .iter()
+                .filter(|l| l.labels.values().any(|v| v == pod)),
+        )
         .collect()
 }
 
@@ -174,7 +213,10 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
         return Vec::new();
     }
     let evidence = ctx.ev(&["kubernetes/pod_logs", "logs"]);
-    let scope = ctx.focus_deployment.clone().unwrap_or_else(|| "the service".into());
+    let scope = ctx
+        .focus_deployment
+        .clone()
+        .unwrap_or_else(|| "the service".into());
     let mut out = Vec::new();
     for h in scan(lines.iter().copied()) {
         let dep = match h.targets.as_slice() {
@@ -227,12 +269,17 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
         let first = errors.iter().filter_map(|l| l.at).min();
         let last = errors.iter().filter_map(|l| l.at).max();
         let span = match (first, last) {
-            (Some(a), Some(b)) => format!(" between {} and {}", a.format("%H:%M"), b.format("%H:%M")),
+            (Some(a), Some(b)) => {
+                format!(" between {} and {}", a.format("%H:%M"), b.format("%H:%M"))
+            }
             _ => String::new(),
         };
         out.push(Signal {
             analyzer: "log_error_burst",
-            summary: format!("error burst: {} error lines{span} in {scope} logs", errors.len()),
+            summary: format!(
+                "error burst: {} error lines{span} in {scope} logs",
+                errors.len()
+            ),
             detail: format!("e.g. \"{}\"", short(&errors[0].line)),
             category: Category::CodeDefect,
             confidence: 0.3,
@@ -250,37 +297,76 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn line(s: &str) -> LogLine {
-        LogLine { at: None, labels: BTreeMap::new(), line: s.into() }
+        LogLine {
+            at: None,
+            labels: BTreeMap::new(),
+            line: s.into(),
+        }
     }
 
     #[test]
     fn classifies_common_signatures() {
-        assert_eq!(classify("dial tcp: lookup db.internal on 10.0.0.10:53: no such host"), vec![Sig::Dns]);
-        assert_eq!(classify("dial tcp 10.0.3.4:5432: connect: connection refused"), vec![Sig::ConnRefused]);
-        assert_eq!(classify("upstream request timed out after 30s"), vec![Sig::Timeout]);
-        assert_eq!(classify("panic: runtime error: index out of range [3] with length 3"), vec![Sig::Panic]);
-        assert_eq!(classify("10.1.2.3 - POST /api/v1/charge 503 12ms"), vec![Sig::Http5xx]);
-        assert_eq!(classify("java.lang.OutOfMemoryError: Java heap space"), vec![Sig::Oom]);
+        assert_eq!(
+            classify("dial tcp: lookup db.internal on 10.0.0.10:53: no such host"),
+            vec![Sig::Dns]
+        );
+        assert_eq!(
+            classify("dial tcp 10.0.3.4:5432: connect: connection refused"),
+            vec![Sig::ConnRefused]
+        );
+        assert_eq!(
+            classify("upstream request timed out after 30s"),
+            vec![Sig::Timeout]
+        );
+        assert_eq!(
+            classify("panic: runtime error: index out of range [3] with length 3"),
+            vec![Sig::Panic]
+        );
+        assert_eq!(
+            classify("10.1.2.3 - POST /api/v1/charge 503 12ms"),
+            vec![Sig::Http5xx]
+        );
+        assert_eq!(
+            classify("java.lang.OutOfMemoryError: Java heap space"),
+            vec![Sig::Oom]
+        );
         assert!(classify("GET /metrics 200 4ms").is_empty());
         assert!(classify("processed 500 requests, zero errors").is_empty());
     }
 
     #[test]
     fn names_the_dependency() {
-        assert_eq!(target("dial tcp postgres.db.svc:5432: connect: connection refused").as_deref(), Some("postgres.db.svc:5432"));
+        assert_eq!(
+            target("dial tcp postgres.db.svc:5432: connect: connection refused").as_deref(),
+            Some("postgres.db.svc:5432")
+        );
     }
 
     #[test]
     fn connection_refused_burst_is_a_dependency_failure() {
         let obs = Observations {
-            pod_logs: (0..4).map(|i| line(&format!("ERROR {i} dial tcp cache.svc:6379: connect: connection refused"))).collect(),
-            evidence: BTreeMap::from([("kubernetes/pod_logs".to_string(), vec!["ev-3".to_string()])]),
+            pod_logs: (0..4)
+                .map(|i| {
+                    line(&format!(
+                        "ERROR {i} dial tcp cache.svc:6379: connect: connection refused"
+                    ))
+                })
+                .collect(),
+            evidence: BTreeMap::from([(
+                "kubernetes/pod_logs".to_string(),
+                vec!["ev-3".to_string()],
+            )]),
             ..Observations::default()
         };
         let ctx = Ctx::new(&obs);
         let sigs = signatures(&ctx);
-        let dep = sigs.iter().find(|s| s.cause.is_some()).map(|s| (s.category, s.cause.clone(), s.evidence.clone()));
-        let Some((category, Some(cause), evidence)) = dep else { panic!("no dependency signal: {sigs:?}") };
+        let dep = sigs
+            .iter()
+            .find(|s| s.cause.is_some())
+            .map(|s| (s.category, s.cause.clone(), s.evidence.clone()));
+        let Some((category, Some(cause), evidence)) = dep else {
+            panic!("no dependency signal: {sigs:?}")
+        };
         assert_eq!(category, Category::DependencyFailure);
         assert!(cause.contains("cache.svc:6379"), "{cause}");
         assert_eq!(evidence, vec!["ev-3".to_string()]);
@@ -289,7 +375,10 @@ mod tests {
     #[test]
     fn clean_logs_say_nothing() {
         let obs = Observations {
-            pod_logs: vec![line("INFO POST /api/v1/charge 200 74ms"), line("INFO received SIGTERM, shutting down")],
+            pod_logs: vec![
+                line("INFO POST /api/v1/charge 200 74ms"),
+                line("INFO received SIGTERM, shutting down"),
+            ],
             ..Observations::default()
         };
         assert!(signatures(&Ctx::new(&obs)).is_empty());

@@ -6,8 +6,9 @@ use chrono::DateTime;
 use regex::Regex;
 use std::sync::LazyLock;
 
-static COMPARISON: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(>=|<=|>|<|==|!=)\s*(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*\)?\s*$").ok());
+static COMPARISON: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(>=|<=|>|<|==|!=)\s*(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*\)?\s*$").ok()
+});
 
 /// A rule threshold: the comparison and its value, from `expr > 0.5`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -18,7 +19,11 @@ pub(crate) struct Threshold {
 
 impl Threshold {
     fn breached(self, v: f64) -> bool {
-        if self.above { v > self.value } else { v < self.value }
+        if self.above {
+            v > self.value
+        } else {
+            v < self.value
+        }
     }
 }
 
@@ -42,16 +47,71 @@ fn alert_threshold(ctx: &Ctx) -> Option<(String, Threshold)> {
     if let Some(t) = alert.expr().and_then(|e| parse_threshold(&e)) {
         return Some(t);
     }
-    ctx.obs.rules.iter().filter(|r| r.name == alert.name()).find_map(|r| parse_threshold(&r.query))
+    ctx.obs
+        .rules
+        .iter()
+        .filter(|r| r.name == alert.name())
+        .find_map(|r| parse_threshold(&r.query))
+}
+
+static METRIC_NAME: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\s*[\{\[]").ok());
+
+/// The first metric a PromQL expression reads (`rate(x_total{..}[5m])` -> `x_total`).
+fn metric_name(expr: &str) -> Option<String> {
+    METRIC_NAME
+        .as_ref()?
+        .captures(expr)
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str().to_string())
+}
+
+fn is_cpu(text: &str) -> bool {
+    let t = text.to_lowercase();
+    t.contains("cpu") || t.contains("throttl")
+}
+
+fn mechanism_for(text: &str, scope: &str) -> String {
+    let t = text.to_lowercase();
+    if is_cpu(&t) {
+        format!(
+            "{scope}'s containers hit their CPU limit and are throttled, so requests queue and slow down; the load exceeds the capacity of the current replicas"
+        )
+    } else if t.contains("memory") {
+        format!("{scope} is running out of memory headroom against its limits")
+    } else if t.contains("disk") || t.contains("filesystem") {
+        "the disk is filling up".to_string()
+    } else if ["latency", "duration"].iter().any(|k| t.contains(k)) {
+        format!("{scope} answers slowly, which points at a slow downstream dependency")
+    } else {
+        format!("{scope} is failing requests")
+    }
 }
 
 fn category_for(name: &str) -> Category {
     let n = name.to_lowercase();
-    if ["memory", "oom", "cpu", "throttl", "disk", "filesystem", "saturation"].iter().any(|k| n.contains(k)) {
+    if [
+        "memory",
+        "oom",
+        "cpu",
+        "throttl",
+        "disk",
+        "filesystem",
+        "saturation",
+    ]
+    .iter()
+    .any(|k| n.contains(k))
+    {
         Category::ResourceExhaustion
-    } else if ["latency", "duration", "timeout", "upstream"].iter().any(|k| n.contains(k)) {
+    } else if ["latency", "duration", "timeout", "upstream"]
+        .iter()
+        .any(|k| n.contains(k))
+    {
         Category::DependencyFailure
-    } else if ["error", "5xx", "fail", "exception"].iter().any(|k| n.contains(k)) {
+    } else if ["error", "5xx", "fail", "exception"]
+        .iter()
+        .any(|k| n.contains(k))
+    {
         Category::CodeDefect
     } else {
         Category::Unknown
@@ -66,49 +126,122 @@ fn series_label(s: &Series) -> String {
         .take(3)
         .map(|(k, v)| format!("{k}=\"{v}\""))
         .collect();
-    let name = if s.name.is_empty() { "series" } else { s.name.as_str() };
-    if labels.is_empty() { name.to_string() } else { format!("{name}{{{}}}", labels.join(",")) }
+    let name = if s.name.is_empty() {
+        "series"
+    } else {
+        s.name.as_str()
+    };
+    if labels.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}{{{}}}", labels.join(","))
+    }
 }
 
 fn hhmm(t: f64) -> String {
-    DateTime::from_timestamp(t as i64, 0).map(|d| d.format("%H:%M").to_string()).unwrap_or_default()
+    DateTime::from_timestamp(t as i64, 0)
+        .map(|d| d.format("%H:%M").to_string())
+        .unwrap_or_default()
 }
 
 fn fmt(v: f64) -> String {
-    if v.abs() >= 100.0 || v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.3}").trim_end_matches('0').to_string() }
+    if v.abs() >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}").trim_end_matches('0').to_string()
+    }
 }
 
 /// Series compared against the alert's threshold: breaching now, or back under it.
 pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
-    let Some((lhs, th)) = alert_threshold(ctx) else { return Vec::new() };
-    let applies = |s: &Series| s.name.is_empty() || lhs.contains(&s.name) || s.name.contains(&lhs) || ctx.obs.metrics.len() == 1;
+    let Some((lhs, th)) = alert_threshold(ctx) else {
+        return Vec::new();
+    };
+    let applies = |s: &Series| {
+        s.name.is_empty()
+            || lhs.contains(&s.name)
+            || s.name.contains(&lhs)
+            || ctx.obs.metrics.len() == 1
+    };
     let evidence = ctx.ev(&["metrics", "alert_rules"]);
     let mut out = Vec::new();
-    for s in ctx.obs.metrics.iter().filter(|s| applies(s) && !s.points.is_empty()) {
-        let Some(&(t_last, last)) = s.points.last() else { continue };
+    for s in ctx
+        .obs
+        .metrics
+        .iter()
+        .filter(|s| applies(s) && !s.points.is_empty())
+    {
+        let Some(&(t_last, last)) = s.points.last() else {
+            continue;
+        };
         let breaches: Vec<&(f64, f64)> = s.points.iter().filter(|(_, v)| th.breached(*v)).collect();
-        let peak = breaches.iter().map(|(_, v)| *v).fold(None, |m: Option<f64>, v| {
-            Some(m.map_or(v, |m| if th.above { m.max(v) } else { m.min(v) }))
-        });
+        let peak = breaches
+            .iter()
+            .map(|(_, v)| *v)
+            .fold(None, |m: Option<f64>, v| {
+                Some(m.map_or(v, |m| if th.above { m.max(v) } else { m.min(v) }))
+            });
         let op = if th.above { ">" } else { "<" };
         let name = series_label(s);
         if th.breached(last) {
             let since = breaches.first().map(|(t, _)| hhmm(*t)).unwrap_or_default();
-            let category = category_for(&format!("{} {lhs}", s.name));
-            out.push(Signal {
+            let text = format!("{} {lhs}", s.name);
+            let category = category_for(&text);
+            let metric = metric_name(&lhs).unwrap_or_else(|| name.clone());
+            let scope = ctx
+                .focus_deployment
+                .clone()
+                .unwrap_or_else(|| "the service".into());
+            let mechanism = mechanism_for(&text, &scope);
+            let mut sig = Signal {
                 analyzer: "metric_threshold",
                 summary: format!("{name} = {} breaches the alert threshold {op} {} (since {since})", fmt(last), fmt(th.value)),
                 detail: format!("expression: {lhs} {op} {}", fmt(th.value)),
                 category,
-                confidence: 0.45,
+                confidence: 0.6,
                 evidence: evidence.clone(),
                 cause: (category != Category::Unknown).then(|| {
-                    format!("{name} is at {} against the alert threshold {op} {} since {since}", fmt(last), fmt(th.value))
+                    format!(
+                        "{scope}: {metric} is at {} against the alert threshold {op} {} since {since} (peak {}); {mechanism}",
+                        fmt(last),
+                        fmt(th.value),
+                        peak.map(fmt).unwrap_or_else(|| fmt(last))
+                    )
                 }),
                 ..Signal::default()
-            });
+            };
+            if is_cpu(&text)
+                && let Some(d) = ctx
+                    .focus_deployment
+                    .as_deref()
+                    .and_then(|d| ctx.deployment(d))
+                && d.replicas > 0
+            {
+                let target = d.replicas + (d.replicas / 2).max(1);
+                let ns = if d.namespace.is_empty() {
+                    "default"
+                } else {
+                    d.namespace.as_str()
+                };
+                sig.actions.push(actions::scale(
+                    ns,
+                    &d.name,
+                    target,
+                    format!(
+                        "{} replicas of {} are CPU-bound at their limit; {target} replicas spread the load so each pod stays under its CPU limit",
+                        d.replicas, d.name
+                    ),
+                    evidence.clone(),
+                ));
+            }
+            out.push(sig);
         } else if let Some(peak) = peak {
-            let back = s.points.iter().rev().take_while(|(_, v)| !th.breached(*v)).count();
+            let back = s
+                .points
+                .iter()
+                .rev()
+                .take_while(|(_, v)| !th.breached(*v))
+                .count();
             let evidence = evidence.clone();
             out.push(Signal {
                 analyzer: "metric_recovered",
@@ -147,7 +280,9 @@ pub(crate) fn step(points: &[(f64, f64)]) -> Option<(usize, f64, f64)> {
         return None;
     }
     let mean = |xs: &[(f64, f64)]| xs.iter().map(|(_, v)| v).sum::<f64>() / xs.len() as f64;
-    let sd = |xs: &[(f64, f64)], m: f64| (xs.iter().map(|(_, v)| (v - m).powi(2)).sum::<f64>() / xs.len() as f64).sqrt();
+    let sd = |xs: &[(f64, f64)], m: f64| {
+        (xs.iter().map(|(_, v)| (v - m).powi(2)).sum::<f64>() / xs.len() as f64).sqrt()
+    };
     let mut best: Option<(usize, f64, f64, f64)> = None;
     for i in 3..=points.len() - 3 {
         let (a, b) = points.split_at(i);
@@ -159,7 +294,11 @@ pub(crate) fn step(points: &[(f64, f64)]) -> Option<(usize, f64, f64)> {
         }
     }
     let (i, ma, mb, score) = best?;
-    let ratio = if ma.abs() < 1e-9 { f64::INFINITY } else { (mb / ma).abs() };
+    let ratio = if ma.abs() < 1e-9 {
+        f64::INFINITY
+    } else {
+        (mb / ma).abs()
+    };
     (score >= 3.0 && !(0.5..=2.0).contains(&ratio)).then_some((i, ma, mb))
 }
 
@@ -168,7 +307,9 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
     let mut out = Vec::new();
     let evidence = ctx.ev(&["metrics", "changes"]);
     for s in &ctx.obs.metrics {
-        let Some((i, before, after)) = step(&s.points) else { continue };
+        let Some((i, before, after)) = step(&s.points) else {
+            continue;
+        };
         let at = s.points[i].0;
         let name = series_label(s);
         let direction = if after > before { "rose" } else { "fell" };
@@ -181,7 +322,12 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
             .min_by(|a, b| (at - a.1).abs().total_cmp(&(at - b.1).abs()));
         let mut sig = Signal {
             analyzer: "metric_step",
-            summary: format!("{name} {direction} from {} to {} at {}", fmt(before), fmt(after), hhmm(at)),
+            summary: format!(
+                "{name} {direction} from {} to {} at {}",
+                fmt(before),
+                fmt(after),
+                hhmm(at)
+            ),
             category: category_for(&s.name),
             confidence: 0.3,
             evidence: evidence.clone(),
@@ -189,7 +335,10 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
         };
         if let Some((c, t)) = change {
             let lag = ((at - t) / 60.0).max(0.0);
-            sig.summary.push_str(&format!(", {lag:.0} min after change {} \"{}\"", c.id, c.title));
+            sig.summary.push_str(&format!(
+                ", {lag:.0} min after change {} \"{}\"",
+                c.id, c.title
+            ));
             let bad_direction = match category_for(&s.name) {
                 Category::Unknown => true,
                 _ => after > before,
@@ -207,7 +356,11 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
                     fmt(after)
                 ));
                 if let Some(d) = ctx.focus_deployment.as_deref() {
-                    let ns = ctx.deployment(d).map(|x| x.namespace.as_str()).filter(|n| !n.is_empty()).unwrap_or("default");
+                    let ns = ctx
+                        .deployment(d)
+                        .map(|x| x.namespace.as_str())
+                        .filter(|n| !n.is_empty())
+                        .unwrap_or("default");
                     sig.actions.push(actions::rollout_undo(
                         ns,
                         d,
@@ -231,21 +384,44 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn series(name: &str, values: &[f64]) -> Series {
-        Series { name: name.into(), labels: BTreeMap::new(), points: values.iter().enumerate().map(|(i, v)| (1_800_000_000.0 + 60.0 * i as f64, *v)).collect() }
+        Series {
+            name: name.into(),
+            labels: BTreeMap::new(),
+            points: values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (1_800_000_000.0 + 60.0 * i as f64, *v))
+                .collect(),
+        }
     }
 
     fn alert(expr: &str) -> Alert {
         Alert {
             labels: BTreeMap::from([("alertname".into(), "HighErrors".into())]),
-            generator_url: format!("http://prom/graph?g0.expr={}", expr.replace(' ', "+").replace('>', "%3E")),
+            generator_url: format!(
+                "http://prom/graph?g0.expr={}",
+                expr.replace(' ', "+").replace('>', "%3E")
+            ),
             ..Alert::default()
         }
     }
 
     #[test]
     fn parses_thresholds() {
-        assert_eq!(parse_threshold("rate(x[5m]) > 0.05").map(|t| t.1), Some(Threshold { above: true, value: 0.05 }));
-        assert_eq!(parse_threshold("up < 1").map(|t| t.1), Some(Threshold { above: false, value: 1.0 }));
+        assert_eq!(
+            parse_threshold("rate(x[5m]) > 0.05").map(|t| t.1),
+            Some(Threshold {
+                above: true,
+                value: 0.05
+            })
+        );
+        assert_eq!(
+            parse_threshold("up < 1").map(|t| t.1),
+            Some(Threshold {
+                above: false,
+                value: 1.0
+            })
+        );
         assert_eq!(parse_threshold("sum(x)").map(|t| t.1), None);
     }
 
@@ -270,11 +446,20 @@ mod tests {
 
     #[test]
     fn step_after_deploy_blames_the_change() {
-        let s = series("http_errors_ratio", &[0.01, 0.012, 0.011, 0.01, 0.012, 0.2, 0.21, 0.19, 0.2, 0.22]);
+        let s = series(
+            "http_errors_ratio",
+            &[0.01, 0.012, 0.011, 0.01, 0.012, 0.2, 0.21, 0.19, 0.2, 0.22],
+        );
         let deploy_at = Utc.timestamp_opt(1_800_000_000 + 60 * 5 - 90, 0).single();
         let obs = Observations {
             metrics: vec![s],
-            changes: vec![Change { id: "abc123".into(), title: "new retry logic".into(), at: deploy_at, target: "org/shop".into(), ..Change::default() }],
+            changes: vec![Change {
+                id: "abc123".into(),
+                title: "new retry logic".into(),
+                at: deploy_at,
+                target: "org/shop".into(),
+                ..Change::default()
+            }],
             ..Observations::default()
         };
         let sigs = step_changes(&Ctx::new(&obs));
@@ -284,6 +469,18 @@ mod tests {
 
     #[test]
     fn flat_noise_is_not_a_step() {
-        assert!(step(&[(0.0, 1.0), (1.0, 1.1), (2.0, 0.9), (3.0, 1.0), (4.0, 1.05), (5.0, 0.95), (6.0, 1.0), (7.0, 1.02)]).is_none());
+        assert!(
+            step(&[
+                (0.0, 1.0),
+                (1.0, 1.1),
+                (2.0, 0.9),
+                (3.0, 1.0),
+                (4.0, 1.05),
+                (5.0, 0.95),
+                (6.0, 1.0),
+                (7.0, 1.02)
+            ])
+            .is_none()
+        );
     }
 }

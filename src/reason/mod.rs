@@ -65,7 +65,9 @@ impl Observations {
 
     /// Whether the triggering alert is already resolved.
     pub fn alert_resolved(&self) -> bool {
-        self.alert.as_ref().is_some_and(|a| a.status == AlertStatus::Resolved)
+        self.alert
+            .as_ref()
+            .is_some_and(|a| a.status == AlertStatus::Resolved)
     }
 }
 
@@ -123,6 +125,8 @@ pub(crate) struct Signal {
     pub actions: Vec<Action>,
     /// Objects this signal is about (`pod/x`, `node/y`, `deployment/z`), to tell whether it concerns the alert.
     pub objects: Vec<String>,
+    /// When another active signal of this category exists, this one is probably its symptom.
+    pub symptom_of: Option<Category>,
 }
 
 impl Signal {
@@ -162,17 +166,31 @@ impl<'a> Ctx<'a> {
         }
         let alert_text = text.to_lowercase();
         let mentioned = |name: &str| !name.is_empty() && alert_text.contains(&name.to_lowercase());
-        let mut focus_pods: Vec<String> =
-            obs.pods.iter().filter(|p| mentioned(&p.name)).map(|p| p.name.clone()).collect();
+        let mut focus_pods: Vec<String> = obs
+            .pods
+            .iter()
+            .filter(|p| mentioned(&p.name))
+            .map(|p| p.name.clone())
+            .collect();
         focus_pods.dedup();
-        let mut focus_nodes: Vec<String> =
-            obs.nodes.iter().filter(|n| mentioned(&n.name)).map(|n| n.name.clone()).collect();
+        let mut focus_nodes: Vec<String> = obs
+            .nodes
+            .iter()
+            .filter(|n| mentioned(&n.name))
+            .map(|n| n.name.clone())
+            .collect();
         focus_nodes.dedup();
         let label_dep = obs.alert.as_ref().and_then(|a| {
-            ["deployment", "kube_deployment", "workload_name", "app", "service"]
-                .iter()
-                .find_map(|k| a.labels.get(*k).or_else(|| a.annotations.get(*k)))
-                .cloned()
+            [
+                "deployment",
+                "kube_deployment",
+                "workload_name",
+                "app",
+                "service",
+            ]
+            .iter()
+            .find_map(|k| a.labels.get(*k).or_else(|| a.annotations.get(*k)))
+            .cloned()
         });
         let focus_deployment = label_dep
             .filter(|d| obs.deployments.is_empty() || obs.deployments.iter().any(|x| &x.name == d))
@@ -186,9 +204,19 @@ impl<'a> Ctx<'a> {
                 names.sort_by_key(|n| std::cmp::Reverse(n.len()));
                 names.first().map(|s| s.to_string())
             })
-            .or_else(|| focus_pods.first().and_then(|p| obs.pods.iter().find(|x| &x.name == p)).and_then(pod_deployment))
+            .or_else(|| {
+                focus_pods
+                    .first()
+                    .and_then(|p| obs.pods.iter().find(|x| &x.name == p))
+                    .and_then(pod_deployment)
+            })
             .or_else(|| (obs.deployments.len() == 1).then(|| obs.deployments[0].name.clone()));
-        Ctx { obs, focus_pods, focus_nodes, focus_deployment }
+        Ctx {
+            obs,
+            focus_pods,
+            focus_nodes,
+            focus_deployment,
+        }
     }
 
     pub(crate) fn ev(&self, kinds: &[&str]) -> Vec<EvidenceId> {
@@ -222,7 +250,10 @@ impl<'a> Ctx<'a> {
     pub(crate) fn pods(&self) -> Vec<&'a PodFacts> {
         let mut out: Vec<&PodFacts> = Vec::new();
         for p in &self.obs.pods {
-            if let Some(slot) = out.iter_mut().find(|q| q.name == p.name && q.namespace == p.namespace) {
+            if let Some(slot) = out
+                .iter_mut()
+                .find(|q| q.name == p.name && q.namespace == p.namespace)
+            {
                 *slot = p;
             } else {
                 out.push(p);
@@ -235,7 +266,10 @@ impl<'a> Ctx<'a> {
     pub(crate) fn events(&self) -> Vec<&'a K8sEventFacts> {
         let mut out: Vec<&K8sEventFacts> = Vec::new();
         for e in &self.obs.events {
-            if !out.iter().any(|x| x.reason == e.reason && x.object == e.object && x.message == e.message) {
+            if !out
+                .iter()
+                .any(|x| x.reason == e.reason && x.object == e.object && x.message == e.message)
+            {
                 out.push(e);
             }
         }
@@ -244,7 +278,10 @@ impl<'a> Ctx<'a> {
 
     /// Events about one object (`Kind/name` or bare name).
     pub(crate) fn events_for(&self, name: &str) -> Vec<&'a K8sEventFacts> {
-        self.events().into_iter().filter(|e| object_name(&e.object) == name).collect()
+        self.events()
+            .into_iter()
+            .filter(|e| object_name(&e.object) == name)
+            .collect()
     }
 
     /// Minutes between `t` and the world's clock.
@@ -259,10 +296,19 @@ impl<'a> Ctx<'a> {
             .obs
             .replica_sets
             .iter()
-            .filter(|r| rs_deployment(&r.name).as_deref() == Some(deployment) || r.name.starts_with(&format!("{deployment}-")))
+            .filter(|r| {
+                rs_deployment(&r.name).as_deref() == Some(deployment)
+                    || r.name.starts_with(&format!("{deployment}-"))
+            })
             .collect();
         if let Some(best) = rs.iter().max_by_key(|r| {
-            (r.revision.as_deref().and_then(|v| v.parse::<i64>().ok()).unwrap_or(0), r.created_at)
+            (
+                r.revision
+                    .as_deref()
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .unwrap_or(0),
+                r.created_at,
+            )
         }) {
             return Some(best.name.clone());
         }
@@ -270,7 +316,7 @@ impl<'a> Ctx<'a> {
             .into_iter()
             .filter(|p| !p.deleting && pod_deployment(p).as_deref() == Some(deployment))
             .max_by_key(|p| p.created_at)
-            .and_then(|p| pod_rs(p))
+            .and_then(pod_rs)
     }
 
     pub(crate) fn deployment(&self, name: &str) -> Option<&'a DeploymentFacts> {
@@ -311,7 +357,9 @@ pub(crate) fn pod_deployment(pod: &PodFacts) -> Option<String> {
 /// Parses a Kubernetes memory quantity (`512Mi`, `1G`, `536870912`) into bytes.
 pub(crate) fn parse_bytes(q: &str) -> Option<f64> {
     let q = q.trim();
-    let split = q.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(q.len());
+    let split = q
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(q.len());
     let (num, unit) = q.split_at(split);
     let n: f64 = num.parse().ok()?;
     let mult = match unit {

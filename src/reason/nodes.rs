@@ -18,39 +18,74 @@ fn unique_nodes<'a>(ctx: &Ctx<'a>) -> Vec<&'a NodeFacts> {
 }
 
 fn pods_on<'a>(ctx: &Ctx<'a>, node: &str) -> Vec<&'a PodFacts> {
-    ctx.pods().into_iter().filter(|p| p.node.as_deref() == Some(node)).collect()
+    ctx.pods()
+        .into_iter()
+        .filter(|p| p.node.as_deref() == Some(node))
+        .collect()
 }
 
 fn pressures(n: &NodeFacts) -> Vec<&'static str> {
-    PRESSURES.iter().copied().filter(|p| n.conditions.get(*p).is_some_and(|s| s == "True")).collect()
+    PRESSURES
+        .iter()
+        .copied()
+        .filter(|p| n.conditions.get(*p).is_some_and(|s| s == "True"))
+        .collect()
 }
 
 /// Nodes whose Ready condition is False or Unknown.
 pub(crate) fn node_not_ready(ctx: &Ctx) -> Vec<Signal> {
     let mut out = Vec::new();
     for n in unique_nodes(ctx).into_iter().filter(|n| !n.ready()) {
-        let status = n.conditions.get("Ready").cloned().unwrap_or_else(|| "Unknown".into());
-        let why = n.condition_messages.get("Ready").map(|m| format!(": {m}")).unwrap_or_default();
+        let status = n
+            .conditions
+            .get("Ready")
+            .cloned()
+            .unwrap_or_else(|| "Unknown".into());
+        let why = n
+            .condition_messages
+            .get("Ready")
+            .map(|m| format!(": {m}"))
+            .unwrap_or_default();
         let pods = pods_on(ctx, &n.name);
-        let affected: Vec<String> = pods.iter().filter(|p| !p.ready()).map(|p| format!("{} (phase {})", p.name, p.phase)).collect();
-        let in_scope = ctx.focus_nodes.contains(&n.name) || pods.iter().any(|p| ctx.pod_in_scope(p));
+        let affected: Vec<String> = pods
+            .iter()
+            .filter(|p| !p.ready())
+            .map(|p| format!("{} (phase {})", p.name, p.phase))
+            .collect();
+        let in_scope =
+            ctx.focus_nodes.contains(&n.name) || pods.iter().any(|p| ctx.pod_in_scope(p));
         let heartbeat = if status == "Unknown" || why.to_lowercase().contains("kubelet") {
             "the kubelet stopped posting node status (heartbeat lost), so the control plane no longer knows the state of its pods"
         } else {
             "the kubelet reports the node unhealthy"
         };
         let press = pressures(n);
-        let press_txt = if press.is_empty() { String::new() } else { format!("; it also reports {}", press.join(", ")) };
+        let press_txt = if press.is_empty() {
+            String::new()
+        } else {
+            format!("; it also reports {}", press.join(", "))
+        };
         let evictions = ctx
             .events_for(&n.name)
             .iter()
             .any(|e| e.reason.contains("Eviction") || e.message.contains("Marking for deletion"));
-        let evict_txt = if evictions { "; the node controller is evicting its pods" } else { "" };
-        let healthy: Vec<String> = unique_nodes(ctx).into_iter().filter(|m| m.ready()).map(|m| m.name.clone()).collect();
+        let evict_txt = if evictions {
+            "; the node controller is evicting its pods"
+        } else {
+            ""
+        };
+        let healthy: Vec<String> = unique_nodes(ctx)
+            .into_iter()
+            .filter(|m| m.ready())
+            .map(|m| m.name.clone())
+            .collect();
         let elsewhere = if healthy.is_empty() {
             String::new()
         } else {
-            format!("; pods on the other node(s) ({}) are unaffected", list_names(&healthy, 2))
+            format!(
+                "; pods on the other node(s) ({}) are unaffected",
+                list_names(&healthy, 2)
+            )
         };
         let affected_txt = if affected.is_empty() {
             String::new()
@@ -74,11 +109,18 @@ pub(crate) fn node_not_ready(ctx: &Ctx) -> Vec<Signal> {
         };
         sig.actions.push(actions::cordon(
             &n.name,
-            format!("node {} lost its kubelet heartbeat; stop scheduling new pods onto it", n.name),
+            format!(
+                "node {} lost its kubelet heartbeat; stop scheduling new pods onto it",
+                n.name
+            ),
             evidence.clone(),
         ));
         for p in pods.iter().filter(|p| !p.ready() && !p.deleting) {
-            let ns = if p.namespace.is_empty() { "default" } else { p.namespace.as_str() };
+            let ns = if p.namespace.is_empty() {
+                "default"
+            } else {
+                p.namespace.as_str()
+            };
             sig.actions.push(actions::delete_pod(
                 ns,
                 &p.name,
@@ -88,7 +130,10 @@ pub(crate) fn node_not_ready(ctx: &Ctx) -> Vec<Signal> {
         }
         sig.actions.push(actions::drain(
             &n.name,
-            format!("move every remaining workload off node {} before it is repaired or replaced", n.name),
+            format!(
+                "move every remaining workload off node {} before it is repaired or replaced",
+                n.name
+            ),
             evidence,
         ));
         out.push(sig);
@@ -105,15 +150,25 @@ pub(crate) fn node_pressure(ctx: &Ctx) -> Vec<Signal> {
             continue;
         }
         let pods = pods_on(ctx, &n.name);
-        let in_scope = ctx.focus_nodes.contains(&n.name) || pods.iter().any(|p| ctx.pod_in_scope(p));
+        let in_scope =
+            ctx.focus_nodes.contains(&n.name) || pods.iter().any(|p| ctx.pod_in_scope(p));
         let evicted: Vec<String> = ctx
             .events()
             .into_iter()
-            .filter(|e| e.reason == "Evicted" && pods.iter().any(|p| p.name == object_name(&e.object)))
+            .filter(|e| {
+                e.reason == "Evicted" && pods.iter().any(|p| p.name == object_name(&e.object))
+            })
             .map(|e| object_name(&e.object).to_string())
             .collect();
-        let evict_txt = if evicted.is_empty() { String::new() } else { format!("; kubelet evicted {}", list_names(&evicted, 3)) };
-        let msgs: Vec<String> = press.iter().filter_map(|p| n.condition_messages.get(*p).cloned()).collect();
+        let evict_txt = if evicted.is_empty() {
+            String::new()
+        } else {
+            format!("; kubelet evicted {}", list_names(&evicted, 3))
+        };
+        let msgs: Vec<String> = press
+            .iter()
+            .filter_map(|p| n.condition_messages.get(*p).cloned())
+            .collect();
         let evidence = ctx.ev(&["kubernetes/nodes", "kubernetes/events"]);
         out.push(Signal {
             analyzer: "node_pressure",
@@ -147,13 +202,20 @@ mod tests {
         for (k, v) in extra {
             conditions.insert(k.to_string(), v.to_string());
         }
-        NodeFacts { name: name.into(), conditions, ..NodeFacts::default() }
+        NodeFacts {
+            name: name.into(),
+            conditions,
+            ..NodeFacts::default()
+        }
     }
 
     #[test]
     fn unknown_ready_is_lost_kubelet() {
         let mut bad = node("worker-b", "Unknown", &[("MemoryPressure", "True")]);
-        bad.condition_messages.insert("Ready".into(), "Kubelet stopped posting node status.".into());
+        bad.condition_messages.insert(
+            "Ready".into(),
+            "Kubelet stopped posting node status.".into(),
+        );
         let obs = Observations {
             nodes: vec![node("worker-a", "True", &[]), bad],
             pods: vec![PodFacts {
@@ -169,18 +231,31 @@ mod tests {
         let sigs = node_not_ready(&Ctx::new(&obs));
         assert_eq!(sigs.len(), 1);
         let cause = sigs[0].cause.clone().unwrap_or_default();
-        assert!(cause.contains("Ready=Unknown") && cause.contains("kubelet") && cause.contains("db-0"), "{cause}");
+        assert!(
+            cause.contains("Ready=Unknown") && cause.contains("kubelet") && cause.contains("db-0"),
+            "{cause}"
+        );
         assert!(cause.contains("worker-a"), "{cause}");
         assert_eq!(sigs[0].category, Category::Infrastructure);
         let kinds: Vec<&str> = sigs[0].actions.iter().map(|a| a.kind.as_str()).collect();
-        assert_eq!(kinds, vec!["kubernetes.cordon", "kubernetes.delete_pod", "kubernetes.drain"]);
+        assert_eq!(
+            kinds,
+            vec![
+                "kubernetes.cordon",
+                "kubernetes.delete_pod",
+                "kubernetes.drain"
+            ]
+        );
         // A NotReady node is not also reported as mere pressure.
         assert!(node_pressure(&Ctx::new(&obs)).is_empty());
     }
 
     #[test]
     fn disk_pressure_on_ready_node() {
-        let obs = Observations { nodes: vec![node("worker-c", "True", &[("DiskPressure", "True")])], ..Observations::default() };
+        let obs = Observations {
+            nodes: vec![node("worker-c", "True", &[("DiskPressure", "True")])],
+            ..Observations::default()
+        };
         let sigs = node_pressure(&Ctx::new(&obs));
         assert!(sigs[0].summary.contains("DiskPressure"));
     }

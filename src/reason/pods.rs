@@ -12,11 +12,16 @@ static TERMINATION: LazyLock<Option<Regex>> = LazyLock::new(|| {
 static LIMIT_IN_LOG: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?i)(?:memory[_ ]limit[=: ]+|/\s*)(\d+(?:\.\d+)?(?:Ki|Mi|Gi|Ti))\b").ok()
 });
-static USAGE_IN_LOG: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(\d+(?:\.\d+)?(?:Ki|Mi|Gi))\s*/\s*(\d+(?:\.\d+)?(?:Ki|Mi|Gi))").ok());
+static USAGE_IN_LOG: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(\d+(?:\.\d+)?(?:Ki|Mi|Gi))\s*/\s*(\d+(?:\.\d+)?(?:Ki|Mi|Gi))").ok()
+});
 
 /// How a container last ended: (reason, exit code), from its status, else from status or event messages.
-pub(crate) fn last_termination(ctx: &Ctx, pod: &PodFacts, c: &ContainerFacts) -> (Option<String>, Option<i32>) {
+pub(crate) fn last_termination(
+    ctx: &Ctx,
+    pod: &PodFacts,
+    c: &ContainerFacts,
+) -> (Option<String>, Option<i32>) {
     let mut reason = c.last_reason.clone();
     let mut code = c.last_exit_code;
     if c.state == "terminated" {
@@ -24,11 +29,11 @@ pub(crate) fn last_termination(ctx: &Ctx, pod: &PodFacts, c: &ContainerFacts) ->
         code = code.or(c.exit_code);
     }
     if reason.is_none() || code.is_none() {
-        let texts = c
-            .message
-            .iter()
-            .cloned()
-            .chain(ctx.events_for(&pod.name).into_iter().map(|e| e.message.clone()));
+        let texts = c.message.iter().cloned().chain(
+            ctx.events_for(&pod.name)
+                .into_iter()
+                .map(|e| e.message.clone()),
+        );
         for t in texts {
             if let Some(caps) = TERMINATION.as_ref().and_then(|re| re.captures(&t)) {
                 reason = reason.or_else(|| caps.get(1).map(|m| m.as_str().to_string()));
@@ -44,19 +49,27 @@ pub(crate) fn last_termination(ctx: &Ctx, pod: &PodFacts, c: &ContainerFacts) ->
 fn probe_killed(ctx: &Ctx, pod: &PodFacts) -> bool {
     ctx.events_for(&pod.name).iter().any(|e| {
         let m = e.message.to_lowercase();
-        (e.reason == "Killing" && m.contains("liveness")) || (e.reason == "Unhealthy" && m.contains("liveness probe failed"))
+        (e.reason == "Killing" && m.contains("liveness"))
+            || (e.reason == "Unhealthy" && m.contains("liveness probe failed"))
     })
 }
 
 pub(crate) fn is_oom(ctx: &Ctx, pod: &PodFacts, c: &ContainerFacts) -> bool {
     let (reason, code) = last_termination(ctx, pod, c);
-    let oom_reason = reason.as_deref() == Some("OOMKilled") || c.reason.as_deref() == Some("OOMKilled");
-    let oom_log = logs::pod_lines(ctx, &pod.name).iter().any(|l| logs::classify(&l.line).contains(&Sig::Oom));
+    let oom_reason =
+        reason.as_deref() == Some("OOMKilled") || c.reason.as_deref() == Some("OOMKilled");
+    let oom_log = logs::pod_lines(ctx, &pod.name)
+        .iter()
+        .any(|l| logs::classify(&l.line).contains(&Sig::Oom));
     oom_reason || (code == Some(137) && (oom_log || !probe_killed(ctx, pod)))
 }
 
 fn namespace(pod: &PodFacts) -> &str {
-    if pod.namespace.is_empty() { "default" } else { &pod.namespace }
+    if pod.namespace.is_empty() {
+        "default"
+    } else {
+        &pod.namespace
+    }
 }
 
 fn owner_phrase(pod: &PodFacts) -> String {
@@ -68,12 +81,19 @@ fn owner_phrase(pod: &PodFacts) -> String {
 
 /// Pods in scope, live (not being deleted).
 fn live_pods<'a>(ctx: &Ctx<'a>) -> Vec<&'a PodFacts> {
-    ctx.pods().into_iter().filter(|p| ctx.pod_in_scope(p) && !p.deleting).collect()
+    ctx.pods()
+        .into_iter()
+        .filter(|p| ctx.pod_in_scope(p) && !p.deleting)
+        .collect()
 }
 
 /// Sibling pods that are Running and Ready, for "the fault is specific to this pod" reasoning.
 fn healthy_siblings(ctx: &Ctx, pod: &PodFacts) -> Vec<String> {
-    ctx.siblings(pod).into_iter().filter(|p| p.ready() && !p.deleting).map(|p| p.name.clone()).collect()
+    ctx.siblings(pod)
+        .into_iter()
+        .filter(|p| p.ready() && !p.deleting)
+        .map(|p| p.name.clone())
+        .collect()
 }
 
 /// CrashLoopBackOff whose cause is not a more specific analyzer's (OOM, liveness kill).
@@ -99,7 +119,11 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
                 c.name,
                 c.restart_count
             );
-            let evidence = ctx.ev(&["kubernetes/pods", "kubernetes/events", "kubernetes/pod_logs"]);
+            let evidence = ctx.ev(&[
+                "kubernetes/pods",
+                "kubernetes/events",
+                "kubernetes/pod_logs",
+            ]);
             let specific = is_oom(ctx, pod, c) || probe_killed(ctx, pod);
             let mut sig = Signal {
                 analyzer: "crash_loop",
@@ -113,11 +137,22 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
             if !specific {
                 let lines = logs::pod_lines(ctx, &pod.name);
                 let hits = logs::scan(lines.iter().copied());
-                let last_line = lines.iter().rev().find(|l| !l.line.trim().is_empty()).map(|l| logs::short(&l.line));
+                let last_line = lines
+                    .iter()
+                    .rev()
+                    .find(|l| !l.line.trim().is_empty())
+                    .map(|l| logs::short(&l.line));
                 let (category, mechanism) = match hits.first() {
-                    Some(h) => (h.sig.category(), format!("its logs show {} (\"{}\")", h.sig.label(), h.example)),
+                    Some(h) => (
+                        h.sig.category(),
+                        format!("its logs show {} (\"{}\")", h.sig.label(), h.example),
+                    ),
                     None => (
-                        if code == Some(0) { Category::ConfigurationError } else { Category::CodeDefect },
+                        if code == Some(0) {
+                            Category::ConfigurationError
+                        } else {
+                            Category::CodeDefect
+                        },
                         match &last_line {
                             Some(l) => format!("its last log line before exiting is \"{l}\""),
                             None => "no log explains the exit".into(),
@@ -134,7 +169,12 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
                     c.restart_count
                 ));
                 if let Some(d) = pod_deployment(pod) {
-                    if ctx.obs.changes.iter().any(|ch| ch.at.is_some_and(|t| ctx.minutes_ago(t) < 240.0)) {
+                    if ctx
+                        .obs
+                        .changes
+                        .iter()
+                        .any(|ch| ch.at.is_some_and(|t| ctx.minutes_ago(t) < 240.0))
+                    {
                         sig.actions.push(actions::rollout_undo(
                             namespace(pod),
                             &d,
@@ -145,7 +185,10 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
                     sig.actions.push(actions::delete_pod(
                         namespace(pod),
                         &pod.name,
-                        format!("recreate {} to rule out a bad local state; the controller replaces it", pod.name),
+                        format!(
+                            "recreate {} to rule out a bad local state; the controller replaces it",
+                            pod.name
+                        ),
                         sig.evidence.clone(),
                     ));
                 }
@@ -160,9 +203,11 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
 fn memory_limit(ctx: &Ctx, pod: &PodFacts, c: &ContainerFacts) -> Option<String> {
     c.memory_limit.clone().or_else(|| {
         let re = LIMIT_IN_LOG.as_ref()?;
-        logs::pod_lines(ctx, &pod.name)
-            .iter()
-            .find_map(|l| re.captures(&l.line).and_then(|cap| cap.get(1)).map(|m| m.as_str().to_string()))
+        logs::pod_lines(ctx, &pod.name).iter().find_map(|l| {
+            re.captures(&l.line)
+                .and_then(|cap| cap.get(1))
+                .map(|m| m.as_str().to_string())
+        })
     })
 }
 
@@ -174,7 +219,10 @@ fn peak_usage(ctx: &Ctx, pod: &PodFacts) -> Option<String> {
         .filter_map(|l| {
             let caps = re.captures(&l.line)?;
             let used = caps.get(1)?.as_str();
-            Some((parse_bytes(used)?, format!("{used} / {}", caps.get(2)?.as_str())))
+            Some((
+                parse_bytes(used)?,
+                format!("{used} / {}", caps.get(2)?.as_str()),
+            ))
         })
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, s)| s)
@@ -191,15 +239,27 @@ pub(crate) fn oom_killed(ctx: &Ctx) -> Vec<Signal> {
             let (_, code) = last_termination(ctx, pod, c);
             let code = code.unwrap_or(137);
             let limit = memory_limit(ctx, pod, c);
-            let limit_txt = limit.as_deref().map(|l| format!("its memory limit of {l}")).unwrap_or("its memory limit".into());
-            let usage = peak_usage(ctx, pod).map(|u| format!(" (memory use reached {u} just before the kill)")).unwrap_or_default();
+            let limit_txt = limit
+                .as_deref()
+                .map(|l| format!("its memory limit of {l}"))
+                .unwrap_or("its memory limit".into());
+            let usage = peak_usage(ctx, pod)
+                .map(|u| format!(" (memory use reached {u} just before the kill)"))
+                .unwrap_or_default();
             let siblings = healthy_siblings(ctx, pod);
             let scope = if siblings.is_empty() {
                 String::new()
             } else {
-                format!("; sibling pods {} stay Ready, so the workload on this replica needs more memory than the limit allows", list_names(&siblings, 3))
+                format!(
+                    "; sibling pods {} stay Ready, so the workload on this replica needs more memory than the limit allows",
+                    list_names(&siblings, 3)
+                )
             };
-            let evidence = ctx.ev(&["kubernetes/pods", "kubernetes/events", "kubernetes/pod_logs"]);
+            let evidence = ctx.ev(&[
+                "kubernetes/pods",
+                "kubernetes/events",
+                "kubernetes/pod_logs",
+            ]);
             let mut sig = Signal {
                 analyzer: "oom_killed",
                 summary: format!(
@@ -208,7 +268,9 @@ pub(crate) fn oom_killed(ctx: &Ctx) -> Vec<Signal> {
                     c.name,
                     c.restart_count
                 ),
-                detail: format!("the kernel cgroup OOM killer sent SIGKILL (exit code {code}){usage}"),
+                detail: format!(
+                    "the kernel cgroup OOM killer sent SIGKILL (exit code {code}){usage}"
+                ),
                 category: Category::ResourceExhaustion,
                 confidence: if limit.is_some() { 0.9 } else { 0.8 },
                 evidence: evidence.clone(),
@@ -222,7 +284,11 @@ pub(crate) fn oom_killed(ctx: &Ctx) -> Vec<Signal> {
                 ..Signal::default()
             };
             if let Some(d) = pod_deployment(pod) {
-                let new_limit = limit.as_deref().and_then(parse_bytes).map(|b| format_bytes(b * 2.0)).unwrap_or_else(|| "1Gi".into());
+                let new_limit = limit
+                    .as_deref()
+                    .and_then(parse_bytes)
+                    .map(|b| format_bytes(b * 2.0))
+                    .unwrap_or_else(|| "1Gi".into());
                 sig.actions.push(actions::set_memory_limit(
                     namespace(pod),
                     &d,
@@ -251,29 +317,48 @@ fn pull_mechanism(msg: &str) -> &'static str {
     let m = msg.to_lowercase();
     if m.contains("manifest unknown") || m.contains("not found") || m.contains("does not exist") {
         "the tag does not exist in the registry (manifest unknown): the deployed image reference is wrong"
-    } else if m.contains("unauthorized") || m.contains("denied") || m.contains("authentication required") || m.contains("forbidden") {
+    } else if m.contains("unauthorized")
+        || m.contains("denied")
+        || m.contains("authentication required")
+        || m.contains("forbidden")
+    {
         "the registry refuses the pull (unauthorized): imagePullSecrets or registry credentials are wrong"
     } else if m.contains("invalidimagename") || m.contains("invalid reference format") {
         "the image reference is malformed (InvalidImageName)"
-    } else if m.contains("timeout") || m.contains("no such host") || m.contains("connection refused") {
+    } else if m.contains("timeout")
+        || m.contains("no such host")
+        || m.contains("connection refused")
+    {
         "the registry is unreachable from the node"
     } else {
         "the image cannot be pulled"
     }
 }
 
+/// Pods failing to pull one image: (image, pods, messages, state reasons).
+type PullGroup<'a> = (String, Vec<&'a PodFacts>, Vec<String>, Vec<String>);
+
 /// ErrImagePull / ImagePullBackOff, with the image and the registry's answer.
 pub(crate) fn image_pull(ctx: &Ctx) -> Vec<Signal> {
-    const PULL: [&str; 4] = ["ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"];
+    const PULL: [&str; 4] = [
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "InvalidImageName",
+        "ErrImageNeverPull",
+    ];
     // image -> (pods, messages, state reasons)
-    let mut by_image: Vec<(String, Vec<&PodFacts>, Vec<String>, Vec<String>)> = Vec::new();
+    let mut by_image: Vec<PullGroup> = Vec::new();
     for pod in live_pods(ctx) {
         for c in &pod.containers {
             let reason = c.reason.clone().filter(|r| PULL.contains(&r.as_str()));
             let events: Vec<String> = ctx
                 .events_for(&pod.name)
                 .into_iter()
-                .filter(|e| e.message.contains("pull image") || e.message.contains("pulling image") || PULL.contains(&e.reason.as_str()))
+                .filter(|e| {
+                    e.message.contains("pull image")
+                        || e.message.contains("pulling image")
+                        || PULL.contains(&e.reason.as_str())
+                })
                 .map(|e| e.message.clone())
                 .collect();
             if reason.is_none() && (events.is_empty() || c.ready) {
@@ -298,11 +383,29 @@ pub(crate) fn image_pull(ctx: &Ctx) -> Vec<Signal> {
     let mut out = Vec::new();
     for (image, pods, messages, reasons) in by_image {
         let Some(first) = pods.first() else { continue };
-        let reason = if reasons.iter().any(|r| r == "ImagePullBackOff") { "ImagePullBackOff" } else { reasons[0].as_str() };
-        let message = messages.iter().max_by_key(|m| m.len()).map(|m| logs::short(m)).unwrap_or_default();
+        let reason = if reasons.iter().any(|r| r == "ImagePullBackOff") {
+            "ImagePullBackOff"
+        } else {
+            reasons[0].as_str()
+        };
+        // The shortest message that still says why (after the image reference) reads best.
+        let message = messages
+            .iter()
+            .filter(|m| {
+                m.rsplit_once("\":")
+                    .is_some_and(|(_, why)| !why.trim().is_empty())
+            })
+            .min_by_key(|m| m.len())
+            .or_else(|| messages.first())
+            .map(|m| logs::short(m))
+            .unwrap_or_default();
         let all = messages.join(" ");
         let mechanism = pull_mechanism(&format!("{all} {reason}"));
-        let category = if mechanism.contains("unreachable") { Category::DependencyFailure } else { Category::ConfigurationError };
+        let category = if mechanism.contains("unreachable") {
+            Category::DependencyFailure
+        } else {
+            Category::ConfigurationError
+        };
         let names: Vec<String> = pods.iter().map(|p| p.name.clone()).collect();
         let dep = pod_deployment(first);
         let rs = pod_rs(first);
@@ -320,10 +423,17 @@ pub(crate) fn image_pull(ctx: &Ctx) -> Vec<Signal> {
             (Some(d), _) => format!("; deployment {d} cannot bring these replicas up"),
             _ => String::new(),
         };
-        let evidence = ctx.ev(&["kubernetes/pods", "kubernetes/events", "kubernetes/deployments"]);
+        let evidence = ctx.ev(&[
+            "kubernetes/pods",
+            "kubernetes/events",
+            "kubernetes/deployments",
+        ]);
         let mut sig = Signal {
             analyzer: "image_pull",
-            summary: format!("{} pod(s) in {reason}: image \"{image}\" cannot be pulled ({message})", pods.len()),
+            summary: format!(
+                "{} pod(s) in {reason}: image \"{image}\" cannot be pulled ({message})",
+                pods.len()
+            ),
             detail: format!("pods: {}", list_names(&names, 5)),
             category,
             confidence: 0.9,
@@ -355,7 +465,9 @@ pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
         let events = ctx.events_for(&pod.name);
         let unhealthy: Vec<_> = events
             .iter()
-            .filter(|e| e.reason == "Unhealthy" || e.message.to_lowercase().contains("probe failed"))
+            .filter(|e| {
+                e.reason == "Unhealthy" || e.message.to_lowercase().contains("probe failed")
+            })
             .collect();
         let kills: Vec<_> = events
             .iter()
@@ -364,16 +476,26 @@ pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
         if unhealthy.is_empty() && kills.is_empty() {
             continue;
         }
-        let liveness = unhealthy.iter().chain(kills.iter()).any(|e| e.message.to_lowercase().contains("liveness"));
+        let liveness = unhealthy
+            .iter()
+            .chain(kills.iter())
+            .any(|e| e.message.to_lowercase().contains("liveness"));
         let kind = if liveness {
             "Liveness"
-        } else if unhealthy.iter().any(|e| e.message.to_lowercase().contains("startup")) {
+        } else if unhealthy
+            .iter()
+            .any(|e| e.message.to_lowercase().contains("startup"))
+        {
             "Startup"
         } else {
             "Readiness"
         };
         let failures: u32 = unhealthy.iter().map(|e| e.count.max(1)).sum();
-        let example = unhealthy.first().or(kills.first()).map(|e| logs::short(&e.message)).unwrap_or_default();
+        let example = unhealthy
+            .first()
+            .or(kills.first())
+            .map(|e| logs::short(&e.message))
+            .unwrap_or_default();
         let restarts = pod.restarts();
         let exit = pod
             .containers
@@ -391,16 +513,29 @@ pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
             .unwrap_or_default();
         let lines = logs::pod_lines(ctx, &pod.name);
         let hits = logs::scan(lines.iter().copied());
-        let dep_hit = hits.iter().find(|h| h.sig.category() == Category::DependencyFailure);
+        let dep_hit = hits
+            .iter()
+            .find(|h| h.sig.category() == Category::DependencyFailure);
+        // A probe that times out is often the symptom of a slow, saturated app rather than a bad probe.
+        let timed_out = unhealthy.iter().any(|e| {
+            let m = e.message.to_lowercase();
+            m.contains("deadline exceeded") || m.contains("timeout") || m.contains("timed out")
+        });
+        let until = if liveness { " up to each restart" } else { "" };
         let (category, mechanism, confidence) = match dep_hit {
             Some(h) => (
                 Category::DependencyFailure,
                 format!("the health endpoint fails because a dependency is unreachable ({}: \"{}\")", h.sig.label(), h.example),
                 0.7,
             ),
+            None if timed_out => (
+                Category::ConfigurationError,
+                "the probe times out: either the app answers too slowly (saturated) or the probe's timeoutSeconds is too tight".to_string(),
+                0.5,
+            ),
             None if !lines.is_empty() => (
                 Category::ConfigurationError,
-                "the application logs show normal request handling up to each restart, so the probe itself (endpoint, port, timeout or threshold) is misconfigured for this app".to_string(),
+                format!("the application logs show normal request handling{until}, so the probe itself (endpoint, port, timeout or threshold) is misconfigured for this app"),
                 0.8,
             ),
             None => (
@@ -410,14 +545,23 @@ pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
             ),
         };
         let effect = if liveness {
-            format!("kubelet kills and restarts the container after repeated failures ({restarts} restarts)")
+            format!(
+                "kubelet kills and restarts the container after repeated failures ({restarts} restarts)"
+            )
         } else {
             "the pod is kept out of the Service endpoints (not Ready)".to_string()
         };
-        let evidence = ctx.ev(&["kubernetes/events", "kubernetes/pods", "kubernetes/pod_logs"]);
+        let evidence = ctx.ev(&[
+            "kubernetes/events",
+            "kubernetes/pods",
+            "kubernetes/pod_logs",
+        ]);
         let mut sig = Signal {
             analyzer: "probe_failure",
-            summary: format!("{kind} probe failing on pod {}: {failures} failures, {restarts} restarts by kubelet", pod.name),
+            summary: format!(
+                "{kind} probe failing on pod {}: {failures} failures, {restarts} restarts by kubelet",
+                pod.name
+            ),
             detail: example.clone(),
             category,
             confidence,
@@ -427,6 +571,7 @@ pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
                 owner_phrase(pod)
             )),
             objects: vec![format!("pod/{}", pod.name)],
+            symptom_of: timed_out.then_some(Category::ResourceExhaustion),
             ..Signal::default()
         };
         if let Some(d) = pod_deployment(pod) {
@@ -455,15 +600,27 @@ mod tests {
             namespace: "shop".into(),
             phase: "Running".into(),
             owner: Some(format!("ReplicaSet/{rs}")),
-            labels: BTreeMap::from([("pod-template-hash".into(), rs.rsplit('-').next().unwrap_or("").into())]),
-            conditions: BTreeMap::from([("Ready".into(), if ready { "True" } else { "False" }.into())]),
+            labels: BTreeMap::from([(
+                "pod-template-hash".into(),
+                rs.rsplit('-').next().unwrap_or("").into(),
+            )]),
+            conditions: BTreeMap::from([(
+                "Ready".into(),
+                if ready { "True" } else { "False" }.into(),
+            )]),
             containers: vec![c],
             ..PodFacts::default()
         }
     }
 
     fn running(image: &str) -> ContainerFacts {
-        ContainerFacts { name: "app".into(), image: image.into(), ready: true, state: "running".into(), ..ContainerFacts::default() }
+        ContainerFacts {
+            name: "app".into(),
+            image: image.into(),
+            ready: true,
+            state: "running".into(),
+            ..ContainerFacts::default()
+        }
     }
 
     fn ev(reason: &str, object: &str, msg: &str, count: u32) -> K8sEventFacts {
@@ -499,7 +656,10 @@ mod tests {
             ..ContainerFacts::default()
         };
         let obs = Observations {
-            pods: vec![pod("cart-abc12-x1", "cart-abc12", false, bad), pod("cart-abc12-x2", "cart-abc12", true, running("shop:1"))],
+            pods: vec![
+                pod("cart-abc12-x1", "cart-abc12", false, bad),
+                pod("cart-abc12-x2", "cart-abc12", true, running("shop:1")),
+            ],
             evidence: evidence(),
             ..Observations::default()
         };
@@ -507,9 +667,17 @@ mod tests {
         let sigs = oom_killed(&ctx);
         assert_eq!(sigs.len(), 1);
         let cause = sigs[0].cause.clone().unwrap_or_default();
-        assert!(cause.contains("exit code 137") && cause.contains("256Mi") && cause.contains("cart-abc12-x1"), "{cause}");
+        assert!(
+            cause.contains("exit code 137")
+                && cause.contains("256Mi")
+                && cause.contains("cart-abc12-x1"),
+            "{cause}"
+        );
         assert_eq!(sigs[0].category, Category::ResourceExhaustion);
-        assert_eq!(sigs[0].actions[0].params.get("memory_limit"), Some(&serde_json::json!("512Mi")));
+        assert_eq!(
+            sigs[0].actions[0].params.get("memory_limit"),
+            Some(&serde_json::json!("512Mi"))
+        );
         // The crash-loop analyzer defers to the OOM one.
         assert!(crash_loop(&ctx).iter().all(|s| s.cause.is_none()));
     }
@@ -527,14 +695,26 @@ mod tests {
         let obs = Observations {
             pods: vec![pod("api-1a2b3-q", "api-1a2b3", false, bad)],
             pod_logs: vec![
-                LogLine { line: "starting memory_limit=1Gi".into(), ..LogLine::default() },
-                LogLine { line: "heap 990Mi / 1Gi".into(), ..LogLine::default() },
+                LogLine {
+                    line: "starting memory_limit=1Gi".into(),
+                    ..LogLine::default()
+                },
+                LogLine {
+                    line: "heap 990Mi / 1Gi".into(),
+                    ..LogLine::default()
+                },
             ],
             ..Observations::default()
         };
         let sigs = oom_killed(&Ctx::new(&obs));
-        let cause = sigs.first().and_then(|s| s.cause.clone()).unwrap_or_default();
-        assert!(cause.contains("1Gi") && cause.contains("990Mi / 1Gi"), "{cause}");
+        let cause = sigs
+            .first()
+            .and_then(|s| s.cause.clone())
+            .unwrap_or_default();
+        assert!(
+            cause.contains("1Gi") && cause.contains("990Mi / 1Gi"),
+            "{cause}"
+        );
     }
 
     #[test]
@@ -550,13 +730,20 @@ mod tests {
         };
         let obs = Observations {
             pods: vec![pod("web-9f8e7-a", "web-9f8e7", false, bad)],
-            pod_logs: vec![LogLine { line: "panic: runtime error: invalid memory address or nil pointer dereference".into(), ..LogLine::default() }],
+            pod_logs: vec![LogLine {
+                line: "panic: runtime error: invalid memory address or nil pointer dereference"
+                    .into(),
+                ..LogLine::default()
+            }],
             ..Observations::default()
         };
         let sigs = crash_loop(&Ctx::new(&obs));
         assert_eq!(sigs[0].category, Category::CodeDefect);
         let cause = sigs[0].cause.clone().unwrap_or_default();
-        assert!(cause.contains("exit code 2") && cause.contains("panic"), "{cause}");
+        assert!(
+            cause.contains("exit code 2") && cause.contains("panic"),
+            "{cause}"
+        );
         assert!(oom_killed(&Ctx::new(&obs)).is_empty());
     }
 
@@ -571,8 +758,16 @@ mod tests {
             ..ContainerFacts::default()
         };
         let obs = Observations {
-            pods: vec![pod("cart-new11-a", "cart-new11", false, bad), pod("cart-old22-b", "cart-old22", true, running("shop:1.0"))],
-            events: vec![ev("Failed", "cart-new11-a", "Failed to pull image \"shop:9.9.9\": not found: manifest unknown", 4)],
+            pods: vec![
+                pod("cart-new11-a", "cart-new11", false, bad),
+                pod("cart-old22-b", "cart-old22", true, running("shop:1.0")),
+            ],
+            events: vec![ev(
+                "Failed",
+                "cart-new11-a",
+                "Failed to pull image \"shop:9.9.9\": not found: manifest unknown",
+                4,
+            )],
             evidence: evidence(),
             ..Observations::default()
         };
@@ -581,7 +776,12 @@ mod tests {
         let s = &sigs[0];
         assert_eq!(s.category, Category::ConfigurationError);
         let cause = s.cause.clone().unwrap_or_default();
-        assert!(cause.contains("ImagePullBackOff") && cause.contains("shop:9.9.9") && cause.contains("manifest unknown"), "{cause}");
+        assert!(
+            cause.contains("ImagePullBackOff")
+                && cause.contains("shop:9.9.9")
+                && cause.contains("manifest unknown"),
+            "{cause}"
+        );
         assert!(cause.contains("old ReplicaSet"), "{cause}");
         assert_eq!(s.actions[0].kind, "kubernetes.rollout_undo");
         assert_eq!(s.evidence, vec!["e1".to_string(), "e2".to_string()]);
@@ -601,10 +801,23 @@ mod tests {
         let obs = Observations {
             pods: vec![pod("api-77aa1-z", "api-77aa1", false, c)],
             events: vec![
-                ev("Unhealthy", "api-77aa1-z", "Liveness probe failed: Get \"http://10.0.0.9:8080/health\": context deadline exceeded", 12),
-                ev("Killing", "api-77aa1-z", "Container app failed liveness probe, will be restarted", 4),
+                ev(
+                    "Unhealthy",
+                    "api-77aa1-z",
+                    "Liveness probe failed: Get \"http://10.0.0.9:8080/health\": context deadline exceeded",
+                    12,
+                ),
+                ev(
+                    "Killing",
+                    "api-77aa1-z",
+                    "Container app failed liveness probe, will be restarted",
+                    4,
+                ),
             ],
-            pod_logs: vec![LogLine { line: "INFO GET /orders 200 12ms".into(), ..LogLine::default() }],
+            pod_logs: vec![LogLine {
+                line: "INFO GET /orders 200 12ms".into(),
+                ..LogLine::default()
+            }],
             ..Observations::default()
         };
         let ctx = Ctx::new(&obs);
@@ -612,17 +825,32 @@ mod tests {
         assert_eq!(sigs.len(), 1);
         assert_eq!(sigs[0].category, Category::ConfigurationError);
         let cause = sigs[0].cause.clone().unwrap_or_default();
-        assert!(cause.contains("Liveness probe") && cause.contains("exit code 0"), "{cause}");
+        assert!(
+            cause.contains("Liveness probe") && cause.contains("exit code 0"),
+            "{cause}"
+        );
         assert!(oom_killed(&ctx).is_empty());
     }
 
     #[test]
     fn readiness_failure_from_unreachable_dependency() {
-        let c = ContainerFacts { name: "app".into(), state: "running".into(), ..ContainerFacts::default() };
+        let c = ContainerFacts {
+            name: "app".into(),
+            state: "running".into(),
+            ..ContainerFacts::default()
+        };
         let obs = Observations {
             pods: vec![pod("api-77aa1-z", "api-77aa1", false, c)],
-            events: vec![ev("Unhealthy", "api-77aa1-z", "Readiness probe failed: HTTP probe failed with statuscode: 503", 30)],
-            pod_logs: vec![LogLine { line: "ERROR dial tcp redis.cache:6379: connect: connection refused".into(), ..LogLine::default() }],
+            events: vec![ev(
+                "Unhealthy",
+                "api-77aa1-z",
+                "Readiness probe failed: HTTP probe failed with statuscode: 503",
+                30,
+            )],
+            pod_logs: vec![LogLine {
+                line: "ERROR dial tcp redis.cache:6379: connect: connection refused".into(),
+                ..LogLine::default()
+            }],
             ..Observations::default()
         };
         let sigs = probe_failures(&Ctx::new(&obs));

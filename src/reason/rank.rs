@@ -9,13 +9,65 @@ use std::collections::BTreeMap;
 /// Below this, an active cause does not outweigh a benign explanation.
 const MIN_CAUSE: f32 = 0.45;
 
+/// Demotes symptoms when their likely cause is present, and lets independent analyzers that agree
+/// on a category reinforce each other.
+fn adjust(signals: &mut [Signal]) {
+    let snapshot: Vec<(Category, f32, bool, &'static str)> = signals
+        .iter()
+        .map(|s| {
+            (
+                s.category,
+                s.confidence,
+                s.cause.is_some() && !s.benign,
+                s.analyzer,
+            )
+        })
+        .collect();
+    for (i, s) in signals.iter_mut().enumerate() {
+        if s.benign || s.cause.is_none() {
+            continue;
+        }
+        let others = || {
+            snapshot
+                .iter()
+                .enumerate()
+                .filter(move |(j, _)| *j != i)
+                .map(|(_, o)| o)
+        };
+        if let Some(c) = s.symptom_of
+            && others().any(|o| o.0 == c && o.2 && o.1 >= MIN_CAUSE)
+        {
+            s.confidence = s.confidence.min(0.35);
+            s.detail
+                .push_str(&format!("; likely a symptom of the {c} found alongside"));
+            continue;
+        }
+        let support = others()
+            .filter(|o| o.0 == s.category && o.1 >= 0.3 && o.3 != s.analyzer)
+            .map(|o| o.3)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        s.confidence = (s.confidence + 0.05 * support.min(3) as f32).min(0.95);
+    }
+}
+
 pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
+    adjust(&mut signals);
     signals.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
     let findings = signals.iter().map(Signal::finding).collect();
 
-    let active: Vec<&Signal> = signals.iter().filter(|s| s.cause.is_some() && !s.benign).collect();
-    let benign: Vec<&Signal> = signals.iter().filter(|s| s.cause.is_some() && s.benign).collect();
-    let top_active = active.first().copied().filter(|s| s.confidence >= MIN_CAUSE);
+    let active: Vec<&Signal> = signals
+        .iter()
+        .filter(|s| s.cause.is_some() && !s.benign)
+        .collect();
+    let benign: Vec<&Signal> = signals
+        .iter()
+        .filter(|s| s.cause.is_some() && s.benign)
+        .collect();
+    let top_active = active
+        .first()
+        .copied()
+        .filter(|s| s.confidence >= MIN_CAUSE);
     let top_benign = benign.first().copied();
     let top: Option<&Signal> = match (top_active, top_benign) {
         (Some(a), Some(b)) if b.confidence > a.confidence && b.analyzer != "all_clear" => Some(b),
@@ -28,7 +80,12 @@ pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
     let mut push = |s: &Signal| {
         let statement = s.cause.clone().unwrap_or_default();
         if !hypotheses.iter().any(|h| h.statement == statement) {
-            hypotheses.push(Hypothesis { category: s.category, statement, confidence: s.confidence, evidence: s.evidence.clone() });
+            hypotheses.push(Hypothesis {
+                category: s.category,
+                statement,
+                confidence: s.confidence,
+                evidence: s.evidence.clone(),
+            });
         }
     };
     if let Some(t) = top {
@@ -67,7 +124,9 @@ pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
         let matchers: BTreeMap<String, String> = alert
             .labels
             .iter()
-            .filter(|(k, _)| ["alertname", "namespace", "pod", "deployment", "service"].contains(&k.as_str()))
+            .filter(|(k, _)| {
+                ["alertname", "namespace", "pod", "deployment", "service"].contains(&k.as_str())
+            })
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         suggested_actions.push(actions::silence(
@@ -78,17 +137,31 @@ pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
         ));
     }
 
-    Analysis { findings, hypotheses, ruled_out, category, root_cause, confidence, suggested_actions }
+    Analysis {
+        findings,
+        hypotheses,
+        ruled_out,
+        category,
+        root_cause,
+        confidence,
+        suggested_actions,
+    }
 }
 
 fn has(signals: &[Signal], analyzer: &str) -> bool {
-    signals.iter().any(|s| s.analyzer == analyzer && (s.cause.is_some() || s.analyzer == "crash_loop"))
+    signals
+        .iter()
+        .any(|s| s.analyzer == analyzer && (s.cause.is_some() || s.analyzer == "crash_loop"))
 }
 
 /// Checks an SRE makes before trusting a diagnosis, each stated with the concrete fact that rules it out.
 fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec<RuledOut> {
     let mut out = Vec::new();
-    let pods: Vec<_> = ctx.pods().into_iter().filter(|p| ctx.pod_in_scope(p)).collect();
+    let pods: Vec<_> = ctx
+        .pods()
+        .into_iter()
+        .filter(|p| ctx.pod_in_scope(p))
+        .collect();
     let top_category = top.map(|t| t.category).unwrap_or(Category::Unknown);
     let pod_ev = ctx.ev(&["kubernetes/pods", "kubernetes/events"]);
 
@@ -126,7 +199,8 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
     if !has(signals, "probe_failure") && !pods.is_empty() && !ctx.obs.events.is_empty() {
         out.push(RuledOut {
             statement: "Liveness or readiness probe failures".into(),
-            reason: "no Unhealthy events: kubelet reports no failed liveness or readiness probe".into(),
+            reason: "no Unhealthy events: kubelet reports no failed liveness or readiness probe"
+                .into(),
             evidence: ctx.ev(&["kubernetes/events"]),
         });
     }
@@ -163,7 +237,11 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
         && let Some(pod) = pods.iter().find(|p| p.name == pod_name)
     {
         let rs = pod_rs(pod);
-        let old: Vec<_> = ctx.siblings(pod).into_iter().filter(|p| p.ready() && pod_rs(p) != rs).collect();
+        let old: Vec<_> = ctx
+            .siblings(pod)
+            .into_iter()
+            .filter(|p| p.ready() && pod_rs(p) != rs)
+            .collect();
         if let Some(first) = old.first() {
             let old_rs = pod_rs(first).unwrap_or_default();
             let images: Vec<String> = first.containers.iter().map(|c| c.image.clone()).collect();
@@ -182,7 +260,13 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
     // Nodes.
     let node_fault = has(signals, "node_not_ready") || has(signals, "node_pressure");
     let ready_nodes: Vec<&str> = {
-        let mut v: Vec<&str> = ctx.obs.nodes.iter().filter(|n| n.ready()).map(|n| n.name.as_str()).collect();
+        let mut v: Vec<&str> = ctx
+            .obs
+            .nodes
+            .iter()
+            .filter(|n| n.ready())
+            .map(|n| n.name.as_str())
+            .collect();
         v.dedup();
         v
     };
@@ -193,10 +277,16 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
             v.dedup();
             v
         };
-        let named = if hosting.is_empty() { list_names(&ready_nodes, 3) } else { list_names(&hosting, 3) };
+        let named = if hosting.is_empty() {
+            list_names(&ready_nodes, 3)
+        } else {
+            list_names(&hosting, 3)
+        };
         out.push(RuledOut {
             statement: "Node failure".into(),
-            reason: format!("node Ready: {named} report Ready with no memory, disk or PID pressure"),
+            reason: format!(
+                "node Ready: {named} report Ready with no memory, disk or PID pressure"
+            ),
             evidence: ctx.ev(&["kubernetes/nodes"]),
         });
     } else if top_category == Category::Infrastructure && !ready_nodes.is_empty() {
@@ -217,22 +307,46 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
     }
 
     // Deploys.
-    let recent_pods = pods.iter().any(|p| p.deleting || p.created_at.is_some_and(|t| ctx.minutes_ago(t) < 6.0 * 60.0));
-    let recent_changes = ctx.obs.changes.iter().any(|c| c.at.is_some_and(|t| ctx.minutes_ago(t) < 6.0 * 60.0));
-    let rolling = has(signals, "rollout_stuck");
-    if !recent_changes && !rolling && !has(signals, "image_pull") && !recent_pods {
+    // A rollout shows as pods of more than one ReplicaSet, pods being replaced, or replicas not yet updated.
+    let mut replica_sets: Vec<String> = pods.iter().filter_map(|p| pod_rs(p)).collect();
+    replica_sets.sort();
+    replica_sets.dedup();
+    let updating = super::rollout::deployments_in_scope(ctx)
+        .iter()
+        .any(|d| d.updated_replicas < d.replicas);
+    let rollout = replica_sets.len() > 1 || pods.iter().any(|p| p.deleting) || updating;
+    let recent_changes = ctx
+        .obs
+        .changes
+        .iter()
+        .any(|c| c.at.is_some_and(|t| ctx.minutes_ago(t) < 6.0 * 60.0));
+    if !recent_changes
+        && !rollout
+        && !has(signals, "rollout_stuck")
+        && !has(signals, "image_pull")
+        && !pods.is_empty()
+    {
+        let rs = match replica_sets.as_slice() {
+            [one] => format!("every pod runs ReplicaSet {one}"),
+            _ => "no pod is being replaced".to_string(),
+        };
         out.push(RuledOut {
             statement: "Bad deploy".into(),
-            reason: "no recent deploy: no change recorded in the last 6 hours and every pod predates that window".into(),
+            reason: format!("no recent deploy: no change recorded in the last 6 hours and {rs} (no rollout in progress)"),
             evidence: ctx.ev(&["changes", "kubernetes/deployments"]),
         });
     }
 
     // Scheduling and capacity.
-    if !has(signals, "failed_scheduling") && !has(signals, "quota_exceeded") && !ctx.obs.events.is_empty() {
+    if !has(signals, "failed_scheduling")
+        && !has(signals, "quota_exceeded")
+        && !ctx.obs.events.is_empty()
+    {
         out.push(RuledOut {
             statement: "Scheduling or quota limits".into(),
-            reason: "no FailedScheduling or exceeded-quota events: every pod was scheduled and created".into(),
+            reason:
+                "no FailedScheduling or exceeded-quota events: every pod was scheduled and created"
+                    .into(),
             evidence: ctx.ev(&["kubernetes/events"]),
         });
     }
@@ -241,7 +355,10 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
     let lines = logs::scoped_lines(ctx);
     if top_category != Category::DependencyFailure && !lines.is_empty() {
         let hits = logs::scan(lines.iter().copied());
-        if !hits.iter().any(|h| matches!(h.sig, Sig::Dns | Sig::ConnRefused | Sig::Timeout)) {
+        if !hits
+            .iter()
+            .any(|h| matches!(h.sig, Sig::Dns | Sig::ConnRefused | Sig::Timeout))
+        {
             out.push(RuledOut {
                 statement: "Dependency failure".into(),
                 reason: format!(
@@ -254,14 +371,27 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
     }
 
     // Monitors.
-    let alerting: Vec<_> = ctx.obs.rules.iter().filter(|r| r.rule_type == "alerting" || r.rule_type.is_empty()).collect();
+    let alerting: Vec<_> = ctx
+        .obs
+        .rules
+        .iter()
+        .filter(|r| r.rule_type == "alerting" || r.rule_type.is_empty())
+        .collect();
     let quiet: Vec<&str> = alerting
         .iter()
-        .filter(|r| r.state.as_deref().is_none_or(|s| s == "inactive" || s == "ok"))
+        .filter(|r| {
+            r.state
+                .as_deref()
+                .is_none_or(|s| s == "inactive" || s == "ok")
+        })
         .map(|r| r.name.as_str())
         .collect();
     if !quiet.is_empty() {
-        let firing: Vec<&str> = alerting.iter().filter(|r| r.state.as_deref() == Some("firing")).map(|r| r.name.as_str()).collect();
+        let firing: Vec<&str> = alerting
+            .iter()
+            .filter(|r| r.state.as_deref() == Some("firing"))
+            .map(|r| r.name.as_str())
+            .collect();
         out.push(RuledOut {
             statement: "User-facing impact".into(),
             reason: format!(
@@ -269,7 +399,11 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
                 quiet.len(),
                 alerting.len(),
                 list_names(&quiet, 3),
-                if firing.is_empty() { String::new() } else { format!("; firing: {}", firing.join(", ")) }
+                if firing.is_empty() {
+                    String::new()
+                } else {
+                    format!("; firing: {}", firing.join(", "))
+                }
             ),
             evidence: ctx.ev(&["alert_rules"]),
         });
@@ -292,25 +426,55 @@ mod tests {
             node: Some("node-1".into()),
             owner: Some(format!("ReplicaSet/{rs}")),
             created_at: Some(Utc::now() - chrono::Duration::days(3)),
-            conditions: BTreeMap::from([("Ready".into(), if ready { "True" } else { "False" }.into())]),
+            conditions: BTreeMap::from([(
+                "Ready".into(),
+                if ready { "True" } else { "False" }.into(),
+            )]),
             containers: vec![c],
             ..PodFacts::default()
         }
     }
 
     fn node() -> NodeFacts {
-        NodeFacts { name: "node-1".into(), conditions: BTreeMap::from([("Ready".into(), "True".into())]), ..NodeFacts::default() }
+        NodeFacts {
+            name: "node-1".into(),
+            conditions: BTreeMap::from([("Ready".into(), "True".into())]),
+            ..NodeFacts::default()
+        }
     }
 
     #[test]
     fn nothing_wrong_is_healthy_and_rules_out_the_usual_suspects() {
-        let ok = ContainerFacts { name: "c".into(), ready: true, state: "running".into(), ..ContainerFacts::default() };
-        let obs = Observations { now: Utc::now(), pods: vec![pod("a-1-x", "a-1", true, ok)], nodes: vec![node()], ..Observations::default() };
+        let ok = ContainerFacts {
+            name: "c".into(),
+            ready: true,
+            state: "running".into(),
+            ..ContainerFacts::default()
+        };
+        let obs = Observations {
+            now: Utc::now(),
+            pods: vec![pod("a-1-x", "a-1", true, ok)],
+            nodes: vec![node()],
+            ..Observations::default()
+        };
         let a = analyze(&obs);
         assert_eq!(a.category, Category::Healthy);
-        assert!(a.root_cause.contains("No failure found"), "{}", a.root_cause);
-        let text: String = a.ruled_out.iter().map(|r| format!("{} {}\n", r.statement, r.reason)).collect();
-        assert!(text.contains("not OOMKilled") && text.contains("no image pull errors") && text.contains("node Ready"), "{text}");
+        assert!(
+            a.root_cause.contains("No failure found"),
+            "{}",
+            a.root_cause
+        );
+        let text: String = a
+            .ruled_out
+            .iter()
+            .map(|r| format!("{} {}\n", r.statement, r.reason))
+            .collect();
+        assert!(
+            text.contains("not OOMKilled")
+                && text.contains("no image pull errors")
+                && text.contains("node Ready"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -325,10 +489,18 @@ mod tests {
             memory_limit: Some("128Mi".into()),
             ..ContainerFacts::default()
         };
-        let ok = ContainerFacts { name: "c".into(), ready: true, state: "running".into(), ..ContainerFacts::default() };
+        let ok = ContainerFacts {
+            name: "c".into(),
+            ready: true,
+            state: "running".into(),
+            ..ContainerFacts::default()
+        };
         let obs = Observations {
             now: Utc::now(),
-            pods: vec![pod("a-1-x", "a-1", false, bad), pod("a-1-y", "a-1", true, ok)],
+            pods: vec![
+                pod("a-1-x", "a-1", false, bad),
+                pod("a-1-y", "a-1", true, ok),
+            ],
             nodes: vec![node()],
             ..Observations::default()
         };
@@ -336,17 +508,82 @@ mod tests {
         assert_eq!(a.category, Category::ResourceExhaustion);
         assert!(a.root_cause.contains("exit code 137") && a.root_cause.contains("128Mi"));
         assert!(a.confidence > 0.8);
-        let text: String = a.ruled_out.iter().map(|r| format!("{} {}\n", r.statement, r.reason)).collect();
-        assert!(text.contains("sibling pods healthy") && text.contains("no image pull errors"), "{text}");
+        let text: String = a
+            .ruled_out
+            .iter()
+            .map(|r| format!("{} {}\n", r.statement, r.reason))
+            .collect();
+        assert!(
+            text.contains("sibling pods healthy") && text.contains("no image pull errors"),
+            "{text}"
+        );
         assert!(!text.contains("not OOMKilled"), "{text}");
-        assert_eq!(a.suggested_actions.first().map(|x| x.kind.as_str()), Some("kubernetes.set_resources"));
-        assert!(a.suggested_actions.iter().all(|x| x.id.is_empty() && !x.operation.is_empty()));
+        assert_eq!(
+            a.suggested_actions.first().map(|x| x.kind.as_str()),
+            Some("kubernetes.set_resources")
+        );
+        assert!(
+            a.suggested_actions
+                .iter()
+                .all(|x| x.id.is_empty() && !x.operation.is_empty())
+        );
+    }
+
+    #[test]
+    fn probe_timeouts_are_a_symptom_of_cpu_saturation() {
+        use crate::model::{Alert, K8sEventFacts, Series};
+        let ok = ContainerFacts {
+            name: "c".into(),
+            ready: true,
+            state: "running".into(),
+            ..ContainerFacts::default()
+        };
+        let alert = Alert {
+            labels: BTreeMap::from([
+                ("alertname".into(), "Throttled".into()),
+                ("deployment".into(), "a".into()),
+            ]),
+            generator_url: "http://p/graph?g0.expr=cpu_throttled_ratio+%3E+0.25".into(),
+            ..Alert::default()
+        };
+        let obs = Observations {
+            now: Utc::now(),
+            alert: Some(alert),
+            pods: vec![pod("a-1-x", "a-1", true, ok)],
+            events: vec![K8sEventFacts {
+                event_type: "Warning".into(),
+                reason: "Unhealthy".into(),
+                object: "Pod/a-1-x".into(),
+                message: "Readiness probe failed: Get \"http://10.0.0.1:8080/ready\": context deadline exceeded".into(),
+                count: 4,
+                ..K8sEventFacts::default()
+            }],
+            metrics: vec![Series { name: "cpu_throttled_ratio".into(), points: vec![(0.0, 0.1), (60.0, 0.6)], ..Series::default() }],
+            nodes: vec![node()],
+            ..Observations::default()
+        };
+        let a = analyze(&obs);
+        assert_eq!(a.category, Category::ResourceExhaustion, "{a:#?}");
+        assert!(a.root_cause.contains("CPU limit"), "{}", a.root_cause);
+        assert!(
+            a.hypotheses
+                .iter()
+                .any(|h| h.category == Category::ConfigurationError && h.confidence < 0.4)
+        );
     }
 
     #[test]
     fn unexplained_unready_pod_is_unknown() {
-        let c = ContainerFacts { name: "c".into(), state: "running".into(), ..ContainerFacts::default() };
-        let obs = Observations { now: Utc::now(), pods: vec![pod("a-1-x", "a-1", false, c)], ..Observations::default() };
+        let c = ContainerFacts {
+            name: "c".into(),
+            state: "running".into(),
+            ..ContainerFacts::default()
+        };
+        let obs = Observations {
+            now: Utc::now(),
+            pods: vec![pod("a-1-x", "a-1", false, c)],
+            ..Observations::default()
+        };
         assert_eq!(analyze(&obs).category, Category::Unknown);
     }
 }

@@ -8,7 +8,11 @@ const QUIET_MINUTES: f64 = 15.0;
 
 /// When a pod last restarted or failed, from container status and its warning events.
 fn last_trouble(ctx: &Ctx, pod: &PodFacts) -> Option<chrono::DateTime<chrono::Utc>> {
-    let from_status = pod.containers.iter().filter_map(|c| c.last_finished_at).max();
+    let from_status = pod
+        .containers
+        .iter()
+        .filter_map(|c| c.last_finished_at)
+        .max();
     let from_events = ctx
         .events_for(&pod.name)
         .into_iter()
@@ -19,7 +23,10 @@ fn last_trouble(ctx: &Ctx, pod: &PodFacts) -> Option<chrono::DateTime<chrono::Ut
 }
 
 fn all_clear_pods<'a>(ctx: &Ctx<'a>) -> (Vec<&'a PodFacts>, Vec<&'a PodFacts>) {
-    ctx.pods().into_iter().filter(|p| ctx.pod_in_scope(p) && !p.deleting).partition(|p| p.ready())
+    ctx.pods()
+        .into_iter()
+        .filter(|p| ctx.pod_in_scope(p) && !p.deleting)
+        .partition(|p| p.ready())
 }
 
 pub(crate) fn recovered(ctx: &Ctx) -> Vec<Signal> {
@@ -32,8 +39,16 @@ pub(crate) fn recovered(ctx: &Ctx) -> Vec<Signal> {
 }
 
 fn resolved_alert(ctx: &Ctx) -> Option<Signal> {
-    let alert = ctx.obs.alert.as_ref().filter(|_| ctx.obs.alert_resolved())?;
-    let when = alert.ends_at.filter(|t| t.timestamp() > 0).map(|t| format!(" at {}", t.format("%H:%M"))).unwrap_or_default();
+    let alert = ctx
+        .obs
+        .alert
+        .as_ref()
+        .filter(|_| ctx.obs.alert_resolved())?;
+    let when = alert
+        .ends_at
+        .filter(|t| t.timestamp() > 0)
+        .map(|t| format!(" at {}", t.format("%H:%M")))
+        .unwrap_or_default();
     Some(Signal {
         analyzer: "alert_resolved",
         summary: format!("alert {} is already resolved{when}", alert.name()),
@@ -41,7 +56,10 @@ fn resolved_alert(ctx: &Ctx) -> Option<Signal> {
         confidence: 0.55,
         evidence: ctx.ev(&["alerts"]),
         benign: true,
-        cause: Some(format!("{} already resolved{when}; the condition cleared on its own", alert.name())),
+        cause: Some(format!(
+            "{} already resolved{when}; the condition cleared on its own",
+            alert.name()
+        )),
         ..Signal::default()
     })
 }
@@ -97,8 +115,14 @@ fn restarted_long_ago(ctx: &Ctx) -> Vec<Signal> {
 /// Failing pods of a superseded ReplicaSet that are being deleted after the rollout completed.
 fn old_replicaset_churn(ctx: &Ctx) -> Vec<Signal> {
     let mut out = Vec::new();
-    for pod in ctx.pods().into_iter().filter(|p| ctx.pod_in_scope(p) && !p.ready()) {
-        let Some(dep_name) = pod_deployment(pod) else { continue };
+    for pod in ctx
+        .pods()
+        .into_iter()
+        .filter(|p| ctx.pod_in_scope(p) && !p.ready())
+    {
+        let Some(dep_name) = pod_deployment(pod) else {
+            continue;
+        };
         let current = ctx.current_rs(&dep_name);
         let superseded = current.is_some() && pod_rs(pod) != current;
         if !(pod.deleting || superseded) {
@@ -119,10 +143,25 @@ fn old_replicaset_churn(ctx: &Ctx) -> Vec<Signal> {
         }
         let old_rs = pod_rs(pod).unwrap_or_else(|| "an old ReplicaSet".into());
         let new_rs = current.unwrap_or_default();
-        let state = pod.containers.iter().find_map(|c| c.reason.clone()).unwrap_or_else(|| "not Ready".into());
-        let total = ctx.deployment(&dep_name).map(|d| d.replicas).unwrap_or(new_ready.len() as u32);
-        let terminating = if pod.deleting { "is terminating (deletion requested)" } else { "is left over" };
-        let evidence = ctx.ev(&["kubernetes/pods", "kubernetes/deployments", "kubernetes/events"]);
+        let state = pod
+            .containers
+            .iter()
+            .find_map(|c| c.reason.clone())
+            .unwrap_or_else(|| "not Ready".into());
+        let total = ctx
+            .deployment(&dep_name)
+            .map(|d| d.replicas)
+            .unwrap_or(new_ready.len() as u32);
+        let terminating = if pod.deleting {
+            "is terminating (deletion requested)"
+        } else {
+            "is left over"
+        };
+        let evidence = ctx.ev(&[
+            "kubernetes/pods",
+            "kubernetes/deployments",
+            "kubernetes/events",
+        ]);
         out.push(Signal {
             analyzer: "old_replicaset_churn",
             summary: format!(
@@ -163,13 +202,21 @@ fn all_clear(ctx: &Ctx) -> Option<Signal> {
     }
     let recent_warnings = ctx.events().into_iter().any(|e| {
         e.event_type == "Warning"
-            && e.last_seen.or(e.first_seen).is_none_or(|t| ctx.minutes_ago(t) < QUIET_MINUTES)
-            && ctx.pods().iter().find(|p| p.name == super::object_name(&e.object)).is_none_or(|p| !p.deleting && ctx.pod_in_scope(p))
+            && e.last_seen
+                .or(e.first_seen)
+                .is_none_or(|t| ctx.minutes_ago(t) < QUIET_MINUTES)
+            && ctx
+                .pods()
+                .iter()
+                .find(|p| p.name == super::object_name(&e.object))
+                .is_none_or(|p| !p.deleting && ctx.pod_in_scope(p))
     });
     if recent_warnings {
         return None;
     }
-    let deps_ok = super::rollout::deployments_in_scope(ctx).iter().all(|d| d.available_replicas >= d.replicas);
+    let deps_ok = super::rollout::deployments_in_scope(ctx)
+        .iter()
+        .all(|d| d.available_replicas >= d.replicas);
     if !deps_ok {
         return None;
     }
@@ -180,19 +227,47 @@ fn all_clear(ctx: &Ctx) -> Option<Signal> {
         .filter(|r| r.state.as_deref() == Some("firing"))
         .map(|r| r.name.as_str())
         .collect();
-    let scope = ctx.focus_deployment.clone().unwrap_or_else(|| "the workload".into());
-    let pods = if ready.is_empty() { "no pods in scope".to_string() } else { format!("all {} pods Running and Ready", ready.len()) };
-    let nodes = if ctx.obs.nodes.is_empty() { String::new() } else { format!(", {} node(s) Ready", ctx.obs.nodes.iter().map(|n| &n.name).collect::<std::collections::BTreeSet<_>>().len()) };
+    let scope = ctx
+        .focus_deployment
+        .clone()
+        .unwrap_or_else(|| "the workload".into());
+    let pods = if ready.is_empty() {
+        "no pods in scope".to_string()
+    } else {
+        format!("all {} pods Running and Ready", ready.len())
+    };
+    let nodes = if ctx.obs.nodes.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", {} node(s) Ready",
+            ctx.obs
+                .nodes
+                .iter()
+                .map(|n| &n.name)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+        )
+    };
     Some(Signal {
         analyzer: "all_clear",
         summary: format!("no failure found for {scope}: {pods}{nodes}, no recent warning events"),
         category: Category::Healthy,
         confidence: if firing.is_empty() { 0.6 } else { 0.4 },
-        evidence: ctx.ev(&["kubernetes/pods", "kubernetes/nodes", "kubernetes/events", "kubernetes/deployments"]),
+        evidence: ctx.ev(&[
+            "kubernetes/pods",
+            "kubernetes/nodes",
+            "kubernetes/events",
+            "kubernetes/deployments",
+        ]),
         benign: true,
         cause: Some(format!(
             "No failure found: {scope} is operating normally: {pods}{nodes}, no warning events in the last {QUIET_MINUTES:.0} minutes{}",
-            if firing.is_empty() { ", and no monitor is firing".to_string() } else { format!("; firing monitors: {}", firing.join(", ")) }
+            if firing.is_empty() {
+                ", and no monitor is firing".to_string()
+            } else {
+                format!("; firing monitors: {}", firing.join(", "))
+            }
         )),
         ..Signal::default()
     })
@@ -213,8 +288,16 @@ mod tests {
             phase: "Running".into(),
             owner: Some(format!("ReplicaSet/{rs}")),
             created_at: Some(Utc::now() - Duration::hours(3)),
-            conditions: BTreeMap::from([("Ready".into(), if ready { "True" } else { "False" }.into())]),
-            containers: vec![ContainerFacts { name: "c".into(), restart_count: restarts, ready, ..ContainerFacts::default() }],
+            conditions: BTreeMap::from([(
+                "Ready".into(),
+                if ready { "True" } else { "False" }.into(),
+            )]),
+            containers: vec![ContainerFacts {
+                name: "c".into(),
+                restart_count: restarts,
+                ready,
+                ..ContainerFacts::default()
+            }],
             ..PodFacts::default()
         }
     }
@@ -224,7 +307,10 @@ mod tests {
         let now = Utc::now();
         let obs = Observations {
             now,
-            pods: vec![pod("api-aa11-x", "api-aa11", true, 1), pod("api-aa11-y", "api-aa11", true, 0)],
+            pods: vec![
+                pod("api-aa11-x", "api-aa11", true, 1),
+                pod("api-aa11-y", "api-aa11", true, 0),
+            ],
             events: vec![K8sEventFacts {
                 event_type: "Warning".into(),
                 reason: "BackOff".into(),
@@ -247,8 +333,16 @@ mod tests {
         let now = Utc::now();
         let mut p = pod("api-aa11-x", "api-aa11", true, 2);
         p.containers[0].last_finished_at = Some(now - Duration::minutes(3));
-        let obs = Observations { now, pods: vec![p], ..Observations::default() };
-        assert!(recovered(&Ctx::new(&obs)).iter().all(|s| s.analyzer != "restart_recovered"));
+        let obs = Observations {
+            now,
+            pods: vec![p],
+            ..Observations::default()
+        };
+        assert!(
+            recovered(&Ctx::new(&obs))
+                .iter()
+                .all(|s| s.analyzer != "restart_recovered")
+        );
     }
 
     #[test]
@@ -256,7 +350,9 @@ mod tests {
         let mut old = pod("api-old1-z", "api-old1", false, 2);
         old.deleting = true;
         old.created_at = Some(Utc::now() - Duration::days(5));
-        let mut fresh: Vec<PodFacts> = (0..2).map(|i| pod(&format!("api-new2-{i}"), "api-new2", true, 0)).collect();
+        let mut fresh: Vec<PodFacts> = (0..2)
+            .map(|i| pod(&format!("api-new2-{i}"), "api-new2", true, 0))
+            .collect();
         fresh.push(old);
         let obs = Observations {
             now: Utc::now(),
@@ -273,16 +369,39 @@ mod tests {
         };
         let sigs = recovered(&Ctx::new(&obs));
         let churn = sigs.iter().find(|s| s.analyzer == "old_replicaset_churn");
-        let Some(churn) = churn else { panic!("{sigs:?}") };
+        let Some(churn) = churn else {
+            panic!("{sigs:?}")
+        };
         let cause = churn.cause.clone().unwrap_or_default();
-        assert!(cause.contains("api-old1") && cause.contains("api-new2") && cause.contains("terminating"), "{cause}");
+        assert!(
+            cause.contains("api-old1")
+                && cause.contains("api-new2")
+                && cause.contains("terminating"),
+            "{cause}"
+        );
     }
 
     #[test]
     fn all_clear_needs_everything_ready() {
-        let obs = Observations { now: Utc::now(), pods: vec![pod("a-1-x", "a-1", true, 0)], ..Observations::default() };
-        assert!(recovered(&Ctx::new(&obs)).iter().any(|s| s.analyzer == "all_clear"));
-        let obs = Observations { now: Utc::now(), pods: vec![pod("a-1-x", "a-1", false, 0)], ..Observations::default() };
-        assert!(recovered(&Ctx::new(&obs)).iter().all(|s| s.analyzer != "all_clear"));
+        let obs = Observations {
+            now: Utc::now(),
+            pods: vec![pod("a-1-x", "a-1", true, 0)],
+            ..Observations::default()
+        };
+        assert!(
+            recovered(&Ctx::new(&obs))
+                .iter()
+                .any(|s| s.analyzer == "all_clear")
+        );
+        let obs = Observations {
+            now: Utc::now(),
+            pods: vec![pod("a-1-x", "a-1", false, 0)],
+            ..Observations::default()
+        };
+        assert!(
+            recovered(&Ctx::new(&obs))
+                .iter()
+                .all(|s| s.analyzer != "all_clear")
+        );
     }
 }

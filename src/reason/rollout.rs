@@ -10,7 +10,10 @@ pub(crate) fn deployments_in_scope<'a>(ctx: &Ctx<'a>) -> Vec<&'a DeploymentFacts
         .iter()
         .filter(|d| ctx.focus_deployment.as_ref().is_none_or(|f| f == &d.name))
         .fold(Vec::new(), |mut acc: Vec<&DeploymentFacts>, d| {
-            if !acc.iter().any(|x| x.name == d.name && x.namespace == d.namespace) {
+            if !acc
+                .iter()
+                .any(|x| x.name == d.name && x.namespace == d.namespace)
+            {
                 acc.push(d);
             }
             acc
@@ -36,18 +39,35 @@ pub(crate) fn rollout_stuck(ctx: &Ctx) -> Vec<Signal> {
             .into_iter()
             .filter(|p| !p.deleting && pod_deployment(p).as_deref() == Some(d.name.as_str()))
             .collect();
-        let (new_pods, old_pods): (Vec<&PodFacts>, Vec<&PodFacts>) = pods.iter().partition(|p| pod_rs(p) == new_rs);
+        let (new_pods, old_pods): (Vec<&PodFacts>, Vec<&PodFacts>) =
+            pods.iter().partition(|p| pod_rs(p) == new_rs);
         let new_bad: Vec<String> = new_pods
             .iter()
             .filter(|p| !p.ready())
             .map(|p| {
-                let why = p.containers.iter().find_map(|c| c.reason.clone()).unwrap_or_else(|| p.phase.clone());
+                let why = p
+                    .containers
+                    .iter()
+                    .find_map(|c| c.reason.clone())
+                    .unwrap_or_else(|| p.phase.clone());
                 format!("{} ({why})", p.name)
             })
             .collect();
-        let old_ok: Vec<String> = old_pods.iter().filter(|p| p.ready()).map(|p| p.name.clone()).collect();
+        let old_ok: Vec<String> = old_pods
+            .iter()
+            .filter(|p| p.ready())
+            .map(|p| p.name.clone())
+            .collect();
         let explained = new_bad.iter().any(|s| {
-            ["ImagePull", "ErrImage", "CrashLoopBackOff", "OOMKilled", "CreateContainer"].iter().any(|k| s.contains(k))
+            [
+                "ImagePull",
+                "ErrImage",
+                "CrashLoopBackOff",
+                "OOMKilled",
+                "CreateContainer",
+            ]
+            .iter()
+            .any(|k| s.contains(k))
         });
         let rs_txt = match &new_rs {
             Some(r) => format!("new ReplicaSet {r}"),
@@ -62,17 +82,30 @@ pub(crate) fn rollout_stuck(ctx: &Ctx) -> Vec<Signal> {
         }
         let mut detail = String::new();
         if !new_bad.is_empty() {
-            detail.push_str(&format!("{rs_txt} pods not Ready: {}", list_names(&new_bad, 3)));
+            detail.push_str(&format!(
+                "{rs_txt} pods not Ready: {}",
+                list_names(&new_bad, 3)
+            ));
         }
         if !old_ok.is_empty() {
-            detail.push_str(&format!("; old ReplicaSet pods still serving: {}", list_names(&old_ok, 3)));
+            detail.push_str(&format!(
+                "; old ReplicaSet pods still serving: {}",
+                list_names(&old_ok, 3)
+            ));
         }
         let evidence = ctx.ev(&["kubernetes/deployments", "kubernetes/pods"]);
-        let ns = if d.namespace.is_empty() { "default" } else { d.namespace.as_str() };
+        let ns = if d.namespace.is_empty() {
+            "default"
+        } else {
+            d.namespace.as_str()
+        };
         let action = actions::rollout_undo(
             ns,
             &d.name,
-            format!("the rollout of deployment/{} is not progressing; undo returns to the previous ReplicaSet that was serving", d.name),
+            format!(
+                "the rollout of deployment/{} is not progressing; undo returns to the previous ReplicaSet that was serving",
+                d.name
+            ),
             evidence.clone(),
         );
         out.push(Signal {
@@ -105,18 +138,40 @@ pub(crate) fn recent_changes(ctx: &Ctx) -> Vec<Signal> {
         .obs
         .changes
         .iter()
-        .filter(|c| c.at.is_some_and(|t| (0.0..=24.0 * 60.0).contains(&ctx.minutes_ago(t))))
+        .filter(|c| {
+            c.at.is_some_and(|t| (0.0..=24.0 * 60.0).contains(&ctx.minutes_ago(t)))
+        })
         .collect();
     recent.sort_by_key(|c| std::cmp::Reverse(c.at));
-    let Some(latest) = recent.first() else { return Vec::new() };
+    let Some(latest) = recent.first() else {
+        return Vec::new();
+    };
     let describe = |c: &&crate::model::Change| {
-        let when = c.at.map(|t| format!("{} ({:.0} min ago)", t.format("%H:%M"), ctx.minutes_ago(t))).unwrap_or_default();
-        format!("{} {} \"{}\" on {} at {when}", format!("{:?}", c.kind).to_lowercase(), c.id, c.title, c.target)
+        let when =
+            c.at.map(|t| format!("{} ({:.0} min ago)", t.format("%H:%M"), ctx.minutes_ago(t)))
+                .unwrap_or_default();
+        format!(
+            "{} {} \"{}\" on {} at {when}",
+            format!("{:?}", c.kind).to_lowercase(),
+            c.id,
+            c.title,
+            c.target
+        )
     };
     vec![Signal {
         analyzer: "recent_change",
-        summary: format!("{} change(s) in the last 24h; latest: {}", recent.len(), describe(latest)),
-        detail: recent.iter().skip(1).take(4).map(describe).collect::<Vec<_>>().join("; "),
+        summary: format!(
+            "{} change(s) in the last 24h; latest: {}",
+            recent.len(),
+            describe(latest)
+        ),
+        detail: recent
+            .iter()
+            .skip(1)
+            .take(4)
+            .map(describe)
+            .collect::<Vec<_>>()
+            .join("; "),
         category: Category::Unknown,
         confidence: 0.2,
         evidence: ctx.ev(&["changes"]),
@@ -139,8 +194,15 @@ mod tests {
             phase: "Running".into(),
             owner: Some(format!("ReplicaSet/{rs}")),
             created_at: Some(Utc::now() - Duration::minutes(age_min)),
-            conditions: BTreeMap::from([("Ready".into(), if ready { "True" } else { "False" }.into())]),
-            containers: vec![ContainerFacts { name: "app".into(), reason: reason.map(Into::into), ..ContainerFacts::default() }],
+            conditions: BTreeMap::from([(
+                "Ready".into(),
+                if ready { "True" } else { "False" }.into(),
+            )]),
+            containers: vec![ContainerFacts {
+                name: "app".into(),
+                reason: reason.map(Into::into),
+                ..ContainerFacts::default()
+            }],
             ..PodFacts::default()
         }
     }
@@ -156,30 +218,54 @@ mod tests {
             unavailable_replicas: 1,
             conditions: BTreeMap::from([(
                 "Progressing".into(),
-                ("False".into(), "ProgressDeadlineExceeded".into(), "ReplicaSet \"shop-new1\" has timed out progressing.".into()),
+                (
+                    "False".into(),
+                    "ProgressDeadlineExceeded".into(),
+                    "ReplicaSet \"shop-new1\" has timed out progressing.".into(),
+                ),
             )]),
             ..DeploymentFacts::default()
         };
         let obs = Observations {
             now: Utc::now(),
             deployments: vec![dep],
-            pods: vec![pod("shop-new1-a", "shop-new1", false, None, 5), pod("shop-old2-b", "shop-old2", true, None, 600)],
+            pods: vec![
+                pod("shop-new1-a", "shop-new1", false, None, 5),
+                pod("shop-old2-b", "shop-old2", true, None, 600),
+            ],
             ..Observations::default()
         };
         let sigs = rollout_stuck(&Ctx::new(&obs));
         assert_eq!(sigs.len(), 1);
         let cause = sigs[0].cause.clone().unwrap_or_default();
-        assert!(cause.contains("ProgressDeadlineExceeded") && cause.contains("shop-new1") && cause.contains("shop-old2-b"), "{cause}");
+        assert!(
+            cause.contains("ProgressDeadlineExceeded")
+                && cause.contains("shop-new1")
+                && cause.contains("shop-old2-b"),
+            "{cause}"
+        );
         assert_eq!(sigs[0].actions[0].kind, "kubernetes.rollout_undo");
     }
 
     #[test]
     fn explained_stuck_rollout_is_context_only() {
-        let dep = DeploymentFacts { name: "shop".into(), replicas: 2, updated_replicas: 1, unavailable_replicas: 1, ..DeploymentFacts::default() };
+        let dep = DeploymentFacts {
+            name: "shop".into(),
+            replicas: 2,
+            updated_replicas: 1,
+            unavailable_replicas: 1,
+            ..DeploymentFacts::default()
+        };
         let obs = Observations {
             now: Utc::now(),
             deployments: vec![dep],
-            pods: vec![pod("shop-new1-a", "shop-new1", false, Some("ImagePullBackOff"), 5)],
+            pods: vec![pod(
+                "shop-new1-a",
+                "shop-new1",
+                false,
+                Some("ImagePullBackOff"),
+                5,
+            )],
             ..Observations::default()
         };
         let sigs = rollout_stuck(&Ctx::new(&obs));
@@ -189,9 +275,22 @@ mod tests {
     #[test]
     fn recent_changes_are_listed_newest_first() {
         let now = Utc::now();
-        let ch = |id: &str, mins: i64| Change { id: id.into(), title: "t".into(), at: Some(now - Duration::minutes(mins)), ..Change::default() };
-        let obs = Observations { now, changes: vec![ch("old", 300), ch("new", 10), ch("ancient", 5000)], ..Observations::default() };
+        let ch = |id: &str, mins: i64| Change {
+            id: id.into(),
+            title: "t".into(),
+            at: Some(now - Duration::minutes(mins)),
+            ..Change::default()
+        };
+        let obs = Observations {
+            now,
+            changes: vec![ch("old", 300), ch("new", 10), ch("ancient", 5000)],
+            ..Observations::default()
+        };
         let sigs = recent_changes(&Ctx::new(&obs));
-        assert!(sigs[0].summary.starts_with("2 change(s)") && sigs[0].summary.contains("new"), "{}", sigs[0].summary);
+        assert!(
+            sigs[0].summary.starts_with("2 change(s)") && sigs[0].summary.contains("new"),
+            "{}",
+            sigs[0].summary
+        );
     }
 }

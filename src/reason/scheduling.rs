@@ -5,7 +5,8 @@ use crate::model::Category;
 use regex::Regex;
 use std::sync::LazyLock;
 
-static INSUFFICIENT: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"Insufficient ([A-Za-z0-9./_-]+)").ok());
+static INSUFFICIENT: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"Insufficient ([A-Za-z0-9./_-]+)").ok());
 static QUOTA: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"exceeded quota: ([A-Za-z0-9._-]+)(?:, requested: (.+?), used: (.+?), limited: (.+?))?\s*$").ok()
 });
@@ -15,32 +16,60 @@ fn classify(msg: &str) -> (Category, String) {
     let m = msg.to_lowercase();
     let resources: Vec<String> = INSUFFICIENT
         .as_ref()
-        .map(|re| re.captures_iter(msg).filter_map(|c| c.get(1)).map(|x| x.as_str().trim_end_matches(['.', ',']).to_string()).collect())
+        .map(|re| {
+            re.captures_iter(msg)
+                .filter_map(|c| c.get(1))
+                .map(|x| x.as_str().trim_end_matches(['.', ',']).to_string())
+                .collect()
+        })
         .unwrap_or_default();
     if !resources.is_empty() {
         let mut r = resources;
         r.dedup();
         return (
             Category::ResourceExhaustion,
-            format!("no node has enough allocatable {} left for the pod's requests (Insufficient {})", r.join(" and "), r.join(", Insufficient ")),
+            format!(
+                "no node has enough allocatable {} left for the pod's requests (Insufficient {})",
+                r.join(" and "),
+                r.join(", Insufficient ")
+            ),
         );
     }
     if m.contains("too many pods") {
-        return (Category::ResourceExhaustion, "every node is at its pod limit (Too many pods)".into());
+        return (
+            Category::ResourceExhaustion,
+            "every node is at its pod limit (Too many pods)".into(),
+        );
     }
     if m.contains("taint") {
         if m.contains("not-ready") || m.contains("unreachable") {
-            return (Category::Infrastructure, "the nodes are tainted not-ready/unreachable, so nothing can be scheduled on them".into());
+            return (
+                Category::Infrastructure,
+                "the nodes are tainted not-ready/unreachable, so nothing can be scheduled on them"
+                    .into(),
+            );
         }
-        return (Category::ConfigurationError, "the nodes carry taints the pod does not tolerate (untolerated taint)".into());
+        return (
+            Category::ConfigurationError,
+            "the nodes carry taints the pod does not tolerate (untolerated taint)".into(),
+        );
     }
     if m.contains("affinity") || m.contains("selector") {
-        return (Category::ConfigurationError, "no node matches the pod's node affinity / nodeSelector".into());
+        return (
+            Category::ConfigurationError,
+            "no node matches the pod's node affinity / nodeSelector".into(),
+        );
     }
     if m.contains("persistentvolumeclaim") || m.contains("volume") {
-        return (Category::ConfigurationError, "the pod's PersistentVolumeClaim cannot be bound".into());
+        return (
+            Category::ConfigurationError,
+            "the pod's PersistentVolumeClaim cannot be bound".into(),
+        );
     }
-    (Category::Unknown, "the scheduler found no feasible node".into())
+    (
+        Category::Unknown,
+        "the scheduler found no feasible node".into(),
+    )
 }
 
 /// FailedScheduling events for pods in scope.
@@ -54,14 +83,22 @@ pub(crate) fn failed_scheduling(ctx: &Ctx) -> Vec<Signal> {
             let name = object_name(&e.object);
             match pods.iter().find(|p| p.name == name) {
                 Some(p) => ctx.pod_in_scope(p) && !p.deleting && p.phase != "Running",
-                None => ctx.focus_deployment.as_ref().is_none_or(|d| name.starts_with(d.as_str())),
+                None => ctx
+                    .focus_deployment
+                    .as_ref()
+                    .is_none_or(|d| name.starts_with(d.as_str())),
             }
         })
         .collect();
-    let Some(latest) = events.iter().max_by_key(|e| e.last_seen) else { return Vec::new() };
+    let Some(latest) = events.iter().max_by_key(|e| e.last_seen) else {
+        return Vec::new();
+    };
     let (category, mechanism) = classify(&latest.message);
     let names: Vec<String> = {
-        let mut n: Vec<String> = events.iter().map(|e| object_name(&e.object).to_string()).collect();
+        let mut n: Vec<String> = events
+            .iter()
+            .map(|e| object_name(&e.object).to_string())
+            .collect();
         n.dedup();
         n
     };
@@ -69,9 +106,17 @@ pub(crate) fn failed_scheduling(ctx: &Ctx) -> Vec<Signal> {
     let evidence = ctx.ev(&["kubernetes/events", "kubernetes/pods", "kubernetes/nodes"]);
     let mut sig = Signal {
         analyzer: "failed_scheduling",
-        summary: format!("{} pod(s) Pending: FailedScheduling x{attempts}: {}", names.len(), latest.message),
+        summary: format!(
+            "{} pod(s) Pending: FailedScheduling x{attempts}: {}",
+            names.len(),
+            latest.message
+        ),
         category,
-        confidence: if category == Category::Unknown { 0.5 } else { 0.85 },
+        confidence: if category == Category::Unknown {
+            0.5
+        } else {
+            0.85
+        },
         evidence: evidence.clone(),
         cause: Some(format!(
             "Pods {} stay Pending because {mechanism}; the scheduler reports \"{}\"",
@@ -81,7 +126,10 @@ pub(crate) fn failed_scheduling(ctx: &Ctx) -> Vec<Signal> {
         objects: names.iter().map(|n| format!("pod/{n}")).collect(),
         ..Signal::default()
     };
-    if let Some(d) = ctx.focus_deployment.as_deref().and_then(|d| ctx.deployment(d))
+    if let Some(d) = ctx
+        .focus_deployment
+        .as_deref()
+        .and_then(|d| ctx.deployment(d))
         && category == Category::ResourceExhaustion
         && d.ready_replicas > 0
         && d.ready_replicas < d.replicas
@@ -108,12 +156,20 @@ pub(crate) fn quota_exceeded(ctx: &Ctx) -> Vec<Signal> {
         .filter(|e| e.message.contains("exceeded quota"))
         .filter(|e| {
             let owner = object_name(&e.object);
-            ctx.focus_deployment.as_ref().is_none_or(|d| rs_deployment(owner).as_deref() == Some(d.as_str()) || owner == d)
+            ctx.focus_deployment
+                .as_ref()
+                .is_none_or(|d| rs_deployment(owner).as_deref() == Some(d.as_str()) || owner == d)
         })
         .collect();
-    let Some(e) = events.iter().max_by_key(|e| e.last_seen) else { return Vec::new() };
+    let Some(e) = events.iter().max_by_key(|e| e.last_seen) else {
+        return Vec::new();
+    };
     let caps = QUOTA.as_ref().and_then(|re| re.captures(&e.message));
-    let part = |i: usize| caps.as_ref().and_then(|c| c.get(i)).map(|m| m.as_str().trim().to_string());
+    let part = |i: usize| {
+        caps.as_ref()
+            .and_then(|c| c.get(i))
+            .map(|m| m.as_str().trim().to_string())
+    };
     let quota = part(1).unwrap_or_else(|| "a ResourceQuota".into());
     let numbers = match (part(2), part(3), part(4)) {
         (Some(r), Some(u), Some(l)) => format!(" (requested {r}, used {u}, limited {l})"),
@@ -158,19 +214,32 @@ mod tests {
     #[test]
     fn insufficient_memory_is_resource_exhaustion() {
         let obs = Observations {
-            events: vec![ev("FailedScheduling", "Pod/trainer-5d6f7-abc", "0/4 nodes are available: 4 Insufficient memory. preemption: 0/4 nodes are available")],
+            events: vec![ev(
+                "FailedScheduling",
+                "Pod/trainer-5d6f7-abc",
+                "0/4 nodes are available: 4 Insufficient memory. preemption: 0/4 nodes are available",
+            )],
             ..Observations::default()
         };
         let sigs = failed_scheduling(&Ctx::new(&obs));
         assert_eq!(sigs[0].category, Category::ResourceExhaustion);
-        assert!(sigs[0].cause.as_deref().unwrap_or("").contains("Insufficient memory"));
+        assert!(
+            sigs[0]
+                .cause
+                .as_deref()
+                .unwrap_or("")
+                .contains("Insufficient memory")
+        );
     }
 
     #[test]
     fn taints_and_affinity_are_configuration() {
-        let (c, _) = classify("0/3 nodes are available: 3 node(s) had untolerated taint {dedicated: gpu}");
+        let (c, _) =
+            classify("0/3 nodes are available: 3 node(s) had untolerated taint {dedicated: gpu}");
         assert_eq!(c, Category::ConfigurationError);
-        let (c, _) = classify("0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector");
+        let (c, _) = classify(
+            "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector",
+        );
         assert_eq!(c, Category::ConfigurationError);
         let (c, m) = classify("0/2 nodes are available: 1 Insufficient cpu, 1 Insufficient memory");
         assert_eq!(c, Category::ResourceExhaustion);
@@ -189,7 +258,10 @@ mod tests {
         };
         let sigs = quota_exceeded(&Ctx::new(&obs));
         let cause = sigs[0].cause.clone().unwrap_or_default();
-        assert!(cause.contains("team-quota") && cause.contains("limited limits.memory=8Gi"), "{cause}");
+        assert!(
+            cause.contains("team-quota") && cause.contains("limited limits.memory=8Gi"),
+            "{cause}"
+        );
         assert_eq!(sigs[0].category, Category::ResourceExhaustion);
     }
 }

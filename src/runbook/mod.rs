@@ -580,7 +580,10 @@ steps:
             panic!("second step is an action")
         };
         assert_eq!(render(&a.target.value, &ctx).unwrap(), "deployment/web");
-        assert_eq!(render_params(&a.params, &ctx).unwrap()["replicas"], json!(6));
+        assert_eq!(
+            render_params(&a.params, &ctx).unwrap()["replicas"],
+            json!(6)
+        );
         assert!(eval_when(a.when.as_ref().unwrap().value.as_str(), &ctx).unwrap());
     }
 
@@ -611,7 +614,9 @@ steps:
     fn matching_prefers_labels_over_keywords() {
         let rb = parse(Path::new("x.yaml"), GOOD).unwrap();
         let mut alert = Alert::default();
-        alert.labels.insert("alertname".into(), "HighErrorRate".into());
+        alert
+            .labels
+            .insert("alertname".into(), "HighErrorRate".into());
         assert_eq!(rb.score(Some(&alert), None), Some(10));
         assert_eq!(rb.score(None, Some("the Error Rate is up")), Some(1));
         assert_eq!(rb.score(None, Some("disk full")), None);

@@ -405,11 +405,11 @@ fn write_markdown(out: &mut String, inc: &Incident) -> std::fmt::Result {
 
 /// The incident as JSON: a few summary fields up front, then the whole fold.
 pub fn json(incident: &Incident) -> serde_json::Value {
-    let diagnosis = incident.diagnosis.as_ref().map(
-        |(c, r, conf)| // Through the shortest decimal form, so 0.86f32 exports as 0.86 rather than 0.8600000143.
+    let diagnosis = incident.diagnosis.as_ref().map(|(c, r, conf)| {
+        // Through the shortest decimal form, so 0.86f32 exports as 0.86 rather than 0.8600000143.
         let confidence = conf.to_string().parse::<f64>().unwrap_or(f64::from(*conf));
-        serde_json::json!({ "category": c, "root_cause": r, "confidence": confidence }),
-    );
+        serde_json::json!({ "category": c, "root_cause": r, "confidence": confidence })
+    });
     serde_json::json!({
         "sitrep_postmortem": 1,
         "id": incident.id,

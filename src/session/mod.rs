@@ -54,9 +54,17 @@ pub fn header(id: &str, started: DateTime<Utc>, title: &str) -> SessionHeader {
     }
 }
 
-/// `<data dir>/sessions`.
+/// `<data dir>/sessions`: `$SITREP_DATA_DIR/sessions`, else the platform data dir's.
 pub fn sessions_dir() -> PathBuf {
-    crate::config::data_dir().join("sessions")
+    // Resolved here rather than through `config`, which sits on the same tier; a test checks
+    // both agree.
+    let data = match std::env::var_os("SITREP_DATA_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => directories::ProjectDirs::from("", "", "sitrep")
+            .map(|d| d.data_dir().to_path_buf())
+            .unwrap_or_else(|| PathBuf::from(".sitrep")),
+    };
+    data.join("sessions")
 }
 
 /// `<data dir>/sessions/<start>-<slug>.ndjson`, with a numeric suffix if that name is taken.

@@ -261,7 +261,7 @@ impl Replay {
         let k = (n / self.keyframe_every).min(self.keyframes.len() - 1);
         let from_keyframe = n - k * self.keyframe_every;
         // Folding forward from here is cheaper than restarting from a keyframe when close by.
-        if !forward_cost.is_some_and(|c| c <= from_keyframe) {
+        if forward_cost.is_none_or(|c| c > from_keyframe) {
             self.incident = self.keyframes[k].clone();
             self.pos = k * self.keyframe_every;
         }

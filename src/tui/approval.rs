@@ -25,11 +25,9 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
     let Some(a) = state.incident.action(&ui.action_id) else { return };
     let act = &a.action;
     let width = area.width.saturating_sub(4).min(96);
-    let rect = centered(area, width, area.height.saturating_sub(2).min(24));
-    if rect.width < 10 || rect.height < 5 {
+    if width < 10 || area.height < 5 {
         return;
     }
-    frame.render_widget(Clear, rect);
     let key = th.get(Role::ApprovalKey);
     let dim = th.get(Role::Dim);
     let label = |k: &str| Span::styled(format!("{k:<10} "), dim);
@@ -85,7 +83,6 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
         lines.push(Line::from(Span::styled(why, th.get(Role::Warn))));
     }
     let mut input_area: Option<(Rect, &ratatui_textarea::TextArea)> = None;
-    let inner = Rect { x: rect.x + 2, y: rect.y + 1, width: rect.width.saturating_sub(4), height: rect.height.saturating_sub(2) };
     let hint_line: Line = match &ui.stage {
         ApprovalStage::Review => Line::from(vec![
             Span::styled(" a ", key),
@@ -118,6 +115,18 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
             Line::from(vec![Span::styled(" ctrl-s ", key), Span::raw(" save  "), Span::styled(" esc ", key), Span::raw(" discard")])
         }
     };
+    let input_h: u16 = match &ui.stage {
+        ApprovalStage::Deny(_) => 1,
+        ApprovalStage::Edit(ta, _) => (ta.lines().len() as u16 + 1).clamp(2, 8),
+        _ => 0,
+    };
+    // As tall as the wrapped text needs (plus input and key line), never taller than the screen.
+    let text_w = usize::from(width.saturating_sub(4)).max(1);
+    let wrapped: usize = lines.iter().map(|l| l.width().max(1).div_ceil(text_w)).sum();
+    let want = (wrapped as u16).saturating_add(input_h + 4);
+    let rect = centered(area, width, want.min(area.height.saturating_sub(2)).max(5));
+    frame.render_widget(Clear, rect);
+    let inner = Rect { x: rect.x + 2, y: rect.y + 1, width: rect.width.saturating_sub(4), height: rect.height.saturating_sub(2) };
     let title = Line::from(vec![
         Span::styled(" APPROVAL REQUIRED · ", th.get(Role::ApprovalBorder)),
         Span::styled(format!("{} RISK ", act.risk.name().to_uppercase()), th.get(risk_role(act.risk))),
@@ -130,11 +139,6 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
         .title(title)
         .style(th.get(Role::Text));
     frame.render_widget(block, rect);
-    let input_h: u16 = match &ui.stage {
-        ApprovalStage::Deny(_) => 1,
-        ApprovalStage::Edit(ta, _) => (ta.lines().len() as u16 + 1).clamp(2, 8),
-        _ => 0,
-    };
     let text_h = inner.height.saturating_sub(input_h + 1);
     let text_area = Rect { height: text_h, ..inner };
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), text_area);

@@ -64,16 +64,18 @@ fn row(state: &AppState, item: &TimelineItem, width: usize) -> Line<'static> {
         TimelineKind::Stage { .. } => style = th.get(Role::Title),
         TimelineKind::Session | TimelineKind::Chat => style = th.get(Role::Dim),
         TimelineKind::Tool { call_id } => {
-            if let Some(call) = state.index.tool(inc, call_id) {
+            if let Some(call) = state.index.tool(inc, call_id)
+                && !item.text.starts_with('✗')
+            {
                 suffix = Some(match (&call.outcome, call.duration_ms) {
                     (None, _) => ("running…".to_string(), th.get(Role::Running)),
                     (Some(Ok(_)), Some(ms)) => (format!("✓ {}", fmt_ms(ms)), th.get(Role::Ok)),
                     (Some(Ok(_)), None) => ("✓".to_string(), th.get(Role::Ok)),
                     (Some(Err(_)), ms) => (format!("✗ {}", ms.map(fmt_ms).unwrap_or_default()), th.get(Role::Error)),
                 });
-                if matches!(call.outcome, Some(Err(_))) && item.text.starts_with('✗') {
-                    style = th.get(Role::Error);
-                }
+            }
+            if item.text.starts_with('✗') {
+                style = th.get(Role::Error);
             }
         }
         TimelineKind::Evidence { .. } => style = th.get(Role::Dim),

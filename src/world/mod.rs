@@ -1,6 +1,7 @@
 //! What a run talks to: the live world built from config, or a recorded case directory.
 
 pub mod case;
+pub mod demo;
 
 pub use case::{Case, CaseError, Effect, Expect};
 

@@ -672,7 +672,13 @@ pub async fn github(repo: Arc<Mutex<Repo>>) -> Server {
 pub async fn faults() -> Server {
     const MB: usize = 1 << 20;
     let router = Router::new().fallback(|uri: Uri| async move {
-        match uri.path() {
+        // Matched by prefix, so a client's base URL can point at one fault and keep its own API path.
+        let path = uri.path();
+        let fault = ["/slow", "/500", "/malformed", "/huge-declared", "/huge"]
+            .into_iter()
+            .find(|f| path.starts_with(f))
+            .unwrap_or("");
+        match fault {
             "/slow" => {
                 tokio::time::sleep(Duration::from_secs(30)).await;
                 (StatusCode::OK, "late").into_response()
@@ -758,10 +764,10 @@ async fn wait_ready(url: &str, child: &mut Child, what: &str) -> Result<(), Stri
         if let Ok(Some(status)) = child.try_wait() {
             return Err(format!("{what} exited early: {status}"));
         }
-        if let Ok(r) = client.get(format!("{url}/-/ready")).send().await {
-            if r.status().is_success() {
-                return Ok(());
-            }
+        if let Ok(r) = client.get(format!("{url}/-/ready")).send().await
+            && r.status().is_success()
+        {
+            return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -1,0 +1,192 @@
+//! Frame time at 200x50 over 100k events with a 1M-line evidence item, and bytes written to the
+//! terminal per frame when one line arrives.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::backend::{CrosstermBackend, TestBackend};
+use ratatui::layout::Rect;
+use ratatui::{Terminal, TerminalOptions, Viewport};
+use sitrep::model::{Event, Evidence, EvidenceBody, Record, RunMode};
+use sitrep::tui::app::{AppState, Msg, Pane, update};
+use sitrep::tui::keymap::Keymap;
+use sitrep::tui::theme::Theme;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+const W: u16 = 200;
+const H: u16 = 50;
+
+fn big_session() -> AppState {
+    sitrep::tui::highlight::load_now();
+    let mut s = AppState::new(Theme::builtin("default").unwrap_or_default(), Keymap::default());
+    s.size = (W, H);
+    let mut recs = vec![Record {
+        t: 0.0,
+        event: Event::SessionStarted {
+            id: "bench".into(),
+            title: "bench: 100k events".into(),
+            started: chrono::Utc::now(),
+            mode: RunMode::Demo,
+            alert: None,
+            problem: Some("load".into()),
+            case: None,
+            read_only: false,
+            operator: "bench".into(),
+        },
+    }];
+    let mut big = String::with_capacity(80 * 1_000_000);
+    for i in 0..1_000_000 {
+        big.push_str(&format!("2026-11-22T09:{:02}:{:02}Z INFO  request {i} served in {}ms path=/api/v1/pay\n", i / 60 % 60, i % 60, i % 97));
+    }
+    recs.push(Record {
+        t: 0.1,
+        event: Event::EvidenceAdded {
+            evidence: Evidence {
+                id: "big".into(),
+                kind: "logs".into(),
+                title: "1M log lines".into(),
+                source: "loki.query_range".into(),
+                call_id: None,
+                body: EvidenceBody::Text { language: "log".into(), text: big },
+            },
+        },
+    });
+    let mut t = 0.2;
+    while recs.len() < 100_000 {
+        let id = format!("c{}", recs.len());
+        t += 0.01;
+        recs.push(Record { t, event: Event::ToolCalled { call_id: id.clone(), tool: "kubernetes.pods".into(), specialist: None, params: BTreeMap::new() } });
+        recs.push(Record { t, event: Event::ToolSucceeded { call_id: id.clone(), duration_ms: 12, summary: "ok".into() } });
+        recs.push(Record { t, event: Event::Warning { message: format!("slow response from {id}") } });
+    }
+    for r in recs {
+        update(&mut s, Msg::Record(r));
+    }
+    // Look at the 1M-line item, in the middle of it.
+    s.follow = false;
+    s.timeline_sel = 1;
+    update(&mut s, Msg::Resize(W, H));
+    update(&mut s, Msg::Key(KeyEvent::new(KeyCode::Char('2'), KeyModifiers::NONE)));
+    s.evidence_scroll = 500_000;
+    assert_eq!(s.focus, Pane::Evidence);
+    s
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+#[derive(Clone, Default)]
+struct Counter(Arc<AtomicUsize>);
+
+impl Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.fetch_add(buf.len(), Ordering::Relaxed);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn counting_terminal() -> (Terminal<CrosstermBackend<Counter>>, Counter) {
+    let counter = Counter::default();
+    let backend = CrosstermBackend::new(counter.clone());
+    let opts = TerminalOptions { viewport: Viewport::Fixed(Rect::new(0, 0, W, H)) };
+    match Terminal::with_options(backend, opts) {
+        Ok(t) => (t, counter),
+        Err(e) => panic!("terminal: {e}"),
+    }
+}
+
+fn bytes_for(state: &mut AppState, msg: Msg) -> usize {
+    let (mut term, counter) = counting_terminal();
+    let _ = term.draw(|f| sitrep::tui::draw(state, f));
+    counter.0.store(0, Ordering::Relaxed);
+    update(state, msg);
+    let _ = term.draw(|f| sitrep::tui::draw(state, f));
+    counter.0.load(Ordering::Relaxed)
+}
+
+fn bench(c: &mut Criterion) {
+    let t0 = Instant::now();
+    let mut state = big_session();
+    eprintln!("setup: {} events folded in {:.2}s", state.incident.events, t0.elapsed().as_secs_f64());
+    let mut term = match Terminal::new(TestBackend::new(W, H)) {
+        Ok(t) => t,
+        Err(e) => panic!("{e}"),
+    };
+
+    // Scrolling the 1M-line evidence one line per frame.
+    let j = || Msg::Key(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::NONE));
+    let mut times = Vec::new();
+    for _ in 0..2000 {
+        update(&mut state, j());
+        let start = Instant::now();
+        let _ = term.draw(|f| sitrep::tui::draw(&state, f));
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    eprintln!(
+        "frame 200x50, 100k events, 1M-line evidence, scrolling: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        percentile(&times, 0.5),
+        percentile(&times, 0.99),
+        times[times.len() - 1]
+    );
+    // Scrolling the 100k-row timeline.
+    state.focus = Pane::Timeline;
+    state.timeline_sel = 50_000;
+    let mut times = Vec::new();
+    for _ in 0..2000 {
+        update(&mut state, j());
+        let start = Instant::now();
+        let _ = term.draw(|f| sitrep::tui::draw(&state, f));
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    eprintln!(
+        "frame 200x50, timeline of {} rows, scrolling: p50 {:.3} ms, p99 {:.3} ms",
+        state.incident.timeline.len(),
+        percentile(&times, 0.5),
+        percentile(&times, 0.99)
+    );
+
+    // Bytes to the terminal when one line arrives.
+    state.timeline_sel = 1;
+    state.focus = Pane::Evidence;
+    state.evidence_scroll = usize::MAX;
+    let line = |n: usize| Msg::Record(Record {
+        t: 2000.0 + n as f64,
+        event: Event::EvidenceAppended { evidence_id: "big".into(), text: format!("2026-11-22T10:00:00Z WARN  new line {n}") },
+    });
+    let following = bytes_for(&mut state, line(1));
+    state.evidence_scroll = 10;
+    let elsewhere = bytes_for(&mut state, line(2));
+    state.follow = true;
+    state.focus = Pane::Timeline;
+    let timeline = bytes_for(&mut state, Msg::Record(Record { t: 3000.0, event: Event::Warning { message: "one more".into() } }));
+    eprintln!("bytes per frame, one log line appended to the evidence being followed: {following}");
+    eprintln!("bytes per frame, one log line appended to evidence scrolled elsewhere: {elsewhere}");
+    eprintln!("bytes per frame, one timeline row while following: {timeline}");
+
+    state.follow = false;
+    state.timeline_sel = 1;
+    state.focus = Pane::Evidence;
+    state.evidence_scroll = 500_000;
+    c.bench_function("frame_200x50_100k_events_1M_lines", |b| {
+        b.iter(|| {
+            update(&mut state, j());
+            let _ = term.draw(|f| sitrep::tui::draw(&state, f));
+        })
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30).measurement_time(std::time::Duration::from_secs(5));
+    targets = bench
+}
+criterion_main!(benches);

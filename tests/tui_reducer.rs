@@ -1,0 +1,268 @@
+//! The console's reducer: keys in, effects out. Approvals need the right keys and never Enter alone.
+
+#[path = "tui_fixtures.rs"]
+mod fixtures;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use sitrep::model::{Command, Event, Record, Risk};
+use sitrep::tui::app::{AppState, ApprovalStage, Effect, Msg, Overlay, Pane, update};
+use sitrep::tui::keymap::Keymap;
+use sitrep::tui::theme::Theme;
+
+fn key(c: char) -> Msg {
+    Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+}
+
+fn code(c: KeyCode) -> Msg {
+    Msg::Key(KeyEvent::new(c, KeyModifiers::NONE))
+}
+
+fn ctrl(c: char) -> Msg {
+    Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
+}
+
+fn press(s: &mut AppState, msgs: impl IntoIterator<Item = Msg>) -> Vec<Effect> {
+    msgs.into_iter().flat_map(|m| update(s, m)).collect()
+}
+
+fn approvals(effects: &[Effect]) -> usize {
+    effects.iter().filter(|e| matches!(e, Effect::SendCommand(Command::Approve { .. }))).count()
+}
+
+fn pending(risk: Risk) -> AppState {
+    let s = fixtures::live(&fixtures::awaiting_approval(risk), 120, 40);
+    assert!(matches!(s.overlay, Some(Overlay::Approval(_))), "approval modal opens on request");
+    s
+}
+
+#[test]
+fn high_risk_needs_the_second_key() {
+    let mut s = pending(Risk::High);
+    let e = press(&mut s, [key('a')]);
+    assert!(e.is_empty(), "a alone does not approve high risk: {e:?}");
+    assert!(matches!(&s.overlay, Some(Overlay::Approval(ui)) if matches!(ui.stage, ApprovalStage::Confirm)));
+    let e = press(&mut s, [key('y')]);
+    assert_eq!(
+        e,
+        vec![Effect::SendCommand(Command::Approve { action_id: "act-1".into(), by: None, params: None })]
+    );
+    assert!(s.overlay.is_none(), "modal closes once the approval is sent");
+}
+
+#[test]
+fn any_other_key_cancels_the_confirmation() {
+    let mut s = pending(Risk::High);
+    let e = press(&mut s, [key('a'), key('x'), key('y')]);
+    assert_eq!(approvals(&e), 0, "{e:?}");
+    let e = press(&mut s, [key('a'), code(KeyCode::Esc), key('y')]);
+    assert_eq!(approvals(&e), 0, "{e:?}");
+}
+
+#[test]
+fn enter_alone_never_approves() {
+    for risk in [Risk::Low, Risk::Medium, Risk::High, Risk::Critical] {
+        let mut s = pending(risk);
+        let e = press(&mut s, (0..5).map(|_| code(KeyCode::Enter)));
+        assert_eq!(approvals(&e), 0, "{risk}: {e:?}");
+        let e = press(&mut s, [key('a'), code(KeyCode::Enter), code(KeyCode::Enter)]);
+        let expected = usize::from(risk < Risk::High);
+        assert_eq!(approvals(&e), expected, "{risk}: enter is not the confirm key: {e:?}");
+        assert!(matches!(s.overlay, Some(Overlay::Approval(_))) || risk < Risk::High);
+    }
+}
+
+#[test]
+fn medium_risk_approves_with_one_key_and_shows_the_countdown() {
+    let mut s = pending(Risk::Medium);
+    s.now_t = 10.8;
+    let left = s.pending().and_then(|a| s.veto_left(a)).unwrap_or(-1.0);
+    assert!((left - 23.0).abs() < 1e-6, "{left}");
+    assert!(s.needs_tick(), "a countdown keeps the clock running");
+    let e = press(&mut s, [key('a')]);
+    assert_eq!(approvals(&e), 1);
+}
+
+#[test]
+fn critical_sends_this_operators_approval_and_keeps_waiting() {
+    let mut s = pending(Risk::Critical);
+    let e = press(&mut s, [key('a'), key('y')]);
+    assert_eq!(approvals(&e), 1);
+    assert!(matches!(s.overlay, Some(Overlay::Approval(_))), "stays visible: a second operator must approve");
+}
+
+#[test]
+fn deny_needs_a_reason() {
+    let mut s = pending(Risk::High);
+    let e = press(&mut s, [key('d'), code(KeyCode::Enter)]);
+    assert!(e.is_empty());
+    let mut msgs = vec![];
+    msgs.extend("too risky now".chars().map(key));
+    msgs.push(code(KeyCode::Enter));
+    let e = press(&mut s, msgs);
+    assert_eq!(
+        e,
+        vec![Effect::SendCommand(Command::Deny { action_id: "act-1".into(), reason: "too risky now".into(), by: None })]
+    );
+}
+
+#[test]
+fn edited_params_go_with_the_approval() {
+    let mut s = pending(Risk::High);
+    press(&mut s, [key('e')]);
+    // Replace the JSON with a new object: select all, delete, type.
+    if let Some(Overlay::Approval(ui)) = &mut s.overlay
+        && let ApprovalStage::Edit(ta, _) = &mut ui.stage
+    {
+        ta.select_all();
+        ta.cut();
+        ta.insert_str(r#"{"namespace": "payments", "to_revision": 40}"#);
+    }
+    press(&mut s, [ctrl('s')]);
+    let e = press(&mut s, [key('a'), key('y')]);
+    let Some(Effect::SendCommand(Command::Approve { params: Some(p), .. })) = e.first() else {
+        panic!("expected an approval with params, got {e:?}");
+    };
+    assert_eq!(p.get("to_revision"), Some(&serde_json::json!(40)));
+}
+
+#[test]
+fn bad_json_in_edit_is_an_error_not_a_change() {
+    let mut s = pending(Risk::High);
+    press(&mut s, [key('e')]);
+    if let Some(Overlay::Approval(ui)) = &mut s.overlay
+        && let ApprovalStage::Edit(ta, _) = &mut ui.stage
+    {
+        ta.insert_str("{oops");
+    }
+    press(&mut s, [ctrl('s')]);
+    assert!(matches!(&s.overlay, Some(Overlay::Approval(ui)) if matches!(&ui.stage, ApprovalStage::Edit(_, Some(_)))));
+}
+
+#[test]
+fn esc_looks_around_and_a_reopens() {
+    let mut s = pending(Risk::High);
+    press(&mut s, [code(KeyCode::Esc)]);
+    assert!(s.overlay.is_none());
+    assert!(s.pending().is_some(), "still pending");
+    // New events do not force it open again.
+    update(&mut s, Msg::Record(Record { t: 5.0, event: Event::Warning { message: "slow".into() } }));
+    assert!(s.overlay.is_none());
+    press(&mut s, [key('j'), key('a')]);
+    assert!(matches!(s.overlay, Some(Overlay::Approval(_))));
+}
+
+#[test]
+fn typing_in_chat_never_lands_in_the_modal() {
+    let mut s = fixtures::live(&fixtures::mid_gather(), 120, 40);
+    press(&mut s, [key('3')]);
+    assert_eq!(s.focus, Pane::Chat);
+    for r in fixtures::awaiting_approval(Risk::High).into_iter().skip(fixtures::mid_gather().len()) {
+        update(&mut s, Msg::Record(r));
+    }
+    assert!(s.overlay.is_none(), "no modal while the operator is typing");
+    let e = press(&mut s, "okay".chars().map(key));
+    assert!(e.is_empty());
+    let e = press(&mut s, [code(KeyCode::Enter)]);
+    assert_eq!(e, vec![Effect::SendCommand(Command::Chat { text: "okay".into() })]);
+    press(&mut s, [code(KeyCode::Esc)]);
+    assert!(matches!(s.overlay, Some(Overlay::Approval(_))), "opens once the operator leaves the chat");
+}
+
+#[test]
+fn chat_slash_commands() {
+    let mut s = fixtures::live(&fixtures::mid_gather(), 120, 40);
+    let send = |s: &mut AppState, text: &str| {
+        let mut msgs = vec![];
+        if s.focus != Pane::Chat {
+            msgs.push(key('3'));
+        }
+        msgs.extend(text.chars().map(key));
+        msgs.push(code(KeyCode::Enter));
+        press(s, msgs)
+    };
+    assert_eq!(send(&mut s, "/export"), vec![Effect::ExportReport]);
+    assert!(send(&mut s, "/runbook").is_empty());
+    assert!(s.status.as_ref().is_some_and(|st| st.error && st.text.contains("/runbook NAME")));
+    assert_eq!(send(&mut s, "/runbook crashloop"), vec![Effect::SendCommand(Command::Chat { text: "/runbook crashloop".into() })]);
+    send(&mut s, "/help");
+    assert!(matches!(s.overlay, Some(Overlay::Help { .. })));
+}
+
+#[test]
+fn quit_keys_and_releases() {
+    let mut s = fixtures::live(&fixtures::mid_gather(), 120, 40);
+    let mut release = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE);
+    release.kind = KeyEventKind::Release;
+    assert!(update(&mut s, Msg::Key(release)).is_empty(), "releases are ignored");
+    assert_eq!(press(&mut s, [key('q')]), vec![Effect::Quit]);
+    assert_eq!(press(&mut s, [ctrl('c')]), vec![Effect::Quit]);
+}
+
+#[test]
+fn palette_completes_and_runs() {
+    let mut s = fixtures::live(&fixtures::mid_gather(), 120, 40);
+    let e = press(&mut s, [key(':'), key('e'), key('x'), code(KeyCode::Tab), code(KeyCode::Enter)]);
+    assert_eq!(e, vec![Effect::ExportReport]);
+    press(&mut s, [key(':')]);
+    press(&mut s, "theme mono".chars().map(key));
+    press(&mut s, [code(KeyCode::Enter)]);
+    assert_eq!(s.theme.name, "mono");
+}
+
+#[test]
+fn filter_and_matches_on_the_timeline() {
+    let mut s = fixtures::live(&fixtures::mid_gather(), 120, 40);
+    press(&mut s, [key('/')]);
+    press(&mut s, "kubernetes".chars().map(key));
+    press(&mut s, [code(KeyCode::Enter)]);
+    let n = s.timeline_len();
+    assert!(n >= 3 && n < s.incident.timeline.len(), "{n}");
+    let last = s.timeline_sel;
+    press(&mut s, [key('N')]);
+    assert_eq!(s.timeline_sel, last - 1);
+    press(&mut s, [code(KeyCode::Esc)]);
+    assert_eq!(s.timeline_len(), s.incident.timeline.len());
+}
+
+#[test]
+fn follow_stops_when_scrolled_and_resumes_with_g() {
+    let mut s = fixtures::live(&fixtures::mid_gather(), 120, 40);
+    press(&mut s, [key('k'), key('k')]);
+    assert!(!s.follow);
+    let sel = s.timeline_sel;
+    update(&mut s, Msg::Record(Record { t: 9.0, event: Event::Warning { message: "new".into() } }));
+    assert_eq!(s.timeline_sel, sel, "scrolled back: the selection stays put");
+    press(&mut s, [key('G')]);
+    assert!(s.follow);
+    assert_eq!(s.timeline_sel, s.incident.timeline.len() - 1);
+}
+
+#[test]
+fn replay_controls() {
+    let records = fixtures::full_session();
+    let n = records.len();
+    let mut s = AppState::new_replay(Theme::default(), Keymap::default(), records);
+    assert_eq!(s.replay.as_ref().map(|r| r.clock.pos), Some(0));
+    press(&mut s, [key('9')]);
+    let pos9 = s.replay.as_ref().map(|r| r.clock.pos).unwrap_or(0);
+    assert!(pos9 > 0 && pos9 < n);
+    press(&mut s, [key('0')]);
+    assert!(s.incident.events <= 1, "0 seeks to the start");
+    press(&mut s, [key(']'), key(']')]);
+    assert_eq!(s.incident.current_stage, Some(sitrep::model::Stage::Gather));
+    press(&mut s, [key('.')]);
+    press(&mut s, [key('>'), key('>')]);
+    assert_eq!(s.replay.as_ref().map(|r| r.clock.speed()), Some(4.0));
+    press(&mut s, [key(' ')]);
+    assert!(s.needs_tick());
+    update(&mut s, Msg::ReplayTick(100.0));
+    // Replays never open the approval modal or send anything.
+    let e = press(&mut s, [key('8'), key('a'), key('a'), key('y')]);
+    assert!(e.is_empty(), "{e:?}");
+}
+
+#[test]
+fn idle_needs_no_clock() {
+    let s = fixtures::live(&fixtures::mid_gather(), 120, 40);
+    assert!(!s.needs_tick(), "nothing counts down, so no ticks and no frames");
+}
