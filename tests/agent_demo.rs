@@ -348,7 +348,6 @@ async fn a_critical_action_needs_two_distinct_operators() {
     };
     let h = start("orders-db-node-lost", opts);
     let session = path.clone();
-    let mut step = 0;
     let (outcome, records) = run(h, move |kind, id, h| {
         if kind != "kubernetes.delete_pod" {
             let cmd = Command::Deny {
@@ -359,7 +358,6 @@ async fn a_critical_action_needs_two_distinct_operators() {
             h.commands.send(cmd).expect("agent listening");
             return;
         }
-        step += 1;
         // First operator: the console (root).
         h.commands
             .send(Command::Approve {

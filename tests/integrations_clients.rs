@@ -472,3 +472,73 @@ async fn unconfigured_integrations_say_so() {
         "prometheus: GET /api/v1/rules: not configured"
     );
 }
+
+#[tokio::test]
+async fn live_kubernetes_goes_through_kube_with_kubeconfig_and_context() {
+    let mut c = Cluster::payments();
+    c.token = Some("kubeconfig-token-42".into());
+    let cluster = Arc::new(Mutex::new(c));
+    let server = support::kubernetes(cluster.clone()).await;
+    let dead = format!("http://127.0.0.1:{}", support::free_port());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: elsewhere\n\
+             clusters:\n- name: fake\n  cluster:\n    server: {}\n- name: dead\n  cluster:\n    server: {dead}\n\
+             users:\n- name: sre\n  user:\n    token: kubeconfig-token-42\n\
+             contexts:\n- name: elsewhere\n  context:\n    cluster: dead\n    user: sre\n\
+             - name: payments-prod\n  context:\n    cluster: fake\n    user: sre\n    namespace: payments\n",
+            server.url
+        ),
+    )
+    .expect("write kubeconfig");
+    let config = sitrep::config::Config::parse(
+        &format!(
+            "[integrations.kubernetes]\nkubeconfig = \"{}\"\ncontext = \"payments-prod\"\ntimeout_secs = 5\n",
+            kubeconfig.display()
+        ),
+        std::path::Path::new("test.toml"),
+    )
+    .expect("config");
+    let world = World::live(&config).await.expect("live world");
+    assert!(world.has("kubernetes"));
+    assert_eq!(
+        world.kubernetes().default_namespace(),
+        "payments",
+        "namespace from the context"
+    );
+    let pods = world
+        .kubernetes()
+        .list_pods("payments", None)
+        .await
+        .expect("pods via kube");
+    assert_eq!(pods.len(), 2);
+    let logs = world
+        .kubernetes()
+        .pod_logs(
+            "payments",
+            "payments-api-7f9dd8b6c4-x7gr9",
+            None,
+            false,
+            Some(1),
+        )
+        .await
+        .expect("logs via kube");
+    assert_eq!(logs.len(), 1);
+    let e = world
+        .kubernetes()
+        .get_pod("payments", "nope")
+        .await
+        .expect_err("404 via kube");
+    assert_eq!(e.status(), Some(404));
+    assert!(
+        cluster
+            .lock()
+            .expect("lock")
+            .seen
+            .iter()
+            .any(|s| s.contains("/pods"))
+    );
+}

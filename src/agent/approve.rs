@@ -97,13 +97,7 @@ fn action_pending(session_path: &Path, action_id: &str) -> bool {
 /// `sitrep approve SESSION ACTION`: record this OS user's approval of `action_id`.
 /// Returns the approval file written.
 pub fn submit(session: &str, action_id: &str) -> Result<PathBuf, ApproveError> {
-    submit_in(session, action_id, &default_sessions_dir())
-}
-
-fn default_sessions_dir() -> PathBuf {
-    directories::ProjectDirs::from("", "", "sitrep")
-        .map(|d| d.data_dir().join("sessions"))
-        .unwrap_or_else(|| PathBuf::from("sessions"))
+    submit_in(session, action_id, &crate::session::sessions_dir())
 }
 
 /// [`submit`] with an explicit sessions directory (for ids rather than paths).

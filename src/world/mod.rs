@@ -471,3 +471,15 @@ async fn kube_client(k: &crate::config::Kubernetes) -> Result<kube::Client, Worl
     cfg.read_timeout = Some(Duration::from_secs(k.timeout_secs.max(1)));
     kube::Client::try_from(cfg).map_err(|e| WorldError::Kube(e.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_world_is_shared_across_tasks() {
+        fn shareable<T: Send + Sync + 'static>() {}
+        shareable::<World>();
+        shareable::<Arc<World>>();
+    }
+}

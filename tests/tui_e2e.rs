@@ -1,0 +1,123 @@
+//! End to end in tmux: `sitrep demo` with a high-risk fix, approved from the keyboard, verified,
+//! and the terminal handed back to the shell when the operator quits.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const SCENARIO: &str = "checkout-bad-deploy";
+const PROMPT: &str = "e2e-prompt$";
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> Option<Output> {
+        Command::new("tmux").args(["-L", &self.socket, "-f", "/dev/null"]).args(args).output().ok()
+    }
+
+    fn capture(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "e2e"]).map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "e2e"];
+        args.extend_from_slice(keys);
+        let _ = self.run(&args);
+    }
+
+    /// Poll the screen until `pred` holds; the last screen either way.
+    fn wait_for(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.capture();
+            if pred(&screen) {
+                return screen;
+            }
+            if start.elapsed() > timeout {
+                panic!("timed out waiting for {what}; the screen was:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        // Only the private server this test started on its own socket.
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+fn tmux_available() -> bool {
+    Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success())
+}
+
+fn demo_available(bin: &Path) -> bool {
+    Command::new(bin)
+        .args(["demo", "--list"])
+        .output()
+        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains(SCENARIO))
+}
+
+#[test]
+fn demo_approve_verify_quit_in_tmux() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_sitrep"));
+    if !tmux_available() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    if !demo_available(bin) {
+        eprintln!("skipping: `sitrep demo --list` does not offer {SCENARIO}");
+        return;
+    }
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("tempdir: {e}"),
+    };
+    let data = dir.path().join("data");
+    let config = dir.path().join("config");
+    let tmux = Tmux { socket: format!("sitrep-e2e-{}", std::process::id()) };
+    let started = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "-e",
+        &format!("PS1={PROMPT} "),
+        "-e",
+        &format!("SITREP_DATA_DIR={}", data.display()),
+        "-e",
+        &format!("XDG_CONFIG_HOME={}", config.display()),
+        "sh",
+    ]);
+    assert!(started.is_some_and(|o| o.status.success()), "tmux new-session failed");
+    tmux.wait_for("the shell prompt", Duration::from_secs(10), |s| s.contains(PROMPT));
+    tmux.keys(&[&format!("unset SITREP_CONFIG; {} demo {SCENARIO}", bin.display()), "Enter"]);
+
+    let screen = tmux.wait_for("the approval modal", Duration::from_secs(60), |s| s.contains("APPROVAL REQUIRED"));
+    assert!(screen.contains("HIGH RISK") || screen.contains("CRITICAL RISK"), "{screen}");
+    // Enter alone must not approve.
+    tmux.keys(&["Enter"]);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(tmux.capture().contains("APPROVAL REQUIRED"), "enter closed or approved the modal");
+    tmux.keys(&["a"]);
+    tmux.wait_for("the confirm prompt", Duration::from_secs(10), |s| s.contains("to confirm the approval"));
+    tmux.keys(&["y"]);
+    tmux.wait_for("the verification", Duration::from_secs(120), |s| s.contains("verified") || s.contains("verification failed"));
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_for("the shell prompt after quitting", Duration::from_secs(15), |s| {
+        let last = s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        last.starts_with(PROMPT) && !s.contains("timeline")
+    });
+    let alt = tmux.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]).map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    assert_eq!(alt.as_deref(), Some("0"), "still on the alternate screen:\n{screen}");
+    // The session was saved where SITREP_DATA_DIR points.
+    let saved = std::fs::read_dir(data.join("sessions")).map(|d| d.count()).unwrap_or(0);
+    assert!(saved >= 1, "no session file under {}", data.display());
+}
