@@ -21,7 +21,10 @@ const H: u16 = 50;
 
 fn big_session() -> AppState {
     sitrep::tui::highlight::load_now();
-    let mut s = AppState::new(Theme::builtin("default").unwrap_or_default(), Keymap::default());
+    let mut s = AppState::new(
+        Theme::builtin("default").unwrap_or_default(),
+        Keymap::default(),
+    );
     s.size = (W, H);
     let mut recs = vec![Record {
         t: 0.0,
@@ -39,7 +42,12 @@ fn big_session() -> AppState {
     }];
     let mut big = String::with_capacity(80 * 1_000_000);
     for i in 0..1_000_000 {
-        big.push_str(&format!("2026-11-22T09:{:02}:{:02}Z INFO  request {i} served in {}ms path=/api/v1/pay\n", i / 60 % 60, i % 60, i % 97));
+        big.push_str(&format!(
+            "2026-11-22T09:{:02}:{:02}Z INFO  request {i} served in {}ms path=/api/v1/pay\n",
+            i / 60 % 60,
+            i % 60,
+            i % 97
+        ));
     }
     recs.push(Record {
         t: 0.1,
@@ -50,7 +58,10 @@ fn big_session() -> AppState {
                 title: "1M log lines".into(),
                 source: "loki.query_range".into(),
                 call_id: None,
-                body: EvidenceBody::Text { language: "log".into(), text: big },
+                body: EvidenceBody::Text {
+                    language: "log".into(),
+                    text: big,
+                },
             },
         },
     });
@@ -58,18 +69,41 @@ fn big_session() -> AppState {
     while recs.len() < 100_000 {
         let id = format!("c{}", recs.len());
         t += 0.01;
-        recs.push(Record { t, event: Event::ToolCalled { call_id: id.clone(), tool: "kubernetes.pods".into(), specialist: None, params: BTreeMap::new() } });
-        recs.push(Record { t, event: Event::ToolSucceeded { call_id: id.clone(), duration_ms: 12, summary: "ok".into() } });
-        recs.push(Record { t, event: Event::Warning { message: format!("slow response from {id}") } });
+        recs.push(Record {
+            t,
+            event: Event::ToolCalled {
+                call_id: id.clone(),
+                tool: "kubernetes.pods".into(),
+                specialist: None,
+                params: BTreeMap::new(),
+            },
+        });
+        recs.push(Record {
+            t,
+            event: Event::ToolSucceeded {
+                call_id: id.clone(),
+                duration_ms: 12,
+                summary: "ok".into(),
+            },
+        });
+        recs.push(Record {
+            t,
+            event: Event::Warning {
+                message: format!("slow response from {id}"),
+            },
+        });
     }
     for r in recs {
-        update(&mut s, Msg::Record(r));
+        update(&mut s, Msg::Record(Box::new(r)));
     }
     // Look at the 1M-line item, in the middle of it.
     s.follow = false;
     s.timeline_sel = 1;
     update(&mut s, Msg::Resize(W, H));
-    update(&mut s, Msg::Key(KeyEvent::new(KeyCode::Char('2'), KeyModifiers::NONE)));
+    update(
+        &mut s,
+        Msg::Key(KeyEvent::new(KeyCode::Char('2'), KeyModifiers::NONE)),
+    );
     s.evidence_scroll = 500_000;
     assert_eq!(s.focus, Pane::Evidence);
     s
@@ -95,7 +129,9 @@ impl Write for Counter {
 fn counting_terminal() -> (Terminal<CrosstermBackend<Counter>>, Counter) {
     let counter = Counter::default();
     let backend = CrosstermBackend::new(counter.clone());
-    let opts = TerminalOptions { viewport: Viewport::Fixed(Rect::new(0, 0, W, H)) };
+    let opts = TerminalOptions {
+        viewport: Viewport::Fixed(Rect::new(0, 0, W, H)),
+    };
     match Terminal::with_options(backend, opts) {
         Ok(t) => (t, counter),
         Err(e) => panic!("terminal: {e}"),
@@ -114,7 +150,11 @@ fn bytes_for(state: &mut AppState, msg: Msg) -> usize {
 fn bench(c: &mut Criterion) {
     let t0 = Instant::now();
     let mut state = big_session();
-    eprintln!("setup: {} events folded in {:.2}s", state.incident.events, t0.elapsed().as_secs_f64());
+    eprintln!(
+        "setup: {} events folded in {:.2}s",
+        state.incident.events,
+        t0.elapsed().as_secs_f64()
+    );
     let mut term = match Terminal::new(TestBackend::new(W, H)) {
         Ok(t) => t,
         Err(e) => panic!("{e}"),
@@ -158,16 +198,29 @@ fn bench(c: &mut Criterion) {
     state.timeline_sel = 1;
     state.focus = Pane::Evidence;
     state.evidence_scroll = usize::MAX;
-    let line = |n: usize| Msg::Record(Record {
-        t: 2000.0 + n as f64,
-        event: Event::EvidenceAppended { evidence_id: "big".into(), text: format!("2026-11-22T10:00:00Z WARN  new line {n}") },
-    });
+    let line = |n: usize| {
+        Msg::Record(Box::new(Record {
+            t: 2000.0 + n as f64,
+            event: Event::EvidenceAppended {
+                evidence_id: "big".into(),
+                text: format!("2026-11-22T10:00:00Z WARN  new line {n}"),
+            },
+        }))
+    };
     let following = bytes_for(&mut state, line(1));
     state.evidence_scroll = 10;
     let elsewhere = bytes_for(&mut state, line(2));
     state.follow = true;
     state.focus = Pane::Timeline;
-    let timeline = bytes_for(&mut state, Msg::Record(Record { t: 3000.0, event: Event::Warning { message: "one more".into() } }));
+    let timeline = bytes_for(
+        &mut state,
+        Msg::Record(Box::new(Record {
+            t: 3000.0,
+            event: Event::Warning {
+                message: "one more".into(),
+            },
+        })),
+    );
     eprintln!("bytes per frame, one log line appended to the evidence being followed: {following}");
     eprintln!("bytes per frame, one log line appended to evidence scrolled elsewhere: {elsewhere}");
     eprintln!("bytes per frame, one timeline row while following: {timeline}");

@@ -14,11 +14,17 @@ struct Tmux {
 
 impl Tmux {
     fn run(&self, args: &[&str]) -> Option<Output> {
-        Command::new("tmux").args(["-L", &self.socket, "-f", "/dev/null"]).args(args).output().ok()
+        Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .ok()
     }
 
     fn capture(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "e2e"]).map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default()
+        self.run(&["capture-pane", "-p", "-t", "e2e"])
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
     }
 
     fn keys(&self, keys: &[&str]) {
@@ -51,7 +57,10 @@ impl Drop for Tmux {
 }
 
 fn tmux_available() -> bool {
-    Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success())
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 fn demo_available(bin: &Path) -> bool {
@@ -78,7 +87,9 @@ fn demo_approve_verify_quit_in_tmux() {
     };
     let data = dir.path().join("data");
     let config = dir.path().join("config");
-    let tmux = Tmux { socket: format!("sitrep-e2e-{}", std::process::id()) };
+    let tmux = Tmux {
+        socket: format!("sitrep-e2e-{}", std::process::id()),
+    };
     let started = tmux.run(&[
         "new-session",
         "-d",
@@ -96,28 +107,65 @@ fn demo_approve_verify_quit_in_tmux() {
         &format!("XDG_CONFIG_HOME={}", config.display()),
         "sh",
     ]);
-    assert!(started.is_some_and(|o| o.status.success()), "tmux new-session failed");
-    tmux.wait_for("the shell prompt", Duration::from_secs(10), |s| s.contains(PROMPT));
-    tmux.keys(&[&format!("unset SITREP_CONFIG; {} demo {SCENARIO}", bin.display()), "Enter"]);
+    assert!(
+        started.is_some_and(|o| o.status.success()),
+        "tmux new-session failed"
+    );
+    // Some shells ignore PS1 from the environment (dash as root); set it at the prompt instead.
+    tmux.wait_for("the shell", Duration::from_secs(10), |s| {
+        !s.trim().is_empty()
+    });
+    tmux.keys(&[&format!("PS1='{PROMPT} '"), "Enter", "clear", "Enter"]);
+    tmux.wait_for("the shell prompt", Duration::from_secs(10), |s| {
+        s.contains(PROMPT)
+    });
+    tmux.keys(&[
+        &format!("unset SITREP_CONFIG; {} demo {SCENARIO}", bin.display()),
+        "Enter",
+    ]);
 
-    let screen = tmux.wait_for("the approval modal", Duration::from_secs(60), |s| s.contains("APPROVAL REQUIRED"));
-    assert!(screen.contains("HIGH RISK") || screen.contains("CRITICAL RISK"), "{screen}");
+    let screen = tmux.wait_for("the approval modal", Duration::from_secs(60), |s| {
+        s.contains("APPROVAL REQUIRED")
+    });
+    assert!(
+        screen.contains("HIGH RISK") || screen.contains("CRITICAL RISK"),
+        "{screen}"
+    );
     // Enter alone must not approve.
     tmux.keys(&["Enter"]);
     std::thread::sleep(Duration::from_millis(500));
-    assert!(tmux.capture().contains("APPROVAL REQUIRED"), "enter closed or approved the modal");
+    assert!(
+        tmux.capture().contains("APPROVAL REQUIRED"),
+        "enter closed or approved the modal"
+    );
     tmux.keys(&["a"]);
-    tmux.wait_for("the confirm prompt", Duration::from_secs(10), |s| s.contains("to confirm the approval"));
-    tmux.keys(&["y"]);
-    tmux.wait_for("the verification", Duration::from_secs(120), |s| s.contains("verified") || s.contains("verification failed"));
-    tmux.keys(&["q"]);
-    let screen = tmux.wait_for("the shell prompt after quitting", Duration::from_secs(15), |s| {
-        let last = s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-        last.starts_with(PROMPT) && !s.contains("timeline")
+    tmux.wait_for("the confirm prompt", Duration::from_secs(10), |s| {
+        s.contains("to confirm the approval")
     });
-    let alt = tmux.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]).map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    assert_eq!(alt.as_deref(), Some("0"), "still on the alternate screen:\n{screen}");
+    tmux.keys(&["y"]);
+    tmux.wait_for("the verification", Duration::from_secs(120), |s| {
+        s.contains("verified") || s.contains("verification failed")
+    });
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_for(
+        "the shell prompt after quitting",
+        Duration::from_secs(15),
+        |s| {
+            let last = s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+            last.starts_with(PROMPT) && !s.contains("timeline")
+        },
+    );
+    let alt = tmux
+        .run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"])
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    assert_eq!(
+        alt.as_deref(),
+        Some("0"),
+        "still on the alternate screen:\n{screen}"
+    );
     // The session was saved where SITREP_DATA_DIR points.
-    let saved = std::fs::read_dir(data.join("sessions")).map(|d| d.count()).unwrap_or(0);
+    let saved = std::fs::read_dir(data.join("sessions"))
+        .map(|d| d.count())
+        .unwrap_or(0);
     assert!(saved >= 1, "no session file under {}", data.display());
 }

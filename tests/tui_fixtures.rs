@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Utc};
 use sitrep::model::{
-    Action, Alert, Category, ChatRole, Event, Evidence, EvidenceBody, Finding, Hypothesis, Marker, Outcome, Record,
-    Risk, RuledOut, RunMode, Series, Stage, Verification,
+    Action, Alert, Category, ChatRole, Event, Evidence, EvidenceBody, Finding, Hypothesis, Marker,
+    Outcome, Record, Risk, RuledOut, RunMode, Series, Stage, Verification,
 };
 use sitrep::tui::app::AppState;
 use sitrep::tui::keymap::Keymap;
@@ -12,7 +12,9 @@ use sitrep::tui::theme::Theme;
 use std::collections::BTreeMap;
 
 pub fn at() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-11-22T09:00:00Z").map(|d| d.to_utc()).unwrap_or_default()
+    DateTime::parse_from_rfc3339("2026-11-22T09:00:00Z")
+        .map(|d| d.to_utc())
+        .unwrap_or_default()
 }
 
 fn alert() -> Alert {
@@ -21,8 +23,16 @@ fn alert() -> Alert {
     labels.insert("severity".to_string(), "critical".to_string());
     labels.insert("namespace".to_string(), "payments".to_string());
     let mut annotations = BTreeMap::new();
-    annotations.insert("summary".to_string(), "payments-api pods restarting".to_string());
-    Alert { labels, annotations, starts_at: Some(at()), ..Alert::default() }
+    annotations.insert(
+        "summary".to_string(),
+        "payments-api pods restarting".to_string(),
+    );
+    Alert {
+        labels,
+        annotations,
+        starts_at: Some(at()),
+        ..Alert::default()
+    }
 }
 
 pub fn started() -> Event {
@@ -42,7 +52,12 @@ pub fn started() -> Event {
 fn tool(id: &str, tool: &str, spec: &str) -> Event {
     let mut params = BTreeMap::new();
     params.insert("namespace".to_string(), serde_json::json!("payments"));
-    Event::ToolCalled { call_id: id.into(), tool: tool.into(), specialist: Some(spec.into()), params }
+    Event::ToolCalled {
+        call_id: id.into(),
+        tool: tool.into(),
+        specialist: Some(spec.into()),
+        params,
+    }
 }
 
 pub fn log_text() -> String {
@@ -60,22 +75,50 @@ pub fn mid_gather() -> Vec<Record> {
     let ev = |t: f64, event: Event| Record { t, event };
     vec![
         ev(0.0, started()),
-        ev(0.1, Event::StageStarted { stage: Stage::Triage }),
+        ev(
+            0.1,
+            Event::StageStarted {
+                stage: Stage::Triage,
+            },
+        ),
         ev(
             0.4,
             Event::Triaged {
                 summary: "crash-looping pods in payments; runbook crashloop".into(),
                 runbook: Some("crashloop".into()),
-                specialists: vec!["kubernetes".into(), "metrics".into(), "logs".into(), "changes".into()],
+                specialists: vec![
+                    "kubernetes".into(),
+                    "metrics".into(),
+                    "logs".into(),
+                    "changes".into(),
+                ],
             },
         ),
-        ev(0.5, Event::StageFinished { stage: Stage::Triage, summary: "4 specialists".into() }),
-        ev(0.6, Event::StageStarted { stage: Stage::Gather }),
+        ev(
+            0.5,
+            Event::StageFinished {
+                stage: Stage::Triage,
+                summary: "4 specialists".into(),
+            },
+        ),
+        ev(
+            0.6,
+            Event::StageStarted {
+                stage: Stage::Gather,
+            },
+        ),
         ev(0.7, tool("c1", "kubernetes.pods", "kubernetes")),
         ev(0.8, tool("c2", "kubernetes.pod_logs", "kubernetes")),
         ev(0.9, tool("c3", "prometheus.query_range", "metrics")),
         ev(1.0, tool("c4", "loki.query_range", "logs")),
-        ev(1.2, Event::ToolSucceeded { call_id: "c1".into(), duration_ms: 412, summary: "3 pods, 2 crash-looping".into() }),
+        ev(
+            1.2,
+            Event::ToolSucceeded {
+                call_id: "c1".into(),
+                duration_ms: 412,
+                summary: "3 pods, 2 crash-looping".into(),
+            },
+        ),
         ev(
             1.2,
             Event::EvidenceAdded {
@@ -86,17 +129,44 @@ pub fn mid_gather() -> Vec<Record> {
                     source: "kubernetes.pods".into(),
                     call_id: Some("c1".into()),
                     body: EvidenceBody::Table {
-                        columns: vec!["NAME".into(), "READY".into(), "STATUS".into(), "RESTARTS".into()],
+                        columns: vec![
+                            "NAME".into(),
+                            "READY".into(),
+                            "STATUS".into(),
+                            "RESTARTS".into(),
+                        ],
                         rows: vec![
-                            vec!["payments-api-7f9dd8b6c4-abcde".into(), "0/1".into(), "CrashLoopBackOff".into(), "14".into()],
-                            vec!["payments-api-7f9dd8b6c4-fghij".into(), "0/1".into(), "CrashLoopBackOff".into(), "13".into()],
-                            vec!["payments-worker-5c7b9-klmno".into(), "1/1".into(), "Running".into(), "0".into()],
+                            vec![
+                                "payments-api-7f9dd8b6c4-abcde".into(),
+                                "0/1".into(),
+                                "CrashLoopBackOff".into(),
+                                "14".into(),
+                            ],
+                            vec![
+                                "payments-api-7f9dd8b6c4-fghij".into(),
+                                "0/1".into(),
+                                "CrashLoopBackOff".into(),
+                                "13".into(),
+                            ],
+                            vec![
+                                "payments-worker-5c7b9-klmno".into(),
+                                "1/1".into(),
+                                "Running".into(),
+                                "0".into(),
+                            ],
                         ],
                     },
                 },
             },
         ),
-        ev(1.5, Event::ToolSucceeded { call_id: "c2".into(), duration_ms: 640, summary: "4 lines".into() }),
+        ev(
+            1.5,
+            Event::ToolSucceeded {
+                call_id: "c2".into(),
+                duration_ms: 640,
+                summary: "4 lines".into(),
+            },
+        ),
         ev(
             1.5,
             Event::EvidenceAdded {
@@ -106,12 +176,28 @@ pub fn mid_gather() -> Vec<Record> {
                     title: "logs payments-api-7f9dd8b6c4-abcde (previous)".into(),
                     source: "kubernetes.pod_logs".into(),
                     call_id: Some("c2".into()),
-                    body: EvidenceBody::Text { language: "log".into(), text: log_text() },
+                    body: EvidenceBody::Text {
+                        language: "log".into(),
+                        text: log_text(),
+                    },
                 },
             },
         ),
-        ev(1.9, Event::ToolFailed { call_id: "c4".into(), duration_ms: 2003, error: "loki: GET /loki/api/v1/query_range: connection refused".into() }),
-        ev(2.0, Event::ChatMessage { from: ChatRole::Agent, text: "Two of three payments-api pods are crash-looping; gathering metrics.".into() }),
+        ev(
+            1.9,
+            Event::ToolFailed {
+                call_id: "c4".into(),
+                duration_ms: 2003,
+                error: "loki: GET /loki/api/v1/query_range: connection refused".into(),
+            },
+        ),
+        ev(
+            2.0,
+            Event::ChatMessage {
+                from: ChatRole::Agent,
+                text: "Two of three payments-api pods are crash-looping; gathering metrics.".into(),
+            },
+        ),
     ]
 }
 
@@ -137,7 +223,14 @@ pub fn awaiting_approval(risk: Risk) -> Vec<Record> {
     let ev = |t: f64, event: Event| Record { t, event };
     let mut v = mid_gather();
     v.extend([
-        ev(2.6, Event::ToolSucceeded { call_id: "c3".into(), duration_ms: 1700, summary: "1 series".into() }),
+        ev(
+            2.6,
+            Event::ToolSucceeded {
+                call_id: "c3".into(),
+                duration_ms: 1700,
+                summary: "1 series".into(),
+            },
+        ),
         ev(
             2.6,
             Event::EvidenceAdded {
@@ -151,17 +244,38 @@ pub fn awaiting_approval(risk: Risk) -> Vec<Record> {
                         series: vec![Series {
                             name: "restarts".into(),
                             labels: BTreeMap::new(),
-                            points: (0..30).map(|i| (1_795_510_000.0 + f64::from(i) * 60.0, if i > 15 { 3.0 } else { 0.0 })).collect(),
+                            points: (0..30)
+                                .map(|i| {
+                                    (
+                                        1_795_510_000.0 + f64::from(i) * 60.0,
+                                        if i > 15 { 3.0 } else { 0.0 },
+                                    )
+                                })
+                                .collect(),
                         }],
                         threshold: Some(1.0),
                         unit: None,
-                        markers: vec![Marker { at: 1_795_510_960.0, label: "deploy r42".into() }],
+                        markers: vec![Marker {
+                            at: 1_795_510_960.0,
+                            label: "deploy r42".into(),
+                        }],
                     },
                 },
             },
         ),
-        ev(2.7, Event::StageFinished { stage: Stage::Gather, summary: "3 of 4 tools ok".into() }),
-        ev(2.8, Event::StageStarted { stage: Stage::Diagnose }),
+        ev(
+            2.7,
+            Event::StageFinished {
+                stage: Stage::Gather,
+                summary: "3 of 4 tools ok".into(),
+            },
+        ),
+        ev(
+            2.8,
+            Event::StageStarted {
+                stage: Stage::Diagnose,
+            },
+        ),
         ev(
             3.0,
             Event::Finding {
@@ -184,15 +298,53 @@ pub fn awaiting_approval(risk: Risk) -> Vec<Record> {
                     confidence: 0.86,
                     evidence: vec!["e2".into()],
                 }],
-                ruled_out: vec![RuledOut { statement: "node pressure".into(), reason: "all nodes Ready".into(), evidence: vec![] }],
+                ruled_out: vec![RuledOut {
+                    statement: "node pressure".into(),
+                    reason: "all nodes Ready".into(),
+                    evidence: vec![],
+                }],
             },
         ),
-        ev(3.2, Event::Diagnosis { category: Category::ConfigurationError, root_cause: "revision 42 dropped PAYMENTS_DB_POOL_SIZE".into(), confidence: 0.86 }),
-        ev(3.3, Event::StageFinished { stage: Stage::Diagnose, summary: String::new() }),
-        ev(3.4, Event::StageStarted { stage: Stage::Recommend }),
-        ev(3.5, Event::ActionProposed { action: action(risk) }),
-        ev(3.6, Event::StageFinished { stage: Stage::Recommend, summary: String::new() }),
-        ev(3.7, Event::StageStarted { stage: Stage::Approve }),
+        ev(
+            3.2,
+            Event::Diagnosis {
+                category: Category::ConfigurationError,
+                root_cause: "revision 42 dropped PAYMENTS_DB_POOL_SIZE".into(),
+                confidence: 0.86,
+            },
+        ),
+        ev(
+            3.3,
+            Event::StageFinished {
+                stage: Stage::Diagnose,
+                summary: String::new(),
+            },
+        ),
+        ev(
+            3.4,
+            Event::StageStarted {
+                stage: Stage::Recommend,
+            },
+        ),
+        ev(
+            3.5,
+            Event::ActionProposed {
+                action: action(risk),
+            },
+        ),
+        ev(
+            3.6,
+            Event::StageFinished {
+                stage: Stage::Recommend,
+                summary: String::new(),
+            },
+        ),
+        ev(
+            3.7,
+            Event::StageStarted {
+                stage: Stage::Approve,
+            },
+        ),
         ev(
             3.8,
             Event::ApprovalRequested {
@@ -211,11 +363,42 @@ pub fn full_session() -> Vec<Record> {
     let ev = |t: f64, event: Event| Record { t, event };
     let mut v = awaiting_approval(Risk::High);
     v.extend([
-        ev(20.0, Event::ApprovalGiven { action_id: "act-1".into(), by: "alice".into(), at: at(), params: None }),
-        ev(20.1, Event::StageFinished { stage: Stage::Approve, summary: String::new() }),
-        ev(20.2, Event::StageStarted { stage: Stage::Execute }),
-        ev(21.0, Event::ActionExecuted { action_id: "act-1".into(), duration_ms: 800, result: "rolled back to revision 41".into() }),
-        ev(21.1, Event::StageStarted { stage: Stage::Verify }),
+        ev(
+            20.0,
+            Event::ApprovalGiven {
+                action_id: "act-1".into(),
+                by: "alice".into(),
+                at: at(),
+                params: None,
+            },
+        ),
+        ev(
+            20.1,
+            Event::StageFinished {
+                stage: Stage::Approve,
+                summary: String::new(),
+            },
+        ),
+        ev(
+            20.2,
+            Event::StageStarted {
+                stage: Stage::Execute,
+            },
+        ),
+        ev(
+            21.0,
+            Event::ActionExecuted {
+                action_id: "act-1".into(),
+                duration_ms: 800,
+                result: "rolled back to revision 41".into(),
+            },
+        ),
+        ev(
+            21.1,
+            Event::StageStarted {
+                stage: Stage::Verify,
+            },
+        ),
         ev(
             50.0,
             Event::Verified {
@@ -228,16 +411,34 @@ pub fn full_session() -> Vec<Record> {
                 },
             },
         ),
-        ev(50.1, Event::StageStarted { stage: Stage::Report }),
-        ev(51.0, Event::Report { markdown: "# payments-api crash loop\n\nRolled back to revision 41.".into() }),
-        ev(51.1, Event::SessionEnded { outcome: Outcome::Resolved }),
+        ev(
+            50.1,
+            Event::StageStarted {
+                stage: Stage::Report,
+            },
+        ),
+        ev(
+            51.0,
+            Event::Report {
+                markdown: "# payments-api crash loop\n\nRolled back to revision 41.".into(),
+            },
+        ),
+        ev(
+            51.1,
+            Event::SessionEnded {
+                outcome: Outcome::Resolved,
+            },
+        ),
     ]);
     v
 }
 
 pub fn state(w: u16, h: u16) -> AppState {
     sitrep::tui::highlight::load_now();
-    let mut s = AppState::new(Theme::builtin("default").unwrap_or_default(), Keymap::default());
+    let mut s = AppState::new(
+        Theme::builtin("default").unwrap_or_default(),
+        Keymap::default(),
+    );
     s.size = (w, h);
     s
 }
@@ -245,7 +446,8 @@ pub fn state(w: u16, h: u16) -> AppState {
 pub fn live(records: &[Record], w: u16, h: u16) -> AppState {
     let mut s = state(w, h);
     for r in records {
-        let _ = sitrep::tui::app::update(&mut s, sitrep::tui::app::Msg::Record(r.clone()));
+        let _ =
+            sitrep::tui::app::update(&mut s, sitrep::tui::app::Msg::Record(Box::new(r.clone())));
     }
     s
 }

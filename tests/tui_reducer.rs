@@ -26,12 +26,18 @@ fn press(s: &mut AppState, msgs: impl IntoIterator<Item = Msg>) -> Vec<Effect> {
 }
 
 fn approvals(effects: &[Effect]) -> usize {
-    effects.iter().filter(|e| matches!(e, Effect::SendCommand(Command::Approve { .. }))).count()
+    effects
+        .iter()
+        .filter(|e| matches!(e, Effect::SendCommand(Command::Approve { .. })))
+        .count()
 }
 
 fn pending(risk: Risk) -> AppState {
     let s = fixtures::live(&fixtures::awaiting_approval(risk), 120, 40);
-    assert!(matches!(s.overlay, Some(Overlay::Approval(_))), "approval modal opens on request");
+    assert!(
+        matches!(s.overlay, Some(Overlay::Approval(_))),
+        "approval modal opens on request"
+    );
     s
 }
 
@@ -40,13 +46,22 @@ fn high_risk_needs_the_second_key() {
     let mut s = pending(Risk::High);
     let e = press(&mut s, [key('a')]);
     assert!(e.is_empty(), "a alone does not approve high risk: {e:?}");
-    assert!(matches!(&s.overlay, Some(Overlay::Approval(ui)) if matches!(ui.stage, ApprovalStage::Confirm)));
+    assert!(
+        matches!(&s.overlay, Some(Overlay::Approval(ui)) if matches!(ui.stage, ApprovalStage::Confirm))
+    );
     let e = press(&mut s, [key('y')]);
     assert_eq!(
         e,
-        vec![Effect::SendCommand(Command::Approve { action_id: "act-1".into(), by: None, params: None })]
+        vec![Effect::SendCommand(Command::Approve {
+            action_id: "act-1".into(),
+            by: None,
+            params: None
+        })]
     );
-    assert!(s.overlay.is_none(), "modal closes once the approval is sent");
+    assert!(
+        s.overlay.is_none(),
+        "modal closes once the approval is sent"
+    );
 }
 
 #[test]
@@ -64,9 +79,16 @@ fn enter_alone_never_approves() {
         let mut s = pending(risk);
         let e = press(&mut s, (0..5).map(|_| code(KeyCode::Enter)));
         assert_eq!(approvals(&e), 0, "{risk}: {e:?}");
-        let e = press(&mut s, [key('a'), code(KeyCode::Enter), code(KeyCode::Enter)]);
+        let e = press(
+            &mut s,
+            [key('a'), code(KeyCode::Enter), code(KeyCode::Enter)],
+        );
         let expected = usize::from(risk < Risk::High);
-        assert_eq!(approvals(&e), expected, "{risk}: enter is not the confirm key: {e:?}");
+        assert_eq!(
+            approvals(&e),
+            expected,
+            "{risk}: enter is not the confirm key: {e:?}"
+        );
         assert!(matches!(s.overlay, Some(Overlay::Approval(_))) || risk < Risk::High);
     }
 }
@@ -87,7 +109,10 @@ fn critical_sends_this_operators_approval_and_keeps_waiting() {
     let mut s = pending(Risk::Critical);
     let e = press(&mut s, [key('a'), key('y')]);
     assert_eq!(approvals(&e), 1);
-    assert!(matches!(s.overlay, Some(Overlay::Approval(_))), "stays visible: a second operator must approve");
+    assert!(
+        matches!(s.overlay, Some(Overlay::Approval(_))),
+        "stays visible: a second operator must approve"
+    );
 }
 
 #[test]
@@ -101,7 +126,11 @@ fn deny_needs_a_reason() {
     let e = press(&mut s, msgs);
     assert_eq!(
         e,
-        vec![Effect::SendCommand(Command::Deny { action_id: "act-1".into(), reason: "too risky now".into(), by: None })]
+        vec![Effect::SendCommand(Command::Deny {
+            action_id: "act-1".into(),
+            reason: "too risky now".into(),
+            by: None
+        })]
     );
 }
 
@@ -119,7 +148,10 @@ fn edited_params_go_with_the_approval() {
     }
     press(&mut s, [ctrl('s')]);
     let e = press(&mut s, [key('a'), key('y')]);
-    let Some(Effect::SendCommand(Command::Approve { params: Some(p), .. })) = e.first() else {
+    let Some(Effect::SendCommand(Command::Approve {
+        params: Some(p), ..
+    })) = e.first()
+    else {
         panic!("expected an approval with params, got {e:?}");
     };
     assert_eq!(p.get("to_revision"), Some(&serde_json::json!(40)));
@@ -135,7 +167,9 @@ fn bad_json_in_edit_is_an_error_not_a_change() {
         ta.insert_str("{oops");
     }
     press(&mut s, [ctrl('s')]);
-    assert!(matches!(&s.overlay, Some(Overlay::Approval(ui)) if matches!(&ui.stage, ApprovalStage::Edit(_, Some(_)))));
+    assert!(
+        matches!(&s.overlay, Some(Overlay::Approval(ui)) if matches!(&ui.stage, ApprovalStage::Edit(_, Some(_))))
+    );
 }
 
 #[test]
@@ -145,7 +179,15 @@ fn esc_looks_around_and_a_reopens() {
     assert!(s.overlay.is_none());
     assert!(s.pending().is_some(), "still pending");
     // New events do not force it open again.
-    update(&mut s, Msg::Record(Record { t: 5.0, event: Event::Warning { message: "slow".into() } }));
+    update(
+        &mut s,
+        Msg::Record(Box::new(Record {
+            t: 5.0,
+            event: Event::Warning {
+                message: "slow".into(),
+            },
+        })),
+    );
     assert!(s.overlay.is_none());
     press(&mut s, [key('j'), key('a')]);
     assert!(matches!(s.overlay, Some(Overlay::Approval(_))));
@@ -156,16 +198,27 @@ fn typing_in_chat_never_lands_in_the_modal() {
     let mut s = fixtures::live(&fixtures::mid_gather(), 120, 40);
     press(&mut s, [key('3')]);
     assert_eq!(s.focus, Pane::Chat);
-    for r in fixtures::awaiting_approval(Risk::High).into_iter().skip(fixtures::mid_gather().len()) {
-        update(&mut s, Msg::Record(r));
+    for r in fixtures::awaiting_approval(Risk::High)
+        .into_iter()
+        .skip(fixtures::mid_gather().len())
+    {
+        update(&mut s, Msg::Record(Box::new(r)));
     }
     assert!(s.overlay.is_none(), "no modal while the operator is typing");
     let e = press(&mut s, "okay".chars().map(key));
     assert!(e.is_empty());
     let e = press(&mut s, [code(KeyCode::Enter)]);
-    assert_eq!(e, vec![Effect::SendCommand(Command::Chat { text: "okay".into() })]);
+    assert_eq!(
+        e,
+        vec![Effect::SendCommand(Command::Chat {
+            text: "okay".into()
+        })]
+    );
     press(&mut s, [code(KeyCode::Esc)]);
-    assert!(matches!(s.overlay, Some(Overlay::Approval(_))), "opens once the operator leaves the chat");
+    assert!(
+        matches!(s.overlay, Some(Overlay::Approval(_))),
+        "opens once the operator leaves the chat"
+    );
 }
 
 #[test]
@@ -182,8 +235,17 @@ fn chat_slash_commands() {
     };
     assert_eq!(send(&mut s, "/export"), vec![Effect::ExportReport]);
     assert!(send(&mut s, "/runbook").is_empty());
-    assert!(s.status.as_ref().is_some_and(|st| st.error && st.text.contains("/runbook NAME")));
-    assert_eq!(send(&mut s, "/runbook crashloop"), vec![Effect::SendCommand(Command::Chat { text: "/runbook crashloop".into() })]);
+    assert!(
+        s.status
+            .as_ref()
+            .is_some_and(|st| st.error && st.text.contains("/runbook NAME"))
+    );
+    assert_eq!(
+        send(&mut s, "/runbook crashloop"),
+        vec![Effect::SendCommand(Command::Chat {
+            text: "/runbook crashloop".into()
+        })]
+    );
     send(&mut s, "/help");
     assert!(matches!(s.overlay, Some(Overlay::Help { .. })));
 }
@@ -193,7 +255,10 @@ fn quit_keys_and_releases() {
     let mut s = fixtures::live(&fixtures::mid_gather(), 120, 40);
     let mut release = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE);
     release.kind = KeyEventKind::Release;
-    assert!(update(&mut s, Msg::Key(release)).is_empty(), "releases are ignored");
+    assert!(
+        update(&mut s, Msg::Key(release)).is_empty(),
+        "releases are ignored"
+    );
     assert_eq!(press(&mut s, [key('q')]), vec![Effect::Quit]);
     assert_eq!(press(&mut s, [ctrl('c')]), vec![Effect::Quit]);
 }
@@ -201,7 +266,16 @@ fn quit_keys_and_releases() {
 #[test]
 fn palette_completes_and_runs() {
     let mut s = fixtures::live(&fixtures::mid_gather(), 120, 40);
-    let e = press(&mut s, [key(':'), key('e'), key('x'), code(KeyCode::Tab), code(KeyCode::Enter)]);
+    let e = press(
+        &mut s,
+        [
+            key(':'),
+            key('e'),
+            key('x'),
+            code(KeyCode::Tab),
+            code(KeyCode::Enter),
+        ],
+    );
     assert_eq!(e, vec![Effect::ExportReport]);
     press(&mut s, [key(':')]);
     press(&mut s, "theme mono".chars().map(key));
@@ -230,8 +304,19 @@ fn follow_stops_when_scrolled_and_resumes_with_g() {
     press(&mut s, [key('k'), key('k')]);
     assert!(!s.follow);
     let sel = s.timeline_sel;
-    update(&mut s, Msg::Record(Record { t: 9.0, event: Event::Warning { message: "new".into() } }));
-    assert_eq!(s.timeline_sel, sel, "scrolled back: the selection stays put");
+    update(
+        &mut s,
+        Msg::Record(Box::new(Record {
+            t: 9.0,
+            event: Event::Warning {
+                message: "new".into(),
+            },
+        })),
+    );
+    assert_eq!(
+        s.timeline_sel, sel,
+        "scrolled back: the selection stays put"
+    );
     press(&mut s, [key('G')]);
     assert!(s.follow);
     assert_eq!(s.timeline_sel, s.incident.timeline.len() - 1);
@@ -264,5 +349,8 @@ fn replay_controls() {
 #[test]
 fn idle_needs_no_clock() {
     let s = fixtures::live(&fixtures::mid_gather(), 120, 40);
-    assert!(!s.needs_tick(), "nothing counts down, so no ticks and no frames");
+    assert!(
+        !s.needs_tick(),
+        "nothing counts down, so no ticks and no frames"
+    );
 }

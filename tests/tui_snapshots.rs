@@ -31,12 +31,32 @@ fn live_mid_gather() {
         s.now_t = 2.0;
         // Select the log evidence so the panel shows highlighted, sanitized log lines.
         s.follow = false;
-        s.timeline_sel = s.incident.timeline.iter().position(|i| i.text.contains("logs payments-api")).unwrap_or(0);
+        s.timeline_sel = s
+            .incident
+            .timeline
+            .iter()
+            .position(|i| i.text.contains("logs payments-api"))
+            .unwrap_or(0);
         let _ = update(&mut s, Msg::Resize(w, h));
-        let _ = update(&mut s, Msg::Key(crossterm::event::KeyEvent::new(crossterm::event::KeyCode::Char('j'), crossterm::event::KeyModifiers::NONE)));
-        let _ = update(&mut s, Msg::Key(crossterm::event::KeyEvent::new(crossterm::event::KeyCode::Char('k'), crossterm::event::KeyModifiers::NONE)));
+        let _ = update(
+            &mut s,
+            Msg::Key(crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Char('j'),
+                crossterm::event::KeyModifiers::NONE,
+            )),
+        );
+        let _ = update(
+            &mut s,
+            Msg::Key(crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Char('k'),
+                crossterm::event::KeyModifiers::NONE,
+            )),
+        );
         let screen = render(&s);
-        assert!(!screen.contains('\u{1b}'), "escape sequences must not reach the screen");
+        assert!(
+            !screen.contains('\u{1b}'),
+            "escape sequences must not reach the screen"
+        );
         assert!(screen.contains("FATAL exiting"), "{screen}");
         insta::assert_snapshot!(format!("live_mid_gather_{w}x{h}"), screen);
     }
@@ -47,7 +67,10 @@ fn approval_modal() {
     for (w, h) in SIZES {
         let mut s = fixtures::live(&fixtures::awaiting_approval(Risk::High), w, h);
         s.now_t = 4.0;
-        assert!(matches!(s.overlay, Some(Overlay::Approval(_))), "the modal opens by itself");
+        assert!(
+            matches!(s.overlay, Some(Overlay::Approval(_))),
+            "the modal opens by itself"
+        );
         let screen = render(&s);
         assert!(screen.contains("APPROVAL REQUIRED"));
         assert!(screen.contains("kubectl -n payments rollout undo"));
@@ -59,11 +82,21 @@ fn approval_modal() {
 fn replay_paused_midway() {
     for (w, h) in SIZES {
         sitrep::tui::highlight::load_now();
-        let mut s = AppState::new_replay(Theme::builtin("default").unwrap_or_default(), Keymap::default(), fixtures::full_session());
+        let mut s = AppState::new_replay(
+            Theme::builtin("default").unwrap_or_default(),
+            Keymap::default(),
+            fixtures::full_session(),
+        );
         s.session_id = Some("2026-11-22-payments".into());
         let _ = update(&mut s, Msg::Resize(w, h));
         // `5`: seek to 50% of the session's duration; the replay stays paused.
-        let _ = update(&mut s, Msg::Key(crossterm::event::KeyEvent::new(crossterm::event::KeyCode::Char('5'), crossterm::event::KeyModifiers::NONE)));
+        let _ = update(
+            &mut s,
+            Msg::Key(crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Char('5'),
+                crossterm::event::KeyModifiers::NONE,
+            )),
+        );
         let screen = render(&s);
         assert!(screen.contains("paused"));
         assert!(screen.contains("REPLAY"));
@@ -76,7 +109,13 @@ fn help_overlay() {
     for (w, h) in SIZES {
         let mut s = fixtures::live(&fixtures::mid_gather(), w, h);
         s.now_t = 2.0;
-        let _ = update(&mut s, Msg::Key(crossterm::event::KeyEvent::new(crossterm::event::KeyCode::Char('?'), crossterm::event::KeyModifiers::NONE)));
+        let _ = update(
+            &mut s,
+            Msg::Key(crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Char('?'),
+                crossterm::event::KeyModifiers::NONE,
+            )),
+        );
         let screen = render(&s);
         assert!(screen.contains("help"));
         insta::assert_snapshot!(format!("help_overlay_{w}x{h}"), screen);
@@ -96,7 +135,10 @@ fn every_small_size_renders_without_panic() {
             let res = term.draw(|f| sitrep::tui::draw(&s, f));
             assert!(res.is_ok());
             if (w < 20 || h < 5) && w >= 18 && h >= 1 {
-                assert!(term.backend().to_string().contains("terminal too"), "{w}x{h}");
+                assert!(
+                    term.backend().to_string().contains("terminal too"),
+                    "{w}x{h}"
+                );
             }
         }
     }

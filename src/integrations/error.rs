@@ -21,6 +21,9 @@ pub enum ErrorKind {
     NotConfigured,
     #[error("invalid request: {0}")]
     Invalid(String),
+    /// The action is not carried out by this program; the text says what to run instead.
+    #[error("manual step: {0}")]
+    Manual(String),
     #[error("{0}")]
     Other(String),
 }
@@ -52,6 +55,11 @@ impl IntegrationError {
     /// Whether the failure means "this case has no data for that", which replay treats as absent evidence.
     pub fn is_no_recording(&self) -> bool {
         matches!(self.kind, ErrorKind::NoRecording)
+    }
+
+    /// Whether the action was left for the operator to carry out by hand.
+    pub fn is_manual(&self) -> bool {
+        matches!(self.kind, ErrorKind::Manual(_))
     }
 
     /// The HTTP status, if the server answered with an error status.

@@ -381,6 +381,177 @@ pub fn parse_log_text(text: &str, labels: &BTreeMap<String, String>) -> Vec<LogL
         .collect()
 }
 
+/// New resource values for one container of a deployment's pod template, as
+/// `kubectl set resources -c CONTAINER --limits=.. --requests=..` takes them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ResourceChange {
+    /// The container; may be left out when the pod template has exactly one.
+    pub container: Option<String>,
+    /// Resource name (`memory`, `cpu`, ...) to quantity (`1Gi`, `500m`).
+    pub limits: BTreeMap<String, String>,
+    pub requests: BTreeMap<String, String>,
+}
+
+/// What a drain did to each pod on the node.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DrainReport {
+    pub node: String,
+    /// `namespace/name` of each pod evicted (or already gone).
+    pub evicted: Vec<String>,
+    /// Pods a drain leaves in place on purpose (DaemonSet-managed, mirror pods), with why.
+    pub skipped: Vec<(String, String)>,
+    /// Pods a PodDisruptionBudget kept from eviction for now (HTTP 429), with the budget's message.
+    pub blocked: Vec<(String, String)>,
+    /// Pods that could not be evicted for any other reason, with the reason.
+    pub failed: Vec<(String, String)>,
+}
+
+impl DrainReport {
+    /// Whether every pod that had to leave the node has left.
+    pub fn complete(&self) -> bool {
+        self.blocked.is_empty() && self.failed.is_empty()
+    }
+
+    /// One line: what was evicted, skipped, blocked and failed.
+    pub fn summary(&self) -> String {
+        let pairs = |v: &[(String, String)]| {
+            v.iter()
+                .map(|(p, why)| format!("{p}: {why}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let mut parts = vec![format!("node/{} cordoned", self.node)];
+        parts.push(if self.evicted.is_empty() {
+            "no pods evicted".to_string()
+        } else {
+            format!(
+                "{} pod(s) evicted ({})",
+                self.evicted.len(),
+                self.evicted.join(", ")
+            )
+        });
+        if !self.skipped.is_empty() {
+            parts.push(format!(
+                "{} skipped ({})",
+                self.skipped.len(),
+                pairs(&self.skipped)
+            ));
+        }
+        if !self.blocked.is_empty() {
+            parts.push(format!(
+                "{} blocked by a PodDisruptionBudget ({}); retry once their replacements are ready",
+                self.blocked.len(),
+                pairs(&self.blocked)
+            ));
+        }
+        if !self.failed.is_empty() {
+            parts.push(format!(
+                "{} not evicted ({})",
+                self.failed.len(),
+                pairs(&self.failed)
+            ));
+        }
+        parts.join(", ")
+    }
+}
+
+/// A Kubernetes resource quantity (`512Mi`, `1.5`, `250m`, `1e3`), checked before it reaches the API
+/// server so a typo is reported against the parameter rather than as a 422.
+pub fn is_quantity(q: &str) -> bool {
+    let q = q.strip_prefix(['+', '-']).unwrap_or(q);
+    let digits_end = q
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(q.len());
+    let (number, suffix) = q.split_at(digits_end);
+    let number_ok = !number.is_empty()
+        && number != "."
+        && number.matches('.').count() <= 1
+        && number.chars().any(|c| c.is_ascii_digit());
+    let suffix_ok = matches!(
+        suffix,
+        "" | "m" | "k" | "M" | "G" | "T" | "P" | "E" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei"
+    ) || suffix
+        .strip_prefix(['e', 'E'])
+        .map(|e| e.strip_prefix(['+', '-']).unwrap_or(e))
+        .is_some_and(|e| !e.is_empty() && e.chars().all(|c| c.is_ascii_digit()));
+    number_ok && suffix_ok
+}
+
+/// Resource names are `cpu`, `memory`, `ephemeral-storage`, `hugepages-2Mi` or `vendor.io/name`.
+fn is_resource_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '/' | '_'))
+}
+
+/// Why `kubectl drain --ignore-daemonsets` leaves a pod on the node, or `None` when it is evicted.
+/// Pods no controller would recreate are refused, as kubectl does without `--force`, unless finished.
+fn drain_exemption(pod: &Pod) -> Option<(bool, String)> {
+    let meta = &pod.metadata;
+    if meta
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"))
+    {
+        return Some((true, "mirror pod (managed by the kubelet)".into()));
+    }
+    let controller = meta
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+        .or_else(|| meta.owner_references.iter().flatten().next());
+    match controller {
+        Some(o) if o.kind == "DaemonSet" => {
+            Some((true, format!("managed by DaemonSet/{}", o.name)))
+        }
+        Some(_) => None,
+        None => {
+            let finished = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.as_deref())
+                .is_some_and(|p| p == "Succeeded" || p == "Failed");
+            if finished {
+                None
+            } else {
+                Some((
+                    false,
+                    "not managed by a controller, so nothing would recreate it; delete it by hand if that is intended".into(),
+                ))
+            }
+        }
+    }
+}
+
+/// The most specific message in an eviction refusal: the budget's own cause when given.
+fn eviction_message(body: &super::transport::Body) -> String {
+    if let super::transport::Body::Json(v) = body {
+        let causes: Vec<&str> = v
+            .pointer("/details/causes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("message").and_then(Value::as_str))
+            .collect();
+        if !causes.is_empty() {
+            return causes.join("; ");
+        }
+        if let Some(m) = v.get("message").and_then(Value::as_str) {
+            return m.to_string();
+        }
+    }
+    let text = body.text();
+    let line = text.lines().next().unwrap_or("").trim();
+    if line.is_empty() {
+        "no message".into()
+    } else {
+        line.chars().take(200).collect()
+    }
+}
+
 impl KubernetesClient {
     pub fn new(transport: Arc<dyn Transport>, default_ns: impl Into<String>) -> Self {
         KubernetesClient {
@@ -650,6 +821,178 @@ impl KubernetesClient {
         ))
     }
 
+    /// `kubectl set resources`: a strategic merge patch of one container's resources in the pod
+    /// template (containers merge by name, so other containers and other resource keys stay as they are).
+    pub async fn set_resources(
+        &self,
+        ns: &str,
+        name: &str,
+        change: &ResourceChange,
+    ) -> Result<String, IntegrationError> {
+        let path = format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}");
+        let probe = Request::new(NAME, "PATCH", path.clone());
+        check_name(&probe, "namespace", ns)?;
+        check_name(&probe, "deployment", name)?;
+        if change.limits.is_empty() && change.requests.is_empty() {
+            return Err(probe.error(ErrorKind::Invalid(
+                "set_resources needs at least one limit or request (memory_limit, memory_request, cpu_limit, cpu_request)".into(),
+            )));
+        }
+        for (what, map) in [("limit", &change.limits), ("request", &change.requests)] {
+            for (resource, quantity) in map {
+                if !is_resource_name(resource) {
+                    return Err(probe.error(ErrorKind::Invalid(format!(
+                        "bad resource name {resource:?}"
+                    ))));
+                }
+                if !is_quantity(quantity) {
+                    return Err(probe.error(ErrorKind::Invalid(format!(
+                        "{resource} {what} {quantity:?} is not a Kubernetes quantity (e.g. 512Mi, 1Gi, 250m, 2)"
+                    ))));
+                }
+            }
+        }
+        if let Some(c) = &change.container {
+            check_name(&probe, "container", c)?;
+        }
+        let (dreq, deployment) = self.deployment_raw(ns, name).await?;
+        let names: Vec<String> = deployment
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .map(|s| s.containers.iter().map(|c| c.name.clone()).collect())
+            .unwrap_or_default();
+        let container = match &change.container {
+            Some(c) if names.contains(c) => c.clone(),
+            Some(c) => {
+                return Err(dreq.error(ErrorKind::Invalid(format!(
+                    "deployment/{name} has no container {c:?} (containers: {})",
+                    names.join(", ")
+                ))));
+            }
+            None if names.len() == 1 => names[0].clone(),
+            None => {
+                return Err(dreq.error(ErrorKind::Invalid(format!(
+                    "deployment/{name} has {} containers ({}); say which with `container`",
+                    names.len(),
+                    names.join(", ")
+                ))));
+            }
+        };
+        let mut resources = serde_json::Map::new();
+        if !change.limits.is_empty() {
+            resources.insert("limits".into(), json!(change.limits));
+        }
+        if !change.requests.is_empty() {
+            resources.insert("requests".into(), json!(change.requests));
+        }
+        let patch = json!({"spec": {"template": {"spec": {"containers": [
+            {"name": container, "resources": resources}
+        ]}}}});
+        let req = Request::new(NAME, "PATCH", path).body(RequestBody::StrategicMergePatch(patch));
+        self.patch(req).await?;
+        let list = |m: &BTreeMap<String, String>| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let mut what = Vec::new();
+        if !change.limits.is_empty() {
+            what.push(format!("limits {}", list(&change.limits)));
+        }
+        if !change.requests.is_empty() {
+            what.push(format!("requests {}", list(&change.requests)));
+        }
+        Ok(format!(
+            "deployment/{name} in {ns}: container {container} {}; pods roll to the new template",
+            what.join(", ")
+        ))
+    }
+
+    /// `kubectl cordon`: marks the node unschedulable; pods already on it keep running.
+    pub async fn cordon(&self, node: &str) -> Result<String, IntegrationError> {
+        let req = Request::new(NAME, "PATCH", format!("/api/v1/nodes/{node}")).body(
+            RequestBody::MergePatch(json!({"spec": {"unschedulable": true}})),
+        );
+        check_name(&req, "node", node)?;
+        self.patch(req).await?;
+        Ok(format!("node/{node} cordoned"))
+    }
+
+    /// `kubectl drain --ignore-daemonsets --delete-emptydir-data`: cordons the node, then asks the
+    /// Eviction API to move every pod off it, so PodDisruptionBudgets are honoured. A pod a budget
+    /// holds back (429) is reported and the others still go. Errs only when the node cannot be
+    /// cordoned or its pods cannot be listed.
+    pub async fn drain(&self, node: &str) -> Result<DrainReport, IntegrationError> {
+        self.cordon(node).await?;
+        let req = Request::get(NAME, "/api/v1/pods")
+            .query("fieldSelector", format!("spec.nodeName={node}"));
+        let (req, v) = self.get_json(req).await?;
+        let pods: Vec<Pod> = items(v, "Pod").map_err(|m| req.error(ErrorKind::Decode(m)))?;
+        let mut report = DrainReport {
+            node: node.to_string(),
+            ..DrainReport::default()
+        };
+        // The selector is the server's job, but a replayed list may hold the whole cluster.
+        let on_node = pods
+            .iter()
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node));
+        for pod in on_node {
+            let ns = pod.metadata.namespace.clone().unwrap_or_default();
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let id = format!("{ns}/{name}");
+            match drain_exemption(pod) {
+                Some((true, why)) => {
+                    report.skipped.push((id, why));
+                    continue;
+                }
+                Some((false, why)) => {
+                    report.failed.push((id, why));
+                    continue;
+                }
+                None => {}
+            }
+            match self.evict(&ns, &name).await {
+                Ok(()) => report.evicted.push(id),
+                Err(e) if e.status() == Some(429) => {
+                    let why = match &e.kind {
+                        ErrorKind::Status { message, .. } => message.clone(),
+                        other => other.to_string(),
+                    };
+                    report.blocked.push((id, why));
+                }
+                Err(e) => report.failed.push((id, e.kind.to_string())),
+            }
+        }
+        Ok(report)
+    }
+
+    /// Posts a `policy/v1` Eviction for one pod. A pod already gone counts as evicted.
+    pub async fn evict(&self, ns: &str, name: &str) -> Result<(), IntegrationError> {
+        let body = json!({
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": ns}
+        });
+        let req = Request::new(
+            NAME,
+            "POST",
+            format!("/api/v1/namespaces/{ns}/pods/{name}/eviction"),
+        )
+        .body(RequestBody::Json(body));
+        check_name(&req, "namespace", ns)?;
+        check_name(&req, "pod", name)?;
+        let resp = self.transport.send(&req).await?;
+        match resp.status {
+            s if (200..300).contains(&s) || s == 404 => Ok(()),
+            status => Err(req.error(ErrorKind::Status {
+                status,
+                message: eviction_message(&resp.body),
+            })),
+        }
+    }
+
     pub async fn scale(
         &self,
         ns: &str,
@@ -671,10 +1014,25 @@ impl KubernetesClient {
     }
 
     pub async fn delete_pod(&self, ns: &str, name: &str) -> Result<String, IntegrationError> {
+        self.delete_pod_with_grace(ns, name, None).await
+    }
+
+    /// `kubectl delete pod [--grace-period=N]`; `Some(0)` with `--force` is how a pod stuck
+    /// terminating on a lost node is removed from the API.
+    pub async fn delete_pod_with_grace(
+        &self,
+        ns: &str,
+        name: &str,
+        grace_period_seconds: Option<u32>,
+    ) -> Result<String, IntegrationError> {
         let req = Request::new(
             NAME,
             "DELETE",
             format!("/api/v1/namespaces/{ns}/pods/{name}"),
+        )
+        .query_opt(
+            "gracePeriodSeconds",
+            grace_period_seconds.map(|g| g.to_string()),
         );
         check_name(&req, "namespace", ns)?;
         check_name(&req, "pod", name)?;

@@ -11,7 +11,7 @@ pub mod transport;
 pub use alertmanager::{AlertFilter, AlertmanagerClient, SilenceSpec};
 pub use error::{ErrorKind, IntegrationError};
 pub use github::GitHubClient;
-pub use kubernetes::KubernetesClient;
+pub use kubernetes::{DrainReport, KubernetesClient, ResourceChange};
 pub use loki::{Direction, LokiClient};
 pub use prometheus::PrometheusClient;
 pub use transport::{

@@ -34,6 +34,9 @@ pub enum RequestBody {
     MergePatch(Value),
     /// A JSON patch (`application/json-patch+json`).
     JsonPatch(Value),
+    /// A Kubernetes strategic merge patch (`application/strategic-merge-patch+json`): lists such as
+    /// `containers` merge by their `name` key instead of being replaced whole.
+    StrategicMergePatch(Value),
 }
 
 impl RequestBody {
@@ -42,11 +45,15 @@ impl RequestBody {
             RequestBody::Json(_) => "application/json",
             RequestBody::MergePatch(_) => "application/merge-patch+json",
             RequestBody::JsonPatch(_) => "application/json-patch+json",
+            RequestBody::StrategicMergePatch(_) => "application/strategic-merge-patch+json",
         }
     }
     fn value(&self) -> &Value {
         match self {
-            RequestBody::Json(v) | RequestBody::MergePatch(v) | RequestBody::JsonPatch(v) => v,
+            RequestBody::Json(v)
+            | RequestBody::MergePatch(v)
+            | RequestBody::JsonPatch(v)
+            | RequestBody::StrategicMergePatch(v) => v,
         }
     }
 }

@@ -36,7 +36,7 @@ impl Pane {
 #[derive(Debug)]
 pub enum Msg {
     Key(KeyEvent),
-    Record(Record),
+    Record(Box<Record>),
     Resize(u16, u16),
     /// Live clock: seconds since the session started, for countdowns.
     Clock(f64),
@@ -86,7 +86,7 @@ pub struct PaletteState {
 pub enum Overlay {
     Help { scroll: usize },
     Palette(PaletteState),
-    Approval(ApprovalUi),
+    Approval(Box<ApprovalUi>),
 }
 
 /// An applied `/` filter: matching rows in the timeline, or matching lines in the evidence.
@@ -111,7 +111,9 @@ pub fn contains_ci(text: &str, lowered_query: &str) -> bool {
     }
     if text.is_ascii() && lowered_query.is_ascii() {
         let (h, n) = (text.as_bytes(), lowered_query.as_bytes());
-        return h.windows(n.len()).any(|w| w.iter().zip(n).all(|(a, b)| a.to_ascii_lowercase() == *b));
+        return h
+            .windows(n.len())
+            .any(|w| w.iter().zip(n).all(|(a, b)| a.to_ascii_lowercase() == *b));
     }
     text.to_lowercase().contains(lowered_query)
 }
@@ -151,8 +153,15 @@ impl LineIndex {
     }
 
     pub fn line<'t>(&self, text: &'t str, i: usize) -> &'t str {
-        let Some(&start) = self.starts.get(i) else { return "" };
-        let end = self.starts.get(i + 1).map(|e| e - 1).unwrap_or(self.bytes).min(text.len());
+        let Some(&start) = self.starts.get(i) else {
+            return "";
+        };
+        let end = self
+            .starts
+            .get(i + 1)
+            .map(|e| e - 1)
+            .unwrap_or(self.bytes)
+            .min(text.len());
         let s = text.get(start..end.max(start)).unwrap_or("");
         let s = s.strip_suffix('\n').unwrap_or(s);
         s.strip_suffix('\r').unwrap_or(s)
@@ -172,7 +181,10 @@ pub struct Index {
 
 impl Index {
     fn sync(&mut self, inc: &Incident) {
-        if inc.events < self.events || inc.tools.len() < self.tools_len || inc.evidence.len() < self.evidence_len {
+        if inc.events < self.events
+            || inc.tools.len() < self.tools_len
+            || inc.evidence.len() < self.evidence_len
+        {
             *self = Index::default();
         }
         self.events = inc.events;
@@ -194,12 +206,24 @@ impl Index {
         }
     }
 
-    pub fn tool<'a>(&self, inc: &'a Incident, call_id: &str) -> Option<&'a crate::model::ToolCallState> {
-        self.tools.get(call_id).and_then(|i| inc.tools.get(*i)).filter(|t| t.call_id == call_id).or_else(|| inc.tool(call_id))
+    pub fn tool<'a>(
+        &self,
+        inc: &'a Incident,
+        call_id: &str,
+    ) -> Option<&'a crate::model::ToolCallState> {
+        self.tools
+            .get(call_id)
+            .and_then(|i| inc.tools.get(*i))
+            .filter(|t| t.call_id == call_id)
+            .or_else(|| inc.tool(call_id))
     }
 
     pub fn evidence<'a>(&self, inc: &'a Incident, id: &str) -> Option<&'a crate::model::Evidence> {
-        self.evidence.get(id).and_then(|i| inc.evidence.get(*i)).filter(|e| e.id == id).or_else(|| inc.evidence(id))
+        self.evidence
+            .get(id)
+            .and_then(|i| inc.evidence.get(*i))
+            .filter(|e| e.id == id)
+            .or_else(|| inc.evidence(id))
     }
 
     fn ensure_lines(&mut self, inc: &Incident, id: &str) {
@@ -286,7 +310,9 @@ impl AppState {
     pub fn new_replay(theme: Theme, keymap: Keymap, records: Vec<Record>) -> AppState {
         let mut s = AppState::new(theme, keymap);
         s.read_only = true;
-        s.replay = Some(ReplayUi { clock: ReplayClock::new(records) });
+        s.replay = Some(ReplayUi {
+            clock: ReplayClock::new(records),
+        });
         s.sync();
         s
     }
@@ -303,12 +329,19 @@ impl AppState {
     }
 
     pub fn set_status(&mut self, text: impl Into<String>, error: bool) {
-        self.status = Some(Status { text: text.into(), error });
+        self.status = Some(Status {
+            text: text.into(),
+            error,
+        });
     }
 
     pub fn areas(&self) -> Areas {
         let area = Rect::new(0, 0, self.size.0, self.size.1);
-        layout::compute(area, self.is_replay(), matches!(self.focus, Pane::Evidence | Pane::Summary))
+        layout::compute(
+            area,
+            self.is_replay(),
+            matches!(self.focus, Pane::Evidence | Pane::Summary),
+        )
     }
 
     pub fn timeline_len(&self) -> usize {
@@ -327,12 +360,16 @@ impl AppState {
     }
 
     pub fn selected_item(&self) -> Option<&crate::model::TimelineItem> {
-        self.timeline_row(self.timeline_sel).and_then(|i| self.incident.timeline.get(i))
+        self.timeline_row(self.timeline_sel)
+            .and_then(|i| self.incident.timeline.get(i))
     }
 
     /// The action waiting for this operator's decision, if any.
     pub fn pending(&self) -> Option<&crate::model::ActionState> {
-        self.incident.actions.iter().find(|a| a.status == ActionStatus::AwaitingApproval)
+        self.incident
+            .actions
+            .iter()
+            .find(|a| a.status == ActionStatus::AwaitingApproval)
     }
 
     /// Seconds left on a medium-risk veto countdown.
@@ -346,7 +383,12 @@ impl AppState {
         if let Some(r) = &self.replay {
             return r.clock.playing;
         }
-        !self.agent_done && self.incident.actions.iter().any(|a| a.status == ActionStatus::AwaitingApproval && a.veto_secs.is_some())
+        !self.agent_done
+            && self
+                .incident
+                .actions
+                .iter()
+                .any(|a| a.status == ActionStatus::AwaitingApproval && a.veto_secs.is_some())
     }
 
     pub fn sync(&mut self) {
@@ -399,8 +441,12 @@ impl AppState {
 
     fn sync_approval(&mut self) {
         if let Some(Overlay::Approval(ui)) = &self.overlay {
-            let still = self.incident.action(&ui.action_id).is_some_and(|a| a.status == ActionStatus::AwaitingApproval);
-            let mine_done = self.submitted.contains(&ui.action_id) && !self.is_critical(&ui.action_id);
+            let still = self
+                .incident
+                .action(&ui.action_id)
+                .is_some_and(|a| a.status == ActionStatus::AwaitingApproval);
+            let mine_done =
+                self.submitted.contains(&ui.action_id) && !self.is_critical(&ui.action_id);
             if !still || mine_done {
                 if let Some(a) = self.incident.action(&ui.action_id)
                     && !still
@@ -412,7 +458,10 @@ impl AppState {
             }
             return;
         }
-        if self.is_replay() || self.focus == Pane::Chat || matches!(self.overlay, Some(Overlay::Palette(_))) {
+        if self.is_replay()
+            || self.focus == Pane::Chat
+            || matches!(self.overlay, Some(Overlay::Palette(_)))
+        {
             return;
         }
         let candidate = self
@@ -426,12 +475,18 @@ impl AppState {
             })
             .map(|a| a.action.id.clone());
         if let Some(id) = candidate {
-            self.overlay = Some(Overlay::Approval(ApprovalUi { action_id: id, stage: ApprovalStage::Review, params: None }));
+            self.overlay = Some(Overlay::Approval(Box::new(ApprovalUi {
+                action_id: id,
+                stage: ApprovalStage::Review,
+                params: None,
+            })));
         }
     }
 
     fn is_critical(&self, id: &str) -> bool {
-        self.incident.action(id).is_some_and(|a| a.action.risk == Risk::Critical)
+        self.incident
+            .action(id)
+            .is_some_and(|a| a.action.risk == Risk::Critical)
     }
 
     fn selection_changed(&mut self) {
@@ -453,6 +508,7 @@ pub fn update(state: &mut AppState, msg: Msg) -> Vec<Effect> {
             on_key(state, key)
         }
         Msg::Record(r) => {
+            let r = *r;
             state.now_t = state.now_t.max(r.t);
             state.incident.apply(r.t, &r.event);
             Vec::new()
@@ -496,12 +552,14 @@ fn on_key(state: &mut AppState, key: KeyEvent) -> Vec<Effect> {
         return Vec::new();
     }
     match state.overlay.take() {
-        Some(Overlay::Approval(ui)) => return on_approval_key(state, ui, key, k),
+        Some(Overlay::Approval(ui)) => return on_approval_key(state, *ui, key, k),
         Some(Overlay::Help { scroll }) => {
             let action = state.keymap.lookup(k, &[Scope::Navigation, Scope::Global]);
             state.overlay = match action {
                 Some(Action::Down) => Some(Overlay::Help { scroll: scroll + 1 }),
-                Some(Action::Up) => Some(Overlay::Help { scroll: scroll.saturating_sub(1) }),
+                Some(Action::Up) => Some(Overlay::Help {
+                    scroll: scroll.saturating_sub(1),
+                }),
                 Some(Action::Top) => Some(Overlay::Help { scroll: 0 }),
                 Some(Action::Quit) | Some(Action::Back) | Some(Action::Help) => None,
                 _ => Some(Overlay::Help { scroll }),
@@ -523,8 +581,11 @@ fn on_key(state: &mut AppState, key: KeyEvent) -> Vec<Effect> {
         state.now_t = r.clock.t;
         return Vec::new();
     }
-    let scopes: &[Scope] =
-        if state.is_replay() { &[Scope::Replay, Scope::Global, Scope::Navigation] } else { &[Scope::Global, Scope::Navigation] };
+    let scopes: &[Scope] = if state.is_replay() {
+        &[Scope::Replay, Scope::Global, Scope::Navigation]
+    } else {
+        &[Scope::Global, Scope::Navigation]
+    };
     match state.keymap.lookup(k, scopes) {
         Some(action) => run_action(state, action),
         None => {
@@ -553,9 +614,16 @@ fn run_action(state: &mut AppState, action: Action) -> Vec<Effect> {
             }
         }
         Action::NextPane | Action::PrevPane => {
-            let i = Pane::ORDER.iter().position(|p| *p == state.focus).unwrap_or(0);
+            let i = Pane::ORDER
+                .iter()
+                .position(|p| *p == state.focus)
+                .unwrap_or(0);
             let n = Pane::ORDER.len();
-            let j = if action == Action::NextPane { (i + 1) % n } else { (i + n - 1) % n };
+            let j = if action == Action::NextPane {
+                (i + 1) % n
+            } else {
+                (i + n - 1) % n
+            };
             state.focus = Pane::ORDER[j];
         }
         Action::PaneTimeline => state.focus = Pane::Timeline,
@@ -563,10 +631,18 @@ fn run_action(state: &mut AppState, action: Action) -> Vec<Effect> {
         Action::PaneChat => state.focus = Pane::Chat,
         Action::PaneSummary => state.focus = Pane::Summary,
         Action::OpenApproval => open_approval(state),
-        Action::Down | Action::Up | Action::Top | Action::Bottom | Action::PageDown | Action::PageUp => {
-            navigate(state, action)
-        }
-        Action::TogglePlay | Action::Step | Action::PrevStage | Action::NextStage | Action::Slower | Action::Faster => {
+        Action::Down
+        | Action::Up
+        | Action::Top
+        | Action::Bottom
+        | Action::PageDown
+        | Action::PageUp => navigate(state, action),
+        Action::TogglePlay
+        | Action::Step
+        | Action::PrevStage
+        | Action::NextStage
+        | Action::Slower
+        | Action::Faster => {
             if let Some(r) = &mut state.replay {
                 let inc = &mut state.incident;
                 match action {
@@ -590,7 +666,11 @@ fn open_approval(state: &mut AppState) {
         Some(id) => {
             state.dismissed.remove(&id);
             state.submitted.remove(&id);
-            state.overlay = Some(Overlay::Approval(ApprovalUi { action_id: id, stage: ApprovalStage::Review, params: None }));
+            state.overlay = Some(Overlay::Approval(Box::new(ApprovalUi {
+                action_id: id,
+                stage: ApprovalStage::Review,
+                params: None,
+            })));
         }
         None => state.set_status("nothing is waiting for approval", false),
     }
@@ -613,7 +693,11 @@ fn navigate(state: &mut AppState, action: Action) {
             }
             .min(len.saturating_sub(1));
             // Following resumes only when the operator goes back to the newest row.
-            state.follow = action == Action::Bottom || (new + 1 >= len && action != Action::Up && action != Action::PageUp && action != Action::Top);
+            state.follow = action == Action::Bottom
+                || (new + 1 >= len
+                    && action != Action::Up
+                    && action != Action::PageUp
+                    && action != Action::Top);
             if new != sel {
                 state.timeline_sel = new;
                 state.selection_changed();
@@ -659,11 +743,14 @@ fn next_match(state: &mut AppState, forward: bool) {
         }
         _ => {
             let lowered = f.lowered.clone();
-            let Some(id) = super::evidence::displayed_evidence_id(state) else { return };
+            let Some(id) = super::evidence::displayed_evidence_id(state) else {
+                return;
+            };
             state.index.ensure_lines(&state.incident, &id);
-            let (Some(li), Some(EvidenceBody::Text { text, .. })) =
-                (state.index.lines.get(&id), state.index.evidence(&state.incident, &id).map(|e| &e.body))
-            else {
+            let (Some(li), Some(EvidenceBody::Text { text, .. })) = (
+                state.index.lines.get(&id),
+                state.index.evidence(&state.incident, &id).map(|e| &e.body),
+            ) else {
                 return;
             };
             let n = li.len();
@@ -672,7 +759,15 @@ fn next_match(state: &mut AppState, forward: bool) {
             }
             let h = layout::inner_height(state.areas().evidence).max(1);
             let cur = state.evidence_scroll.min(n.saturating_sub(h));
-            let found = (1..=n).map(|d| if forward { (cur + d) % n } else { (cur + n - d % n) % n }).find(|i| contains_ci(li.line(text, *i), &lowered));
+            let found = (1..=n)
+                .map(|d| {
+                    if forward {
+                        (cur + d) % n
+                    } else {
+                        (cur + n - d % n) % n
+                    }
+                })
+                .find(|i| contains_ci(li.line(text, *i), &lowered));
             match found {
                 Some(i) => state.evidence_scroll = i,
                 None => state.set_status(format!("no match for {:?}", f_query(state)), false),
@@ -682,11 +777,17 @@ fn next_match(state: &mut AppState, forward: bool) {
 }
 
 fn f_query(state: &AppState) -> String {
-    state.filter.as_ref().map(|f| f.query.clone()).unwrap_or_default()
+    state
+        .filter
+        .as_ref()
+        .map(|f| f.query.clone())
+        .unwrap_or_default()
 }
 
 fn on_filter_key(state: &mut AppState, key: KeyEvent) {
-    let Some(input) = &mut state.filter_input else { return };
+    let Some(input) = &mut state.filter_input else {
+        return;
+    };
     match key.code {
         KeyCode::Esc => {
             state.filter_input = None;
@@ -698,8 +799,18 @@ fn on_filter_key(state: &mut AppState, key: KeyEvent) {
                 state.filter = None;
                 return;
             }
-            let pane = if state.focus == Pane::Evidence { Pane::Evidence } else { Pane::Timeline };
-            state.filter = Some(Filter { pane, lowered: query.to_lowercase(), query, rows: Vec::new(), scanned: 0 });
+            let pane = if state.focus == Pane::Evidence {
+                Pane::Evidence
+            } else {
+                Pane::Timeline
+            };
+            state.filter = Some(Filter {
+                pane,
+                lowered: query.to_lowercase(),
+                query,
+                rows: Vec::new(),
+                scanned: 0,
+            });
             state.follow = false;
             state.timeline_sel = 0;
             state.timeline_offset = 0;
@@ -732,7 +843,11 @@ fn on_chat_key(state: &mut AppState, key: KeyEvent, k: Key) -> Vec<Effect> {
             Vec::new()
         }
         KeyCode::Tab | KeyCode::BackTab => {
-            let action = if key.code == KeyCode::Tab { Action::NextPane } else { Action::PrevPane };
+            let action = if key.code == KeyCode::Tab {
+                Action::NextPane
+            } else {
+                Action::PrevPane
+            };
             run_action(state, action)
         }
         KeyCode::Enter => {
@@ -768,10 +883,15 @@ pub fn chat_command(state: &mut AppState, text: &str) -> Vec<Effect> {
             Vec::new()
         }
         _ if state.agent_done => {
-            state.set_status("the investigation has ended; the agent no longer listens", true);
+            state.set_status(
+                "the investigation has ended; the agent no longer listens",
+                true,
+            );
             Vec::new()
         }
-        _ => vec![Effect::SendCommand(Command::Chat { text: text.to_string() })],
+        _ => vec![Effect::SendCommand(Command::Chat {
+            text: text.to_string(),
+        })],
     }
 }
 
@@ -788,10 +908,17 @@ fn on_approval_key(state: &mut AppState, mut ui: ApprovalUi, key: KeyEvent, k: K
             KeyCode::Enter => {
                 let reason = ta.lines().join(" ").trim().to_string();
                 if reason.is_empty() {
-                    state.set_status("type a reason for denying, then enter (esc goes back)", true);
+                    state.set_status(
+                        "type a reason for denying, then enter (esc goes back)",
+                        true,
+                    );
                     ui.stage = ApprovalStage::Deny(ta);
                 } else {
-                    effects.push(Effect::SendCommand(Command::Deny { action_id: ui.action_id.clone(), reason, by: None }));
+                    effects.push(Effect::SendCommand(Command::Deny {
+                        action_id: ui.action_id.clone(),
+                        reason,
+                        by: None,
+                    }));
                     state.submitted.insert(ui.action_id.clone());
                     state.set_status(format!("denial of {} sent", ui.action_id), false);
                     return effects;
@@ -809,11 +936,17 @@ fn on_approval_key(state: &mut AppState, mut ui: ApprovalUi, key: KeyEvent, k: K
                 let src = ta.lines().join("\n");
                 match serde_json::from_str::<BTreeMap<String, serde_json::Value>>(&src) {
                     Ok(p) => {
-                        ui.params = if p == action.action.params { None } else { Some(p) };
+                        ui.params = if p == action.action.params {
+                            None
+                        } else {
+                            Some(p)
+                        };
                         state.set_status("parameters updated; a approves with them", false);
                         ui.stage = ApprovalStage::Review;
                     }
-                    Err(e) => ui.stage = ApprovalStage::Edit(ta, Some(format!("not a JSON object: {e}"))),
+                    Err(e) => {
+                        ui.stage = ApprovalStage::Edit(ta, Some(format!("not a JSON object: {e}")))
+                    }
                 }
             } else {
                 ta.input(key);
@@ -823,9 +956,12 @@ fn on_approval_key(state: &mut AppState, mut ui: ApprovalUi, key: KeyEvent, k: K
         stage @ (ApprovalStage::Review | ApprovalStage::Confirm) => {
             let confirming = matches!(stage, ApprovalStage::Confirm);
             if key.code == KeyCode::Enter {
-                state.set_status("enter does not approve: press a to approve, d to deny, esc to look around", false);
+                state.set_status(
+                    "enter does not approve: press a to approve, d to deny, esc to look around",
+                    false,
+                );
                 ui.stage = stage;
-                state.overlay = Some(Overlay::Approval(ui));
+                state.overlay = Some(Overlay::Approval(Box::new(ui)));
                 return effects;
             }
             let pressed = state.keymap.lookup(k, &[Scope::Approval, Scope::Global]);
@@ -845,7 +981,7 @@ fn on_approval_key(state: &mut AppState, mut ui: ApprovalUi, key: KeyEvent, k: K
                 Some(Action::Confirm) if confirming => {
                     effects.push(approve(state, &ui));
                     if risk == Risk::Critical {
-                        state.overlay = Some(Overlay::Approval(ui));
+                        state.overlay = Some(Overlay::Approval(Box::new(ui)));
                     }
                     return effects;
                 }
@@ -860,8 +996,12 @@ fn on_approval_key(state: &mut AppState, mut ui: ApprovalUi, key: KeyEvent, k: K
                     ui.stage = ApprovalStage::Deny(ta);
                 }
                 Some(Action::Edit) if !state.is_replay() => {
-                    let params = ui.params.clone().unwrap_or_else(|| action.action.params.clone());
-                    let text = serde_json::to_string_pretty(&params).unwrap_or_else(|_| "{}".into());
+                    let params = ui
+                        .params
+                        .clone()
+                        .unwrap_or_else(|| action.action.params.clone());
+                    let text =
+                        serde_json::to_string_pretty(&params).unwrap_or_else(|_| "{}".into());
                     let mut ta = TextArea::new(text.lines().map(str::to_string).collect());
                     ta.set_cursor_line_style(ratatui::style::Style::default());
                     ui.stage = ApprovalStage::Edit(ta, None);
@@ -871,7 +1011,13 @@ fn on_approval_key(state: &mut AppState, mut ui: ApprovalUi, key: KeyEvent, k: K
                 }
                 Some(Action::Back) => {
                     state.dismissed.insert(ui.action_id.clone());
-                    state.set_status(format!("{} is still waiting for a decision: a reopens it", ui.action_id), false);
+                    state.set_status(
+                        format!(
+                            "{} is still waiting for a decision: a reopens it",
+                            ui.action_id
+                        ),
+                        false,
+                    );
                     return effects;
                 }
                 Some(Action::Help) => {
@@ -887,7 +1033,7 @@ fn on_approval_key(state: &mut AppState, mut ui: ApprovalUi, key: KeyEvent, k: K
             }
         }
     }
-    state.overlay = Some(Overlay::Approval(ui));
+    state.overlay = Some(Overlay::Approval(Box::new(ui)));
     effects
 }
 
@@ -895,19 +1041,30 @@ fn approve(state: &mut AppState, ui: &ApprovalUi) -> Effect {
     state.submitted.insert(ui.action_id.clone());
     let critical = state.is_critical(&ui.action_id);
     let msg = if critical {
-        format!("approval of {} sent; a second operator must approve it too", ui.action_id)
+        format!(
+            "approval of {} sent; a second operator must approve it too",
+            ui.action_id
+        )
     } else {
         format!("approval of {} sent", ui.action_id)
     };
     state.set_status(msg, false);
-    Effect::SendCommand(Command::Approve { action_id: ui.action_id.clone(), by: None, params: ui.params.clone() })
+    Effect::SendCommand(Command::Approve {
+        action_id: ui.action_id.clone(),
+        by: None,
+        params: ui.params.clone(),
+    })
 }
 
 /// Palette commands: (name, argument hint, description).
 pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("approve", "", "open the pending approval"),
     ("cancel", "", "cancel the investigation"),
-    ("export", "", "write the report (markdown) next to the session file"),
+    (
+        "export",
+        "",
+        "write the report (markdown) next to the session file",
+    ),
     ("filter", "TEXT", "filter the focused pane"),
     ("follow", "", "follow the live timeline"),
     ("help", "", "show the keys"),
@@ -916,14 +1073,27 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("runbook", "NAME", "ask the agent to run a runbook"),
     ("seek", "PERCENT", "replay: jump to a point"),
     ("speed", "0.25..64", "replay: playback speed"),
-    ("theme", "default|light|high-contrast|mono", "switch the colour theme"),
+    (
+        "theme",
+        "default|light|high-contrast|mono",
+        "switch the colour theme",
+    ),
 ];
 
 /// Commands whose name starts with what was typed (before the first space).
 pub fn palette_candidates(input: &str) -> Vec<&'static (&'static str, &'static str, &'static str)> {
     let word = input.split_whitespace().next().unwrap_or("");
     let exact = input.contains(' ');
-    COMMANDS.iter().filter(|(n, _, _)| if exact { *n == word } else { n.starts_with(word) }).collect()
+    COMMANDS
+        .iter()
+        .filter(|(n, _, _)| {
+            if exact {
+                *n == word
+            } else {
+                n.starts_with(word)
+            }
+        })
+        .collect()
 }
 
 fn on_palette_key(state: &mut AppState, mut p: PaletteState, key: KeyEvent) -> Vec<Effect> {
@@ -935,7 +1105,11 @@ fn on_palette_key(state: &mut AppState, mut p: PaletteState, key: KeyEvent) -> V
         KeyCode::Tab => {
             if let Some((name, arg, _)) = cands.get(p.selected) {
                 if !p.input.contains(' ') {
-                    p.input = if arg.is_empty() { name.to_string() } else { format!("{name} ") };
+                    p.input = if arg.is_empty() {
+                        name.to_string()
+                    } else {
+                        format!("{name} ")
+                    };
                 }
                 p.selected = 0;
             }
@@ -948,7 +1122,11 @@ fn on_palette_key(state: &mut AppState, mut p: PaletteState, key: KeyEvent) -> V
             let line = if p.input.trim().is_empty() || !p.input.contains(' ') {
                 match cands.get(p.selected) {
                     Some((name, _, _)) if !p.input.trim().is_empty() || !cands.is_empty() => {
-                        if p.input.trim().is_empty() || name.starts_with(p.input.trim()) { name.to_string() } else { p.input.clone() }
+                        if p.input.trim().is_empty() || name.starts_with(p.input.trim()) {
+                            name.to_string()
+                        } else {
+                            p.input.clone()
+                        }
                     }
                     _ => p.input.clone(),
                 }
@@ -969,7 +1147,10 @@ fn on_palette_key(state: &mut AppState, mut p: PaletteState, key: KeyEvent) -> V
 
 /// Run one palette command line.
 pub fn run_command(state: &mut AppState, line: &str) -> Vec<Effect> {
-    let (cmd, arg) = line.split_once(' ').map(|(c, a)| (c, a.trim())).unwrap_or((line, ""));
+    let (cmd, arg) = line
+        .split_once(' ')
+        .map(|(c, a)| (c, a.trim()))
+        .unwrap_or((line, ""));
     match cmd {
         "" => {}
         "approve" => open_approval(state),
@@ -989,7 +1170,10 @@ pub fn run_command(state: &mut AppState, line: &str) -> Vec<Effect> {
         }
         "pane" => match Pane::ORDER.iter().find(|p| p.name() == arg) {
             Some(p) => state.focus = *p,
-            None => state.set_status(format!("unknown pane {arg:?}: timeline, evidence, chat or summary"), true),
+            None => state.set_status(
+                format!("unknown pane {arg:?}: timeline, evidence, chat or summary"),
+                true,
+            ),
         },
         "runbook" if arg.is_empty() => state.set_status("usage: runbook NAME", true),
         "runbook" => return chat_command(state, &format!("/runbook {arg}")),
@@ -1009,14 +1193,18 @@ pub fn run_command(state: &mut AppState, line: &str) -> Vec<Effect> {
             match (cmd, n) {
                 ("speed", Some(s)) if r.clock.set_speed(s) => {}
                 ("seek", Some(p)) if (0.0..=100.0).contains(&p) => {
-                    r.clock.seek_time(&mut state.incident, r.clock.duration() * p / 100.0);
+                    r.clock
+                        .seek_time(&mut state.incident, r.clock.duration() * p / 100.0);
                     state.now_t = r.clock.t;
                 }
                 ("speed", _) => state.set_status("speed: one of 0.25 0.5 1 2 4 8 16 32 64", true),
                 _ => state.set_status("seek: a percentage 0-100", true),
             }
         }
-        other => state.set_status(format!("unknown command {other:?} (: then tab lists them)"), true),
+        other => state.set_status(
+            format!("unknown command {other:?} (: then tab lists them)"),
+            true,
+        ),
     }
     Vec::new()
 }

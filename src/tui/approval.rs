@@ -22,7 +22,9 @@ fn risk_role(r: Risk) -> Role {
 
 pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) {
     let th = &state.theme;
-    let Some(a) = state.incident.action(&ui.action_id) else { return };
+    let Some(a) = state.incident.action(&ui.action_id) else {
+        return;
+    };
     let act = &a.action;
     let width = area.width.saturating_sub(4).min(96);
     if width < 10 || area.height < 5 {
@@ -32,10 +34,27 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
     let dim = th.get(Role::Dim);
     let label = |k: &str| Span::styled(format!("{k:<10} "), dim);
     let mut lines: Vec<Line> = Vec::new();
-    lines.push(Line::from(vec![label("action"), Span::styled(sanitize(&act.kind).into_owned(), th.get(Role::Title))]));
-    lines.push(Line::from(vec![label("target"), Span::raw(sanitize(&act.target).into_owned())]));
-    let op = if act.operation.is_empty() { "(not stated)".to_string() } else { sanitize(&act.operation).into_owned() };
-    lines.push(Line::from(vec![label("operation"), Span::styled(op, th.get(Role::Text).add_modifier(ratatui::style::Modifier::BOLD))]));
+    lines.push(Line::from(vec![
+        label("action"),
+        Span::styled(sanitize(&act.kind).into_owned(), th.get(Role::Title)),
+    ]));
+    lines.push(Line::from(vec![
+        label("target"),
+        Span::raw(sanitize(&act.target).into_owned()),
+    ]));
+    let op = if act.operation.is_empty() {
+        "(not stated)".to_string()
+    } else {
+        sanitize(&act.operation).into_owned()
+    };
+    lines.push(Line::from(vec![
+        label("operation"),
+        Span::styled(
+            op,
+            th.get(Role::Text)
+                .add_modifier(ratatui::style::Modifier::BOLD),
+        ),
+    ]));
     let params = ui.params.as_ref().unwrap_or(&act.params);
     if !params.is_empty() {
         let p = serde_json::to_string(params).unwrap_or_default();
@@ -45,41 +64,78 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
         }
         lines.push(Line::from(spans));
     }
-    lines.push(Line::from(vec![label("risk"), Span::styled(format!(" {} ", act.risk.name().to_uppercase()), th.get(risk_role(act.risk)))]));
-    lines.push(Line::from(vec![label("rationale"), Span::raw(sanitize(&act.rationale).into_owned())]));
+    lines.push(Line::from(vec![
+        label("risk"),
+        Span::styled(
+            format!(" {} ", act.risk.name().to_uppercase()),
+            th.get(risk_role(act.risk)),
+        ),
+    ]));
+    lines.push(Line::from(vec![
+        label("rationale"),
+        Span::raw(sanitize(&act.rationale).into_owned()),
+    ]));
     if !act.evidence.is_empty() {
         let refs: Vec<String> = act
             .evidence
             .iter()
-            .map(|id| state.index.evidence(&state.incident, id).map(|e| format!("{} [{}]", sanitize(&e.title), e.kind)).unwrap_or_else(|| id.clone()))
+            .map(|id| {
+                state
+                    .index
+                    .evidence(&state.incident, id)
+                    .map(|e| format!("{} [{}]", sanitize(&e.title), e.kind))
+                    .unwrap_or_else(|| id.clone())
+            })
             .collect();
-        lines.push(Line::from(vec![label("evidence"), Span::raw(refs.join("; "))]));
+        // The first few are enough to judge; the full list is on the timeline.
+        let mut shown = refs.iter().take(3).cloned().collect::<Vec<_>>().join("; ");
+        if refs.len() > 3 {
+            shown.push_str(&format!(" (+{} more)", refs.len() - 3));
+        }
+        lines.push(Line::from(vec![label("evidence"), Span::raw(shown)]));
     }
-    let blast = if act.blast_radius.is_empty() { "(not stated)".to_string() } else { sanitize(&act.blast_radius).into_owned() };
+    let blast = if act.blast_radius.is_empty() {
+        "(not stated)".to_string()
+    } else {
+        sanitize(&act.blast_radius).into_owned()
+    };
     lines.push(Line::from(vec![label("blast"), Span::raw(blast)]));
     lines.push(Line::raw(""));
     match act.risk {
         Risk::Medium => {
             let text = match state.veto_left(a) {
-                Some(left) => format!("runs automatically in {:.0}s unless you deny it (d)", left.ceil()),
+                Some(left) => format!(
+                    "runs automatically in {:.0}s unless you deny it (d)",
+                    left.ceil()
+                ),
                 None => "medium risk: runs after the veto countdown unless denied".to_string(),
             };
             lines.push(Line::from(Span::styled(text, th.get(Role::RiskMedium))));
         }
         Risk::Critical => {
-            let session = state.session_id.clone().unwrap_or_else(|| state.incident.id.clone());
+            let session = state
+                .session_id
+                .clone()
+                .unwrap_or_else(|| state.incident.id.clone());
             let have = a.approvals();
             let need = usize::from(a.approvals_needed.max(2));
             lines.push(Line::from(Span::styled(
                 format!("critical: needs {need} distinct operators ({have} so far). A second operator must run:"),
                 th.get(Role::RiskCritical),
             )));
-            lines.push(Line::from(Span::styled(format!("  sitrep approve {session} {}", act.id), th.get(Role::Title))));
+            lines.push(Line::from(Span::styled(
+                format!("  sitrep approve {session} {}", act.id),
+                th.get(Role::Title),
+            )));
         }
         _ => {}
     }
     if state.read_only || state.is_replay() {
-        let why = if state.is_replay() { "replay: read-only, decisions cannot be made here" } else { "read-only session: approving is disabled" };
+        let why = if state.is_replay() {
+            "replay: read-only, decisions cannot be made here"
+        } else {
+            "read-only session: approving is disabled"
+        };
         lines.push(Line::from(Span::styled(why, th.get(Role::Warn))));
     }
     let mut input_area: Option<(Rect, &ratatui_textarea::TextArea)> = None;
@@ -96,23 +152,48 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
             Span::styled("enter does not approve", dim),
         ]),
         ApprovalStage::Confirm => Line::from(vec![
-            Span::styled(format!("{} RISK: ", act.risk.name().to_uppercase()), th.get(risk_role(act.risk))),
+            Span::styled(
+                format!("{} RISK: ", act.risk.name().to_uppercase()),
+                th.get(risk_role(act.risk)),
+            ),
             Span::raw("press "),
-            Span::styled(format!(" {} ", state.keymap.label(super::keymap::Action::Confirm)), key),
+            Span::styled(
+                format!(" {} ", state.keymap.label(super::keymap::Action::Confirm)),
+                key,
+            ),
             Span::raw(" to confirm the approval; any other key cancels"),
         ]),
         ApprovalStage::Deny(ta) => {
-            lines.push(Line::from(Span::styled("reason for denying:", th.get(Role::Title))));
+            lines.push(Line::from(Span::styled(
+                "reason for denying:",
+                th.get(Role::Title),
+            )));
             input_area = Some((Rect::default(), ta));
-            Line::from(vec![Span::styled(" enter ", key), Span::raw(" send denial  "), Span::styled(" esc ", key), Span::raw(" back")])
+            Line::from(vec![
+                Span::styled(" enter ", key),
+                Span::raw(" send denial  "),
+                Span::styled(" esc ", key),
+                Span::raw(" back"),
+            ])
         }
         ApprovalStage::Edit(ta, err) => {
-            lines.push(Line::from(Span::styled("parameters (JSON):", th.get(Role::Title))));
+            lines.push(Line::from(Span::styled(
+                "parameters (JSON):",
+                th.get(Role::Title),
+            )));
             if let Some(e) = err {
-                lines.push(Line::from(Span::styled(sanitize(e).into_owned(), th.get(Role::Error))));
+                lines.push(Line::from(Span::styled(
+                    sanitize(e).into_owned(),
+                    th.get(Role::Error),
+                )));
             }
             input_area = Some((Rect::default(), ta));
-            Line::from(vec![Span::styled(" ctrl-s ", key), Span::raw(" save  "), Span::styled(" esc ", key), Span::raw(" discard")])
+            Line::from(vec![
+                Span::styled(" ctrl-s ", key),
+                Span::raw(" save  "),
+                Span::styled(" esc ", key),
+                Span::raw(" discard"),
+            ])
         }
     };
     let input_h: u16 = match &ui.stage {
@@ -122,14 +203,25 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
     };
     // As tall as the wrapped text needs (plus input and key line), never taller than the screen.
     let text_w = usize::from(width.saturating_sub(4)).max(1);
-    let wrapped: usize = lines.iter().map(|l| l.width().max(1).div_ceil(text_w)).sum();
+    let wrapped: usize = lines
+        .iter()
+        .map(|l| l.width().max(1).div_ceil(text_w))
+        .sum();
     let want = (wrapped as u16).saturating_add(input_h + 4);
     let rect = centered(area, width, want.min(area.height.saturating_sub(2)).max(5));
     frame.render_widget(Clear, rect);
-    let inner = Rect { x: rect.x + 2, y: rect.y + 1, width: rect.width.saturating_sub(4), height: rect.height.saturating_sub(2) };
+    let inner = Rect {
+        x: rect.x + 2,
+        y: rect.y + 1,
+        width: rect.width.saturating_sub(4),
+        height: rect.height.saturating_sub(2),
+    };
     let title = Line::from(vec![
         Span::styled(" APPROVAL REQUIRED · ", th.get(Role::ApprovalBorder)),
-        Span::styled(format!("{} RISK ", act.risk.name().to_uppercase()), th.get(risk_role(act.risk))),
+        Span::styled(
+            format!("{} RISK ", act.risk.name().to_uppercase()),
+            th.get(risk_role(act.risk)),
+        ),
         Span::styled(format!("· {} ", act.id), th.get(Role::ApprovalBorder)),
     ]);
     let block = Block::default()
@@ -140,15 +232,26 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
         .style(th.get(Role::Text));
     frame.render_widget(block, rect);
     let text_h = inner.height.saturating_sub(input_h + 1);
-    let text_area = Rect { height: text_h, ..inner };
+    let text_area = Rect {
+        height: text_h,
+        ..inner
+    };
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), text_area);
     if let Some((_, ta)) = input_area {
-        let r = Rect { y: inner.y + text_h, height: input_h.min(inner.height.saturating_sub(text_h)), ..inner };
+        let r = Rect {
+            y: inner.y + text_h,
+            height: input_h.min(inner.height.saturating_sub(text_h)),
+            ..inner
+        };
         frame.render_widget(Paragraph::new("").style(Style::default()), r);
         frame.render_widget(ta, r);
     }
     if inner.height > 0 {
-        let hr = Rect { y: inner.y + inner.height - 1, height: 1, ..inner };
+        let hr = Rect {
+            y: inner.y + inner.height - 1,
+            height: 1,
+            ..inner
+        };
         frame.render_widget(Paragraph::new(hint_line), hr);
     }
 }

@@ -19,8 +19,15 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let input_h = if inner.height >= 2 { 1 } else { 0 };
-    let convo = Rect { height: inner.height - input_h, ..inner };
-    let input = Rect { y: inner.y + inner.height - input_h, height: input_h, ..inner };
+    let convo = Rect {
+        height: inner.height - input_h,
+        ..inner
+    };
+    let input = Rect {
+        y: inner.y + inner.height - input_h,
+        height: input_h,
+        ..inner
+    };
 
     // Newest messages at the bottom; only as many as fit are built.
     let h = usize::from(convo.height);
@@ -32,7 +39,12 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
             ChatRole::Agent => ("agent", Role::ChatAgent),
             ChatRole::System => ("system", Role::ChatSystem),
         };
-        let text = e.text.lines().map(|l| sanitize(l).into_owned()).collect::<Vec<_>>().join(" ⏎ ");
+        let text = e
+            .text
+            .lines()
+            .map(|l| sanitize(l).into_owned())
+            .collect::<Vec<_>>()
+            .join(" ⏎ ");
         lines.push(Line::from(vec![
             Span::styled(format!("{} ", fmt_t(e.t)), th.get(Role::Dim)),
             Span::styled(format!("{who}: "), th.get(role)),
@@ -40,24 +52,51 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         ]));
     }
     if chat.is_empty() && h > 0 {
-        lines.push(Line::from(Span::styled("no messages yet", th.get(Role::Dim))));
+        lines.push(Line::from(Span::styled(
+            "no messages yet",
+            th.get(Role::Dim),
+        )));
     }
     frame.render_widget(Paragraph::new(lines).style(th.get(Role::Text)), convo);
     if input_h == 0 {
         return;
     }
     if state.is_replay() {
-        frame.render_widget(Paragraph::new(Span::styled("read-only replay", th.get(Role::Dim))), input);
+        frame.render_widget(
+            Paragraph::new(Span::styled("read-only replay", th.get(Role::Dim))),
+            input,
+        );
         return;
     }
-    let prompt = Rect { width: 2.min(input.width), ..input };
-    let field = Rect { x: input.x + prompt.width, width: input.width - prompt.width, ..input };
-    frame.render_widget(Paragraph::new(Span::styled("› ", th.get(if focused { Role::BorderFocus } else { Role::Dim }))), prompt);
+    let prompt = Rect {
+        width: 2.min(input.width),
+        ..input
+    };
+    let field = Rect {
+        x: input.x + prompt.width,
+        width: input.width - prompt.width,
+        ..input
+    };
+    frame.render_widget(
+        Paragraph::new(Span::styled(
+            "› ",
+            th.get(if focused {
+                Role::BorderFocus
+            } else {
+                Role::Dim
+            }),
+        )),
+        prompt,
+    );
     if focused {
         frame.render_widget(&state.chat_input, field);
     } else {
         let typed = state.chat_input.lines().join(" ");
-        let text = if typed.is_empty() { "press 3 (or tab) to talk to the agent".to_string() } else { typed };
+        let text = if typed.is_empty() {
+            "press 3 (or tab) to talk to the agent".to_string()
+        } else {
+            typed
+        };
         frame.render_widget(Paragraph::new(Span::styled(text, th.get(Role::Dim))), field);
     }
 }

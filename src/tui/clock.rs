@@ -29,7 +29,15 @@ impl ReplayClock {
                 _ => None,
             })
             .collect();
-        ReplayClock { records, pos: 0, t: 0.0, playing: false, speed_index: 2, keyframes: vec![(0, Incident::new())], marks }
+        ReplayClock {
+            records,
+            pos: 0,
+            t: 0.0,
+            playing: false,
+            speed_index: 2,
+            keyframes: vec![(0, Incident::new())],
+            marks,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -75,7 +83,9 @@ impl ReplayClock {
             let r = &self.records[self.pos];
             incident.apply(r.t, &r.event);
             self.pos += 1;
-            if self.pos % KEYFRAME_EVERY == 0 && self.keyframes.last().is_some_and(|(p, _)| *p < self.pos) {
+            if self.pos.is_multiple_of(KEYFRAME_EVERY)
+                && self.keyframes.last().is_some_and(|(p, _)| *p < self.pos)
+            {
                 self.keyframes.push((self.pos, incident.clone()));
             }
         }
@@ -125,12 +135,21 @@ impl ReplayClock {
     }
 
     pub fn next_stage(&mut self, incident: &mut Incident) {
-        let next = self.marks.iter().find(|(t, _)| *t > self.t + 1e-9).map(|(t, _)| *t);
+        let next = self
+            .marks
+            .iter()
+            .find(|(t, _)| *t > self.t + 1e-9)
+            .map(|(t, _)| *t);
         self.seek_time(incident, next.unwrap_or(self.duration()));
     }
 
     pub fn prev_stage(&mut self, incident: &mut Incident) {
-        let prev = self.marks.iter().rev().find(|(t, _)| *t < self.t - 1e-9).map(|(t, _)| *t);
+        let prev = self
+            .marks
+            .iter()
+            .rev()
+            .find(|(t, _)| *t < self.t - 1e-9)
+            .map(|(t, _)| *t);
         self.seek_time(incident, prev.unwrap_or(0.0));
     }
 
@@ -166,7 +185,11 @@ impl ReplayClock {
     /// 0.0 ..= 1.0
     pub fn progress(&self) -> f64 {
         let d = self.duration();
-        if d <= 0.0 { if self.at_end() { 1.0 } else { 0.0 } } else { (self.t / d).clamp(0.0, 1.0) }
+        if d <= 0.0 {
+            if self.at_end() { 1.0 } else { 0.0 }
+        } else {
+            (self.t / d).clamp(0.0, 1.0)
+        }
     }
 }
 
@@ -177,9 +200,17 @@ mod tests {
     fn recs() -> Vec<Record> {
         let mut v = Vec::new();
         for (i, s) in Stage::ALL.iter().enumerate() {
-            v.push(Record { t: i as f64 * 10.0, event: Event::StageStarted { stage: *s } });
+            v.push(Record {
+                t: i as f64 * 10.0,
+                event: Event::StageStarted { stage: *s },
+            });
             for j in 0..300 {
-                v.push(Record { t: i as f64 * 10.0 + 1.0 + j as f64 * 0.01, event: Event::Warning { message: format!("w{i}-{j}") } });
+                v.push(Record {
+                    t: i as f64 * 10.0 + 1.0 + j as f64 * 0.01,
+                    event: Event::Warning {
+                        message: format!("w{i}-{j}"),
+                    },
+                });
             }
         }
         v

@@ -22,8 +22,16 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         "info" => Role::SeverityInfo,
         _ => Role::SeverityUnknown,
     };
-    let title = if inc.title.is_empty() { "waiting for the investigation to start…".to_string() } else { sanitize(&inc.title).into_owned() };
-    let elapsed = if inc.is_finished() || state.is_replay() { inc.now.max(state.now_t.min(inc.now)) } else { state.now_t.max(inc.now) };
+    let title = if inc.title.is_empty() {
+        "waiting for the investigation to start…".to_string()
+    } else {
+        sanitize(&inc.title).into_owned()
+    };
+    let elapsed = if inc.is_finished() || state.is_replay() {
+        inc.now.max(state.now_t.min(inc.now))
+    } else {
+        state.now_t.max(inc.now)
+    };
     let mut right: Vec<Span> = Vec::new();
     if let Some(p) = state.pending() {
         let text = match state.veto_left(p) {
@@ -32,8 +40,15 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         };
         right.push(Span::styled(text, th.get(Role::ApprovalKey)));
         right.push(Span::raw(" "));
-    } else if inc.actions.iter().any(|a| a.status == ActionStatus::AwaitingApproval) {
-        right.push(Span::styled(" ⚑ approval pending ", th.get(Role::ApprovalKey)));
+    } else if inc
+        .actions
+        .iter()
+        .any(|a| a.status == ActionStatus::AwaitingApproval)
+    {
+        right.push(Span::styled(
+            " ⚑ approval pending ",
+            th.get(Role::ApprovalKey),
+        ));
     }
     if state.is_replay() {
         right.push(Span::styled(" REPLAY ", th.get(Role::Statusbar)));
@@ -45,7 +60,10 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     if let Some(o) = inc.outcome {
         right.push(Span::styled(format!("{} ", o.name()), th.get(Role::Ok)));
     }
-    right.push(Span::styled(format!("⏱ {} ", fmt_t(elapsed)), th.get(Role::Dim)));
+    right.push(Span::styled(
+        format!("⏱ {} ", fmt_t(elapsed)),
+        th.get(Role::Dim),
+    ));
     let right_w: usize = right.iter().map(|s| s.width()).sum();
 
     let mut left = vec![
@@ -61,7 +79,11 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     line1.push(Span::raw(" ".repeat(pad)));
     line1.extend(right);
     let pipeline = pipeline_line(state, usize::from(area.width));
-    let lines = if area.height >= 2 { vec![Line::from(line1), pipeline] } else { vec![Line::from(line1)] };
+    let lines = if area.height >= 2 {
+        vec![Line::from(line1), pipeline]
+    } else {
+        vec![Line::from(line1)]
+    };
     frame.render_widget(Paragraph::new(lines).style(th.get(Role::Text)), area);
 }
 
@@ -74,7 +96,11 @@ fn truncate_spans(spans: &mut Vec<Span<'_>>, max: usize) {
             used += w;
             out.push(s);
         } else {
-            let keep: String = s.content.chars().take(max.saturating_sub(used + 1)).collect();
+            let keep: String = s
+                .content
+                .chars()
+                .take(max.saturating_sub(used + 1))
+                .collect();
             if !keep.is_empty() {
                 out.push(Span::styled(format!("{keep}…"), s.style));
             }
@@ -100,15 +126,28 @@ fn pipeline_line(state: &AppState, width: usize) -> Line<'static> {
             StageStatus::Running => ("●", Role::Running),
             StageStatus::Pending => ("", Role::Pending),
         };
-        let name = if short { stage.name()[..1].to_uppercase() } else { stage.name().to_string() };
+        let name = if short {
+            stage.name()[..1].to_uppercase()
+        } else {
+            stage.name().to_string()
+        };
         let mut style = th.get(role);
         if current {
-            style = style.add_modifier(ratatui::style::Modifier::BOLD | ratatui::style::Modifier::UNDERLINED);
+            style = style.add_modifier(
+                ratatui::style::Modifier::BOLD | ratatui::style::Modifier::UNDERLINED,
+            );
         }
-        let text = if mark.is_empty() { name } else { format!("{name} {mark}") };
+        let text = if mark.is_empty() {
+            name
+        } else {
+            format!("{name} {mark}")
+        };
         spans.push(Span::styled(text, style));
         if i + 1 < Stage::ALL.len() {
-            spans.push(Span::styled(if short { " " } else { " › " }, th.get(Role::Dim)));
+            spans.push(Span::styled(
+                if short { " " } else { " › " },
+                th.get(Role::Dim),
+            ));
         }
     }
     if let Some((cat, _, conf)) = &inc.diagnosis {

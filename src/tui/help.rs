@@ -17,13 +17,24 @@ pub fn lines(state: &AppState) -> Vec<Line<'static>> {
         }
         out.push(Line::from(Span::styled(title, th.get(Role::Title))));
         for (keys, desc) in rows {
-            out.push(Line::from(vec![Span::styled(format!("  {keys:<16}"), th.get(Role::KeyhintKey)), Span::raw(desc)]));
+            out.push(Line::from(vec![
+                Span::styled(format!("  {keys:<16}"), th.get(Role::KeyhintKey)),
+                Span::raw(desc),
+            ]));
         }
     }
     out.push(Line::raw(""));
     out.push(Line::from(Span::styled("Chat", th.get(Role::Title))));
-    for (k, d) in [("/help", "this help"), ("/export", "write the report"), ("/runbook NAME", "ask the agent to run a runbook"), ("/cancel", "cancel the investigation")] {
-        out.push(Line::from(vec![Span::styled(format!("  {k:<16}"), th.get(Role::KeyhintKey)), Span::raw(d)]));
+    for (k, d) in [
+        ("/help", "this help"),
+        ("/export", "write the report"),
+        ("/runbook NAME", "ask the agent to run a runbook"),
+        ("/cancel", "cancel the investigation"),
+    ] {
+        out.push(Line::from(vec![
+            Span::styled(format!("  {k:<16}"), th.get(Role::KeyhintKey)),
+            Span::raw(d),
+        ]));
     }
     out
 }
@@ -31,14 +42,29 @@ pub fn lines(state: &AppState) -> Vec<Line<'static>> {
 pub fn render(state: &AppState, scroll: usize, frame: &mut Frame, area: Rect) {
     let th = &state.theme;
     let all = lines(state);
-    let rect = centered(area, area.width.saturating_sub(4).min(72), area.height.saturating_sub(2).min(all.len() as u16 + 2));
+    let rect = centered(
+        area,
+        area.width.saturating_sub(4).min(72),
+        area.height.saturating_sub(2).min(all.len() as u16 + 2),
+    );
     if rect.width < 10 || rect.height < 3 {
         return;
     }
     let h = usize::from(rect.height - 2);
     let top = scroll.min(all.len().saturating_sub(h));
     frame.render_widget(Clear, rect);
-    let more = if all.len() > h { format!(" help · {}-{}/{} · j/k scroll · esc closes ", top + 1, (top + h).min(all.len()), all.len()) } else { " help · esc closes ".to_string() };
-    let p = Paragraph::new(all.into_iter().skip(top).take(h).collect::<Vec<_>>()).block(pane_block(th, &more, true)).style(th.get(Role::Text));
+    let more = if all.len() > h {
+        format!(
+            " help · {}-{}/{} · j/k scroll · esc closes ",
+            top + 1,
+            (top + h).min(all.len()),
+            all.len()
+        )
+    } else {
+        " help · esc closes ".to_string()
+    };
+    let p = Paragraph::new(all.into_iter().skip(top).take(h).collect::<Vec<_>>())
+        .block(pane_block(th, &more, true))
+        .style(th.get(Role::Text));
     frame.render_widget(p, rect);
 }

@@ -20,8 +20,13 @@ static CACHE: OnceLock<Mutex<HashMap<(String, String), Line<'static>>>> = OnceLo
 const CACHE_CAP: usize = 4096;
 
 fn load() -> Assets {
-    let theme = two_face::theme::extra().get(two_face::theme::EmbeddedThemeName::Ansi).clone();
-    Assets { syntaxes: two_face::syntax::extra_no_newlines(), theme }
+    let theme = two_face::theme::extra()
+        .get(two_face::theme::EmbeddedThemeName::Ansi)
+        .clone();
+    Assets {
+        syntaxes: two_face::syntax::extra_no_newlines(),
+        theme,
+    }
 }
 
 /// Start loading the syntax set on a background thread; `on_ready` runs when it is usable.
@@ -66,8 +71,12 @@ pub fn line(language: &str, text: &str, colour: bool, base: Style) -> Line<'stat
     if !colour {
         return plain();
     }
-    let Some(ext) = extension(language) else { return plain() };
-    let Some(assets) = ASSETS.get() else { return plain() };
+    let Some(ext) = extension(language) else {
+        return plain();
+    };
+    let Some(assets) = ASSETS.get() else {
+        return plain();
+    };
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     let key = (ext.to_string(), text.to_string());
     if let Ok(c) = cache.lock()
@@ -75,11 +84,17 @@ pub fn line(language: &str, text: &str, colour: bool, base: Style) -> Line<'stat
     {
         return l.clone();
     }
-    let Some(syntax) = assets.syntaxes.find_syntax_by_extension(ext) else { return plain() };
+    let Some(syntax) = assets.syntaxes.find_syntax_by_extension(ext) else {
+        return plain();
+    };
     let mut h = HighlightLines::new(syntax, &assets.theme);
-    let Ok(ranges) = h.highlight_line(text, &assets.syntaxes) else { return plain() };
-    let spans: Vec<Span<'static>> =
-        ranges.into_iter().map(|(style, piece)| Span::styled(piece.to_string(), convert(style, base))).collect();
+    let Ok(ranges) = h.highlight_line(text, &assets.syntaxes) else {
+        return plain();
+    };
+    let spans: Vec<Span<'static>> = ranges
+        .into_iter()
+        .map(|(style, piece)| Span::styled(piece.to_string(), convert(style, base)))
+        .collect();
     let out = Line::from(spans);
     if let Ok(mut c) = cache.lock() {
         if c.len() >= CACHE_CAP {

@@ -91,7 +91,11 @@ impl Key {
             KeyCode::Char(c) => {
                 // The character already carries the shift.
                 mods.remove(KeyModifiers::SHIFT);
-                if mods.contains(KeyModifiers::CONTROL) { KeyCode::Char(c.to_ascii_lowercase()) } else { KeyCode::Char(c) }
+                if mods.contains(KeyModifiers::CONTROL) {
+                    KeyCode::Char(c.to_ascii_lowercase())
+                } else {
+                    KeyCode::Char(c)
+                }
             }
             KeyCode::BackTab => {
                 mods.remove(KeyModifiers::SHIFT);
@@ -117,7 +121,8 @@ impl Key {
             } else if rest.len() > 1 && (lower.starts_with("alt-") || lower.starts_with("alt+")) {
                 mods |= KeyModifiers::ALT;
                 rest = &rest[4..];
-            } else if rest.len() > 1 && (lower.starts_with("shift-") || lower.starts_with("shift+")) {
+            } else if rest.len() > 1 && (lower.starts_with("shift-") || lower.starts_with("shift+"))
+            {
                 mods |= KeyModifiers::SHIFT;
                 rest = &rest[6..];
             } else {
@@ -144,7 +149,10 @@ impl Key {
                 "end" => KeyCode::End,
                 "pageup" | "pgup" => KeyCode::PageUp,
                 "pagedown" | "pgdown" => KeyCode::PageDown,
-                f if f.len() > 1 && f.starts_with('f') && f[1..].parse::<u8>().is_ok_and(|n| (1..=12).contains(&n)) => {
+                f if f.len() > 1
+                    && f.starts_with('f')
+                    && f[1..].parse::<u8>().is_ok_and(|n| (1..=12).contains(&n)) =>
+                {
                     KeyCode::F(f[1..].parse().unwrap_or(1))
                 }
                 _ => return Err(format!("unknown key {s:?}")),
@@ -211,7 +219,15 @@ impl Default for Keymap {
     fn default() -> Self {
         let bindings = Action::ALL
             .iter()
-            .map(|a| (*a, a.default_keys().iter().filter_map(|k| Key::parse(k).ok()).collect()))
+            .map(|a| {
+                (
+                    *a,
+                    a.default_keys()
+                        .iter()
+                        .filter_map(|k| Key::parse(k).ok())
+                        .collect(),
+                )
+            })
             .collect();
         Keymap { bindings }
     }
@@ -223,13 +239,22 @@ impl Keymap {
     pub fn with_overrides(overrides: &BTreeMap<String, String>) -> Result<Keymap, KeymapError> {
         let mut map = Keymap::default();
         for (name, keys) in overrides {
-            let action = Action::from_name(name).ok_or_else(|| KeymapError::UnknownAction(name.clone()))?;
+            let action =
+                Action::from_name(name).ok_or_else(|| KeymapError::UnknownAction(name.clone()))?;
             let parsed = keys
                 .split_whitespace()
-                .map(|k| Key::parse(k).map_err(|message| KeymapError::BadKey { action: name.clone(), message }))
+                .map(|k| {
+                    Key::parse(k).map_err(|message| KeymapError::BadKey {
+                        action: name.clone(),
+                        message,
+                    })
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             if parsed.is_empty() {
-                return Err(KeymapError::BadKey { action: name.clone(), message: "needs at least one key".into() });
+                return Err(KeymapError::BadKey {
+                    action: name.clone(),
+                    message: "needs at least one key".into(),
+                });
             }
             if let Some(slot) = map.bindings.iter_mut().find(|(a, _)| *a == action) {
                 slot.1 = parsed;
@@ -250,7 +275,11 @@ impl Keymap {
                 });
             }
         }
-        if self.keys(Action::Confirm).iter().any(|k| self.keys(Action::Approve).contains(k)) {
+        if self
+            .keys(Action::Confirm)
+            .iter()
+            .any(|k| self.keys(Action::Approve).contains(k))
+        {
             return Err(KeymapError::BadKey {
                 action: "confirm".into(),
                 message: "the confirm key must differ from the approve key".into(),
@@ -260,25 +289,41 @@ impl Keymap {
     }
 
     pub fn keys(&self, action: Action) -> &[Key] {
-        self.bindings.iter().find(|(a, _)| *a == action).map(|(_, k)| k.as_slice()).unwrap_or(&[])
+        self.bindings
+            .iter()
+            .find(|(a, _)| *a == action)
+            .map(|(_, k)| k.as_slice())
+            .unwrap_or(&[])
     }
 
     /// The first action, in the given scopes (in order), that `key` is bound to.
     pub fn lookup(&self, key: Key, scopes: &[Scope]) -> Option<Action> {
         scopes.iter().find_map(|scope| {
-            self.bindings.iter().find(|(a, keys)| a.scope() == *scope && keys.contains(&key)).map(|(a, _)| *a)
+            self.bindings
+                .iter()
+                .find(|(a, keys)| a.scope() == *scope && keys.contains(&key))
+                .map(|(a, _)| *a)
         })
     }
 
     /// Display form of an action's keys, e.g. `j/↓`.
     pub fn label(&self, action: Action) -> String {
-        self.keys(action).iter().map(|k| k.to_string()).collect::<Vec<_>>().join("/")
+        self.keys(action)
+            .iter()
+            .map(|k| k.to_string())
+            .collect::<Vec<_>>()
+            .join("/")
     }
 
     /// Help lines grouped by scope: (scope title, [(keys, description)]).
     pub fn help(&self) -> Vec<(&'static str, Vec<(String, &'static str)>)> {
         let mut out = Vec::new();
-        for scope in [Scope::Global, Scope::Navigation, Scope::Approval, Scope::Replay] {
+        for scope in [
+            Scope::Global,
+            Scope::Navigation,
+            Scope::Approval,
+            Scope::Replay,
+        ] {
             let rows: Vec<_> = Action::ALL
                 .iter()
                 .filter(|a| a.scope() == scope)
@@ -299,10 +344,19 @@ mod tests {
 
     #[test]
     fn parses_keys() {
-        assert_eq!(Key::parse("ctrl-d"), Ok(Key::new(KeyCode::Char('d'), KeyModifiers::CONTROL)));
-        assert_eq!(Key::parse("G"), Ok(Key::new(KeyCode::Char('G'), KeyModifiers::SHIFT)));
+        assert_eq!(
+            Key::parse("ctrl-d"),
+            Ok(Key::new(KeyCode::Char('d'), KeyModifiers::CONTROL))
+        );
+        assert_eq!(
+            Key::parse("G"),
+            Ok(Key::new(KeyCode::Char('G'), KeyModifiers::SHIFT))
+        );
         assert_eq!(Key::parse("shift-g"), Key::parse("G"));
-        assert_eq!(Key::parse("space"), Ok(Key::new(KeyCode::Char(' '), KeyModifiers::NONE)));
+        assert_eq!(
+            Key::parse("space"),
+            Ok(Key::new(KeyCode::Char(' '), KeyModifiers::NONE))
+        );
         assert_eq!(Key::parse("shift-tab"), Key::parse("backtab"));
         assert!(Key::parse("hyper-x").is_err());
     }
@@ -314,15 +368,27 @@ mod tests {
         let km = Keymap::with_overrides(&o);
         assert!(km.is_ok());
         let km = km.unwrap_or_default();
-        assert_eq!(km.lookup(Key::parse("ctrl-n").unwrap_or(Key::new(KeyCode::Null, KeyModifiers::NONE)), &[Scope::Navigation]), Some(Action::Down));
+        assert_eq!(
+            km.lookup(
+                Key::parse("ctrl-n").unwrap_or(Key::new(KeyCode::Null, KeyModifiers::NONE)),
+                &[Scope::Navigation]
+            ),
+            Some(Action::Down)
+        );
         let mut bad = BTreeMap::new();
         bad.insert("approve".to_string(), "enter".to_string());
-        assert!(matches!(Keymap::with_overrides(&bad), Err(KeymapError::BadKey { .. })));
+        assert!(matches!(
+            Keymap::with_overrides(&bad),
+            Err(KeymapError::BadKey { .. })
+        ));
         let mut same = BTreeMap::new();
         same.insert("confirm".to_string(), "a".to_string());
         assert!(Keymap::with_overrides(&same).is_err());
         let mut unknown = BTreeMap::new();
         unknown.insert("fly".to_string(), "f".to_string());
-        assert_eq!(Keymap::with_overrides(&unknown).err(), Some(KeymapError::UnknownAction("fly".into())));
+        assert_eq!(
+            Keymap::with_overrides(&unknown).err(),
+            Some(KeymapError::UnknownAction("fly".into()))
+        );
     }
 }

@@ -29,21 +29,39 @@ fn take_top(r: &mut Rect, h: u16) -> Rect {
 fn take_bottom(r: &mut Rect, h: u16) -> Rect {
     let h = h.min(r.height);
     r.height -= h;
-    Rect { y: r.y + r.height, height: h, ..*r }
+    Rect {
+        y: r.y + r.height,
+        height: h,
+        ..*r
+    }
 }
 
 /// `replay` adds the progress bar; `narrow_focus_evidence` decides which pane a very narrow
 /// screen shows when there is room for only one.
 pub fn compute(area: Rect, replay: bool, evidence_focused: bool) -> Areas {
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
-        return Areas { too_small: true, ..Areas::default() };
+        return Areas {
+            too_small: true,
+            ..Areas::default()
+        };
     }
     let mut rest = area;
     let h = area.height;
     let header = take_top(&mut rest, if h >= 12 { 2 } else { 1 });
     let keyhints = take_bottom(&mut rest, 1);
-    let status = if h >= 16 { take_bottom(&mut rest, 1) } else { Rect { height: 0, ..keyhints } };
-    let replay_bar = if replay { take_bottom(&mut rest, if h >= 16 { 2 } else { 1 }) } else { Rect::default() };
+    let status = if h >= 16 {
+        take_bottom(&mut rest, 1)
+    } else {
+        Rect {
+            height: 0,
+            ..keyhints
+        }
+    };
+    let replay_bar = if replay {
+        take_bottom(&mut rest, if h >= 16 { 2 } else { 1 })
+    } else {
+        Rect::default()
+    };
     let chat_h = match h {
         0..=11 => 0,
         12..=19 => 4,
@@ -53,13 +71,32 @@ pub fn compute(area: Rect, replay: bool, evidence_focused: bool) -> Areas {
     let chat = take_bottom(&mut rest, chat_h);
     let (timeline, evidence) = if rest.width >= 60 {
         let left = rest.width * 11 / 20;
-        (Rect { width: left, ..rest }, Rect { x: rest.x + left, width: rest.width - left, ..rest })
+        (
+            Rect {
+                width: left,
+                ..rest
+            },
+            Rect {
+                x: rest.x + left,
+                width: rest.width - left,
+                ..rest
+            },
+        )
     } else if evidence_focused {
         (Rect { width: 0, ..rest }, rest)
     } else {
         (rest, Rect { width: 0, ..rest })
     };
-    Areas { header, timeline, evidence, chat, replay_bar, status, keyhints, too_small: false }
+    Areas {
+        header,
+        timeline,
+        evidence,
+        chat,
+        replay_bar,
+        status,
+        keyhints,
+        too_small: false,
+    }
 }
 
 /// Rows inside a bordered block.
@@ -80,8 +117,19 @@ mod tests {
                 if a.too_small {
                     continue;
                 }
-                for r in [a.header, a.timeline, a.evidence, a.chat, a.replay_bar, a.status, a.keyhints] {
-                    assert!(r.right() <= area.right() && r.bottom() <= area.bottom(), "{w}x{h}: {r:?}");
+                for r in [
+                    a.header,
+                    a.timeline,
+                    a.evidence,
+                    a.chat,
+                    a.replay_bar,
+                    a.status,
+                    a.keyhints,
+                ] {
+                    assert!(
+                        r.right() <= area.right() && r.bottom() <= area.bottom(),
+                        "{w}x{h}: {r:?}"
+                    );
                 }
             }
         }

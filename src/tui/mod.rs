@@ -52,7 +52,9 @@ pub struct UiOptions {
 impl UiOptions {
     /// Theme and keymap from the options, as clear errors when they are broken.
     pub fn build_state(&self) -> anyhow::Result<AppState> {
-        let no_color = self.no_color.unwrap_or_else(|| std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()));
+        let no_color = self
+            .no_color
+            .unwrap_or_else(|| std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()));
         let theme = Theme::resolve(self.theme.as_deref(), no_color)?;
         let keymap = keymap::Keymap::with_overrides(&self.keys)?;
         let mut state = AppState::new(theme, keymap);
@@ -65,33 +67,67 @@ impl UiOptions {
 /// `mm:ss` (or `h:mm:ss`) since the session started.
 pub fn fmt_t(t: f64) -> String {
     let s = if t.is_finite() { t.max(0.0) as u64 } else { 0 };
-    if s >= 3600 { format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) } else { format!("{:02}:{:02}", s / 60, s % 60) }
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{:02}:{:02}", s / 60, s % 60)
+    }
 }
 
 pub(crate) fn pane_block<'a>(th: &Theme, title: &str, focused: bool) -> Block<'a> {
-    let (border, bt) = if focused { (th.get(Role::BorderFocus), BorderType::Thick) } else { (th.get(Role::Border), BorderType::Plain) };
+    let (border, bt) = if focused {
+        (th.get(Role::BorderFocus), BorderType::Thick)
+    } else {
+        (th.get(Role::Border), BorderType::Plain)
+    };
     Block::default()
         .borders(Borders::ALL)
         .border_type(bt)
         .border_style(border)
-        .title(Line::styled(title.to_string(), if focused { th.get(Role::BorderFocus) } else { th.get(Role::Title) }))
+        .title(Line::styled(
+            title.to_string(),
+            if focused {
+                th.get(Role::BorderFocus)
+            } else {
+                th.get(Role::Title)
+            },
+        ))
 }
 
 pub(crate) fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
-    Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
+    Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    }
 }
 
 /// Draw the whole screen from the state.
 pub fn draw(state: &AppState, frame: &mut Frame) {
     let area = frame.area();
-    let a = layout::compute(area, state.is_replay(), matches!(state.focus, app::Pane::Evidence | app::Pane::Summary));
+    let a = layout::compute(
+        area,
+        state.is_replay(),
+        matches!(state.focus, app::Pane::Evidence | app::Pane::Summary),
+    );
     if a.too_small {
-        let msg = Paragraph::new(vec![Line::raw("terminal too small"), Line::raw(format!("need {}x{}", layout::MIN_WIDTH, layout::MIN_HEIGHT))])
-            .alignment(Alignment::Center);
+        let msg = Paragraph::new(vec![
+            Line::raw("terminal too small"),
+            Line::raw(format!("need {}x{}", layout::MIN_WIDTH, layout::MIN_HEIGHT)),
+        ])
+        .alignment(Alignment::Center);
         let y = area.height.saturating_sub(2) / 2;
-        frame.render_widget(msg, Rect { y: area.y + y, height: area.height.saturating_sub(y).min(2), ..area });
+        frame.render_widget(
+            msg,
+            Rect {
+                y: area.y + y,
+                height: area.height.saturating_sub(y).min(2),
+                ..area
+            },
+        );
         return;
     }
     frame.render_widget(Block::default().style(state.theme.get(Role::Text)), area);
@@ -119,12 +155,18 @@ struct TerminalGuard;
 impl TerminalGuard {
     fn enter() -> anyhow::Result<TerminalGuard> {
         if !std::io::stdout().is_terminal() {
-            anyhow::bail!("the console needs a terminal on stdout (use --headless to stream events instead)");
+            anyhow::bail!(
+                "the console needs a terminal on stdout (use --headless to stream events instead)"
+            );
         }
         crossterm::terminal::enable_raw_mode().context("cannot switch the terminal to raw mode")?;
         let guard = TerminalGuard;
-        crossterm::execute!(std::io::stdout(), crossterm::terminal::EnterAlternateScreen, crossterm::cursor::Hide)
-            .context("cannot enter the alternate screen")?;
+        crossterm::execute!(
+            std::io::stdout(),
+            crossterm::terminal::EnterAlternateScreen,
+            crossterm::cursor::Hide
+        )
+        .context("cannot enter the alternate screen")?;
         install_panic_hook();
         Ok(guard)
     }
@@ -164,22 +206,34 @@ fn install_panic_hook() {
 type Term = Terminal<ratatui::backend::CrosstermBackend<std::io::Stdout>>;
 
 fn new_terminal() -> anyhow::Result<Term> {
-    Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout())).context("cannot open the terminal")
+    Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))
+        .context("cannot open the terminal")
 }
 
 fn draw_frame(terminal: &mut Term, state: &AppState) -> anyhow::Result<()> {
     use std::io::Write;
     // One synchronized update per frame: terminals that support it show no half-drawn screens.
-    crossterm::queue!(terminal.backend_mut(), crossterm::terminal::BeginSynchronizedUpdate)?;
+    crossterm::queue!(
+        terminal.backend_mut(),
+        crossterm::terminal::BeginSynchronizedUpdate
+    )?;
     terminal.draw(|f| draw(state, f))?;
-    crossterm::queue!(terminal.backend_mut(), crossterm::terminal::EndSynchronizedUpdate)?;
+    crossterm::queue!(
+        terminal.backend_mut(),
+        crossterm::terminal::EndSynchronizedUpdate
+    )?;
     terminal.backend_mut().flush()?;
     Ok(())
 }
 
 /// Run the console over a live investigation until the operator quits or a signal arrives.
 pub async fn run_live(handle: crate::agent::AgentHandle, opts: UiOptions) -> anyhow::Result<()> {
-    let crate::agent::AgentHandle { records, commands, task, session_path } = handle;
+    let crate::agent::AgentHandle {
+        records,
+        commands,
+        task,
+        session_path,
+    } = handle;
     let mut state = opts.build_state()?;
     state.session_path = session_path;
     let task = tokio::spawn(async move {
@@ -199,7 +253,13 @@ pub async fn run_replay(log: crate::session::SessionLog, opts: UiOptions) -> any
     let mut state_r = AppState::new_replay(state.theme.clone(), state.keymap.clone(), log.records);
     state_r.session_id = state.session_id.take().or(Some(id));
     if let Some(tear) = &log.tear {
-        state_r.set_status(format!("the session file is damaged at line {}: {}; replaying what came before", tear.line, tear.reason), true);
+        state_r.set_status(
+            format!(
+                "the session file is damaged at line {}: {}; replaying what came before",
+                tear.line, tear.reason
+            ),
+            true,
+        );
     }
     if let Some(r) = &mut state_r.replay {
         r.clock.playing = true;
@@ -266,14 +326,14 @@ pub async fn run_loop(
             rec = recv(&mut records) => match rec {
                 Some(r) => {
                     live_clock = (r.t, Instant::now());
-                    effects = app::update(&mut state, Msg::Record(r));
+                    effects = app::update(&mut state, Msg::Record(Box::new(r)));
                     // Fold a burst in one go; the frame afterwards shows all of it.
                     if let Some(rx) = &mut records {
                         for _ in 0..4096 {
                             match rx.try_recv() {
                                 Ok(r) => {
                                     live_clock = (r.t, Instant::now());
-                                    effects.extend(app::update(&mut state, Msg::Record(r)));
+                                    effects.extend(app::update(&mut state, Msg::Record(Box::new(r))));
                                 }
                                 Err(_) => break,
                             }
@@ -304,7 +364,9 @@ pub async fn run_loop(
                 Effect::Quit => quit = true,
                 Effect::SendCommand(c) => match &commands {
                     Some(tx) if tx.send(c).is_ok() => {}
-                    _ => state.set_status("the investigation has ended; nothing is listening", true),
+                    _ => {
+                        state.set_status("the investigation has ended; nothing is listening", true)
+                    }
                 },
                 Effect::ExportReport => export_report(&mut state),
             }
@@ -343,8 +405,15 @@ pub fn report_path(state: &AppState) -> PathBuf {
     match &state.session_path {
         Some(p) => p.with_extension("md"),
         None => {
-            let id = if state.incident.id.is_empty() { "report".to_string() } else { state.incident.id.clone() };
-            crate::config::data_dir().join("reports").join(format!("{}.md", sanitize::sanitize(&id).replace(['/', '\\'], "_")))
+            let id = if state.incident.id.is_empty() {
+                "report".to_string()
+            } else {
+                state.incident.id.clone()
+            };
+            crate::config::data_dir().join("reports").join(format!(
+                "{}.md",
+                sanitize::sanitize(&id).replace(['/', '\\'], "_")
+            ))
         }
     }
 }
@@ -352,9 +421,16 @@ pub fn report_path(state: &AppState) -> PathBuf {
 fn export_report(state: &mut AppState) {
     let path = report_path(state);
     let md = crate::session::export::markdown(&state.incident);
-    let res = path.parent().map(std::fs::create_dir_all).unwrap_or(Ok(())).and_then(|_| std::fs::write(&path, md));
+    let res = path
+        .parent()
+        .map(std::fs::create_dir_all)
+        .unwrap_or(Ok(()))
+        .and_then(|_| std::fs::write(&path, md));
     match res {
         Ok(()) => state.set_status(format!("report written to {}", path.display()), false),
-        Err(e) => state.set_status(format!("cannot write the report to {}: {e}", path.display()), true),
+        Err(e) => state.set_status(
+            format!("cannot write the report to {}: {e}", path.display()),
+            true,
+        ),
     }
 }

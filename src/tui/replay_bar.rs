@@ -15,24 +15,59 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     }
     let th = &state.theme;
     let c = &r.clock;
-    let icon = if c.playing { "▶ playing" } else if c.at_end() { "■ end" } else { "⏸ paused" };
-    let info = format!(" {icon} {}x  {} / {}  event {}/{} ", c.speed(), fmt_t(c.t), fmt_t(c.duration()), c.pos, c.len());
+    let icon = if c.playing {
+        "▶ playing"
+    } else if c.at_end() {
+        "■ end"
+    } else {
+        "⏸ paused"
+    };
+    let info = format!(
+        " {icon} {}x  {} / {}  event {}/{} ",
+        c.speed(),
+        fmt_t(c.t),
+        fmt_t(c.duration()),
+        c.pos,
+        c.len()
+    );
     let width = usize::from(area.width);
-    let bar_w = if area.height >= 2 { width.saturating_sub(2) } else { width.saturating_sub(info.chars().count() + 1) };
+    let bar_w = if area.height >= 2 {
+        width.saturating_sub(2)
+    } else {
+        width.saturating_sub(info.chars().count() + 1)
+    };
     let filled = ((c.progress() * bar_w as f64).round() as usize).min(bar_w);
-    let mut cells: Vec<char> = (0..bar_w).map(|i| if i < filled { '━' } else { '─' }).collect();
+    let mut cells: Vec<char> = (0..bar_w)
+        .map(|i| if i < filled { '━' } else { '─' })
+        .collect();
     let d = c.duration();
     for (t, stage) in c.marks() {
-        let pos = if d > 0.0 { ((t / d) * bar_w as f64) as usize } else { 0 };
+        let pos = if d > 0.0 {
+            ((t / d) * bar_w as f64) as usize
+        } else {
+            0
+        };
         if let Some(cell) = cells.get_mut(pos.min(bar_w.saturating_sub(1))) {
-            *cell = stage.name().chars().next().unwrap_or('|').to_ascii_uppercase();
+            *cell = stage
+                .name()
+                .chars()
+                .next()
+                .unwrap_or('|')
+                .to_ascii_uppercase();
         }
     }
     let done: String = cells[..filled].iter().collect();
     let rest: String = cells[filled..].iter().collect();
-    let bar = vec![Span::raw(" "), Span::styled(done, th.get(Role::Progress)), Span::styled(rest, th.get(Role::Dim))];
+    let bar = vec![
+        Span::raw(" "),
+        Span::styled(done, th.get(Role::Progress)),
+        Span::styled(rest, th.get(Role::Dim)),
+    ];
     let lines = if area.height >= 2 {
-        vec![Line::from(Span::styled(info, th.get(Role::Title))), Line::from(bar)]
+        vec![
+            Line::from(Span::styled(info, th.get(Role::Title))),
+            Line::from(bar),
+        ]
     } else {
         let mut spans = vec![Span::styled(info, th.get(Role::Title))];
         spans.extend(bar);

@@ -101,7 +101,10 @@ mod tests {
     fn strips_csi_osc_and_controls() {
         assert_eq!(sanitize("\u{1b}[31mred\u{1b}[0m"), "red");
         assert_eq!(sanitize("a\u{1b}]0;title\u{7}b"), "ab");
-        assert_eq!(sanitize("a\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\b"), "alinkb");
+        assert_eq!(
+            sanitize("a\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\b"),
+            "alinkb"
+        );
         assert_eq!(sanitize("x\u{8}\u{8}y\rz\u{0}"), "xyz");
         assert_eq!(sanitize("a\tb"), "a    b");
         assert_eq!(sanitize("\u{9b}2Jcleared"), "cleared");

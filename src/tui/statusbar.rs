@@ -2,8 +2,8 @@
 
 use super::app::{AppState, ApprovalStage, Overlay, Pane};
 use super::keymap::Action;
-use super::theme::Role;
 use super::sanitize::sanitize;
+use super::theme::Role;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -22,7 +22,11 @@ pub fn render_status(state: &AppState, frame: &mut Frame, area: Rect) {
             Span::styled("  enter applies · esc cancels", th.get(Role::Dim)),
         ])
     } else if let Some(s) = &state.status {
-        let role = if s.error { Role::StatusError } else { Role::StatusInfo };
+        let role = if s.error {
+            Role::StatusError
+        } else {
+            Role::StatusInfo
+        };
         Line::from(Span::styled(sanitize(&s.text).into_owned(), th.get(role)))
     } else {
         Line::raw("")
@@ -71,8 +75,18 @@ pub fn render_keyhints(state: &AppState, frame: &mut Frame, area: Rect, with_sta
             if state.is_replay() {
                 hints.push((km.label(Action::TogglePlay), "play"));
                 hints.push((km.label(Action::Step), "step"));
-                hints.push((format!("{} {}", km.label(Action::PrevStage), km.label(Action::NextStage)), "stage"));
-                hints.push((format!("{} {}", km.label(Action::Slower), km.label(Action::Faster)), "speed"));
+                hints.push((
+                    format!(
+                        "{} {}",
+                        km.label(Action::PrevStage),
+                        km.label(Action::NextStage)
+                    ),
+                    "stage",
+                ));
+                hints.push((
+                    format!("{} {}", km.label(Action::Slower), km.label(Action::Faster)),
+                    "speed",
+                ));
                 hints.push(("0-9".into(), "seek"));
             } else if state.pending().is_some() {
                 hints.push((km.label(Action::OpenApproval), "approval"));
@@ -85,7 +99,14 @@ pub fn render_keyhints(state: &AppState, frame: &mut Frame, area: Rect, with_sta
             if !state.is_replay() {
                 hints.push(("3".into(), "chat"));
             }
-            hints.push((km.label(Action::Quit).split('/').next().unwrap_or("q").to_string(), "quit"));
+            hints.push((
+                km.label(Action::Quit)
+                    .split('/')
+                    .next()
+                    .unwrap_or("q")
+                    .to_string(),
+                "quit",
+            ));
         }
     }
     let mut spans = Vec::new();

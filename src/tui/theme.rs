@@ -131,8 +131,14 @@ pub enum ThemeError {
     #[error("theme file {file}: invalid TOML: {cause}")]
     Toml { file: String, cause: String },
     #[error("theme file {file}: key `{key}`: {message}")]
-    Key { file: String, key: String, message: String },
-    #[error("unknown theme `{0}` (built-in: default, light, high-contrast, mono; or a path to a .toml file)")]
+    Key {
+        file: String,
+        key: String,
+        message: String,
+    },
+    #[error(
+        "unknown theme `{0}` (built-in: default, light, high-contrast, mono; or a path to a .toml file)"
+    )]
     Unknown(String),
 }
 
@@ -147,7 +153,10 @@ pub struct Theme {
 pub const BUILTIN: [(&str, &str); 4] = [
     ("default", include_str!("../../themes/default.toml")),
     ("light", include_str!("../../themes/light.toml")),
-    ("high-contrast", include_str!("../../themes/high-contrast.toml")),
+    (
+        "high-contrast",
+        include_str!("../../themes/high-contrast.toml"),
+    ),
     ("mono", include_str!("../../themes/mono.toml")),
 ];
 
@@ -173,7 +182,11 @@ impl Theme {
         styles[Role::BorderFocus as usize] = bold;
         styles[Role::KeyhintKey as usize] = bold;
         styles[Role::Match as usize] = Style::default().add_modifier(Modifier::UNDERLINED);
-        Self { name: "fallback".into(), styles, colour: false }
+        Self {
+            name: "fallback".into(),
+            styles,
+            colour: false,
+        }
     }
 
     pub fn builtin(name: &str) -> Option<Theme> {
@@ -185,7 +198,9 @@ impl Theme {
     pub fn resolve(spec: Option<&str>, no_color: bool) -> Result<Theme, ThemeError> {
         match spec {
             // "default" is what an untouched config says; NO_COLOR still wins over it.
-            Some("default") if no_color => Ok(Theme::builtin("mono").unwrap_or_else(Theme::fallback)),
+            Some("default") if no_color => {
+                Ok(Theme::builtin("mono").unwrap_or_else(Theme::fallback))
+            }
             Some(s) if looks_like_path(s) => Theme::from_file(Path::new(s)),
             Some(s) => Theme::builtin(s).ok_or_else(|| ThemeError::Unknown(s.to_string())),
             None if no_color => Ok(Theme::builtin("mono").unwrap_or_else(Theme::fallback)),
@@ -195,7 +210,10 @@ impl Theme {
 
     pub fn from_file(path: &Path) -> Result<Theme, ThemeError> {
         let file = path.display().to_string();
-        let src = std::fs::read_to_string(path).map_err(|cause| ThemeError::Read { file: file.clone(), cause })?;
+        let src = std::fs::read_to_string(path).map_err(|cause| ThemeError::Read {
+            file: file.clone(),
+            cause,
+        })?;
         Theme::parse(&src, &file)
     }
 
@@ -206,15 +224,25 @@ impl Theme {
             file: file.to_string(),
             cause: e.to_string().lines().next().unwrap_or("").to_string(),
         })?;
-        let err = |key: &str, message: String| ThemeError::Key { file: file.to_string(), key: key.to_string(), message };
+        let err = |key: &str, message: String| ThemeError::Key {
+            file: file.to_string(),
+            key: key.to_string(),
+            message,
+        };
         let mut theme = Theme::fallback();
         let mut palette: BTreeMap<String, Color> = BTreeMap::new();
         if let Some(p) = table.get("palette") {
-            let p = p.as_table().ok_or_else(|| err("palette", "must be a table".into()))?;
+            let p = p
+                .as_table()
+                .ok_or_else(|| err("palette", "must be a table".into()))?;
             for (k, v) in p {
                 let key = format!("palette.{k}");
-                let s = colour_text(v).ok_or_else(|| err(&key, "must be a colour string or 0-255".into()))?;
-                palette.insert(k.clone(), parse_colour(&s, &BTreeMap::new()).map_err(|m| err(&key, m))?);
+                let s = colour_text(v)
+                    .ok_or_else(|| err(&key, "must be a colour string or 0-255".into()))?;
+                palette.insert(
+                    k.clone(),
+                    parse_colour(&s, &BTreeMap::new()).map_err(|m| err(&key, m))?,
+                );
             }
         }
         theme.colour = true;
@@ -222,10 +250,15 @@ impl Theme {
             match k.as_str() {
                 "palette" => {}
                 "name" => {
-                    theme.name = v.as_str().ok_or_else(|| err("name", "must be a string".into()))?.to_string();
+                    theme.name = v
+                        .as_str()
+                        .ok_or_else(|| err("name", "must be a string".into()))?
+                        .to_string();
                 }
                 "colour" | "color" => {
-                    theme.colour = v.as_bool().ok_or_else(|| err(k, "must be true or false".into()))?;
+                    theme.colour = v
+                        .as_bool()
+                        .ok_or_else(|| err(k, "must be true or false".into()))?;
                 }
                 _ => apply_roles(&mut theme, k, v, &palette, &err)?,
             }
@@ -238,7 +271,16 @@ fn looks_like_path(s: &str) -> bool {
     s.contains('/') || s.contains('\\') || s.ends_with(".toml")
 }
 
-const STYLE_KEYS: [&str; 8] = ["fg", "bg", "bold", "dim", "italic", "underline", "reversed", "modifiers"];
+const STYLE_KEYS: [&str; 8] = [
+    "fg",
+    "bg",
+    "bold",
+    "dim",
+    "italic",
+    "underline",
+    "reversed",
+    "modifiers",
+];
 
 fn apply_roles(
     theme: &mut Theme,
@@ -247,7 +289,9 @@ fn apply_roles(
     palette: &BTreeMap<String, Color>,
     err: &dyn Fn(&str, String) -> ThemeError,
 ) -> Result<(), ThemeError> {
-    let is_style_table = value.as_table().is_some_and(|t| t.keys().any(|k| STYLE_KEYS.contains(&k.as_str())));
+    let is_style_table = value
+        .as_table()
+        .is_some_and(|t| t.keys().any(|k| STYLE_KEYS.contains(&k.as_str())));
     if let Some(t) = value.as_table()
         && !is_style_table
     {
@@ -271,18 +315,26 @@ fn parse_style(
     if let Some(s) = colour_text(value) {
         return Ok(Style::default().fg(parse_colour(&s, palette).map_err(|m| err(key, m))?));
     }
-    let t = value.as_table().ok_or_else(|| err(key, "must be a colour or a table with fg/bg/bold/...".into()))?;
+    let t = value.as_table().ok_or_else(|| {
+        err(
+            key,
+            "must be a colour or a table with fg/bg/bold/...".into(),
+        )
+    })?;
     let mut style = Style::default();
     for (k, v) in t {
         let sub = format!("{key}.{k}");
         match k.as_str() {
             "fg" | "bg" => {
-                let s = colour_text(v).ok_or_else(|| err(&sub, "must be a colour string or 0-255".into()))?;
+                let s = colour_text(v)
+                    .ok_or_else(|| err(&sub, "must be a colour string or 0-255".into()))?;
                 let c = parse_colour(&s, palette).map_err(|m| err(&sub, m))?;
                 style = if k == "fg" { style.fg(c) } else { style.bg(c) };
             }
             "bold" | "dim" | "italic" | "underline" | "reversed" => {
-                let on = v.as_bool().ok_or_else(|| err(&sub, "must be true or false".into()))?;
+                let on = v
+                    .as_bool()
+                    .ok_or_else(|| err(&sub, "must be true or false".into()))?;
                 let m = match k.as_str() {
                     "bold" => Modifier::BOLD,
                     "dim" => Modifier::DIM,
@@ -294,7 +346,12 @@ fn parse_style(
                     style = style.add_modifier(m);
                 }
             }
-            _ => return Err(err(&sub, "unknown style key (fg, bg, bold, dim, italic, underline, reversed)".into())),
+            _ => {
+                return Err(err(
+                    &sub,
+                    "unknown style key (fg, bg, bold, dim, italic, underline, reversed)".into(),
+                ));
+            }
         }
     }
     Ok(style)
@@ -339,7 +396,9 @@ pub fn parse_colour(s: &str, palette: &BTreeMap<String, Color>) -> Result<Color,
         return Ok(c);
     }
     if let Ok(n) = lower.parse::<u16>() {
-        return u8::try_from(n).map(Color::Indexed).map_err(|_| format!("colour index {n} is out of range 0-255"));
+        return u8::try_from(n)
+            .map(Color::Indexed)
+            .map_err(|_| format!("colour index {n} is out of range 0-255"));
     }
     if let Some(hex) = lower.strip_prefix('#')
         && hex.len() == 6
@@ -347,7 +406,9 @@ pub fn parse_colour(s: &str, palette: &BTreeMap<String, Color>) -> Result<Color,
     {
         return Ok(Color::Rgb((v >> 16) as u8, (v >> 8) as u8, v as u8));
     }
-    Err(format!("unknown colour {s:?} (expected an ANSI name like \"red\" or \"bright-blue\", 0-255, #rrggbb, or a palette name)"))
+    Err(format!(
+        "unknown colour {s:?} (expected an ANSI name like \"red\" or \"bright-blue\", 0-255, #rrggbb, or a palette name)"
+    ))
 }
 
 #[cfg(test)]
@@ -368,7 +429,11 @@ mod tests {
         for role in Role::ALL {
             let s = t.get(role);
             for c in [s.fg, s.bg].into_iter().flatten() {
-                assert!(!matches!(c, Color::Rgb(..) | Color::Indexed(_)), "{}: {c:?}", role.key());
+                assert!(
+                    !matches!(c, Color::Rgb(..) | Color::Indexed(_)),
+                    "{}: {c:?}",
+                    role.key()
+                );
             }
         }
     }
@@ -379,7 +444,11 @@ mod tests {
         assert!(!t.colour);
         for role in Role::ALL {
             let s = t.get(role);
-            assert!(s.fg.is_none_or(|c| c == Color::Reset) && s.bg.is_none_or(|c| c == Color::Reset), "{}", role.key());
+            assert!(
+                s.fg.is_none_or(|c| c == Color::Reset) && s.bg.is_none_or(|c| c == Color::Reset),
+                "{}",
+                role.key()
+            );
         }
     }
 
@@ -387,10 +456,21 @@ mod tests {
     fn broken_theme_names_file_and_key() {
         let e = Theme::parse("[severity]\ncritical = { fg = \"purpel\" }\n", "my.toml").err();
         let msg = e.map(|e| e.to_string()).unwrap_or_default();
-        assert!(msg.contains("my.toml") && msg.contains("severity.critical.fg") && msg.contains("purpel"), "{msg}");
-        let e = Theme::parse("bordr = \"red\"\n", "x.toml").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            msg.contains("my.toml")
+                && msg.contains("severity.critical.fg")
+                && msg.contains("purpel"),
+            "{msg}"
+        );
+        let e = Theme::parse("bordr = \"red\"\n", "x.toml")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("`bordr`") && e.contains("unknown role"), "{e}");
-        let e = Theme::parse("text = [", "y.toml").err().map(|e| e.to_string()).unwrap_or_default();
+        let e = Theme::parse("text = [", "y.toml")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("y.toml") && e.contains("invalid TOML"), "{e}");
     }
 
@@ -405,8 +485,20 @@ mod tests {
 
     #[test]
     fn resolve_prefers_explicit_then_no_color() {
-        assert_eq!(Theme::resolve(None, true).map(|t| t.name).ok().as_deref(), Some("mono"));
-        assert_eq!(Theme::resolve(Some("light"), true).map(|t| t.name).ok().as_deref(), Some("light"));
-        assert!(matches!(Theme::resolve(Some("nope"), false), Err(ThemeError::Unknown(_))));
+        assert_eq!(
+            Theme::resolve(None, true).map(|t| t.name).ok().as_deref(),
+            Some("mono")
+        );
+        assert_eq!(
+            Theme::resolve(Some("light"), true)
+                .map(|t| t.name)
+                .ok()
+                .as_deref(),
+            Some("light")
+        );
+        assert!(matches!(
+            Theme::resolve(Some("nope"), false),
+            Err(ThemeError::Unknown(_))
+        ));
     }
 }

@@ -30,17 +30,37 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     if let Some(f) = &state.filter
         && f.pane == Pane::Timeline
     {
-        title = format!(" 1 timeline · /{} · {} of {} ", sanitize(&f.query), f.rows.len(), state.incident.timeline.len());
+        title = format!(
+            " 1 timeline · /{} · {} of {} ",
+            sanitize(&f.query),
+            f.rows.len(),
+            state.incident.timeline.len()
+        );
     }
-    let follow = if state.follow { " following " } else { " paused · G follows " };
-    let block = pane_block(th, &title, focused).title_bottom(Line::from(Span::styled(follow, th.get(Role::Dim))).right_aligned());
+    let follow = if state.follow {
+        " following "
+    } else {
+        " paused · G follows "
+    };
+    let block = pane_block(th, &title, focused)
+        .title_bottom(Line::from(Span::styled(follow, th.get(Role::Dim))).right_aligned());
     let inner_w = usize::from(area.width.saturating_sub(2));
     let mut lines = Vec::with_capacity(h);
     for vis in offset..(offset + h).min(len) {
-        let Some(item) = state.timeline_row(vis).and_then(|i| state.incident.timeline.get(i)) else { continue };
+        let Some(item) = state
+            .timeline_row(vis)
+            .and_then(|i| state.incident.timeline.get(i))
+        else {
+            continue;
+        };
         let mut line = row(state, item, inner_w);
         if vis == sel {
-            let sel_style = if focused { th.get(Role::Selection) } else { th.get(Role::Selection).add_modifier(ratatui::style::Modifier::DIM) };
+            let sel_style = if focused {
+                th.get(Role::Selection)
+            } else {
+                th.get(Role::Selection)
+                    .add_modifier(ratatui::style::Modifier::DIM)
+            };
             let w: usize = line.spans.iter().map(|s| s.width()).sum();
             if w < inner_w {
                 line.spans.push(Span::raw(" ".repeat(inner_w - w)));
@@ -52,7 +72,10 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     if len == 0 {
         lines.push(Line::from(Span::styled("no events yet", th.get(Role::Dim))));
     }
-    frame.render_widget(Paragraph::new(lines).block(block).style(th.get(Role::Text)), area);
+    frame.render_widget(
+        Paragraph::new(lines).block(block).style(th.get(Role::Text)),
+        area,
+    );
 }
 
 fn row(state: &AppState, item: &TimelineItem, width: usize) -> Line<'static> {
@@ -71,7 +94,10 @@ fn row(state: &AppState, item: &TimelineItem, width: usize) -> Line<'static> {
                     (None, _) => ("running…".to_string(), th.get(Role::Running)),
                     (Some(Ok(_)), Some(ms)) => (format!("✓ {}", fmt_ms(ms)), th.get(Role::Ok)),
                     (Some(Ok(_)), None) => ("✓".to_string(), th.get(Role::Ok)),
-                    (Some(Err(_)), ms) => (format!("✗ {}", ms.map(fmt_ms).unwrap_or_default()), th.get(Role::Error)),
+                    (Some(Err(_)), ms) => (
+                        format!("✗ {}", ms.map(fmt_ms).unwrap_or_default()),
+                        th.get(Role::Error),
+                    ),
                 });
             }
             if item.text.starts_with('✗') {
@@ -89,7 +115,8 @@ fn row(state: &AppState, item: &TimelineItem, width: usize) -> Line<'static> {
                     Risk::High => th.get(Role::RiskHigh),
                     Risk::Critical => th.get(Role::RiskCritical),
                 };
-                if matches!(item.kind, TimelineKind::Action { .. }) && item.text.starts_with('⚑') {
+                if matches!(item.kind, TimelineKind::Action { .. }) && item.text.starts_with('⚑')
+                {
                     let st = match a.status {
                         ActionStatus::Executed => th.get(Role::Ok),
                         ActionStatus::Failed | ActionStatus::Denied => th.get(Role::Error),
@@ -100,13 +127,20 @@ fn row(state: &AppState, item: &TimelineItem, width: usize) -> Line<'static> {
             }
         }
         TimelineKind::Verification { .. } => {
-            style = if item.text.starts_with('✔') { th.get(Role::Ok) } else { th.get(Role::Error) };
+            style = if item.text.starts_with('✔') {
+                th.get(Role::Ok)
+            } else {
+                th.get(Role::Error)
+            };
         }
         TimelineKind::Report => style = th.get(Role::Ok),
     }
     let time = format!("{:>6} ", fmt_t(item.t));
     let text = sanitize(&item.text);
-    let suffix_w = suffix.as_ref().map(|(s, _)| s.chars().count() + 1).unwrap_or(0);
+    let suffix_w = suffix
+        .as_ref()
+        .map(|(s, _)| s.chars().count() + 1)
+        .unwrap_or(0);
     let avail = width.saturating_sub(time.len() + suffix_w);
     let body: String = if text.chars().count() > avail {
         let mut s: String = text.chars().take(avail.saturating_sub(1)).collect();
@@ -115,7 +149,10 @@ fn row(state: &AppState, item: &TimelineItem, width: usize) -> Line<'static> {
     } else {
         text.into_owned()
     };
-    let mut spans = vec![Span::styled(time, th.get(Role::Dim)), Span::styled(body, style)];
+    let mut spans = vec![
+        Span::styled(time, th.get(Role::Dim)),
+        Span::styled(body, style),
+    ];
     if let Some((s, st)) = suffix {
         let used: usize = spans.iter().map(|s| s.width()).sum();
         let pad = width.saturating_sub(used + s.chars().count()).max(1);
@@ -126,5 +163,11 @@ fn row(state: &AppState, item: &TimelineItem, width: usize) -> Line<'static> {
 }
 
 pub fn fmt_ms(ms: u64) -> String {
-    if ms >= 10_000 { format!("{:.0}s", ms as f64 / 1000.0) } else if ms >= 1000 { format!("{:.1}s", ms as f64 / 1000.0) } else { format!("{ms}ms") }
+    if ms >= 10_000 {
+        format!("{:.0}s", ms as f64 / 1000.0)
+    } else if ms >= 1000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        format!("{ms}ms")
+    }
 }

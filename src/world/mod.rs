@@ -11,7 +11,7 @@ use crate::integrations::transport::{
 };
 use crate::integrations::{
     AlertmanagerClient, ErrorKind, GitHubClient, IntegrationError, KubernetesClient, LokiClient,
-    PrometheusClient, SilenceSpec,
+    PrometheusClient, ResourceChange, SilenceSpec,
 };
 use crate::model::{Action, WebhookPayload};
 use chrono::{DateTime, Utc};
@@ -74,6 +74,25 @@ impl std::fmt::Debug for World {
 }
 
 const DEFAULT_NAMESPACE: &str = "default";
+
+/// Every action kind [`World::execute`] carries out. Any other kind is answered with an
+/// [`ErrorKind::Manual`] error saying what the operator should run instead.
+pub const EXECUTABLE_KINDS: [&str; 9] = [
+    "kubernetes.rollout_restart",
+    "kubernetes.rollout_undo",
+    "kubernetes.scale",
+    "kubernetes.delete_pod",
+    "kubernetes.set_resources",
+    "kubernetes.cordon",
+    "kubernetes.drain",
+    "alertmanager.silence",
+    "github.revert_pr",
+];
+
+/// Whether [`World::execute`] can carry out actions of `kind`.
+pub fn is_executable(kind: &str) -> bool {
+    EXECUTABLE_KINDS.contains(&kind)
+}
 
 impl World {
     /// A world over any transport (tests, embedders).
@@ -321,7 +340,56 @@ impl World {
                         action.target
                     )));
                 }
-                self.kubernetes.delete_pod(ns, target_name).await
+                let grace = match param("grace_period_seconds") {
+                    None | Some(Value::Null) => None,
+                    Some(_) => Some(
+                        param_u64("grace_period_seconds")
+                            .and_then(|g| u32::try_from(g).ok())
+                            .ok_or_else(|| {
+                                invalid("`grace_period_seconds` must be a whole number".into())
+                            })?,
+                    ),
+                };
+                self.kubernetes
+                    .delete_pod_with_grace(ns, target_name, grace)
+                    .await
+            }
+            ("kubernetes", "set_resources") => {
+                if !matches!(target_kind, "" | "deployment" | "deployments") {
+                    return Err(invalid(format!(
+                        "set_resources targets a deployment, not {}",
+                        action.target
+                    )));
+                }
+                let change = resource_change(&action.params).map_err(invalid)?;
+                self.kubernetes
+                    .set_resources(ns, target_name, &change)
+                    .await
+            }
+            ("kubernetes", "cordon" | "drain") => {
+                let node = param_str("node")
+                    .or_else(|| matches!(target_kind, "node" | "nodes").then_some(target_name))
+                    .filter(|n| !n.is_empty())
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "{verb} needs a node: a `node` param or a `node/NAME` target, not {:?}",
+                            action.target
+                        ))
+                    })?;
+                if verb == "cordon" {
+                    return self.kubernetes.cordon(node).await;
+                }
+                let report = self.kubernetes.drain(node).await?;
+                if report.complete() {
+                    Ok(report.summary())
+                } else {
+                    // The node is cordoned and the other pods have moved, but it is not empty yet.
+                    Err(IntegrationError::new(
+                        integration,
+                        format!("drain node/{node}"),
+                        ErrorKind::Other(format!("drain incomplete: {}", report.summary())),
+                    ))
+                }
             }
             ("alertmanager", "silence") => {
                 let mut matchers: Vec<(String, String)> = match param("matchers") {
@@ -371,9 +439,80 @@ impl World {
                 let url = self.github.revert_pr(repo, number).await?;
                 Ok(format!("revert pull request opened: {url}"))
             }
-            _ => Err(invalid(format!("unknown action kind {:?}", action.kind))),
+            _ => {
+                let what = if action.operation.trim().is_empty() {
+                    format!("carry out {} on {} by hand", action.kind, action.target)
+                } else {
+                    action.operation.clone()
+                };
+                Err(IntegrationError::new(
+                    integration,
+                    &action.kind,
+                    ErrorKind::Manual(what),
+                ))
+            }
         }
     }
+}
+
+/// The resource change an action asks for: flat `memory_limit`, `memory_request`, `cpu_limit`,
+/// `cpu_request` params (as analyzers propose them) and/or `limits` / `requests` objects.
+fn resource_change(params: &BTreeMap<String, Value>) -> Result<ResourceChange, String> {
+    let text = |key: &str, v: &Value| match v {
+        Value::String(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+        Value::Number(n) => Ok(n.to_string()),
+        _ => Err(format!("`{key}` must be a quantity such as 1Gi or 500m")),
+    };
+    let mut change = ResourceChange {
+        container: match params.get("container") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(c)) if !c.is_empty() => Some(c.clone()),
+            Some(_) => return Err("`container` must be a container name".into()),
+        },
+        ..ResourceChange::default()
+    };
+    for (key, resource, into_limits) in [
+        ("memory_limit", "memory", true),
+        ("memory_request", "memory", false),
+        ("cpu_limit", "cpu", true),
+        ("cpu_request", "cpu", false),
+    ] {
+        if let Some(v) = params.get(key) {
+            let target = if into_limits {
+                &mut change.limits
+            } else {
+                &mut change.requests
+            };
+            target.insert(resource.to_string(), text(key, v)?);
+        }
+    }
+    for (key, into_limits) in [("limits", true), ("requests", false)] {
+        match params.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) => {
+                for (resource, v) in m {
+                    let q = text(&format!("{key}.{resource}"), v)?;
+                    let target = if into_limits {
+                        &mut change.limits
+                    } else {
+                        &mut change.requests
+                    };
+                    target.insert(resource.clone(), q);
+                }
+            }
+            Some(_) => {
+                return Err(format!(
+                    "`{key}` must be an object such as {{\"memory\": \"1Gi\"}}"
+                ));
+            }
+        }
+    }
+    if change.limits.is_empty() && change.requests.is_empty() {
+        return Err(
+            "set_resources needs at least one of `memory_limit`, `memory_request`, `cpu_limit`, `cpu_request`, `limits`, `requests`".into(),
+        );
+    }
+    Ok(change)
 }
 
 fn resolve_auth(

@@ -111,6 +111,22 @@ pub struct Cluster {
     pub seen: Vec<String>,
     /// Patches received: (content type, body).
     pub patches: Vec<(String, Value)>,
+    /// Every request that is not a GET, as received.
+    pub writes: Vec<Write>,
+    /// `namespace/name` of pods whose eviction a PodDisruptionBudget refuses (429).
+    pub pdb_blocked: Vec<String>,
+}
+
+/// One mutating request the fake received.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Write {
+    pub method: String,
+    pub path: String,
+    /// The raw query string, if any.
+    pub query: Option<String>,
+    pub content_type: String,
+    /// The body as JSON (`Null` when empty).
+    pub body: Value,
 }
 
 fn meta_name(v: &Value) -> &str {
@@ -181,7 +197,118 @@ fn json_patch(target: &mut Value, ops: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// RFC 6902-free strategic merge patch, as the API server applies it to the fields kubectl patches:
+/// objects merge like a merge patch, and lists of objects merge element-wise by their `name` key.
+pub fn strategic_merge_patch(target: &mut Value, patch: &Value) {
+    match (target, patch) {
+        (Value::Object(t), Value::Object(p)) => {
+            for (k, v) in p {
+                if v.is_null() {
+                    t.remove(k);
+                } else if let Some(slot) = t.get_mut(k) {
+                    strategic_merge_patch(slot, v);
+                } else {
+                    t.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        (Value::Array(t), Value::Array(p))
+            if p.iter()
+                .all(|e| e.get("name").is_some_and(Value::is_string)) =>
+        {
+            for element in p {
+                let name = element.get("name");
+                match t.iter_mut().find(|e| e.get("name") == name) {
+                    Some(existing) => strategic_merge_patch(existing, element),
+                    None => t.push(element.clone()),
+                }
+            }
+        }
+        (target, patch) => *target = patch.clone(),
+    }
+}
+
+/// Applies a patch of the given content type; `Err` is the API server's 415/422 message.
+fn apply_patch(target: &mut Value, content_type: &str, patch: &Value) -> Result<(), String> {
+    match content_type {
+        "application/merge-patch+json" => {
+            merge_patch(target, patch);
+            Ok(())
+        }
+        "application/strategic-merge-patch+json" => {
+            strategic_merge_patch(target, patch);
+            Ok(())
+        }
+        "application/json-patch+json" => json_patch(target, patch),
+        other => Err(format!("unsupported content type {other:?}")),
+    }
+}
+
 impl Cluster {
+    /// `payments` plus what a node drain meets on `ip-10-0-1-42`: a DaemonSet pod, a mirror pod, a
+    /// pod a PodDisruptionBudget protects, a bare pod, a finished bare pod, and a pod on another node.
+    pub fn payments_with_node_workloads() -> Cluster {
+        let mut c = Cluster::payments();
+        let pod = |ns: &str, name: &str, node: &str, owner: Option<(&str, &str)>, phase: &str| {
+            let mut meta = json!({"name": name, "namespace": ns, "uid": format!("uid-{name}"),
+                                  "labels": {"app": name}});
+            if let Some((kind, owner)) = owner {
+                meta["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": kind, "name": owner,
+                                                  "uid": format!("uid-{owner}"), "controller": true}]);
+            }
+            json!({"metadata": meta,
+                   "spec": {"nodeName": node, "containers": [{"name": "main", "image": "registry/x:1"}]},
+                   "status": {"phase": phase}})
+        };
+        c.pods.push(pod(
+            "kube-system",
+            "node-exporter-q8x2z",
+            "ip-10-0-1-42",
+            Some(("DaemonSet", "node-exporter")),
+            "Running",
+        ));
+        let mut mirror = pod(
+            "kube-system",
+            "kube-proxy-ip-10-0-1-42",
+            "ip-10-0-1-42",
+            Some(("Node", "ip-10-0-1-42")),
+            "Running",
+        );
+        mirror["metadata"]["annotations"] =
+            json!({"kubernetes.io/config.mirror": "3f1c2d", "kubernetes.io/config.source": "file"});
+        c.pods.push(mirror);
+        c.pods.push(pod(
+            "payments",
+            "ledger-0",
+            "ip-10-0-1-42",
+            Some(("StatefulSet", "ledger")),
+            "Running",
+        ));
+        c.pods.push(pod(
+            "payments",
+            "debug-shell",
+            "ip-10-0-1-42",
+            None,
+            "Running",
+        ));
+        c.pods.push(pod(
+            "payments",
+            "migrate-once",
+            "ip-10-0-1-42",
+            None,
+            "Succeeded",
+        ));
+        c.pods.push(pod(
+            "payments",
+            "ledger-1",
+            "ip-10-0-2-17",
+            Some(("StatefulSet", "ledger")),
+            "Running",
+        ));
+        c.pdb_blocked.push("payments/ledger-0".into());
+        c
+    }
+
     /// A small `payments` namespace: one pod OOM-killed in a crash loop, one healthy, a deployment at
     /// revision 2 whose previous revision ran `v1`, a node, events and logs, with canary secrets planted.
     pub fn payments() -> Cluster {
@@ -320,7 +447,28 @@ impl Cluster {
                 );
             }
         }
+        let ctype = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        if method != Method::GET {
+            self.writes.push(Write {
+                method: method.to_string(),
+                path: uri.path().to_string(),
+                query: uri.query().map(str::to_string),
+                content_type: ctype.clone(),
+                body: serde_json::from_slice(body).unwrap_or(Value::Null),
+            });
+        }
         let q = query_map(uri);
+        let on_node = |p: &Value| match q
+            .get("fieldSelector")
+            .and_then(|f| f.strip_prefix("spec.nodeName="))
+        {
+            Some(node) => p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node),
+            None => true,
+        };
         let parts: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
         let not_found = |what: &str, name: &str| {
             json_response(
@@ -333,7 +481,7 @@ impl Cluster {
                 let items = self
                     .pods
                     .iter()
-                    .filter(|p| labels_match(p, q.get("labelSelector")))
+                    .filter(|p| labels_match(p, q.get("labelSelector")) && on_node(p))
                     .cloned()
                     .collect();
                 json_response(StatusCode::OK, &list("Pod", "v1", items))
@@ -464,11 +612,6 @@ impl Cluster {
                     );
                     return json_response(StatusCode::CONFLICT, &k8s_status(409, "Conflict", &msg));
                 }
-                let ctype = headers
-                    .get(header::CONTENT_TYPE)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("")
-                    .to_string();
                 let Ok(patch) = serde_json::from_slice::<Value>(body) else {
                     return json_response(
                         StatusCode::BAD_REQUEST,
@@ -483,14 +626,7 @@ impl Cluster {
                 else {
                     return not_found("deployments.apps", name);
                 };
-                let result = match ctype.as_str() {
-                    "application/merge-patch+json" => {
-                        merge_patch(d, &patch);
-                        Ok(())
-                    }
-                    "application/json-patch+json" => json_patch(d, &patch),
-                    other => Err(format!("unsupported content type {other:?}")),
-                };
+                let result = apply_patch(d, &ctype, &patch);
                 match result {
                     Ok(()) => {
                         let generation = d
@@ -509,6 +645,72 @@ impl Cluster {
             }
             ("GET", ["api", "v1", "nodes"]) => {
                 json_response(StatusCode::OK, &list("Node", "v1", self.nodes.clone()))
+            }
+            ("GET", ["api", "v1", "nodes", name]) => {
+                match self.nodes.iter().find(|n| meta_name(n) == *name) {
+                    Some(n) => json_response(StatusCode::OK, n),
+                    None => not_found("nodes", name),
+                }
+            }
+            ("PATCH", ["api", "v1", "nodes", name]) => {
+                let Ok(patch) = serde_json::from_slice::<Value>(body) else {
+                    return json_response(
+                        StatusCode::BAD_REQUEST,
+                        &k8s_status(400, "BadRequest", "patch is not JSON"),
+                    );
+                };
+                let Some(n) = self.nodes.iter_mut().find(|n| meta_name(n) == *name) else {
+                    return not_found("nodes", name);
+                };
+                match apply_patch(n, &ctype, &patch) {
+                    Ok(()) => json_response(StatusCode::OK, n),
+                    Err(m) => json_response(
+                        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                        &k8s_status(415, "UnsupportedMediaType", &m),
+                    ),
+                }
+            }
+            ("POST", ["api", "v1", "namespaces", ns, "pods", name, "eviction"]) => {
+                let eviction: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+                let well_formed = eviction["apiVersion"] == "policy/v1"
+                    && eviction["kind"] == "Eviction"
+                    && eviction.pointer("/metadata/name").and_then(Value::as_str) == Some(*name)
+                    && eviction
+                        .pointer("/metadata/namespace")
+                        .and_then(Value::as_str)
+                        == Some(*ns);
+                if ctype != "application/json" || !well_formed {
+                    return json_response(
+                        StatusCode::BAD_REQUEST,
+                        &k8s_status(400, "BadRequest", "not a policy/v1 Eviction for this pod"),
+                    );
+                }
+                let Some(i) = self
+                    .pods
+                    .iter()
+                    .position(|p| meta_ns(p) == *ns && meta_name(p) == *name)
+                else {
+                    return not_found("pods", name);
+                };
+                if self
+                    .pdb_blocked
+                    .iter()
+                    .any(|b| *b == format!("{ns}/{name}"))
+                {
+                    let mut status = k8s_status(
+                        429,
+                        "TooManyRequests",
+                        "Cannot evict pod as it would violate the pod's disruption budget.",
+                    );
+                    status["details"] = json!({"causes": [{"reason": "DisruptionBudget",
+                        "message": "The disruption budget ledger-pdb needs 2 healthy pods and has 2 currently"}]});
+                    return json_response(StatusCode::TOO_MANY_REQUESTS, &status);
+                }
+                self.pods.remove(i);
+                json_response(
+                    StatusCode::CREATED,
+                    &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+                )
             }
             _ => json_response(
                 StatusCode::NOT_FOUND,
