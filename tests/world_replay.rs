@@ -114,7 +114,40 @@ async fn an_action_in_replay_applies_its_effects() {
         .execute(&action("kubernetes.teleport", "x"))
         .await
         .expect_err("unknown kind");
-    assert!(e.to_string().contains("unknown action kind"), "{e}");
+    assert!(e.is_manual(), "{e}");
+    assert!(
+        e.to_string()
+            .contains("manual step: carry out kubernetes.teleport on x by hand"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn node_and_resource_actions_are_simulated_in_replay() {
+    let world = World::from_case_files("demo/rollback", case_files()).expect("case loads");
+    for (kind, target) in [
+        ("kubernetes.cordon", "node/ip-10-0-1-42"),
+        ("kubernetes.drain", "node/ip-10-0-1-42"),
+    ] {
+        let msg = world
+            .execute(&action(kind, target))
+            .await
+            .unwrap_or_else(|e| panic!("{kind}: {e}"));
+        assert_eq!(msg, format!("{kind} {target}: simulated (replay)"));
+    }
+    let mut set = action("kubernetes.set_resources", "deployment/payments-api");
+    set.params.insert("memory_limit".into(), json!("1Gi"));
+    let msg = world.execute(&set).await.expect("set_resources");
+    assert!(msg.ends_with("simulated (replay)"), "{msg}");
+    // A parameter error is still an error in replay, not a simulated success.
+    let e = world
+        .execute(&action(
+            "kubernetes.set_resources",
+            "deployment/payments-api",
+        ))
+        .await
+        .expect_err("no resources given");
+    assert!(e.to_string().contains("memory_limit"), "{e}");
 }
 
 #[test]

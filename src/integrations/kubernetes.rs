@@ -1073,6 +1073,35 @@ mod tests {
     }
 
     #[test]
+    fn quantities_are_checked_like_the_api_server_does() {
+        for ok in [
+            "1Gi", "512Mi", "250m", "2", "1.5", "0.5Gi", "1e3", "100k", "+1G",
+        ] {
+            assert!(is_quantity(ok), "{ok}");
+        }
+        for bad in ["", "lots", "1GB", "Gi", ".", "1..5", "1 Gi", "1e", "1Gi;rm"] {
+            assert!(!is_quantity(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn drain_summaries_name_every_pod() {
+        let r = DrainReport {
+            node: "n1".into(),
+            evicted: vec!["a/p1".into()],
+            skipped: vec![("kube-system/ds".into(), "managed by DaemonSet/x".into())],
+            blocked: vec![("a/p2".into(), "budget".into())],
+            failed: Vec::new(),
+        };
+        assert!(!r.complete());
+        assert_eq!(
+            r.summary(),
+            "node/n1 cordoned, 1 pod(s) evicted (a/p1), 1 skipped (kube-system/ds: managed by DaemonSet/x), \
+             1 blocked by a PodDisruptionBudget (a/p2: budget); retry once their replacements are ready"
+        );
+    }
+
+    #[test]
     fn names_cannot_become_other_paths() {
         let req = Request::get(NAME, "/x");
         assert!(check_name(&req, "pod", "payments-api-7f9dd8b6c4-x7gr9").is_ok());

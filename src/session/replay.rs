@@ -175,6 +175,11 @@ impl Replay {
         self.play
     }
 
+    /// Play time at which record `index` is applied (marks on a progress bar use this scale).
+    pub fn play_time_at(&self, index: usize) -> Option<f64> {
+        self.play_at.get(index).copied()
+    }
+
     /// Current position in session time (what the clock on screen shows).
     pub fn session_time(&self) -> f64 {
         match self.pos.checked_sub(1) {

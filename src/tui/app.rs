@@ -1,15 +1,18 @@
 //! UI state as plain data and the reducer: `update(&mut AppState, Msg) -> Vec<Effect>`.
 
-use super::clock::ReplayClock;
 use super::keymap::{Action, Key, Keymap, Scope};
 use super::layout::{self, Areas};
 use super::theme::Theme;
-use crate::model::{ActionStatus, Command, EvidenceBody, Incident, Record, Risk, TimelineKind};
+use crate::model::{
+    ActionStatus, Command, Event, EvidenceBody, Incident, Record, Risk, Stage, TimelineKind,
+};
+use crate::session::replay::{MAX_SPEED, MIN_SPEED, Replay};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 use ratatui_textarea::TextArea;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pane {
@@ -240,12 +243,74 @@ impl Index {
     }
 }
 
+/// A replay on screen: the project's replay clock plus what the progress bar needs from it.
 pub struct ReplayUi {
-    pub clock: ReplayClock,
+    pub clock: Replay,
+    /// Where each stage began, as a fraction of the play time (the progress bar's scale).
+    pub marks: Vec<(f64, Stage)>,
+}
+
+impl ReplayUi {
+    /// Positioned at the start and paused; the event loop starts playback.
+    pub fn new(records: Vec<Record>) -> ReplayUi {
+        let mut clock = Replay::new(records);
+        clock.pause();
+        let total = clock.play_duration();
+        let marks = clock
+            .records()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| match r.event {
+                Event::StageStarted { stage } => {
+                    let at = clock.play_time_at(i).unwrap_or(0.0);
+                    let frac = if total > 0.0 { at / total } else { 0.0 };
+                    Some((frac.clamp(0.0, 1.0), stage))
+                }
+                _ => None,
+            })
+            .collect();
+        ReplayUi { clock, marks }
+    }
+
+    pub fn is_playing(&self) -> bool {
+        !self.clock.is_paused() && !self.clock.is_finished()
+    }
+
+    /// Wall time until the screen next changes while playing: the next record, or the next
+    /// whole second on the clock shown, whichever is sooner. None when nothing will change.
+    pub fn next_tick(&self) -> Option<Duration> {
+        if !self.is_playing() {
+            return None;
+        }
+        let due = self.clock.next_due()?;
+        let t = self.clock.session_time();
+        let to_second = (t.floor() + 1.0 - t).max(0.0) / self.clock.speed();
+        let second = Duration::try_from_secs_f64(to_second).unwrap_or(Duration::ZERO);
+        Some(due.min(second))
+    }
+
+    /// Play or pause; playing from the end starts over.
+    fn toggle(&mut self) {
+        if self.clock.is_finished() && !self.clock.is_empty() {
+            self.clock.seek_index(0);
+            self.clock.resume();
+        } else {
+            self.clock.toggle_pause();
+        }
+    }
+}
+
+/// The fold on screen, borrowed field by field so callers can mutate the rest of the state.
+fn shown<'a>(live: &'a Incident, replay: &'a Option<ReplayUi>) -> &'a Incident {
+    match replay {
+        Some(r) => r.clock.incident(),
+        None => live,
+    }
 }
 
 pub struct AppState {
-    pub incident: Incident,
+    /// The live fold; a replay folds inside its own clock instead (see [`AppState::incident`]).
+    live: Incident,
     pub index: Index,
     pub theme: Theme,
     pub keymap: Keymap,
@@ -279,7 +344,7 @@ impl AppState {
         chat_input.set_placeholder_text("ask the agent, or /help /export /runbook NAME");
         chat_input.set_cursor_line_style(ratatui::style::Style::default());
         AppState {
-            incident: Incident::new(),
+            live: Incident::new(),
             index: Index::default(),
             theme,
             keymap,
@@ -310,9 +375,7 @@ impl AppState {
     pub fn new_replay(theme: Theme, keymap: Keymap, records: Vec<Record>) -> AppState {
         let mut s = AppState::new(theme, keymap);
         s.read_only = true;
-        s.replay = Some(ReplayUi {
-            clock: ReplayClock::new(records),
-        });
+        s.replay = Some(ReplayUi::new(records));
         s.sync();
         s
     }
@@ -321,10 +384,15 @@ impl AppState {
         self.replay.is_some()
     }
 
-    /// Replace the incident wholesale (tests, benches) and bring derived state up to date.
+    /// The fold on screen: the replay's position in a replay, else everything received live.
+    pub fn incident(&self) -> &Incident {
+        shown(&self.live, &self.replay)
+    }
+
+    /// Replace the live incident wholesale (tests, benches) and bring derived state up to date.
     pub fn set_incident(&mut self, incident: Incident) {
-        self.incident = incident;
-        self.now_t = self.now_t.max(self.incident.now);
+        self.live = incident;
+        self.now_t = self.now_t.max(self.live.now);
         self.sync();
     }
 
@@ -347,7 +415,7 @@ impl AppState {
     pub fn timeline_len(&self) -> usize {
         match &self.filter {
             Some(f) if f.pane == Pane::Timeline => f.rows.len(),
-            _ => self.incident.timeline.len(),
+            _ => self.incident().timeline.len(),
         }
     }
 
@@ -355,18 +423,18 @@ impl AppState {
     pub fn timeline_row(&self, i: usize) -> Option<usize> {
         match &self.filter {
             Some(f) if f.pane == Pane::Timeline => f.rows.get(i).copied(),
-            _ => (i < self.incident.timeline.len()).then_some(i),
+            _ => (i < self.incident().timeline.len()).then_some(i),
         }
     }
 
     pub fn selected_item(&self) -> Option<&crate::model::TimelineItem> {
         self.timeline_row(self.timeline_sel)
-            .and_then(|i| self.incident.timeline.get(i))
+            .and_then(|i| self.incident().timeline.get(i))
     }
 
     /// The action waiting for this operator's decision, if any.
     pub fn pending(&self) -> Option<&crate::model::ActionState> {
-        self.incident
+        self.incident()
             .actions
             .iter()
             .find(|a| a.status == ActionStatus::AwaitingApproval)
@@ -381,18 +449,21 @@ impl AppState {
     /// Whether the loop needs a clock: a countdown is on screen or a replay is playing.
     pub fn needs_tick(&self) -> bool {
         if let Some(r) = &self.replay {
-            return r.clock.playing;
+            return r.is_playing();
         }
         !self.agent_done
             && self
-                .incident
+                .live
                 .actions
                 .iter()
                 .any(|a| a.status == ActionStatus::AwaitingApproval && a.veto_secs.is_some())
     }
 
     pub fn sync(&mut self) {
-        self.index.sync(&self.incident);
+        if let Some(r) = &self.replay {
+            self.now_t = r.clock.session_time();
+        }
+        self.index.sync(shown(&self.live, &self.replay));
         self.sync_filter();
         let len = self.timeline_len();
         if self.follow || self.timeline_sel >= len {
@@ -401,12 +472,13 @@ impl AppState {
         self.fix_offset();
         self.sync_approval();
         if let Some(id) = super::evidence::displayed_evidence_id(self) {
-            self.index.ensure_lines(&self.incident, &id);
+            self.index
+                .ensure_lines(shown(&self.live, &self.replay), &id);
         }
     }
 
     fn sync_filter(&mut self) {
-        let timeline = &self.incident.timeline;
+        let timeline = &shown(&self.live, &self.replay).timeline;
         if let Some(f) = &mut self.filter
             && f.pane == Pane::Timeline
         {
@@ -442,13 +514,13 @@ impl AppState {
     fn sync_approval(&mut self) {
         if let Some(Overlay::Approval(ui)) = &self.overlay {
             let still = self
-                .incident
+                .incident()
                 .action(&ui.action_id)
                 .is_some_and(|a| a.status == ActionStatus::AwaitingApproval);
             let mine_done =
                 self.submitted.contains(&ui.action_id) && !self.is_critical(&ui.action_id);
             if !still || mine_done {
-                if let Some(a) = self.incident.action(&ui.action_id)
+                if let Some(a) = self.incident().action(&ui.action_id)
                     && !still
                 {
                     let text = format!("{} {}", a.action.id, a.status.name());
@@ -465,7 +537,7 @@ impl AppState {
             return;
         }
         let candidate = self
-            .incident
+            .incident()
             .actions
             .iter()
             .find(|a| {
@@ -484,7 +556,7 @@ impl AppState {
     }
 
     fn is_critical(&self, id: &str) -> bool {
-        self.incident
+        self.incident()
             .action(id)
             .is_some_and(|a| a.action.risk == Risk::Critical)
     }
@@ -492,7 +564,8 @@ impl AppState {
     fn selection_changed(&mut self) {
         self.evidence_scroll = 0;
         if let Some(id) = super::evidence::displayed_evidence_id(self) {
-            self.index.ensure_lines(&self.incident, &id);
+            self.index
+                .ensure_lines(shown(&self.live, &self.replay), &id);
         }
     }
 }
@@ -510,7 +583,7 @@ pub fn update(state: &mut AppState, msg: Msg) -> Vec<Effect> {
         Msg::Record(r) => {
             let r = *r;
             state.now_t = state.now_t.max(r.t);
-            state.incident.apply(r.t, &r.event);
+            state.live.apply(r.t, &r.event);
             Vec::new()
         }
         Msg::Resize(w, h) => {
@@ -523,8 +596,8 @@ pub fn update(state: &mut AppState, msg: Msg) -> Vec<Effect> {
         }
         Msg::ReplayTick(dt) => {
             if let Some(r) = &mut state.replay {
-                r.clock.tick(&mut state.incident, dt);
-                state.now_t = r.clock.t;
+                let wall = Duration::try_from_secs_f64(dt).unwrap_or(Duration::ZERO);
+                r.clock.advance(wall);
             }
             Vec::new()
         }
@@ -576,9 +649,8 @@ fn on_key(state: &mut AppState, key: KeyEvent) -> Vec<Effect> {
         && let KeyCode::Char(c @ '0'..='9') = key.code
         && key.modifiers.difference(KeyModifiers::SHIFT).is_empty()
     {
-        let pct = c.to_digit(10).unwrap_or(0) * 10;
-        r.clock.seek_percent(&mut state.incident, pct);
-        state.now_t = r.clock.t;
+        let tenths = c.to_digit(10).unwrap_or(0);
+        r.clock.seek_fraction(f64::from(tenths) / 10.0);
         return Vec::new();
     }
     let scopes: &[Scope] = if state.is_replay() {
@@ -644,16 +716,20 @@ fn run_action(state: &mut AppState, action: Action) -> Vec<Effect> {
         | Action::Slower
         | Action::Faster => {
             if let Some(r) = &mut state.replay {
-                let inc = &mut state.incident;
                 match action {
-                    Action::TogglePlay => r.clock.toggle(inc),
-                    Action::Step => r.clock.step(inc),
-                    Action::PrevStage => r.clock.prev_stage(inc),
-                    Action::NextStage => r.clock.next_stage(inc),
+                    Action::TogglePlay => r.toggle(),
+                    Action::Step => {
+                        r.clock.step();
+                    }
+                    Action::PrevStage => {
+                        r.clock.prev_stage();
+                    }
+                    Action::NextStage => {
+                        r.clock.next_stage();
+                    }
                     Action::Slower => r.clock.slower(),
                     _ => r.clock.faster(),
                 }
-                state.now_t = r.clock.t;
             }
         }
         Action::Approve | Action::Confirm | Action::Deny | Action::Edit => {}
@@ -746,10 +822,12 @@ fn next_match(state: &mut AppState, forward: bool) {
             let Some(id) = super::evidence::displayed_evidence_id(state) else {
                 return;
             };
-            state.index.ensure_lines(&state.incident, &id);
+            state
+                .index
+                .ensure_lines(shown(&state.live, &state.replay), &id);
             let (Some(li), Some(EvidenceBody::Text { text, .. })) = (
                 state.index.lines.get(&id),
-                state.index.evidence(&state.incident, &id).map(|e| &e.body),
+                state.index.evidence(state.incident(), &id).map(|e| &e.body),
             ) else {
                 return;
             };
@@ -896,7 +974,7 @@ pub fn chat_command(state: &mut AppState, text: &str) -> Vec<Effect> {
 }
 
 fn on_approval_key(state: &mut AppState, mut ui: ApprovalUi, key: KeyEvent, k: Key) -> Vec<Effect> {
-    let Some(action) = state.incident.action(&ui.action_id).cloned() else {
+    let Some(action) = state.incident().action(&ui.action_id).cloned() else {
         return Vec::new();
     };
     let risk = action.action.risk;
@@ -1191,13 +1269,9 @@ pub fn run_command(state: &mut AppState, line: &str) -> Vec<Effect> {
             };
             let n: Option<f64> = arg.trim_end_matches(['x', '%']).parse().ok();
             match (cmd, n) {
-                ("speed", Some(s)) if r.clock.set_speed(s) => {}
-                ("seek", Some(p)) if (0.0..=100.0).contains(&p) => {
-                    r.clock
-                        .seek_time(&mut state.incident, r.clock.duration() * p / 100.0);
-                    state.now_t = r.clock.t;
-                }
-                ("speed", _) => state.set_status("speed: one of 0.25 0.5 1 2 4 8 16 32 64", true),
+                ("speed", Some(s)) if (MIN_SPEED..=MAX_SPEED).contains(&s) => r.clock.set_speed(s),
+                ("seek", Some(p)) if (0.0..=100.0).contains(&p) => r.clock.seek_fraction(p / 100.0),
+                ("speed", _) => state.set_status("speed: 0.25 to 64 (times real time)", true),
                 _ => state.set_status("seek: a percentage 0-100", true),
             }
         }

@@ -22,7 +22,7 @@ fn risk_role(r: Risk) -> Role {
 
 pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) {
     let th = &state.theme;
-    let Some(a) = state.incident.action(&ui.action_id) else {
+    let Some(a) = state.incident().action(&ui.action_id) else {
         return;
     };
     let act = &a.action;
@@ -82,7 +82,7 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
             .map(|id| {
                 state
                     .index
-                    .evidence(&state.incident, id)
+                    .evidence(state.incident(), id)
                     .map(|e| format!("{} [{}]", sanitize(&e.title), e.kind))
                     .unwrap_or_else(|| id.clone())
             })
@@ -116,7 +116,7 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
             let session = state
                 .session_id
                 .clone()
-                .unwrap_or_else(|| state.incident.id.clone());
+                .unwrap_or_else(|| state.incident().id.clone());
             let have = a.approvals();
             let need = usize::from(a.approvals_needed.max(2));
             lines.push(Line::from(Span::styled(

@@ -18,7 +18,7 @@ pub fn displayed_evidence_id(state: &AppState) -> Option<String> {
         TimelineKind::Evidence { evidence_id } => Some(evidence_id.clone()),
         TimelineKind::Tool { call_id } => state
             .index
-            .tool(&state.incident, call_id)?
+            .tool(state.incident(), call_id)?
             .evidence
             .first()
             .cloned(),
@@ -28,7 +28,7 @@ pub fn displayed_evidence_id(state: &AppState) -> Option<String> {
 
 fn displayed(state: &AppState) -> Option<&Evidence> {
     let id = displayed_evidence_id(state)?;
-    state.index.evidence(&state.incident, &id)
+    state.index.evidence(state.incident(), &id)
 }
 
 /// Scrollable lines in the panel, for the reducer's bounds.
@@ -378,7 +378,7 @@ fn risk_role(r: Risk) -> Role {
 /// Details for rows without an evidence body: tool calls, findings, actions, decisions, ...
 pub fn detail_lines(state: &AppState) -> Vec<Line<'static>> {
     let th = &state.theme;
-    let inc = &state.incident;
+    let inc = state.incident();
     let Some(item) = state.selected_item() else {
         return vec![Line::from(Span::styled(
             "select a timeline row (j/k) to see its evidence",
@@ -568,7 +568,7 @@ fn evidence_refs(state: &AppState, ids: &[String], out: &mut Vec<Line<'static>>)
     for id in ids {
         let title = state
             .index
-            .evidence(&state.incident, id)
+            .evidence(state.incident(), id)
             .map(|e| format!("{} [{}]", e.title, e.kind))
             .unwrap_or_default();
         out.push(kv(state, "evidence", &format!("{id} {title}")));
@@ -578,7 +578,7 @@ fn evidence_refs(state: &AppState, ids: &[String], out: &mut Vec<Line<'static>>)
 /// Diagnosis, hypotheses, what was ruled out, and the actions with their status.
 pub fn summary_lines(state: &AppState) -> Vec<Line<'static>> {
     let th = &state.theme;
-    let inc = &state.incident;
+    let inc = state.incident();
     let mut out = Vec::new();
     match &inc.diagnosis {
         Some((cat, root, conf)) => {

@@ -14,7 +14,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         return;
     }
     let th = &state.theme;
-    let inc = &state.incident;
+    let inc = state.incident();
     let sev = inc.severity().to_string();
     let sev_role = match sev.as_str() {
         "critical" | "page" | "error" => Role::SeverityCritical,
@@ -113,7 +113,7 @@ fn truncate_spans(spans: &mut Vec<Span<'_>>, max: usize) {
 /// `triage ✓ › gather ● › diagnose › …`, shortened to initials when the screen is narrow.
 fn pipeline_line(state: &AppState, width: usize) -> Line<'static> {
     let th = &state.theme;
-    let inc = &state.incident;
+    let inc = state.incident();
     let full: usize = Stage::ALL.iter().map(|s| s.name().len() + 5).sum();
     let short = full + 1 > width;
     let mut spans = vec![Span::raw(" ")];

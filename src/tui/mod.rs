@@ -405,10 +405,10 @@ pub fn report_path(state: &AppState) -> PathBuf {
     match &state.session_path {
         Some(p) => p.with_extension("md"),
         None => {
-            let id = if state.incident.id.is_empty() {
+            let id = if state.incident().id.is_empty() {
                 "report".to_string()
             } else {
-                state.incident.id.clone()
+                state.incident().id.clone()
             };
             crate::config::data_dir().join("reports").join(format!(
                 "{}.md",
@@ -420,7 +420,7 @@ pub fn report_path(state: &AppState) -> PathBuf {
 
 fn export_report(state: &mut AppState) {
     let path = report_path(state);
-    let md = crate::session::export::markdown(&state.incident);
+    let md = crate::session::export::markdown(state.incident());
     let res = path
         .parent()
         .map(std::fs::create_dir_all)

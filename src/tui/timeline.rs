@@ -26,7 +26,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         offset = sel + 1 - h;
     }
     let focused = state.focus == Pane::Timeline;
-    let mut title = format!(" 1 timeline · {} ", state.incident.timeline.len());
+    let mut title = format!(" 1 timeline · {} ", state.incident().timeline.len());
     if let Some(f) = &state.filter
         && f.pane == Pane::Timeline
     {
@@ -34,7 +34,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
             " 1 timeline · /{} · {} of {} ",
             sanitize(&f.query),
             f.rows.len(),
-            state.incident.timeline.len()
+            state.incident().timeline.len()
         );
     }
     let follow = if state.follow {
@@ -49,7 +49,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     for vis in offset..(offset + h).min(len) {
         let Some(item) = state
             .timeline_row(vis)
-            .and_then(|i| state.incident.timeline.get(i))
+            .and_then(|i| state.incident().timeline.get(i))
         else {
             continue;
         };
@@ -80,7 +80,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
 
 fn row(state: &AppState, item: &TimelineItem, width: usize) -> Line<'static> {
     let th = &state.theme;
-    let inc = &state.incident;
+    let inc = state.incident();
     let mut style = th.get(Role::Text);
     let mut suffix: Option<(String, Style)> = None;
     match &item.kind {
