@@ -152,7 +152,7 @@ fn bench(c: &mut Criterion) {
     let mut state = big_session();
     eprintln!(
         "setup: {} events folded in {:.2}s",
-        state.incident.events,
+        state.incident().events,
         t0.elapsed().as_secs_f64()
     );
     let mut term = match Terminal::new(TestBackend::new(W, H)) {
@@ -189,7 +189,7 @@ fn bench(c: &mut Criterion) {
     times.sort_by(f64::total_cmp);
     eprintln!(
         "frame 200x50, timeline of {} rows, scrolling: p50 {:.3} ms, p99 {:.3} ms",
-        state.incident.timeline.len(),
+        state.incident().timeline.len(),
         percentile(&times, 0.5),
         percentile(&times, 0.99)
     );

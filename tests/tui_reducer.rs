@@ -290,12 +290,12 @@ fn filter_and_matches_on_the_timeline() {
     press(&mut s, "kubernetes".chars().map(key));
     press(&mut s, [code(KeyCode::Enter)]);
     let n = s.timeline_len();
-    assert!(n >= 3 && n < s.incident.timeline.len(), "{n}");
+    assert!(n >= 3 && n < s.incident().timeline.len(), "{n}");
     let last = s.timeline_sel;
     press(&mut s, [key('N')]);
     assert_eq!(s.timeline_sel, last - 1);
     press(&mut s, [code(KeyCode::Esc)]);
-    assert_eq!(s.timeline_len(), s.incident.timeline.len());
+    assert_eq!(s.timeline_len(), s.incident().timeline.len());
 }
 
 #[test]
@@ -319,7 +319,7 @@ fn follow_stops_when_scrolled_and_resumes_with_g() {
     );
     press(&mut s, [key('G')]);
     assert!(s.follow);
-    assert_eq!(s.timeline_sel, s.incident.timeline.len() - 1);
+    assert_eq!(s.timeline_sel, s.incident().timeline.len() - 1);
 }
 
 #[test]
@@ -327,14 +327,17 @@ fn replay_controls() {
     let records = fixtures::full_session();
     let n = records.len();
     let mut s = AppState::new_replay(Theme::default(), Keymap::default(), records);
-    assert_eq!(s.replay.as_ref().map(|r| r.clock.pos), Some(0));
+    assert_eq!(s.replay.as_ref().map(|r| r.clock.position()), Some(0));
     press(&mut s, [key('9')]);
-    let pos9 = s.replay.as_ref().map(|r| r.clock.pos).unwrap_or(0);
+    let pos9 = s.replay.as_ref().map(|r| r.clock.position()).unwrap_or(0);
     assert!(pos9 > 0 && pos9 < n);
     press(&mut s, [key('0')]);
-    assert!(s.incident.events <= 1, "0 seeks to the start");
+    assert!(s.incident().events <= 1, "0 seeks to the start");
     press(&mut s, [key(']'), key(']')]);
-    assert_eq!(s.incident.current_stage, Some(sitrep::model::Stage::Gather));
+    assert_eq!(
+        s.incident().current_stage,
+        Some(sitrep::model::Stage::Gather)
+    );
     press(&mut s, [key('.')]);
     press(&mut s, [key('>'), key('>')]);
     assert_eq!(s.replay.as_ref().map(|r| r.clock.speed()), Some(4.0));
@@ -344,6 +347,64 @@ fn replay_controls() {
     // Replays never open the approval modal or send anything.
     let e = press(&mut s, [key('8'), key('a'), key('a'), key('y')]);
     assert!(e.is_empty(), "{e:?}");
+}
+
+#[test]
+fn replay_plays_to_the_end_then_space_starts_over() {
+    let records = fixtures::full_session();
+    let n = records.len();
+    let mut s = AppState::new_replay(Theme::default(), Keymap::default(), records);
+    let r = s
+        .replay
+        .as_ref()
+        .map(|r| (r.clock.is_paused(), r.next_tick()));
+    assert_eq!(r, Some((true, None)), "a new replay waits, paused");
+    press(&mut s, [key(' ')]);
+    let due = s.replay.as_ref().and_then(|r| r.next_tick());
+    assert!(due.is_some_and(|d| d <= std::time::Duration::from_secs(1)));
+    // A long wall-clock tick plays everything; the 29 s wait for verification is capped.
+    update(&mut s, Msg::ReplayTick(15.0));
+    assert_eq!(s.replay.as_ref().map(|r| r.clock.position()), Some(n));
+    assert!(!s.needs_tick(), "finished: no more ticks, no more frames");
+    assert_eq!(
+        s.incident().current_stage,
+        Some(sitrep::model::Stage::Report)
+    );
+    press(&mut s, [key(' ')]);
+    assert_eq!(s.replay.as_ref().map(|r| r.clock.position()), Some(0));
+    assert!(
+        s.needs_tick(),
+        "space at the end plays again from the start"
+    );
+    // Stage marks sit on the play-time scale the progress bar fills along, in order.
+    let marks: Vec<f64> = s
+        .replay
+        .as_ref()
+        .map(|r| r.marks.iter().map(|(f, _)| *f).collect())
+        .unwrap_or_default();
+    assert_eq!(marks.len(), 8);
+    assert!(marks.windows(2).all(|w| w[0] <= w[1]) && marks[7] <= 1.0);
+    assert!(
+        marks[7] - marks[6] < 0.5,
+        "the idle gap before report is capped"
+    );
+}
+
+#[test]
+fn replay_palette_speed_and_seek() {
+    let mut s = AppState::new_replay(
+        Theme::default(),
+        Keymap::default(),
+        fixtures::full_session(),
+    );
+    sitrep::tui::app::run_command(&mut s, "speed 0.5");
+    assert_eq!(s.replay.as_ref().map(|r| r.clock.speed()), Some(0.5));
+    sitrep::tui::app::run_command(&mut s, "speed 100");
+    assert!(s.status.as_ref().is_some_and(|st| st.error));
+    assert_eq!(s.replay.as_ref().map(|r| r.clock.speed()), Some(0.5));
+    sitrep::tui::app::run_command(&mut s, "seek 100%");
+    assert!(s.replay.as_ref().is_some_and(|r| r.clock.is_finished()));
+    assert_eq!(s.now_t, 51.1, "the clock shown follows the seek");
 }
 
 #[test]

@@ -32,7 +32,7 @@ fn live_mid_gather() {
         // Select the log evidence so the panel shows highlighted, sanitized log lines.
         s.follow = false;
         s.timeline_sel = s
-            .incident
+            .incident()
             .timeline
             .iter()
             .position(|i| i.text.contains("logs payments-api"))

@@ -26,7 +26,11 @@ pub struct Alert {
     pub starts_at: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ends_at: Option<DateTime<Utc>>,
-    #[serde(default, rename = "generatorURL", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        rename = "generatorURL",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub generator_url: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub fingerprint: String,
@@ -34,11 +38,17 @@ pub struct Alert {
 
 impl Alert {
     pub fn name(&self) -> &str {
-        self.labels.get("alertname").map(String::as_str).unwrap_or("alert")
+        self.labels
+            .get("alertname")
+            .map(String::as_str)
+            .unwrap_or("alert")
     }
 
     pub fn severity(&self) -> &str {
-        self.labels.get("severity").map(String::as_str).unwrap_or("unknown")
+        self.labels
+            .get("severity")
+            .map(String::as_str)
+            .unwrap_or("unknown")
     }
 
     pub fn label(&self, key: &str) -> Option<&str> {
@@ -142,7 +152,10 @@ mod tests {
             generator_url: "http://prom:9090/graph?g0.expr=rate%28http_errors_total%5B5m%5D%29+%3E+0.05&g0.tab=1".into(),
             ..Alert::default()
         };
-        assert_eq!(alert.expr().as_deref(), Some("rate(http_errors_total[5m]) > 0.05"));
+        assert_eq!(
+            alert.expr().as_deref(),
+            Some("rate(http_errors_total[5m]) > 0.05")
+        );
     }
 
     #[test]

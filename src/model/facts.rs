@@ -50,7 +50,10 @@ pub struct PodFacts {
 
 impl PodFacts {
     pub fn ready(&self) -> bool {
-        self.conditions.get("Ready").map(|s| s == "True").unwrap_or(false)
+        self.conditions
+            .get("Ready")
+            .map(|s| s == "True")
+            .unwrap_or(false)
     }
     pub fn restarts(&self) -> u32 {
         self.containers.iter().map(|c| c.restart_count).sum()
@@ -106,7 +109,10 @@ pub struct NodeFacts {
 
 impl NodeFacts {
     pub fn ready(&self) -> bool {
-        self.conditions.get("Ready").map(|s| s == "True").unwrap_or(false)
+        self.conditions
+            .get("Ready")
+            .map(|s| s == "True")
+            .unwrap_or(false)
     }
 }
 

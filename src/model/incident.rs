@@ -179,7 +179,12 @@ impl Incident {
         self.events += 1;
         let stage = self.current_stage;
         let push = |this: &mut Self, kind: TimelineKind, text: String| {
-            this.timeline.push(TimelineItem { t, stage, kind, text });
+            this.timeline.push(TimelineItem {
+                t,
+                stage,
+                kind,
+                text,
+            });
         };
         match event {
             Event::SessionStarted {
@@ -202,12 +207,20 @@ impl Incident {
                 self.case = case.clone();
                 self.read_only = *read_only;
                 self.operator = operator.clone();
-                push(self, TimelineKind::Session, format!("session started: {title}"));
+                push(
+                    self,
+                    TimelineKind::Session,
+                    format!("session started: {title}"),
+                );
             }
             Event::SessionEnded { outcome } => {
                 self.outcome = Some(*outcome);
                 self.current_stage = None;
-                push(self, TimelineKind::Session, format!("session ended: {}", outcome.name()));
+                push(
+                    self,
+                    TimelineKind::Session,
+                    format!("session ended: {}", outcome.name()),
+                );
             }
             Event::StageStarted { stage } => {
                 let st = &mut self.stages[stage.index()];
@@ -235,13 +248,28 @@ impl Incident {
                     });
                 }
             }
-            Event::Triaged { summary, runbook, specialists } => {
+            Event::Triaged {
+                summary,
+                runbook,
+                specialists,
+            } => {
                 self.triage = Some(summary.clone());
                 self.runbook = runbook.clone();
                 self.specialists = specialists.clone();
-                push(self, TimelineKind::Stage { stage: Stage::Triage }, summary.clone());
+                push(
+                    self,
+                    TimelineKind::Stage {
+                        stage: Stage::Triage,
+                    },
+                    summary.clone(),
+                );
             }
-            Event::ToolCalled { call_id, tool, specialist, params } => {
+            Event::ToolCalled {
+                call_id,
+                tool,
+                specialist,
+                params,
+            } => {
                 self.tools.push(ToolCallState {
                     call_id: call_id.clone(),
                     tool: tool.clone(),
@@ -252,15 +280,29 @@ impl Incident {
                     outcome: None,
                     evidence: Vec::new(),
                 });
-                push(self, TimelineKind::Tool { call_id: call_id.clone() }, format!("→ {tool}"));
+                push(
+                    self,
+                    TimelineKind::Tool {
+                        call_id: call_id.clone(),
+                    },
+                    format!("→ {tool}"),
+                );
             }
-            Event::ToolSucceeded { call_id, duration_ms, summary } => {
+            Event::ToolSucceeded {
+                call_id,
+                duration_ms,
+                summary,
+            } => {
                 if let Some(call) = self.tool_mut(call_id) {
                     call.duration_ms = Some(*duration_ms);
                     call.outcome = Some(Ok(summary.clone()));
                 }
             }
-            Event::ToolFailed { call_id, duration_ms, error } => {
+            Event::ToolFailed {
+                call_id,
+                duration_ms,
+                error,
+            } => {
                 let tool = match self.tool_mut(call_id) {
                     Some(call) => {
                         call.duration_ms = Some(*duration_ms);
@@ -269,7 +311,13 @@ impl Incident {
                     }
                     None => call_id.clone(),
                 };
-                push(self, TimelineKind::Tool { call_id: call_id.clone() }, format!("✗ {tool}: {error}"));
+                push(
+                    self,
+                    TimelineKind::Tool {
+                        call_id: call_id.clone(),
+                    },
+                    format!("✗ {tool}: {error}"),
+                );
             }
             Event::EvidenceAdded { evidence } => {
                 if let Some(call_id) = &evidence.call_id
@@ -279,7 +327,13 @@ impl Incident {
                 }
                 let text = format!("◆ {} [{}]", evidence.title, evidence.kind);
                 self.evidence.push(evidence.clone());
-                push(self, TimelineKind::Evidence { evidence_id: evidence.id.clone() }, text);
+                push(
+                    self,
+                    TimelineKind::Evidence {
+                        evidence_id: evidence.id.clone(),
+                    },
+                    text,
+                );
             }
             Event::EvidenceAppended { evidence_id, text } => {
                 if let Some(ev) = self.evidence.iter_mut().find(|e| &e.id == evidence_id)
@@ -300,7 +354,10 @@ impl Incident {
                     format!("● {} ({:.0}%)", finding.summary, finding.confidence * 100.0),
                 );
             }
-            Event::HypothesesRanked { hypotheses, ruled_out } => {
+            Event::HypothesesRanked {
+                hypotheses,
+                ruled_out,
+            } => {
                 self.hypotheses = hypotheses.clone();
                 self.ruled_out = ruled_out.clone();
                 let top = hypotheses
@@ -310,12 +367,24 @@ impl Incident {
                 push(
                     self,
                     TimelineKind::Hypotheses,
-                    format!("{} hypotheses, {} ruled out; top: {top}", hypotheses.len(), ruled_out.len()),
+                    format!(
+                        "{} hypotheses, {} ruled out; top: {top}",
+                        hypotheses.len(),
+                        ruled_out.len()
+                    ),
                 );
             }
-            Event::Diagnosis { category, root_cause, confidence } => {
+            Event::Diagnosis {
+                category,
+                root_cause,
+                confidence,
+            } => {
                 self.diagnosis = Some((*category, root_cause.clone(), *confidence));
-                push(self, TimelineKind::Diagnosis, format!("diagnosis [{category}]: {root_cause}"));
+                push(
+                    self,
+                    TimelineKind::Diagnosis,
+                    format!("diagnosis [{category}]: {root_cause}"),
+                );
             }
             Event::ActionProposed { action } => {
                 self.actions.push(ActionState {
@@ -332,11 +401,18 @@ impl Incident {
                 });
                 push(
                     self,
-                    TimelineKind::Action { action_id: action.id.clone() },
+                    TimelineKind::Action {
+                        action_id: action.id.clone(),
+                    },
                     format!("⚑ {} {} [{} risk]", action.kind, action.target, action.risk),
                 );
             }
-            Event::ApprovalRequested { action_id, risk, veto_secs, approvals_needed } => {
+            Event::ApprovalRequested {
+                action_id,
+                risk,
+                veto_secs,
+                approvals_needed,
+            } => {
                 if let Some(a) = self.action_mut(action_id) {
                     a.status = ActionStatus::AwaitingApproval;
                     a.requested_at = Some(t);
@@ -348,47 +424,104 @@ impl Incident {
                     (Risk::Critical, _) => format!("needs {approvals_needed} distinct operators"),
                     _ => "needs explicit approval".into(),
                 };
-                push(self, TimelineKind::Decision { action_id: action_id.clone() }, format!("? approval requested for {action_id} ({risk}): {how}"));
+                push(
+                    self,
+                    TimelineKind::Decision {
+                        action_id: action_id.clone(),
+                    },
+                    format!("? approval requested for {action_id} ({risk}): {how}"),
+                );
             }
-            Event::ApprovalGiven { action_id, by, at, .. } => {
+            Event::ApprovalGiven {
+                action_id, by, at, ..
+            } => {
                 if let Some(a) = self.action_mut(action_id) {
-                    a.decisions.push(Approval { by: by.clone(), at: *at, approved: true, reason: String::new() });
+                    a.decisions.push(Approval {
+                        by: by.clone(),
+                        at: *at,
+                        approved: true,
+                        reason: String::new(),
+                    });
                     if a.approvals() >= usize::from(a.approvals_needed.max(1)) {
                         a.status = ActionStatus::Approved;
                         a.requested_at = None;
                     }
                 }
-                push(self, TimelineKind::Decision { action_id: action_id.clone() }, format!("✔ {action_id} approved by {by}"));
+                push(
+                    self,
+                    TimelineKind::Decision {
+                        action_id: action_id.clone(),
+                    },
+                    format!("✔ {action_id} approved by {by}"),
+                );
             }
-            Event::ApprovalDenied { action_id, by, at, reason } => {
+            Event::ApprovalDenied {
+                action_id,
+                by,
+                at,
+                reason,
+            } => {
                 if let Some(a) = self.action_mut(action_id) {
-                    a.decisions.push(Approval { by: by.clone(), at: *at, approved: false, reason: reason.clone() });
+                    a.decisions.push(Approval {
+                        by: by.clone(),
+                        at: *at,
+                        approved: false,
+                        reason: reason.clone(),
+                    });
                     a.status = ActionStatus::Denied;
                     a.requested_at = None;
                 }
-                push(self, TimelineKind::Decision { action_id: action_id.clone() }, format!("✘ {action_id} denied by {by}: {reason}"));
+                push(
+                    self,
+                    TimelineKind::Decision {
+                        action_id: action_id.clone(),
+                    },
+                    format!("✘ {action_id} denied by {by}: {reason}"),
+                );
             }
             Event::ApprovalExpired { action_id, .. } => {
                 if let Some(a) = self.action_mut(action_id) {
                     a.status = ActionStatus::Expired;
                     a.requested_at = None;
                 }
-                push(self, TimelineKind::Decision { action_id: action_id.clone() }, format!("⌛ approval for {action_id} expired"));
+                push(
+                    self,
+                    TimelineKind::Decision {
+                        action_id: action_id.clone(),
+                    },
+                    format!("⌛ approval for {action_id} expired"),
+                );
             }
-            Event::ActionExecuted { action_id, duration_ms, result } => {
+            Event::ActionExecuted {
+                action_id,
+                duration_ms,
+                result,
+            } => {
                 if let Some(a) = self.action_mut(action_id) {
                     a.status = ActionStatus::Executed;
                     a.result = Some(Ok(result.clone()));
                     a.duration_ms = Some(*duration_ms);
                 }
-                push(self, TimelineKind::Action { action_id: action_id.clone() }, format!("⚙ {action_id} executed: {result}"));
+                push(
+                    self,
+                    TimelineKind::Action {
+                        action_id: action_id.clone(),
+                    },
+                    format!("⚙ {action_id} executed: {result}"),
+                );
             }
             Event::ActionFailed { action_id, error } => {
                 if let Some(a) = self.action_mut(action_id) {
                     a.status = ActionStatus::Failed;
                     a.result = Some(Err(error.clone()));
                 }
-                push(self, TimelineKind::Action { action_id: action_id.clone() }, format!("✗ {action_id} failed: {error}"));
+                push(
+                    self,
+                    TimelineKind::Action {
+                        action_id: action_id.clone(),
+                    },
+                    format!("✗ {action_id} failed: {error}"),
+                );
             }
             Event::ActionSkipped { action_id, reason } => {
                 if let Some(a) = self.action_mut(action_id) {
@@ -396,7 +529,13 @@ impl Incident {
                     a.result = Some(Err(reason.clone()));
                     a.requested_at = None;
                 }
-                push(self, TimelineKind::Action { action_id: action_id.clone() }, format!("⊘ {action_id} not run: {reason}"));
+                push(
+                    self,
+                    TimelineKind::Action {
+                        action_id: action_id.clone(),
+                    },
+                    format!("⊘ {action_id} not run: {reason}"),
+                );
             }
             Event::Verified { verification } => {
                 if let Some(id) = &verification.action_id
@@ -405,15 +544,25 @@ impl Incident {
                     a.verification = Some(verification.clone());
                 }
                 self.verifications.push(verification.clone());
-                let mark = if verification.passed { "✔ verified" } else { "✗ verification failed" };
+                let mark = if verification.passed {
+                    "✔ verified"
+                } else {
+                    "✗ verification failed"
+                };
                 push(
                     self,
-                    TimelineKind::Verification { action_id: verification.action_id.clone() },
+                    TimelineKind::Verification {
+                        action_id: verification.action_id.clone(),
+                    },
                     format!("{mark}: {}", verification.summary),
                 );
             }
             Event::ChatMessage { from, text } => {
-                self.chat.push(ChatEntry { t, from: *from, text: text.clone() });
+                self.chat.push(ChatEntry {
+                    t,
+                    from: *from,
+                    text: text.clone(),
+                });
             }
             Event::Report { markdown } => {
                 self.report = Some(markdown.clone());
@@ -457,7 +606,9 @@ impl Incident {
 
     /// The oldest action still waiting for a decision.
     pub fn pending_approval(&self) -> Option<&ActionState> {
-        self.actions.iter().find(|a| a.status == ActionStatus::AwaitingApproval)
+        self.actions
+            .iter()
+            .find(|a| a.status == ActionStatus::AwaitingApproval)
     }
 
     /// Evidence kinds consulted, deduplicated, in first-seen order.
@@ -472,7 +623,10 @@ impl Incident {
     }
 
     pub fn severity(&self) -> &str {
-        self.alert.as_ref().map(|a| a.severity()).unwrap_or("unknown")
+        self.alert
+            .as_ref()
+            .map(|a| a.severity())
+            .unwrap_or("unknown")
     }
 
     pub fn is_finished(&self) -> bool {
@@ -489,7 +643,9 @@ mod tests {
         Event::SessionStarted {
             id: "s1".into(),
             title: "t".into(),
-            started: DateTime::parse_from_rfc3339("2026-11-22T09:00:00Z").map(|d| d.to_utc()).unwrap_or_default(),
+            started: DateTime::parse_from_rfc3339("2026-11-22T09:00:00Z")
+                .map(|d| d.to_utc())
+                .unwrap_or_default(),
             mode: RunMode::Demo,
             alert: None,
             problem: Some("p".into()),
@@ -516,16 +672,40 @@ mod tests {
         let events = [
             started(),
             Event::ActionProposed { action },
-            Event::ApprovalRequested { action_id: "a1".into(), risk: Risk::Critical, veto_secs: None, approvals_needed: 2 },
-            Event::ApprovalGiven { action_id: "a1".into(), by: "alice".into(), at, params: None },
+            Event::ApprovalRequested {
+                action_id: "a1".into(),
+                risk: Risk::Critical,
+                veto_secs: None,
+                approvals_needed: 2,
+            },
+            Event::ApprovalGiven {
+                action_id: "a1".into(),
+                by: "alice".into(),
+                at,
+                params: None,
+            },
         ];
         let mut inc = Incident::new();
         for (i, e) in events.iter().enumerate() {
             inc.apply(i as f64, e);
         }
-        assert_eq!(inc.action("a1").map(|a| a.status), Some(ActionStatus::AwaitingApproval));
-        inc.apply(5.0, &Event::ApprovalGiven { action_id: "a1".into(), by: "bob".into(), at, params: None });
-        assert_eq!(inc.action("a1").map(|a| a.status), Some(ActionStatus::Approved));
+        assert_eq!(
+            inc.action("a1").map(|a| a.status),
+            Some(ActionStatus::AwaitingApproval)
+        );
+        inc.apply(
+            5.0,
+            &Event::ApprovalGiven {
+                action_id: "a1".into(),
+                by: "bob".into(),
+                at,
+                params: None,
+            },
+        );
+        assert_eq!(
+            inc.action("a1").map(|a| a.status),
+            Some(ActionStatus::Approved)
+        );
         assert!(inc.pending_approval().is_none());
     }
 }

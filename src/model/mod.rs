@@ -13,8 +13,8 @@ pub use facts::{
     NodeFacts, PodFacts, RuleInfo, Series,
 };
 pub use incident::{
-    ActionState, ActionStatus, Approval, ChatEntry, Incident, StageState, StageStatus, TimelineItem,
-    TimelineKind, ToolCallState,
+    ActionState, ActionStatus, Approval, ChatEntry, Incident, StageState, StageStatus,
+    TimelineItem, TimelineKind, ToolCallState,
 };
 pub use types::{
     Action, ActionId, CallId, Category, ChatRole, Evidence, EvidenceBody, EvidenceId, Finding,

@@ -63,7 +63,9 @@ impl fmt::Display for Stage {
 }
 
 /// How dangerous an action is; decides the approval rule (see `policy`).
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Risk {
     #[default]
@@ -101,7 +103,9 @@ impl fmt::Display for Risk {
 }
 
 /// Diagnosis categories, shared with the eval cases' `expect.toml`.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {
     Healthy,
@@ -164,7 +168,10 @@ pub struct Marker {
 #[serde(tag = "format", rename_all = "snake_case")]
 pub enum EvidenceBody {
     /// Logs, YAML, JSON text, markdown. `language` picks the highlighter: `log`, `json`, `yaml`, `markdown`, `text`.
-    Text { language: String, text: String },
+    Text {
+        language: String,
+        text: String,
+    },
     Table {
         columns: Vec<String>,
         rows: Vec<Vec<String>>,
@@ -178,7 +185,9 @@ pub enum EvidenceBody {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         markers: Vec<Marker>,
     },
-    Json { value: serde_json::Value },
+    Json {
+        value: serde_json::Value,
+    },
 }
 
 impl EvidenceBody {

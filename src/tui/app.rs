@@ -459,6 +459,15 @@ impl AppState {
                 .any(|a| a.status == ActionStatus::AwaitingApproval && a.veto_secs.is_some())
     }
 
+    /// How long after the last tick the loop should tick again; None while nothing moves.
+    pub fn tick_in(&self) -> Option<Duration> {
+        match &self.replay {
+            Some(r) => r.next_tick(),
+            // A veto countdown shows whole seconds; a tenth keeps it from lagging visibly.
+            None => self.needs_tick().then_some(Duration::from_millis(100)),
+        }
+    }
+
     pub fn sync(&mut self) {
         if let Some(r) = &self.replay {
             self.now_t = r.clock.session_time();

@@ -31,7 +31,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
 
     // Newest messages at the bottom; only as many as fit are built.
     let h = usize::from(convo.height);
-    let chat = state.incident().chat;
+    let chat = &state.incident().chat;
     let mut lines: Vec<Line> = Vec::with_capacity(h);
     for e in chat.iter().rev().take(h).rev() {
         let (who, role) = match e.from {

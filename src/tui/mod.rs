@@ -3,7 +3,6 @@
 pub mod app;
 pub mod approval;
 pub mod chat;
-pub mod clock;
 pub mod evidence;
 pub mod header;
 pub mod help;
@@ -35,6 +34,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 /// At most one frame per this long, however fast events arrive.
 const FRAME: Duration = Duration::from_millis(16);
+/// Most wall time one tick accounts for, so a suspended process does not leap on waking.
+const MAX_TICK: Duration = Duration::from_secs(5);
 
 /// How the console is set up; the CLI fills it from flags and config.toml.
 #[derive(Clone, Debug, Default)]
@@ -262,7 +263,7 @@ pub async fn run_replay(log: crate::session::SessionLog, opts: UiOptions) -> any
         );
     }
     if let Some(r) = &mut state_r.replay {
-        r.clock.playing = true;
+        r.clock.resume();
     }
     run_loop(state_r, None, None, None).await
 }
@@ -289,8 +290,6 @@ pub async fn run_loop(
         let _ = wake_tx.send(());
     });
     let mut events = EventStream::new();
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_tick = Instant::now();
     let mut live_clock = (0.0f64, Instant::now());
     let mut dirty = true;
@@ -299,6 +298,12 @@ pub async fn run_loop(
     let mut result = Ok(());
     while !quit {
         let due = tokio::time::Instant::from_std(last_draw + FRAME);
+        // Ticks come only when the screen will change: the next replayed record, the next
+        // second on a clock shown, never while idle.
+        let tick_in = state.tick_in();
+        let tick_at = tokio::time::Instant::from_std(
+            last_tick + tick_in.unwrap_or(MAX_TICK).clamp(FRAME, MAX_TICK),
+        );
         let mut effects = Vec::new();
         tokio::select! {
             biased;
@@ -314,7 +319,16 @@ pub async fn run_loop(
                 continue;
             }
             ev = events.next() => match ev {
-                Some(Ok(TermEvent::Key(k))) if k.kind == KeyEventKind::Press => effects = app::update(&mut state, Msg::Key(k)),
+                Some(Ok(TermEvent::Key(k))) if k.kind == KeyEventKind::Press => {
+                    if state.is_replay() && tick_in.is_some() {
+                        // Bring a playing replay up to now so the key acts at the moment shown.
+                        let now = Instant::now();
+                        let dt = now.duration_since(last_tick).min(MAX_TICK).as_secs_f64();
+                        last_tick = now;
+                        let _ = app::update(&mut state, Msg::ReplayTick(dt));
+                    }
+                    effects = app::update(&mut state, Msg::Key(k));
+                }
                 Some(Ok(TermEvent::Resize(w, h))) => effects = app::update(&mut state, Msg::Resize(w, h)),
                 Some(Ok(_)) => continue,
                 Some(Err(e)) => {
@@ -347,9 +361,9 @@ pub async fn run_loop(
                 effects = app::update(&mut state, Msg::AgentFinished(res.err()));
             }
             Some(()) = wake_rx.recv() => effects = app::update(&mut state, Msg::SyntaxReady),
-            _ = tick.tick(), if state.needs_tick() => {
+            _ = tokio::time::sleep_until(tick_at), if tick_in.is_some() => {
                 let now = Instant::now();
-                let dt = now.duration_since(last_tick).as_secs_f64().min(0.5);
+                let dt = now.duration_since(last_tick).min(MAX_TICK).as_secs_f64();
                 last_tick = now;
                 let msg = if state.is_replay() { Msg::ReplayTick(dt) } else { Msg::Clock(live_clock.0 + live_clock.1.elapsed().as_secs_f64()) };
                 effects = app::update(&mut state, msg);

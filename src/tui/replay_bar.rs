@@ -15,19 +15,19 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     }
     let th = &state.theme;
     let c = &r.clock;
-    let icon = if c.playing {
-        "▶ playing"
-    } else if c.at_end() {
+    let icon = if c.is_finished() {
         "■ end"
+    } else if !c.is_paused() {
+        "▶ playing"
     } else {
         "⏸ paused"
     };
     let info = format!(
         " {icon} {}x  {} / {}  event {}/{} ",
         c.speed(),
-        fmt_t(c.t),
+        fmt_t(c.session_time()),
         fmt_t(c.duration()),
-        c.pos,
+        c.position(),
         c.len()
     );
     let width = usize::from(area.width);
@@ -40,13 +40,9 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let mut cells: Vec<char> = (0..bar_w)
         .map(|i| if i < filled { '━' } else { '─' })
         .collect();
-    let d = c.duration();
-    for (t, stage) in c.marks() {
-        let pos = if d > 0.0 {
-            ((t / d) * bar_w as f64) as usize
-        } else {
-            0
-        };
+    // Marks and the fill share one scale, play time, so a mark lights up as the replay passes it.
+    for (frac, stage) in &r.marks {
+        let pos = (frac * bar_w as f64) as usize;
         if let Some(cell) = cells.get_mut(pos.min(bar_w.saturating_sub(1))) {
             *cell = stage
                 .name()
