@@ -41,6 +41,9 @@ pub enum Cmd {
         /// Do not write a session file.
         #[arg(long)]
         no_save: bool,
+        /// Answer at once instead of at the pace of live systems (always so with --headless).
+        #[arg(long)]
+        fast: bool,
     },
     /// Investigate a recorded case or the live systems from the config.
     Investigate(InvestigateArgs),
@@ -149,7 +152,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
             name,
             list,
             no_save,
-        } => demo(&cli, name.as_deref(), *list, *no_save),
+            fast,
+        } => demo(&cli, name.as_deref(), *list, *no_save, *fast),
     }
 }
 
@@ -215,7 +219,20 @@ async fn drive(cli: &Cli, config: &Config, handle: AgentHandle) -> anyhow::Resul
     }
 }
 
-fn demo(cli: &Cli, name: Option<&str>, list: bool, no_save: bool) -> anyhow::Result<()> {
+/// Simulated latency of each call in a watched demo: what Kubernetes, Prometheus and Loki
+/// typically take over a VPN from a bastion.
+const DEMO_PACE: (std::time::Duration, std::time::Duration) = (
+    std::time::Duration::from_millis(150),
+    std::time::Duration::from_millis(900),
+);
+
+fn demo(
+    cli: &Cli,
+    name: Option<&str>,
+    list: bool,
+    no_save: bool,
+    fast: bool,
+) -> anyhow::Result<()> {
     if list {
         for case in crate::world::demo::list() {
             println!("{:<24} {}", case.name, case.title);
@@ -231,6 +248,10 @@ fn demo(cli: &Cli, name: Option<&str>, list: bool, no_save: bool) -> anyhow::Res
         },
     };
     let world = crate::world::demo::load(&name)?;
+    if !fast && !cli.headless {
+        // Recorded answers arrive in microseconds; someone watching needs the rhythm of live calls.
+        world.set_pace(DEMO_PACE.0, DEMO_PACE.1);
+    }
     let trigger = match world.case().and_then(|c| c.alert.clone()) {
         Some(payload) => Trigger::Alert(payload),
         None => Trigger::Problem(

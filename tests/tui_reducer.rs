@@ -366,10 +366,7 @@ fn replay_plays_to_the_end_then_space_starts_over() {
     update(&mut s, Msg::ReplayTick(15.0));
     assert_eq!(s.replay.as_ref().map(|r| r.clock.position()), Some(n));
     assert!(!s.needs_tick(), "finished: no more ticks, no more frames");
-    assert_eq!(
-        s.incident().current_stage,
-        Some(sitrep::model::Stage::Report)
-    );
+    assert!(s.incident().is_finished());
     press(&mut s, [key(' ')]);
     assert_eq!(s.replay.as_ref().map(|r| r.clock.position()), Some(0));
     assert!(
@@ -397,12 +394,17 @@ fn replay_palette_speed_and_seek() {
         Keymap::default(),
         fixtures::full_session(),
     );
-    sitrep::tui::app::run_command(&mut s, "speed 0.5");
+    let mut palette = |s: &mut AppState, line: &str| {
+        press(s, [key(':')]);
+        press(s, line.chars().map(key));
+        press(s, [code(KeyCode::Enter)]);
+    };
+    palette(&mut s, "speed 0.5");
     assert_eq!(s.replay.as_ref().map(|r| r.clock.speed()), Some(0.5));
-    sitrep::tui::app::run_command(&mut s, "speed 100");
+    palette(&mut s, "speed 100");
     assert!(s.status.as_ref().is_some_and(|st| st.error));
     assert_eq!(s.replay.as_ref().map(|r| r.clock.speed()), Some(0.5));
-    sitrep::tui::app::run_command(&mut s, "seek 100%");
+    palette(&mut s, "seek 100%");
     assert!(s.replay.as_ref().is_some_and(|r| r.clock.is_finished()));
     assert_eq!(s.now_t, 51.1, "the clock shown follows the seek");
 }

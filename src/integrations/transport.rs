@@ -661,6 +661,9 @@ struct ReplayState {
 pub struct ReplayTransport {
     state: Mutex<ReplayState>,
     redactor: Redactor,
+    /// Simulated latency range in ms (0, 0 = answer at once); the demo uses it so a recorded world
+    /// unfolds at the pace of a live one.
+    pace_ms: Mutex<(u64, u64)>,
 }
 
 impl ReplayTransport {
@@ -671,7 +674,29 @@ impl ReplayTransport {
                 used: HashMap::new(),
             }),
             redactor: Redactor::new(),
+            pace_ms: Mutex::new((0, 0)),
         }
+    }
+
+    /// Answer each request after a delay in `min..=max`, the same for the same request on every run,
+    /// so a replayed world keeps the rhythm of a live one.
+    pub fn set_pace(&self, min: Duration, max: Duration) {
+        if let Ok(mut pace) = self.pace_ms.lock() {
+            let lo = min.as_millis().min(u128::from(u64::MAX)) as u64;
+            let hi = max.as_millis().min(u128::from(u64::MAX)) as u64;
+            *pace = (lo.min(hi), hi.max(lo));
+        }
+    }
+
+    fn delay_for(&self, req: &Request) -> Duration {
+        use std::hash::{Hash, Hasher};
+        let (lo, hi) = self.pace_ms.lock().map(|p| *p).unwrap_or((0, 0));
+        if hi == 0 {
+            return Duration::ZERO;
+        }
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        (&req.integration, &req.method, &req.path, &req.query).hash(&mut hasher);
+        Duration::from_millis(lo + hasher.finish() % (hi - lo + 1))
     }
 
     /// From now on these recordings win over everything loaded before (an effect of an action).
@@ -721,6 +746,10 @@ impl ReplayTransport {
 impl Transport for ReplayTransport {
     fn send<'a>(&'a self, req: &'a Request) -> BoxFuture<'a, Result<Response, IntegrationError>> {
         Box::pin(async move {
+            let delay = self.delay_for(req);
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
             let rec = self
                 .answer(req)
                 .ok_or_else(|| req.error(ErrorKind::NoRecording))?;
@@ -761,6 +790,31 @@ mod tests {
             status: 200,
             body: Body::Json(body),
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn paced_replay_answers_after_a_stable_delay_in_range() {
+        let t = ReplayTransport::new(vec![rec("/api/v1/rules", json!({}), json!("r"))]);
+        let req = Request::new("prometheus", "GET", "/api/v1/rules");
+        let started = tokio::time::Instant::now();
+        assert!(t.send(&req).await.is_ok());
+        assert_eq!(
+            started.elapsed(),
+            Duration::ZERO,
+            "unpaced replay must not wait"
+        );
+
+        t.set_pace(Duration::from_millis(150), Duration::from_millis(900));
+        let delay = t.delay_for(&req);
+        assert!((150..=900).contains(&delay.as_millis()), "{delay:?}");
+        assert_eq!(
+            delay,
+            t.delay_for(&req),
+            "the same request gets the same delay"
+        );
+        let started = tokio::time::Instant::now();
+        assert!(t.send(&req).await.is_ok());
+        assert_eq!(started.elapsed(), delay);
     }
 
     #[tokio::test]

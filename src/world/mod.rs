@@ -156,6 +156,14 @@ impl World {
         world
     }
 
+    /// In a replaying world, answer each request after a delay in `min..=max` (see
+    /// `ReplayTransport::set_pace`); no effect on a live world.
+    pub fn set_pace(&self, min: std::time::Duration, max: std::time::Duration) {
+        if let Some(replay) = &self.replay {
+            replay.set_pace(min, max);
+        }
+    }
+
     /// The live world: one client per configured integration.
     pub async fn live(config: &Config) -> Result<World, WorldError> {
         let (transport, namespace, repo) = live_transport(config).await?;
