@@ -118,6 +118,10 @@ pub struct InvestigateArgs {
     /// Do not write a session file.
     #[arg(long)]
     pub no_save: bool,
+    /// Record every exchange with the live systems into DIR, a case directory that
+    /// `sitrep investigate --case DIR` replays offline to the same evidence.
+    #[arg(long, value_name = "DIR", conflicts_with = "case")]
+    pub record: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -431,12 +435,21 @@ fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
     let config = load_config(cli)?;
     let rt = runtime()?;
     rt.block_on(async {
-        let world = match &args.case {
-            Some(dir) => crate::world::World::from_case_dir(dir)?,
-            None => crate::world::World::live(&config).await?,
+        let alert = args.alert.as_deref().map(read_alert).transpose()?;
+        let world = match (&args.case, &args.record) {
+            (Some(dir), _) => crate::world::World::from_case_dir(dir)?,
+            (None, Some(dir)) => {
+                let title = match (&alert, &args.problem) {
+                    (Some(payload), _) => payload.primary().title(),
+                    (None, Some(text)) => text.clone(),
+                    (None, None) => "recorded investigation".to_string(),
+                };
+                crate::world::World::record(&config, dir, &title, alert.as_ref()).await?
+            }
+            (None, None) => crate::world::World::live(&config).await?,
         };
-        let trigger = match (&args.alert, &args.problem) {
-            (Some(file), _) => Trigger::Alert(read_alert(file)?),
+        let trigger = match (alert, &args.problem) {
+            (Some(payload), _) => Trigger::Alert(payload),
             (None, Some(text)) => Trigger::Problem(text.clone()),
             (None, None) => match world.case().and_then(|c| c.alert.clone()) {
                 Some(payload) => Trigger::Alert(payload),

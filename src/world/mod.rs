@@ -141,6 +141,7 @@ impl World {
     }
 
     fn from_loaded(loaded: case::LoadedCase) -> World {
+        let github_repo = recorded_github_repo(&loaded.recordings);
         let replay = Arc::new(ReplayTransport::new(loaded.recordings));
         let namespace = loaded
             .case
@@ -149,7 +150,7 @@ impl World {
             .and_then(|a| a.primary().label("namespace").map(str::to_string))
             .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
         let transport: Arc<dyn Transport> = replay.clone();
-        let mut world = World::with_transport(transport, Mode::Replay, &namespace, None);
+        let mut world = World::with_transport(transport, Mode::Replay, &namespace, github_repo);
         world.case = Some(loaded.case);
         world.replay = Some(replay);
         world.overlays = loaded.overlays;
@@ -617,6 +618,19 @@ async fn kube_client(k: &crate::config::Kubernetes) -> Result<kube::Client, Worl
     let mut cfg = cfg;
     cfg.read_timeout = Some(Duration::from_secs(k.timeout_secs.max(1)));
     kube::Client::try_from(cfg).map_err(|e| WorldError::Kube(e.to_string()))
+}
+
+/// The repository a recorded case talked to (`/repos/OWNER/NAME/...`), so a replay asks for the
+/// same changes the live run did even though the config that named it is not part of the case.
+fn recorded_github_repo(recordings: &[crate::integrations::Recording]) -> Option<String> {
+    recordings
+        .iter()
+        .filter(|r| r.integration == "github")
+        .find_map(|r| {
+            let mut parts = r.path.strip_prefix("/repos/")?.split('/');
+            let (owner, name) = (parts.next()?, parts.next()?);
+            (!owner.is_empty() && !name.is_empty()).then(|| format!("{owner}/{name}"))
+        })
 }
 
 #[cfg(test)]
