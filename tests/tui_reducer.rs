@@ -394,7 +394,7 @@ fn replay_palette_speed_and_seek() {
         Keymap::default(),
         fixtures::full_session(),
     );
-    let mut palette = |s: &mut AppState, line: &str| {
+    let palette = |s: &mut AppState, line: &str| {
         press(s, [key(':')]);
         press(s, line.chars().map(key));
         press(s, [code(KeyCode::Enter)]);

@@ -143,3 +143,45 @@ fn every_small_size_renders_without_panic() {
         }
     }
 }
+
+#[test]
+fn selected_row_spans_the_pane_and_durations_sit_at_its_right_edge() {
+    let mut s = fixtures::live(&fixtures::mid_gather(), 120, 40);
+    s.theme = Theme::builtin("default").unwrap_or_default();
+    s.follow = false;
+    s.timeline_sel = s
+        .incident()
+        .timeline
+        .iter()
+        .position(|i| i.text.contains("kubernetes.pods"))
+        .unwrap_or(0);
+    let _ = update(&mut s, Msg::Resize(120, 40));
+    let area = s.areas().timeline;
+    let mut term = match Terminal::new(TestBackend::new(120, 40)) {
+        Ok(t) => t,
+        Err(e) => panic!("test backend: {e}"),
+    };
+    if let Err(e) = term.draw(|f| sitrep::tui::draw(&s, f)) {
+        panic!("draw: {e}");
+    }
+    let buf = term.backend().buffer();
+    let y = area.y + 1 + (s.timeline_sel - s.timeline_offset) as u16;
+    let (left, right) = (area.x + 1, area.x + area.width - 2);
+    let sel_bg = s
+        .theme
+        .get(sitrep::tui::theme::Role::Selection)
+        .bg
+        .unwrap_or_default();
+    for x in left..=right {
+        assert_eq!(buf[(x, y)].bg, sel_bg, "cell {x} of the selected row");
+    }
+    let row: String = (left..=right).map(|x| buf[(x, y)].symbol()).collect();
+    assert!(row.contains("kubernetes.pods"), "{row}");
+    assert!(row.trim_end().ends_with("✓ 412ms"), "{row}");
+    assert_eq!(
+        buf[(right, y)].symbol(),
+        "s",
+        "the duration ends at the pane's edge"
+    );
+    assert_ne!(buf[(left, y + 1)].bg, sel_bg, "only the selected row");
+}

@@ -369,7 +369,8 @@ pub async fn run_loop(
                 effects = app::update(&mut state, msg);
             }
         }
-        if !state.needs_tick() {
+        if tick_in.is_none() {
+            // The clock was stopped while waiting: whatever starts it now starts from now.
             last_tick = Instant::now();
         }
         dirty = true;

@@ -17,19 +17,73 @@ pub fn sanitize(s: &str) -> Cow<'_, str> {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\t' => out.push_str(TAB),
-            '\u{1b}' => skip_escape(&mut chars),
-            // C1 CSI/OSC/DCS introducers: skip like their ESC forms.
-            '\u{9b}' => skip_csi(&mut chars),
-            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
-            c if is_unsafe(c) => {}
-            c => out.push(c),
+    emit(s, |c| {
+        out.push(c);
+        true
+    });
+    Cow::Owned(out)
+}
+
+/// The first `max` characters of [`sanitize`]`(s)`, and whether more would follow. Only what can
+/// be shown is scanned, so a row holding a megabyte costs a frame no more than a short one, and
+/// clean text (the usual case) is borrowed, not copied.
+pub fn sanitize_prefix(s: &str, max: usize) -> (Cow<'_, str>, bool) {
+    for (taken, (i, c)) in s.char_indices().enumerate() {
+        if taken == max {
+            // Whatever follows may be nothing but escapes: "more" means more to draw.
+            return (Cow::Borrowed(&s[..i]), !emit(&s[i..], |_| false));
+        }
+        if is_unsafe(c) {
+            return sanitize_prefix_slow(s, max);
         }
     }
-    Cow::Owned(out)
+    (Cow::Borrowed(s), false)
+}
+
+fn sanitize_prefix_slow(s: &str, max: usize) -> (Cow<'_, str>, bool) {
+    let mut out = String::new();
+    let mut count = 0;
+    let mut more = false;
+    emit(s, |c| {
+        if count == max {
+            more = true;
+            return false;
+        }
+        out.push(c);
+        count += 1;
+        true
+    });
+    (Cow::Owned(out), more)
+}
+
+/// Run the sanitizer over `s`, handing each character to draw to `f` until it returns false.
+/// True when the whole input was consumed.
+fn emit(s: &str, mut f: impl FnMut(char) -> bool) -> bool {
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        let go_on = match c {
+            '\t' => TAB.chars().all(&mut f),
+            '\u{1b}' => {
+                skip_escape(&mut chars);
+                true
+            }
+            // C1 CSI/OSC/DCS introducers: skip like their ESC forms.
+            '\u{9b}' => {
+                skip_csi(&mut chars);
+                true
+            }
+            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => {
+                skip_string(&mut chars);
+                true
+            }
+            c if is_unsafe(c) => true,
+            c => f(c),
+        };
+        if !go_on {
+            return false;
+        }
+    }
+    true
 }
 
 /// Text that may hold several lines, sanitized line by line.
@@ -110,5 +164,34 @@ mod tests {
         assert_eq!(sanitize("\u{9b}2Jcleared"), "cleared");
         assert_eq!(sanitize("evil\u{202E}txt"), "eviltxt");
         assert_eq!(sanitize("\u{1b}(Bok\u{1b}"), "ok");
+    }
+
+    #[test]
+    fn prefix_matches_the_full_sanitize_cut_short() {
+        let cases = [
+            "",
+            "hello",
+            "hello world ✓ and more",
+            "abc\u{1b}[0m",
+            "ab\u{1b}[31mcdef\u{1b}[0m",
+            "a\tb",
+            "\u{1b}]0;title\u{7}",
+            "x\u{8}\u{8}y\rz\u{0}tail",
+        ];
+        for s in cases {
+            let full: Vec<char> = sanitize(s).chars().collect();
+            for max in 0..full.len() + 2 {
+                let (p, more) = sanitize_prefix(s, max);
+                let want: String = full.iter().take(max).collect();
+                assert_eq!(p, want, "{s:?} max {max}");
+                assert_eq!(more, full.len() > max, "{s:?} max {max}");
+            }
+        }
+        assert!(matches!(
+            sanitize_prefix("plain text", 5).0,
+            Cow::Borrowed("plain")
+        ));
+        let huge = "x".repeat(1 << 20);
+        assert!(matches!(sanitize_prefix(&huge, 80), (Cow::Borrowed(p), true) if p.len() == 80));
     }
 }

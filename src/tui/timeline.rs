@@ -1,14 +1,16 @@
 //! The incident timeline: stages, tool calls, findings, actions and decisions; visible rows only.
 
 use super::app::{AppState, Pane};
+use super::sanitize::{sanitize, sanitize_prefix};
 use super::theme::Role;
-use super::{fmt_t, pane_block, sanitize::sanitize};
+use super::{fmt_t, pane_block};
 use crate::model::{ActionStatus, Risk, TimelineItem, TimelineKind};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::Widget;
+use std::borrow::Cow;
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     if area.width < 3 || area.height < 3 {
@@ -44,16 +46,30 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     };
     let block = pane_block(th, &title, focused)
         .title_bottom(Line::from(Span::styled(follow, th.get(Role::Dim))).right_aligned());
-    let inner_w = usize::from(area.width.saturating_sub(2));
-    let mut lines = Vec::with_capacity(h);
-    for vis in offset..(offset + h).min(len) {
+    let text_style = th.get(Role::Text);
+    let buf = frame.buffer_mut();
+    let inner = block.inner(area);
+    buf.set_style(area, text_style);
+    block.render(area, buf);
+    let inner_w = usize::from(inner.width);
+    // Rows go straight into the buffer: the cells are blank already, so padding (most of a
+    // tool-call row) is never written, and the selection is a style over the whole row.
+    for (y, vis) in (inner.y..inner.bottom()).zip(offset..(offset + h).min(len)) {
         let Some(item) = state
             .timeline_row(vis)
             .and_then(|i| state.incident().timeline.get(i))
         else {
             continue;
         };
-        let mut line = row(state, item, inner_w);
+        let (line, suffix) = row(state, item, inner_w);
+        let (end, _) = buf.set_line(inner.x, y, &line, inner.width);
+        if let Some((text, style)) = suffix {
+            let w = u16::try_from(text.chars().count()).unwrap_or(u16::MAX);
+            let x = inner.right().saturating_sub(w).max(end + 1);
+            if x < inner.right() {
+                buf.set_stringn(x, y, &text, usize::from(inner.right() - x), style);
+            }
+        }
         if vis == sel {
             let sel_style = if focused {
                 th.get(Role::Selection)
@@ -61,28 +77,30 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
                 th.get(Role::Selection)
                     .add_modifier(ratatui::style::Modifier::DIM)
             };
-            let w: usize = line.spans.iter().map(|s| s.width()).sum();
-            if w < inner_w {
-                line.spans.push(Span::raw(" ".repeat(inner_w - w)));
-            }
-            line = line.patch_style(sel_style);
+            buf.set_style(Rect::new(inner.x, y, inner.width, 1), sel_style);
         }
-        lines.push(line);
     }
-    if len == 0 {
-        lines.push(Line::from(Span::styled("no events yet", th.get(Role::Dim))));
+    if len == 0 && !inner.is_empty() {
+        buf.set_stringn(
+            inner.x,
+            inner.y,
+            "no events yet",
+            inner_w,
+            th.get(Role::Dim),
+        );
     }
-    frame.render_widget(
-        Paragraph::new(lines).block(block).style(th.get(Role::Text)),
-        area,
-    );
 }
 
-fn row(state: &AppState, item: &TimelineItem, width: usize) -> Line<'static> {
+/// A row's time and text, and its right-aligned status (duration, outcome) if it has one.
+type Row<'a> = (Line<'a>, Option<(Cow<'static, str>, Style)>);
+
+/// One visible row. Text is borrowed from the incident when it needs no sanitizing, and only
+/// the part that fits is scanned, so a frame's cost does not grow with what is off screen.
+fn row<'a>(state: &'a AppState, item: &'a TimelineItem, width: usize) -> Row<'a> {
     let th = &state.theme;
     let inc = state.incident();
     let mut style = th.get(Role::Text);
-    let mut suffix: Option<(String, Style)> = None;
+    let mut suffix: Option<(Cow<'static, str>, Style)> = None;
     match &item.kind {
         TimelineKind::Stage { .. } => style = th.get(Role::Title),
         TimelineKind::Session | TimelineKind::Chat => style = th.get(Role::Dim),
@@ -91,11 +109,13 @@ fn row(state: &AppState, item: &TimelineItem, width: usize) -> Line<'static> {
                 && !item.text.starts_with('✗')
             {
                 suffix = Some(match (&call.outcome, call.duration_ms) {
-                    (None, _) => ("running…".to_string(), th.get(Role::Running)),
-                    (Some(Ok(_)), Some(ms)) => (format!("✓ {}", fmt_ms(ms)), th.get(Role::Ok)),
-                    (Some(Ok(_)), None) => ("✓".to_string(), th.get(Role::Ok)),
+                    (None, _) => ("running…".into(), th.get(Role::Running)),
+                    (Some(Ok(_)), Some(ms)) => {
+                        (format!("✓ {}", fmt_ms(ms)).into(), th.get(Role::Ok))
+                    }
+                    (Some(Ok(_)), None) => ("✓".into(), th.get(Role::Ok)),
                     (Some(Err(_)), ms) => (
-                        format!("✗ {}", ms.map(fmt_ms).unwrap_or_default()),
+                        format!("✗ {}", ms.map(fmt_ms).unwrap_or_default()).into(),
                         th.get(Role::Error),
                     ),
                 });
@@ -122,7 +142,7 @@ fn row(state: &AppState, item: &TimelineItem, width: usize) -> Line<'static> {
                         ActionStatus::Failed | ActionStatus::Denied => th.get(Role::Error),
                         _ => th.get(Role::Dim),
                     };
-                    suffix = Some((a.status.name().to_string(), st));
+                    suffix = Some((a.status.name().into(), st));
                 }
             }
         }
@@ -136,30 +156,28 @@ fn row(state: &AppState, item: &TimelineItem, width: usize) -> Line<'static> {
         TimelineKind::Report => style = th.get(Role::Ok),
     }
     let time = format!("{:>6} ", fmt_t(item.t));
-    let text = sanitize(&item.text);
     let suffix_w = suffix
         .as_ref()
         .map(|(s, _)| s.chars().count() + 1)
         .unwrap_or(0);
     let avail = width.saturating_sub(time.len() + suffix_w);
-    let body: String = if text.chars().count() > avail {
-        let mut s: String = text.chars().take(avail.saturating_sub(1)).collect();
-        s.push('…');
-        s
+    let (mut body, cut) = sanitize_prefix(&item.text, avail);
+    let mut spans = Vec::with_capacity(5);
+    spans.push(Span::styled(time, th.get(Role::Dim)));
+    if cut {
+        // Too long: the last character that fit gives way to an ellipsis.
+        match &mut body {
+            Cow::Borrowed(b) => *b = b.char_indices().last().map_or("", |(i, _)| &b[..i]),
+            Cow::Owned(o) => {
+                o.pop();
+            }
+        }
+        spans.push(Span::styled(body, style));
+        spans.push(Span::styled("…", style));
     } else {
-        text.into_owned()
-    };
-    let mut spans = vec![
-        Span::styled(time, th.get(Role::Dim)),
-        Span::styled(body, style),
-    ];
-    if let Some((s, st)) = suffix {
-        let used: usize = spans.iter().map(|s| s.width()).sum();
-        let pad = width.saturating_sub(used + s.chars().count()).max(1);
-        spans.push(Span::raw(" ".repeat(pad)));
-        spans.push(Span::styled(s, st));
+        spans.push(Span::styled(body, style));
     }
-    Line::from(spans)
+    (Line::from(spans), suffix)
 }
 
 pub fn fmt_ms(ms: u64) -> String {
