@@ -147,29 +147,49 @@ fn container_facts(spec: &Container, pod: &Pod) -> ContainerFacts {
     c
 }
 
-/// A Pod as facts.
-pub fn pod_facts(pod: &Pod) -> PodFacts {
-    let meta = &pod.metadata;
-    let status = pod.status.as_ref();
-    let mut conditions = BTreeMap::new();
-    let mut condition_messages = BTreeMap::new();
-    for cond in status
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-    {
-        conditions.insert(cond.type_.clone(), cond.status.clone());
-        if cond.status != "True" {
-            let text = [cond.reason.as_deref(), cond.message.as_deref()]
+/// Conditions as type -> status, plus "reason: message" for the abnormal ones.
+fn fold_conditions<'a>(
+    conditions: impl Iterator<Item = (&'a String, &'a String, Option<&'a str>, Option<&'a str>)>,
+    abnormal: impl Fn(&str, &str) -> bool,
+) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+    let mut statuses = BTreeMap::new();
+    let mut messages = BTreeMap::new();
+    for (kind, status, reason, message) in conditions {
+        statuses.insert(kind.clone(), status.clone());
+        if abnormal(kind, status) {
+            let text = [reason, message]
                 .into_iter()
                 .flatten()
                 .collect::<Vec<_>>()
                 .join(": ");
             if !text.is_empty() {
-                condition_messages.insert(cond.type_.clone(), text);
+                messages.insert(kind.clone(), text);
             }
         }
     }
+    (statuses, messages)
+}
+
+/// A Pod as facts.
+pub fn pod_facts(pod: &Pod) -> PodFacts {
+    let meta = &pod.metadata;
+    let status = pod.status.as_ref();
+    let (conditions, condition_messages) = fold_conditions(
+        status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                (
+                    &c.type_,
+                    &c.status,
+                    c.reason.as_deref(),
+                    c.message.as_deref(),
+                )
+            }),
+        // Every pod condition is healthy when True.
+        |_, status| status != "True",
+    );
     let spec = pod.spec.as_ref();
     let containers = spec
         .map(|s| {
@@ -317,27 +337,22 @@ pub fn replica_set_facts(rs: &ReplicaSet) -> DeploymentFacts {
 pub fn node_facts(node: &Node) -> NodeFacts {
     let meta = &node.metadata;
     let status = node.status.as_ref();
-    let mut conditions = BTreeMap::new();
-    let mut condition_messages = BTreeMap::new();
-    for c in status
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-    {
-        conditions.insert(c.type_.clone(), c.status.clone());
+    let (conditions, condition_messages) = fold_conditions(
+        status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                (
+                    &c.type_,
+                    &c.status,
+                    c.reason.as_deref(),
+                    c.message.as_deref(),
+                )
+            }),
         // Ready is healthy when True; the pressure conditions when False.
-        let abnormal = (c.type_ == "Ready") != (c.status == "True");
-        if abnormal {
-            let text = [c.reason.as_deref(), c.message.as_deref()]
-                .into_iter()
-                .flatten()
-                .collect::<Vec<_>>()
-                .join(": ");
-            if !text.is_empty() {
-                condition_messages.insert(c.type_.clone(), text);
-            }
-        }
-    }
+        |kind, status| (kind == "Ready") != (status == "True"),
+    );
     let spec = node.spec.as_ref();
     let alloc = status.and_then(|s| s.allocatable.as_ref());
     NodeFacts {

@@ -218,11 +218,7 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 && d.replicas > 0
             {
                 let target = d.replicas + (d.replicas / 2).max(1);
-                let ns = if d.namespace.is_empty() {
-                    "default"
-                } else {
-                    d.namespace.as_str()
-                };
+                let ns = super::namespace_or_default(&d.namespace);
                 sig.actions.push(actions::scale(
                     ns,
                     &d.name,

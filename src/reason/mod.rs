@@ -325,6 +325,15 @@ impl<'a> Ctx<'a> {
 }
 
 /// `Kind/name` -> `name`.
+/// The namespace an object lives in; Kubernetes leaves it empty for `default`.
+pub(crate) fn namespace_or_default(namespace: &str) -> &str {
+    if namespace.is_empty() {
+        "default"
+    } else {
+        namespace
+    }
+}
+
 pub(crate) fn object_name(object: &str) -> &str {
     object.rsplit_once('/').map(|(_, n)| n).unwrap_or(object)
 }

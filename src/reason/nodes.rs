@@ -116,11 +116,7 @@ pub(crate) fn node_not_ready(ctx: &Ctx) -> Vec<Signal> {
             evidence.clone(),
         ));
         for p in pods.iter().filter(|p| !p.ready() && !p.deleting) {
-            let ns = if p.namespace.is_empty() {
-                "default"
-            } else {
-                p.namespace.as_str()
-            };
+            let ns = super::namespace_or_default(&p.namespace);
             sig.actions.push(actions::delete_pod(
                 ns,
                 &p.name,

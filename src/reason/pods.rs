@@ -65,11 +65,7 @@ pub(crate) fn is_oom(ctx: &Ctx, pod: &PodFacts, c: &ContainerFacts) -> bool {
 }
 
 fn namespace(pod: &PodFacts) -> &str {
-    if pod.namespace.is_empty() {
-        "default"
-    } else {
-        &pod.namespace
-    }
+    super::namespace_or_default(&pod.namespace)
 }
 
 fn owner_phrase(pod: &PodFacts) -> String {

@@ -94,11 +94,7 @@ pub(crate) fn rollout_stuck(ctx: &Ctx) -> Vec<Signal> {
             ));
         }
         let evidence = ctx.ev(&["kubernetes/deployments", "kubernetes/pods"]);
-        let ns = if d.namespace.is_empty() {
-            "default"
-        } else {
-            d.namespace.as_str()
-        };
+        let ns = super::namespace_or_default(&d.namespace);
         let action = actions::rollout_undo(
             ns,
             &d.name,

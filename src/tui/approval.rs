@@ -11,15 +11,6 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph, Wrap};
 
-fn risk_role(r: Risk) -> Role {
-    match r {
-        Risk::Low => Role::RiskLow,
-        Risk::Medium => Role::RiskMedium,
-        Risk::High => Role::RiskHigh,
-        Risk::Critical => Role::RiskCritical,
-    }
-}
-
 pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) {
     let th = &state.theme;
     let Some(a) = state.incident().action(&ui.action_id) else {
@@ -68,7 +59,7 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
         label("risk"),
         Span::styled(
             format!(" {} ", act.risk.name().to_uppercase()),
-            th.get(risk_role(act.risk)),
+            th.get(Role::for_risk(act.risk)),
         ),
     ]));
     lines.push(Line::from(vec![
@@ -154,7 +145,7 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
         ApprovalStage::Confirm => Line::from(vec![
             Span::styled(
                 format!("{} RISK: ", act.risk.name().to_uppercase()),
-                th.get(risk_role(act.risk)),
+                th.get(Role::for_risk(act.risk)),
             ),
             Span::raw("press "),
             Span::styled(
@@ -220,7 +211,7 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
         Span::styled(" APPROVAL REQUIRED · ", th.get(Role::ApprovalBorder)),
         Span::styled(
             format!("{} RISK ", act.risk.name().to_uppercase()),
-            th.get(risk_role(act.risk)),
+            th.get(Role::for_risk(act.risk)),
         ),
         Span::styled(format!("· {} ", act.id), th.get(Role::ApprovalBorder)),
     ]);

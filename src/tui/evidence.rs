@@ -4,7 +4,7 @@
 use super::app::{AppState, Pane, contains_ci};
 use super::theme::Role;
 use super::{fmt_t, highlight, pane_block, sanitize::sanitize};
-use crate::model::{Evidence, EvidenceBody, Risk, TimelineKind};
+use crate::model::{Evidence, EvidenceBody, TimelineKind};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::Style;
@@ -366,15 +366,6 @@ fn kv(state: &AppState, k: &str, v: &str) -> Line<'static> {
     ])
 }
 
-fn risk_role(r: Risk) -> Role {
-    match r {
-        Risk::Low => Role::RiskLow,
-        Risk::Medium => Role::RiskMedium,
-        Risk::High => Role::RiskHigh,
-        Risk::Critical => Role::RiskCritical,
-    }
-}
-
 /// Details for rows without an evidence body: tool calls, findings, actions, decisions, ...
 pub fn detail_lines(state: &AppState) -> Vec<Line<'static>> {
     let th = &state.theme;
@@ -445,7 +436,7 @@ pub fn detail_lines(state: &AppState) -> Vec<Line<'static>> {
                     Span::styled(format!("{} ", a.action.kind), th.get(Role::Title)),
                     Span::styled(
                         format!("[{} risk]", a.action.risk),
-                        th.get(risk_role(a.action.risk)),
+                        th.get(Role::for_risk(a.action.risk)),
                     ),
                 ]));
                 out.push(kv(state, "target", &a.action.target));
@@ -635,7 +626,7 @@ pub fn summary_lines(state: &AppState) -> Vec<Line<'static>> {
             out.push(Line::from(vec![
                 Span::styled(
                     format!("{:<8} ", a.action.risk.name()),
-                    th.get(risk_role(a.action.risk)),
+                    th.get(Role::for_risk(a.action.risk)),
                 ),
                 Span::raw(format!(
                     "{} {} — {}",

@@ -43,6 +43,17 @@ pub enum Role {
 }
 
 impl Role {
+    /// The role that colours a risk level, wherever a risk is shown.
+    pub fn for_risk(risk: crate::model::Risk) -> Role {
+        use crate::model::Risk;
+        match risk {
+            Risk::Low => Role::RiskLow,
+            Risk::Medium => Role::RiskMedium,
+            Risk::High => Role::RiskHigh,
+            Risk::Critical => Role::RiskCritical,
+        }
+    }
+
     pub const ALL: [Role; 33] = [
         Role::Text,
         Role::Dim,
