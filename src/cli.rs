@@ -33,7 +33,7 @@ pub struct Cli {
 pub enum Cmd {
     /// Investigate a built-in scenario (no network, no cluster needed).
     Demo {
-        /// Scenario name (see --list); the first one when absent.
+        /// Scenario name (see --list); without it a chooser opens (with --headless: the first one).
         name: Option<String>,
         /// List the built-in scenarios and exit.
         #[arg(long)]
@@ -244,30 +244,53 @@ fn demo(
         return Ok(());
     }
     let config = load_config(cli)?;
+    let start = |name: &str| -> anyhow::Result<AgentHandle> {
+        let world = crate::world::demo::load(name)?;
+        if !fast && !cli.headless {
+            // Recorded answers arrive in microseconds; someone watching needs the rhythm of live calls.
+            world.set_pace(DEMO_PACE.0, DEMO_PACE.1);
+        }
+        let trigger = match world.case().and_then(|c| c.alert.clone()) {
+            Some(payload) => Trigger::Alert(payload),
+            None => Trigger::Problem(
+                world
+                    .case()
+                    .map(|c| c.title.clone())
+                    .unwrap_or_else(|| name.to_string()),
+            ),
+        };
+        let opts = agent_options(
+            &config,
+            RunMode::Demo,
+            Some(name.to_string()),
+            !no_save,
+            false,
+        );
+        Ok(agent::spawn(Arc::new(world), trigger, opts))
+    };
     let name = match name {
         Some(n) => n.to_string(),
+        None if !cli.headless => {
+            // No name at a terminal: let the operator pick, in the console session that then runs it.
+            let entries = crate::tui::chooser_state::Entry::builtin();
+            return runtime()?.block_on(crate::tui::run_demo_chooser(
+                entries,
+                ui_options(&config),
+                start,
+            ));
+        }
         None => match crate::world::demo::names().first() {
-            Some(n) => n.to_string(),
+            Some(n) => {
+                eprintln!(
+                    "sitrep: no scenario named; running the first, {n} (see `sitrep demo --list`)"
+                );
+                n.to_string()
+            }
             None => bail!("this build has no demo scenarios"),
         },
     };
-    let world = crate::world::demo::load(&name)?;
-    if !fast && !cli.headless {
-        // Recorded answers arrive in microseconds; someone watching needs the rhythm of live calls.
-        world.set_pace(DEMO_PACE.0, DEMO_PACE.1);
-    }
-    let trigger = match world.case().and_then(|c| c.alert.clone()) {
-        Some(payload) => Trigger::Alert(payload),
-        None => Trigger::Problem(
-            world
-                .case()
-                .map(|c| c.title.clone())
-                .unwrap_or_else(|| name.clone()),
-        ),
-    };
-    let opts = agent_options(&config, RunMode::Demo, Some(name), !no_save, false);
     runtime()?.block_on(async {
-        let handle = agent::spawn(Arc::new(world), trigger, opts);
+        let handle = start(&name)?;
         drive(cli, &config, handle).await
     })
 }

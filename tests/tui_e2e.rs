@@ -1,5 +1,5 @@
 //! End to end in tmux: `sitrep demo` with a high-risk fix, approved from the keyboard, verified,
-//! and the terminal handed back to the shell when the operator quits.
+//! and the terminal handed back to the shell when the operator quits; the scenario chooser.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -70,25 +70,13 @@ fn demo_available(bin: &Path) -> bool {
         .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains(SCENARIO))
 }
 
-#[test]
-fn demo_approve_verify_quit_in_tmux() {
-    let bin = Path::new(env!("CARGO_BIN_EXE_sitrep"));
-    if !tmux_available() {
-        eprintln!("skipping: tmux is not installed");
-        return;
-    }
-    if !demo_available(bin) {
-        eprintln!("skipping: `sitrep demo --list` does not offer {SCENARIO}");
-        return;
-    }
-    let dir = match tempfile::tempdir() {
-        Ok(d) => d,
-        Err(e) => panic!("tempdir: {e}"),
-    };
-    let data = dir.path().join("data");
-    let config = dir.path().join("config");
+/// A private tmux server on its own socket running `sh` at a known prompt, with data and config
+/// directories under `dir`.
+fn start_shell(tag: &str, dir: &Path) -> Tmux {
+    let data = dir.join("data");
+    let config = dir.join("config");
     let tmux = Tmux {
-        socket: format!("sitrep-e2e-{}", std::process::id()),
+        socket: format!("sitrep-e2e-{tag}-{}", std::process::id()),
     };
     let started = tmux.run(&[
         "new-session",
@@ -119,6 +107,47 @@ fn demo_approve_verify_quit_in_tmux() {
     tmux.wait_for("the shell prompt", Duration::from_secs(10), |s| {
         s.contains(PROMPT)
     });
+    tmux
+}
+
+/// Quit with q and check the shell got its screen back.
+fn quit_to_shell(tmux: &Tmux) {
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_for(
+        "the shell prompt after quitting",
+        Duration::from_secs(15),
+        |s| {
+            let last = s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+            last.starts_with(PROMPT) && !s.contains("timeline")
+        },
+    );
+    let alt = tmux
+        .run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"])
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    assert_eq!(
+        alt.as_deref(),
+        Some("0"),
+        "still on the alternate screen:\n{screen}"
+    );
+}
+
+#[test]
+fn demo_approve_verify_quit_in_tmux() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_sitrep"));
+    if !tmux_available() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    if !demo_available(bin) {
+        eprintln!("skipping: `sitrep demo --list` does not offer {SCENARIO}");
+        return;
+    }
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("tempdir: {e}"),
+    };
+    let data = dir.path().join("data");
+    let tmux = start_shell("approve", dir.path());
     tmux.keys(&[
         &format!("unset SITREP_CONFIG; {} demo {SCENARIO}", bin.display()),
         "Enter",
@@ -146,26 +175,96 @@ fn demo_approve_verify_quit_in_tmux() {
     tmux.wait_for("the verification", Duration::from_secs(120), |s| {
         s.contains("verified") || s.contains("verification failed")
     });
-    tmux.keys(&["q"]);
-    let screen = tmux.wait_for(
-        "the shell prompt after quitting",
-        Duration::from_secs(15),
-        |s| {
-            let last = s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-            last.starts_with(PROMPT) && !s.contains("timeline")
-        },
-    );
-    let alt = tmux
-        .run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"])
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    assert_eq!(
-        alt.as_deref(),
-        Some("0"),
-        "still on the alternate screen:\n{screen}"
-    );
+    quit_to_shell(&tmux);
     // The session was saved where SITREP_DATA_DIR points.
     let saved = std::fs::read_dir(data.join("sessions"))
         .map(|d| d.count())
         .unwrap_or(0);
     assert!(saved >= 1, "no session file under {}", data.display());
+}
+
+/// The second scenario of `sitrep demo --list`, and a piece of the header its alert gives.
+const SECOND: (&str, &str) = ("search-cpu-saturation", "CPUThrottlingHigh");
+
+#[test]
+fn demo_chooser_starts_the_second_scenario_in_tmux() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_sitrep"));
+    if !tmux_available() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    let listed = Command::new(bin)
+        .args(["demo", "--list"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let second = listed
+        .lines()
+        .nth(1)
+        .map(|l| l.split_whitespace().next().unwrap_or(""));
+    assert_eq!(
+        second,
+        Some(SECOND.0),
+        "the scenario order changed; update SECOND:\n{listed}"
+    );
+    let title = listed
+        .lines()
+        .nth(1)
+        .map(|l| l.trim_start_matches(SECOND.0).trim().to_string())
+        .unwrap_or_default();
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("tempdir: {e}"),
+    };
+    let tmux = start_shell("chooser", dir.path());
+    tmux.keys(&[
+        &format!("unset SITREP_CONFIG; {} demo --no-save", bin.display()),
+        "Enter",
+    ]);
+    let screen = tmux.wait_for("the chooser", Duration::from_secs(30), |s| {
+        s.contains("choose a scenario") && s.contains("▸ checkout-bad-deploy")
+    });
+    assert!(
+        screen.contains(&title),
+        "the chooser lists {title:?}:\n{screen}"
+    );
+    assert!(screen.contains("q/esc quit"), "{screen}");
+    tmux.keys(&["j"]);
+    tmux.wait_for("the highlight to move", Duration::from_secs(10), |s| {
+        s.contains(&format!("▸ {}", SECOND.0))
+    });
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("the investigation header", Duration::from_secs(30), |s| {
+        s.lines().next().is_some_and(|l| l.contains(SECOND.1)) && s.contains("timeline")
+    });
+    assert!(!screen.contains("choose a scenario"), "{screen}");
+    // Still inside the console: the shell has not come back between the chooser and the run.
+    assert!(!screen.contains(PROMPT), "{screen}");
+    quit_to_shell(&tmux);
+}
+
+#[test]
+fn demo_chooser_quits_without_starting_anything() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_sitrep"));
+    if !tmux_available() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("tempdir: {e}"),
+    };
+    let tmux = start_shell("chooser-quit", dir.path());
+    tmux.keys(&[
+        &format!("unset SITREP_CONFIG; {} demo", bin.display()),
+        "Enter",
+    ]);
+    tmux.wait_for("the chooser", Duration::from_secs(30), |s| {
+        s.contains("choose a scenario")
+    });
+    quit_to_shell(&tmux);
+    let saved = std::fs::read_dir(dir.path().join("data").join("sessions"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(saved, 0, "quitting the chooser started an investigation");
 }

@@ -451,3 +451,44 @@ pub fn live(records: &[Record], w: u16, h: u16) -> AppState {
     }
     s
 }
+
+/// Three made-up scenarios for the demo chooser, independent of the built-in cases.
+pub fn demo_entries() -> Vec<sitrep::tui::chooser_state::Entry> {
+    use sitrep::tui::chooser_state::Entry;
+    let entry = |name: &str, title: &str, about: &str, difficulty: u32| Entry {
+        name: name.into(),
+        title: title.into(),
+        about: about.into(),
+        difficulty: Some(difficulty),
+    };
+    vec![
+        entry(
+            "checkout-bad-deploy",
+            "checkout-api 5xx after the v2.8.0 deploy",
+            "code defect → rollout undo deployment/checkout-api",
+            2,
+        ),
+        entry(
+            "search-cpu-saturation",
+            "search-api CPU throttled under a traffic surge",
+            "resource exhaustion → scale deployment/search-api",
+            2,
+        ),
+        entry(
+            "orders-db-node-lost",
+            "orders-db down: its node stopped reporting and the pod is stuck terminating",
+            "infrastructure → delete pod pod/orders-db-0",
+            3,
+        ),
+    ]
+}
+
+pub fn chooser(w: u16, h: u16) -> sitrep::tui::chooser_state::ChooserState {
+    let mut s = sitrep::tui::chooser_state::ChooserState::new(
+        Theme::builtin("default").unwrap_or_default(),
+        Keymap::default(),
+        demo_entries(),
+    );
+    s.size = (w, h);
+    s
+}

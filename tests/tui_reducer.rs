@@ -417,3 +417,148 @@ fn idle_needs_no_clock() {
         "nothing counts down, so no ticks and no frames"
     );
 }
+
+mod chooser {
+    use super::{code, ctrl, fixtures, key};
+    use crossterm::event::KeyCode;
+    use sitrep::tui::app::Msg;
+    use sitrep::tui::chooser_state::{Choice, ChooserMsg, ChooserState, update};
+
+    fn press(s: &mut ChooserState, msgs: impl IntoIterator<Item = Msg>) -> Option<Choice> {
+        let mut last = None;
+        for m in msgs {
+            let Msg::Key(k) = m else { continue };
+            if let Some(c) = update(s, ChooserMsg::Key(k)) {
+                last = Some(c);
+            }
+        }
+        last
+    }
+
+    fn typed(text: &str) -> Vec<Msg> {
+        text.chars().map(key).collect()
+    }
+
+    fn start(name: &str) -> Option<Choice> {
+        Some(Choice::Start(name.into()))
+    }
+
+    #[test]
+    fn enter_starts_the_highlighted_scenario() {
+        let mut s = fixtures::chooser(80, 24);
+        assert_eq!(
+            press(&mut s, [code(KeyCode::Enter)]),
+            start("checkout-bad-deploy")
+        );
+        let mut s = fixtures::chooser(80, 24);
+        assert_eq!(
+            press(&mut s, [key('j'), code(KeyCode::Enter)]),
+            start("search-cpu-saturation")
+        );
+    }
+
+    #[test]
+    fn moves_clamp_at_the_ends() {
+        let mut s = fixtures::chooser(80, 24);
+        let _ = press(&mut s, [key('k')]);
+        assert_eq!(s.selected, 0, "k at the top stays");
+        let _ = press(&mut s, [key('j'), key('j'), key('j'), key('j')]);
+        assert_eq!(s.selected, 2, "j at the bottom stays");
+        let _ = press(&mut s, [key('g')]);
+        assert_eq!(s.selected, 0);
+        let _ = press(&mut s, [key('G')]);
+        assert_eq!(s.selected, 2);
+        let _ = press(&mut s, [code(KeyCode::Up)]);
+        assert_eq!(s.selected, 1);
+        let _ = press(&mut s, [code(KeyCode::Down)]);
+        assert_eq!(s.selected, 2);
+    }
+
+    #[test]
+    fn filter_matches_name_or_title_and_enter_picks_from_the_matches() {
+        let mut s = fixtures::chooser(80, 24);
+        // "cpu" is in one name; "node" only in a title.
+        let _ = press(&mut s, [key('/')]);
+        let _ = press(&mut s, typed("CPU"));
+        assert_eq!(
+            s.visible(),
+            vec![1],
+            "the list follows the prompt as it is typed"
+        );
+        assert_eq!(
+            s.highlighted().map(|e| e.name.as_str()),
+            Some("search-cpu-saturation")
+        );
+        // While typing, letters are text: j went into the filter, and Enter only applies it.
+        assert_eq!(press(&mut s, [code(KeyCode::Enter)]), None);
+        assert_eq!(s.filter, "CPU");
+        assert_eq!(
+            press(&mut s, [code(KeyCode::Enter)]),
+            start("search-cpu-saturation")
+        );
+
+        let mut s = fixtures::chooser(80, 24);
+        let _ = press(&mut s, [key('/')]);
+        let _ = press(&mut s, typed("node stopped"));
+        assert_eq!(s.visible(), vec![2]);
+        let _ = press(&mut s, [code(KeyCode::Enter)]);
+        assert_eq!(
+            press(&mut s, [code(KeyCode::Enter)]),
+            start("orders-db-node-lost")
+        );
+    }
+
+    #[test]
+    fn nothing_matching_starts_nothing_and_esc_clears_before_quitting() {
+        let mut s = fixtures::chooser(80, 24);
+        let _ = press(&mut s, [key('/')]);
+        let _ = press(&mut s, typed("zzz"));
+        let _ = press(&mut s, [code(KeyCode::Enter)]);
+        assert!(s.visible().is_empty());
+        assert_eq!(press(&mut s, [code(KeyCode::Enter)]), None);
+        // The first esc clears the filter, the second leaves.
+        assert_eq!(press(&mut s, [code(KeyCode::Esc)]), None);
+        assert_eq!(s.visible().len(), 3);
+        assert_eq!(press(&mut s, [code(KeyCode::Esc)]), Some(Choice::Quit));
+    }
+
+    #[test]
+    fn esc_while_typing_cancels_the_prompt_only() {
+        let mut s = fixtures::chooser(80, 24);
+        let _ = press(&mut s, [key('/')]);
+        let _ = press(&mut s, typed("q"));
+        assert_eq!(
+            s.filter_input.as_deref(),
+            Some("q"),
+            "q is text in the prompt"
+        );
+        assert_eq!(press(&mut s, [code(KeyCode::Esc)]), None);
+        assert_eq!(s.filter_input, None);
+        assert_eq!(s.visible().len(), 3);
+    }
+
+    #[test]
+    fn q_and_esc_and_ctrl_c_pick_nothing() {
+        for quit in [key('q'), code(KeyCode::Esc), ctrl('c')] {
+            let mut s = fixtures::chooser(80, 24);
+            let _ = press(&mut s, [key('j')]);
+            assert_eq!(press(&mut s, [quit]), Some(Choice::Quit));
+        }
+    }
+
+    #[test]
+    fn help_opens_and_closes_without_moving() {
+        let mut s = fixtures::chooser(80, 24);
+        let _ = press(&mut s, [key('?')]);
+        assert!(s.help);
+        assert_eq!(
+            press(&mut s, [key('j'), code(KeyCode::Enter)]),
+            None,
+            "help swallows keys"
+        );
+        assert_eq!(s.selected, 0);
+        let _ = press(&mut s, [code(KeyCode::Esc)]);
+        assert!(!s.help);
+        assert_eq!(press(&mut s, [key('?'), key('q')]), Some(Choice::Quit));
+    }
+}

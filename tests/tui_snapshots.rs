@@ -185,3 +185,51 @@ fn selected_row_spans_the_pane_and_durations_sit_at_its_right_edge() {
     );
     assert_ne!(buf[(left, y + 1)].bg, sel_bg, "only the selected row");
 }
+
+fn render_chooser(state: &sitrep::tui::chooser_state::ChooserState) -> String {
+    let (w, h) = state.size;
+    let mut term = match Terminal::new(TestBackend::new(w, h)) {
+        Ok(t) => t,
+        Err(e) => panic!("test backend: {e}"),
+    };
+    if let Err(e) = term.draw(|f| sitrep::tui::chooser::draw(state, f)) {
+        panic!("draw: {e}");
+    }
+    term.backend().to_string()
+}
+
+#[test]
+fn demo_chooser() {
+    use sitrep::tui::chooser_state::{ChooserMsg, update};
+    let mut s = fixtures::chooser(80, 24);
+    let j = crossterm::event::KeyEvent::new(
+        crossterm::event::KeyCode::Char('j'),
+        crossterm::event::KeyModifiers::NONE,
+    );
+    let _ = update(&mut s, ChooserMsg::Key(j));
+    let screen = render_chooser(&s);
+    assert!(screen.contains("▸ search-cpu-saturation"), "{screen}");
+    assert!(
+        screen.contains("q/esc quit"),
+        "the key hints are at the bottom: {screen}"
+    );
+    insta::assert_snapshot!("demo_chooser_80x24", screen);
+}
+
+#[test]
+fn demo_chooser_small_sizes_render_without_panic() {
+    for w in 0..=60u16 {
+        for h in 0..=20u16 {
+            let mut s = fixtures::chooser(w, h);
+            s.help = h % 2 == 0;
+            let mut term = match Terminal::new(TestBackend::new(w, h)) {
+                Ok(t) => t,
+                Err(e) => panic!("{e}"),
+            };
+            assert!(
+                term.draw(|f| sitrep::tui::chooser::draw(&s, f)).is_ok(),
+                "{w}x{h}"
+            );
+        }
+    }
+}

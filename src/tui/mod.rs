@@ -3,6 +3,8 @@
 pub mod app;
 pub mod approval;
 pub mod chat;
+pub mod chooser;
+pub mod chooser_state;
 pub mod evidence;
 pub mod header;
 pub mod help;
@@ -212,13 +214,17 @@ fn new_terminal() -> anyhow::Result<Term> {
 }
 
 fn draw_frame(terminal: &mut Term, state: &AppState) -> anyhow::Result<()> {
+    draw_with(terminal, |f| draw(state, f))
+}
+
+fn draw_with(terminal: &mut Term, render: impl FnOnce(&mut Frame)) -> anyhow::Result<()> {
     use std::io::Write;
     // One synchronized update per frame: terminals that support it show no half-drawn screens.
     crossterm::queue!(
         terminal.backend_mut(),
         crossterm::terminal::BeginSynchronizedUpdate
     )?;
-    terminal.draw(|f| draw(state, f))?;
+    terminal.draw(render)?;
     crossterm::queue!(
         terminal.backend_mut(),
         crossterm::terminal::EndSynchronizedUpdate
@@ -229,13 +235,22 @@ fn draw_frame(terminal: &mut Term, state: &AppState) -> anyhow::Result<()> {
 
 /// Run the console over a live investigation until the operator quits or a signal arrives.
 pub async fn run_live(handle: crate::agent::AgentHandle, opts: UiOptions) -> anyhow::Result<()> {
+    let state = opts.build_state()?;
+    let mut screen = Screen::enter()?;
+    live_on(&mut screen, state, handle).await
+}
+
+async fn live_on(
+    screen: &mut Screen,
+    mut state: AppState,
+    handle: crate::agent::AgentHandle,
+) -> anyhow::Result<()> {
     let crate::agent::AgentHandle {
         records,
         commands,
         task,
         session_path,
     } = handle;
-    let mut state = opts.build_state()?;
     state.session_path = session_path;
     let task = tokio::spawn(async move {
         match task.await {
@@ -244,7 +259,61 @@ pub async fn run_live(handle: crate::agent::AgentHandle, opts: UiOptions) -> any
             Err(e) => Err(format!("the investigation task stopped: {e}")),
         }
     });
-    run_loop(state, Some(records), Some(commands), Some(task)).await
+    event_loop(screen, state, Some(records), Some(commands), Some(task)).await
+}
+
+/// Open the console on a scenario chooser; the chosen scenario is handed to `start` and its
+/// investigation runs in the same terminal session. Quitting the chooser starts nothing.
+pub async fn run_demo_chooser<F>(
+    entries: Vec<chooser_state::Entry>,
+    opts: UiOptions,
+    start: F,
+) -> anyhow::Result<()>
+where
+    F: FnOnce(&str) -> anyhow::Result<crate::agent::AgentHandle>,
+{
+    if entries.is_empty() {
+        anyhow::bail!("this build has no demo scenarios");
+    }
+    let state = opts.build_state()?;
+    let chooser =
+        chooser_state::ChooserState::new(state.theme.clone(), state.keymap.clone(), entries);
+    let mut screen = Screen::enter()?;
+    let Some(name) = choose(&mut screen, chooser).await? else {
+        return Ok(());
+    };
+    let handle = start(&name)?;
+    live_on(&mut screen, state, handle).await
+}
+
+/// The chooser's loop: keys and resizes in, a frame after each; the chosen name out.
+async fn choose(
+    screen: &mut Screen,
+    mut state: chooser_state::ChooserState,
+) -> anyhow::Result<Option<String>> {
+    use chooser_state::{Choice, ChooserMsg, update};
+    let size = screen.terminal.size()?;
+    let _ = update(&mut state, ChooserMsg::Resize(size.width, size.height));
+    loop {
+        draw_with(&mut screen.terminal, |f| chooser::draw(&state, f))?;
+        let msg = tokio::select! {
+            biased;
+            _ = screen.sigterm.recv() => return Ok(None),
+            _ = screen.sighup.recv() => return Ok(None),
+            ev = screen.events.next() => match ev {
+                Some(Ok(TermEvent::Key(k))) if k.kind == KeyEventKind::Press => ChooserMsg::Key(k),
+                Some(Ok(TermEvent::Resize(w, h))) => ChooserMsg::Resize(w, h),
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return Err(anyhow::Error::new(e).context("reading the terminal")),
+                None => return Ok(None),
+            },
+        };
+        match update(&mut state, msg) {
+            Some(Choice::Start(name)) => return Ok(Some(name)),
+            Some(Choice::Quit) => return Ok(None),
+            None => {}
+        }
+    }
 }
 
 /// Replay a recorded session: the same views, read-only, with playback controls.
@@ -273,23 +342,62 @@ type TaskResult = tokio::task::JoinHandle<Result<String, String>>;
 /// The event loop: terminal events, records, the agent's end, ticks and signals in; frames out.
 /// Frames are drawn only when something changed, at most one per [`FRAME`].
 pub async fn run_loop(
+    state: AppState,
+    records: Option<UnboundedReceiver<Record>>,
+    commands: Option<UnboundedSender<Command>>,
+    task: Option<TaskResult>,
+) -> anyhow::Result<()> {
+    let mut screen = Screen::enter()?;
+    event_loop(&mut screen, state, records, commands, task).await
+}
+
+/// The terminal for one console session: raw mode and the alternate screen until dropped, with
+/// one input stream and the signal listeners, so successive views share it without flicker.
+struct Screen {
+    terminal: Term,
+    events: EventStream,
+    sigterm: tokio::signal::unix::Signal,
+    sighup: tokio::signal::unix::Signal,
+    // Dropped last: the terminal is restored after everything drawing on it is gone.
+    _guard: TerminalGuard,
+}
+
+impl Screen {
+    fn enter() -> anyhow::Result<Screen> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let sigterm = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+        let sighup = signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?;
+        let guard = TerminalGuard::enter()?;
+        Ok(Screen {
+            terminal: new_terminal()?,
+            events: EventStream::new(),
+            sigterm,
+            sighup,
+            _guard: guard,
+        })
+    }
+}
+
+async fn event_loop(
+    screen: &mut Screen,
     mut state: AppState,
     mut records: Option<UnboundedReceiver<Record>>,
     commands: Option<UnboundedSender<Command>>,
     mut task: Option<TaskResult>,
 ) -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut sigterm = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
-    let mut sighup = signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?;
-    let guard = TerminalGuard::enter()?;
-    let mut terminal = new_terminal()?;
+    let Screen {
+        terminal,
+        events,
+        sigterm,
+        sighup,
+        ..
+    } = screen;
     let size = terminal.size()?;
     update_effects(&mut state, Msg::Resize(size.width, size.height));
     let (wake_tx, mut wake_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     highlight::preload(move || {
         let _ = wake_tx.send(());
     });
-    let mut events = EventStream::new();
     let mut last_tick = Instant::now();
     let mut live_clock = (0.0f64, Instant::now());
     let mut dirty = true;
@@ -310,7 +418,7 @@ pub async fn run_loop(
             _ = sigterm.recv() => break,
             _ = sighup.recv() => break,
             _ = tokio::time::sleep_until(due), if dirty => {
-                if let Err(e) = draw_frame(&mut terminal, &state) {
+                if let Err(e) = draw_frame(terminal, &state) {
                     result = Err(e);
                     break;
                 }
@@ -392,8 +500,6 @@ pub async fn run_loop(
         let _ = tx.send(Command::Cancel);
         let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
     }
-    drop(terminal);
-    drop(guard);
     result
 }
 
