@@ -205,11 +205,14 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
         });
     }
 
+    // The pod the top (non-benign) hypothesis is about, compared below with its siblings.
+    let failing_pod = top
+        .filter(|t| !t.benign)
+        .and_then(|t| t.objects.iter().find_map(|o| o.strip_prefix("pod/")))
+        .and_then(|name| pods.iter().find(|p| p.name == name));
+
     // The failing pod versus its siblings.
-    if let Some(t) = top.filter(|t| !t.benign)
-        && let Some(pod_name) = t.objects.iter().find_map(|o| o.strip_prefix("pod/"))
-        && let Some(pod) = pods.iter().find(|p| p.name == pod_name)
-    {
+    if let Some(pod) = failing_pod {
         let rs = pod_rs(pod);
         let same: Vec<String> = ctx
             .siblings(pod)
@@ -232,10 +235,7 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
     }
 
     // Old versus new ReplicaSet during a rollout.
-    if let Some(t) = top.filter(|t| !t.benign)
-        && let Some(pod_name) = t.objects.iter().find_map(|o| o.strip_prefix("pod/"))
-        && let Some(pod) = pods.iter().find(|p| p.name == pod_name)
-    {
+    if let Some(pod) = failing_pod {
         let rs = pod_rs(pod);
         let old: Vec<_> = ctx
             .siblings(pod)
