@@ -6,7 +6,7 @@ mod support;
 
 use serde_json::{Value, json};
 use sitrep::integrations::{Endpoint, ErrorKind, LiveTransport, Transport};
-use sitrep::model::Action;
+use sitrep::model::{Action, catalog};
 use sitrep::world::{self, Mode, World};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -484,40 +484,50 @@ async fn every_kind_analyzers_and_runbooks_propose_is_executable() {
     }
     for kind in &proposed {
         assert!(
+            catalog::lookup(kind).is_some_and(|e| e.mutating),
+            "{kind} is proposed but is not an action in the catalog"
+        );
+        assert!(
             world::is_executable(kind),
             "{kind} is proposed but World::execute cannot carry it out"
         );
     }
 
-    // And each executable kind reaches its client: with no integration configured the answer is
-    // "not configured" (or a parameter error), never the manual-step fallback.
+    // Every catalog action reaches its client: with no integration configured the answer is
+    // "not configured", never the manual-step fallback. Params come from the catalog's schema.
     let world = world_over(None);
-    let samples = [
-        ("kubernetes.rollout_restart", "deployment/api", json!({})),
-        ("kubernetes.rollout_undo", "deployment/api", json!({})),
-        ("kubernetes.scale", "deployment/api", json!({"replicas": 3})),
-        ("kubernetes.delete_pod", "pod/api-1", json!({})),
-        (
-            "kubernetes.set_resources",
-            "deployment/api",
-            json!({"container": "api", "memory_limit": "1Gi"}),
-        ),
-        ("kubernetes.cordon", "node/n1", json!({})),
-        ("kubernetes.drain", "node/n1", json!({})),
-        (
-            "alertmanager.silence",
-            "alert/X",
-            json!({"matchers": {"alertname": "X"}}),
-        ),
-        ("github.revert_pr", "pull/12", json!({"pull": 12})),
-    ];
-    assert_eq!(samples.len(), world::EXECUTABLE_KINDS.len());
-    for (kind, target, params) in samples {
-        assert!(world::is_executable(kind), "{kind}");
+    let mut executed = 0;
+    for entry in catalog::actions() {
+        let mut params = serde_json::Map::new();
+        for p in entry.params.iter().filter(|p| p.required) {
+            let v = match p.ty {
+                catalog::ParamType::Integer => json!(3),
+                catalog::ParamType::Boolean => json!(true),
+                catalog::ParamType::Object => json!({"alertname": "X"}),
+                catalog::ParamType::Quantity => json!("1Gi"),
+                _ => json!("x1"),
+            };
+            params.insert(p.name.to_string(), v);
+        }
+        if entry.name == "kubernetes.set_resources" {
+            params.insert("memory_limit".into(), json!("1Gi"));
+        }
+        let params = serde_json::Value::Object(params);
+        let target = catalog::target_of(
+            entry.name,
+            &serde_json::from_value(params.clone()).expect("params"),
+        )
+        .unwrap_or_default();
+        assert!(world::is_executable(entry.name), "{}", entry.name);
         let e = world
-            .execute(&action(kind, target, params))
+            .execute(&action(entry.name, &target, params))
             .await
             .expect_err("nothing is configured");
-        assert_eq!(e.kind, ErrorKind::NotConfigured, "{kind}: {e}");
+        assert_eq!(e.kind, ErrorKind::NotConfigured, "{}: {e}", entry.name);
+        executed += 1;
     }
+    assert_eq!(executed, catalog::ActionKind::ALL.len());
+    // And nothing outside the catalog is executable.
+    assert!(!world::is_executable("kubernetes.pods"));
+    assert!(!world::is_executable("pagerduty.escalate"));
 }

@@ -266,7 +266,7 @@ fn resolved_alert_with_everything_ready_is_healthy_and_not_silenced() {
 }
 
 #[test]
-fn firing_alert_on_a_recovered_pod_suggests_a_low_risk_silence() {
+fn firing_alert_on_a_recovered_pod_suggests_a_medium_risk_silence() {
     let mut obs = base(alert(
         "KubePodRestarted",
         &[("pod", "cart-5f6d7-a"), ("namespace", "shop")],
@@ -280,7 +280,7 @@ fn firing_alert_on_a_recovered_pod_suggests_a_low_risk_silence() {
         .suggested_actions
         .iter()
         .find(|x| x.kind == "alertmanager.silence");
-    assert_eq!(silence.map(|s| s.risk), Some(Risk::Low));
+    assert_eq!(silence.map(|s| s.risk), Some(Risk::Medium));
     assert!(ruled_text(&a).contains("not currently restarting"));
 }
 

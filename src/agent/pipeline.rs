@@ -5,6 +5,7 @@ use super::journal::{Journal, Sink};
 use super::specialists::{self, Caller, Scope, lock, split_threshold};
 use super::tools::{ToolOutput, Tools, params, s};
 use super::{AgentOptions, Trigger, approve, chat};
+use crate::model::catalog;
 use crate::model::{
     Action, Command, Event, Marker, Outcome, PodFacts, Record, Stage, Verification,
 };
@@ -538,8 +539,9 @@ impl Run {
                     }
                 }
                 let rendered = (|| -> Result<Action, String> {
-                    let params = runbook::render_params(&a.params, ctx)?;
+                    let mut params = runbook::render_params(&a.params, ctx)?;
                     let target = runbook::render(&a.target.value, ctx)?;
+                    catalog::reconcile(&a.tool.value, &target, &mut params)?;
                     let rationale = runbook::render(&a.rationale.value, ctx)?;
                     let blast_radius = runbook::render(&a.blast_radius, ctx)?;
                     Ok(Action {
@@ -568,7 +570,13 @@ impl Run {
             }
         }
         for a in &analysis.suggested_actions {
-            out.push(a.clone());
+            let mut a = a.clone();
+            match catalog::reconcile(&a.kind, &a.target, &mut a.params) {
+                Ok(()) => out.push(a),
+                Err(e) => self.emit(Event::Warning {
+                    message: format!("not proposing {} {}: {e}", a.kind, a.target),
+                }),
+            }
         }
         // One proposal per (kind, target): a runbook and an analyzer often agree.
         let mut seen = Vec::new();
@@ -584,9 +592,9 @@ impl Run {
         let mut j = lock(&self.journal);
         for a in out.iter_mut() {
             a.id = j.next_id("act");
-            if a.operation.is_empty() {
-                a.operation = operation(&a.kind, &a.target, &a.params);
-            }
+            // A runbook or an analyzer may raise an action's risk, never take it below the floor.
+            a.risk = catalog::effective_risk(&a.kind, a.risk, &a.params);
+            a.operation = operation(&a.kind, &a.target, &a.params);
             j.emit(Event::ActionProposed { action: a.clone() });
         }
         out
@@ -1081,41 +1089,8 @@ impl Wait {
     }
 }
 
-/// The exact operation an action performs, shown in the approval modal.
-pub fn operation(kind: &str, target: &str, params: &BTreeMap<String, serde_json::Value>) -> String {
-    let p = |k: &str| {
-        params
-            .get(k)
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| v.to_string())
-            })
-            .unwrap_or_default()
-    };
-    let ns = p("namespace");
-    let ns = if ns.is_empty() {
-        String::new()
-    } else {
-        format!(" -n {ns}")
-    };
-    match kind {
-        "kubernetes.rollout_undo" => format!("kubectl rollout undo {target}{ns}"),
-        "kubernetes.rollout_restart" => format!("kubectl rollout restart {target}{ns}"),
-        "kubernetes.scale" => format!("kubectl scale {target}{ns} --replicas={}", p("replicas")),
-        "kubernetes.delete_pod" => {
-            let force = if p("force") == "true" {
-                " --force --grace-period=0"
-            } else {
-                ""
-            };
-            format!("kubectl delete {target}{ns}{force}")
-        }
-        "alertmanager.silence" => format!("amtool silence add {target}"),
-        "github.revert_pr" => format!("gh pr revert {target}"),
-        other => format!("{other} {target}"),
-    }
-}
+/// The exact operation an action performs, shown in the approval modal (from the catalog).
+pub use crate::model::catalog::operation;
 
 fn healthy_pod(p: &PodFacts) -> bool {
     (p.phase == "Running" && p.ready())
@@ -1213,25 +1188,4 @@ fn facts(obs: &Observations, scope: &Scope) -> serde_json::Value {
         "rollouts": rollouts.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
         "evidence": obs.evidence.keys().collect::<Vec<_>>(),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn operations_read_like_the_commands() {
-        let mut p = BTreeMap::new();
-        p.insert("namespace".into(), json!("shop"));
-        p.insert("replicas".into(), json!(6));
-        assert_eq!(
-            operation("kubernetes.scale", "deployment/web", &p),
-            "kubectl scale deployment/web -n shop --replicas=6"
-        );
-        p.insert("force".into(), json!(true));
-        assert_eq!(
-            operation("kubernetes.delete_pod", "pod/db-0", &p),
-            "kubectl delete pod/db-0 -n shop --force --grace-period=0"
-        );
-    }
 }

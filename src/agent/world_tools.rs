@@ -3,6 +3,7 @@
 use super::tools::{Params, ToolOutput, Tools, p_bool, p_f64, p_str, p_time};
 use crate::integrations::{AlertFilter, Direction};
 use crate::model::Action;
+use crate::model::catalog::{self, Handler, ReadTool};
 use crate::world::World;
 use chrono::{DateTime, Duration, Utc};
 use futures::future::BoxFuture;
@@ -27,27 +28,35 @@ impl WorldTools {
         let w = &self.0;
         let e = |err: crate::integrations::IntegrationError| err.to_string();
         let ns = p_str(params, "namespace");
-        Ok(match tool {
-            "kubernetes.pods" => ToolOutput::Pods(
+        // Only catalog reads run here; actions go through policy and `execute`.
+        let read = match catalog::lookup(tool).map(|entry| entry.handler) {
+            Some(Handler::Read(r)) => r,
+            Some(Handler::Act(_)) => {
+                return Err(format!("{tool} changes the world: propose it as an action"));
+            }
+            None => return Err(format!("unknown tool {tool}")),
+        };
+        Ok(match read {
+            ReadTool::Pods => ToolOutput::Pods(
                 w.kubernetes()
                     .list_pods(ns, p_str(params, "label_selector"))
                     .await
                     .map_err(e)?,
             ),
-            "kubernetes.events" => ToolOutput::Events(
+            ReadTool::Events => ToolOutput::Events(
                 w.kubernetes()
                     .events(ns, p_str(params, "involved"))
                     .await
                     .map_err(e)?,
             ),
-            "kubernetes.deployments" => {
+            ReadTool::Deployments => {
                 ToolOutput::Deployments(w.kubernetes().deployments(ns).await.map_err(e)?)
             }
-            "kubernetes.replica_sets" => {
+            ReadTool::ReplicaSets => {
                 ToolOutput::Deployments(w.kubernetes().replica_sets(ns).await.map_err(e)?)
             }
-            "kubernetes.nodes" => ToolOutput::Nodes(w.kubernetes().nodes().await.map_err(e)?),
-            "kubernetes.pod_logs" => ToolOutput::Logs(
+            ReadTool::Nodes => ToolOutput::Nodes(w.kubernetes().nodes().await.map_err(e)?),
+            ReadTool::PodLogs => ToolOutput::Logs(
                 w.kubernetes()
                     .pod_logs(
                         need(params, "namespace", tool)?,
@@ -59,7 +68,7 @@ impl WorldTools {
                     .await
                     .map_err(e)?,
             ),
-            "prometheus.query" => ToolOutput::Series(
+            ReadTool::PromQuery => ToolOutput::Series(
                 w.prometheus()
                     .query(
                         need(params, "query", tool)?,
@@ -68,7 +77,7 @@ impl WorldTools {
                     .await
                     .map_err(e)?,
             ),
-            "prometheus.query_range" => {
+            ReadTool::PromQueryRange => {
                 let (start, end) = self.window(params);
                 let step = p_f64(params, "step").unwrap_or(60.0).clamp(1.0, 86_400.0) as u64;
                 ToolOutput::Series(
@@ -78,16 +87,16 @@ impl WorldTools {
                         .map_err(e)?,
                 )
             }
-            "prometheus.rules" => ToolOutput::Rules(w.prometheus().rules().await.map_err(e)?),
-            "prometheus.alerts" => ToolOutput::Alerts(w.prometheus().alerts().await.map_err(e)?),
-            "alertmanager.alerts" => {
+            ReadTool::PromRules => ToolOutput::Rules(w.prometheus().rules().await.map_err(e)?),
+            ReadTool::PromAlerts => ToolOutput::Alerts(w.prometheus().alerts().await.map_err(e)?),
+            ReadTool::AlertmanagerAlerts => {
                 let mut filter = AlertFilter::default();
                 if let Some(name) = p_str(params, "alertname") {
                     filter = filter.label("alertname", name);
                 }
                 ToolOutput::Alerts(w.alertmanager().alerts(&filter).await.map_err(e)?)
             }
-            "loki.query_range" => {
+            ReadTool::LokiQueryRange => {
                 let (start, end) = self.window(params);
                 let limit = p_f64(params, "limit").unwrap_or(500.0).clamp(1.0, 5000.0) as u32;
                 let direction = match p_str(params, "direction") {
@@ -101,7 +110,7 @@ impl WorldTools {
                         .map_err(e)?,
                 )
             }
-            "github.deployments" | "github.commits" | "github.merged_pulls" => {
+            ReadTool::GitHubDeployments | ReadTool::GitHubCommits | ReadTool::GitHubMergedPulls => {
                 let repo = p_str(params, "repo")
                     .or(w.github_repo())
                     .ok_or_else(|| format!("{tool}: no repository configured or given"))?;
@@ -110,15 +119,14 @@ impl WorldTools {
                 let until = p_time(params, "until").unwrap_or(now);
                 let gh = w.github();
                 ToolOutput::Changes(
-                    match tool {
-                        "github.deployments" => gh.deployments(repo, since, until).await,
-                        "github.commits" => gh.commits(repo, since, until).await,
+                    match read {
+                        ReadTool::GitHubDeployments => gh.deployments(repo, since, until).await,
+                        ReadTool::GitHubCommits => gh.commits(repo, since, until).await,
                         _ => gh.merged_pulls(repo, since, until).await,
                     }
                     .map_err(e)?,
                 )
             }
-            other => return Err(format!("unknown tool {other}")),
         })
     }
 }

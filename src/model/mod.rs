@@ -1,6 +1,7 @@
 //! The domain model: events, commands, the incident fold and the plain data they carry. No I/O.
 
 mod alert;
+pub mod catalog;
 mod event;
 mod facts;
 mod incident;

@@ -3,6 +3,7 @@
 pub mod redact;
 
 use crate::model::Risk;
+use crate::model::catalog::{is_mutating, risk_floor};
 use std::collections::BTreeSet;
 
 /// The default medium-risk veto countdown, in seconds.
@@ -54,7 +55,8 @@ pub fn rule(kind: &str, risk: Risk, cfg: &PolicyConfig) -> Rule {
             reason: "diagnosis only: actions are proposed, never executed".into(),
         };
     }
-    match risk {
+    // The catalog's floor holds even when a caller forgot to apply it to the proposal.
+    match risk.max(risk_floor(kind)) {
         Risk::Low => Rule::Run,
         Risk::Medium => Rule::Veto {
             secs: cfg.veto_secs.max(0.0),
@@ -84,28 +86,6 @@ pub fn satisfied<S: AsRef<str>>(risk: Risk, approvers: &[S]) -> bool {
     distinct.len() >= usize::from(approvals_needed(risk))
 }
 
-/// Whether an action kind changes the world. Reads never need approval; anything unknown is
-/// treated as mutating, so a new action kind cannot slip past read-only mode.
-pub fn is_mutating(kind: &str) -> bool {
-    let verb = kind.rsplit('.').next().unwrap_or(kind);
-    !matches!(
-        verb,
-        "pods"
-            | "get_pod"
-            | "pod_logs"
-            | "events"
-            | "deployments"
-            | "replica_sets"
-            | "nodes"
-            | "query"
-            | "query_range"
-            | "rules"
-            | "alerts"
-            | "commits"
-            | "merged_pulls"
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,8 +96,9 @@ mod tests {
 
     #[test]
     fn each_risk_maps_to_its_rule() {
-        let k = "kubernetes.rollout_undo";
+        let k = "kubernetes.pods";
         assert_eq!(rule(k, Risk::Low, &cfg()), Rule::Run);
+        let k = "kubernetes.rollout_restart";
         assert_eq!(rule(k, Risk::Medium, &cfg()), Rule::Veto { secs: 30.0 });
         assert_eq!(rule(k, Risk::High, &cfg()), Rule::Approve { approvals: 1 });
         assert_eq!(
@@ -162,10 +143,31 @@ mod tests {
     }
 
     #[test]
-    fn unknown_kinds_are_mutating() {
-        assert!(is_mutating("kubernetes.rollout_undo"));
-        assert!(is_mutating("something.new"));
-        assert!(!is_mutating("kubernetes.pods"));
-        assert!(!is_mutating("prometheus.query_range"));
+    fn unknown_kinds_are_refused_in_read_only_mode() {
+        let c = PolicyConfig {
+            read_only: true,
+            ..cfg()
+        };
+        assert!(matches!(
+            rule("something.new", Risk::Low, &c),
+            Rule::Refuse { .. }
+        ));
+        assert_eq!(rule("kubernetes.pods", Risk::Low, &c), Rule::Run);
+    }
+
+    #[test]
+    fn a_declared_risk_below_the_floor_gets_the_floor_rule() {
+        assert_eq!(
+            rule("kubernetes.delete_pod", Risk::Low, &cfg()),
+            Rule::Approve { approvals: 1 }
+        );
+        assert_eq!(
+            rule("alertmanager.silence", Risk::Low, &cfg()),
+            Rule::Veto { secs: 30.0 }
+        );
+        assert_eq!(
+            rule("something.new", Risk::Low, &cfg()),
+            Rule::Approve { approvals: 2 }
+        );
     }
 }

@@ -1,17 +1,16 @@
-//! Builders for the remediation actions analyzers suggest, with the exact operation each performs.
+//! Builders for the remediation actions analyzers suggest; operation text and floors come from the catalog.
 
+use crate::model::catalog;
 use crate::model::{Action, EvidenceId, Risk};
 use serde_json::json;
 use std::collections::BTreeMap;
 
-// One flat constructor keeps each builder below a readable one-liner per field.
-#[allow(clippy::too_many_arguments)]
+/// An action whose operation text is the catalog's and whose risk is never below the kind's floor.
 fn action(
     kind: &str,
     target: String,
     risk: Risk,
     rationale: String,
-    operation: String,
     blast_radius: String,
     params: BTreeMap<String, serde_json::Value>,
     evidence: Vec<EvidenceId>,
@@ -19,11 +18,11 @@ fn action(
     Action {
         id: String::new(),
         kind: kind.to_string(),
+        operation: catalog::operation(kind, &target, &params),
+        risk: catalog::effective_risk(kind, risk, &params),
         target,
         params,
-        risk,
         rationale,
-        operation,
         blast_radius,
         evidence,
     }
@@ -48,9 +47,6 @@ pub(crate) fn rollout_undo(
         Risk::High,
         why,
         format!(
-            "PATCH /apis/apps/v1/namespaces/{ns}/deployments/{deployment} (pod template of the previous revision); kubectl -n {ns} rollout undo deployment/{deployment}"
-        ),
-        format!(
             "every pod of deployment/{deployment} is replaced by the previous revision; changes shipped since then are reverted"
         ),
         params(&[("namespace", json!(ns)), ("deployment", json!(deployment))]),
@@ -69,9 +65,6 @@ pub(crate) fn rollout_restart(
         format!("deployment/{deployment}"),
         Risk::Medium,
         why,
-        format!(
-            "PATCH /apis/apps/v1/namespaces/{ns}/deployments/{deployment} (spec.template.metadata.annotations kubectl.kubernetes.io/restartedAt); kubectl -n {ns} rollout restart deployment/{deployment}"
-        ),
         format!(
             "pods of deployment/{deployment} are recreated one by one (rolling); in-flight requests on each old pod are drained"
         ),
@@ -94,9 +87,6 @@ pub(crate) fn set_memory_limit(
         Risk::Medium,
         why,
         format!(
-            "PATCH /apis/apps/v1/namespaces/{ns}/deployments/{deployment} (containers[{container}].resources.limits.memory={limit}); kubectl -n {ns} set resources deployment/{deployment} -c {container} --limits=memory={limit}"
-        ),
-        format!(
             "triggers a rolling update of deployment/{deployment}; each pod may use up to {limit}, so nodes need that much allocatable memory"
         ),
         params(&[
@@ -115,7 +105,6 @@ pub(crate) fn delete_pod(ns: &str, pod: &str, why: String, evidence: Vec<Evidenc
         format!("pod/{pod}"),
         Risk::Medium,
         why,
-        format!("DELETE /api/v1/namespaces/{ns}/pods/{pod}; kubectl -n {ns} delete pod {pod}"),
         format!("only pod/{pod}; its controller creates a replacement"),
         params(&[("namespace", json!(ns)), ("pod", json!(pod))]),
         evidence,
@@ -128,7 +117,6 @@ pub(crate) fn cordon(node: &str, why: String, evidence: Vec<EvidenceId>) -> Acti
         format!("node/{node}"),
         Risk::High,
         why,
-        format!("PATCH /api/v1/nodes/{node} (spec.unschedulable=true); kubectl cordon {node}"),
         format!("no new pods are scheduled on node/{node}; the remaining nodes take the load"),
         params(&[("node", json!(node))]),
         evidence,
@@ -141,9 +129,6 @@ pub(crate) fn drain(node: &str, why: String, evidence: Vec<EvidenceId>) -> Actio
         format!("node/{node}"),
         Risk::High,
         why,
-        format!(
-            "POST /api/v1/namespaces/*/pods/*/eviction for every pod on the node; kubectl drain {node} --ignore-daemonsets --delete-emptydir-data"
-        ),
         format!(
             "every pod on node/{node} is evicted and rescheduled elsewhere (emptyDir data is lost)"
         ),
@@ -164,9 +149,6 @@ pub(crate) fn scale(
         format!("deployment/{deployment}"),
         Risk::Medium,
         why,
-        format!(
-            "PATCH /apis/apps/v1/namespaces/{ns}/deployments/{deployment}/scale (spec.replicas={replicas}); kubectl -n {ns} scale deployment/{deployment} --replicas={replicas}"
-        ),
         format!("deployment/{deployment} runs {replicas} replicas"),
         params(&[
             ("namespace", json!(ns)),
@@ -177,30 +159,30 @@ pub(crate) fn scale(
     )
 }
 
+/// How long a silence an analyzer proposes lasts: long enough to tune the rule, short enough
+/// that a real recurrence pages again the same shift.
+const SILENCE_MINUTES: u32 = 120;
+
+/// Silencing a firing alert hides a page from everyone on call: at least medium risk (the
+/// catalog's floor), with a rationale the caller computed from the evidence it cites.
 pub(crate) fn silence(
     alertname: &str,
     matchers: &BTreeMap<String, String>,
     why: String,
     evidence: Vec<EvidenceId>,
 ) -> Action {
-    let m: Vec<String> = matchers
-        .iter()
-        .map(|(k, v)| format!("{k}=\"{v}\""))
-        .collect();
     action(
         "alertmanager.silence",
         format!("alert/{alertname}"),
-        Risk::Low,
+        Risk::Medium,
         why,
         format!(
-            "POST /api/v2/silences {{matchers: {}, duration: 2h}}; amtool silence add {} --duration=2h",
-            m.join(", "),
-            m.join(" ")
+            "notifications for {alertname} with these labels are muted for {SILENCE_MINUTES} minutes; other alerts are unaffected"
         ),
-        format!(
-            "notifications for {alertname} with these labels are muted for 2h; other alerts are unaffected"
-        ),
-        params(&[("matchers", json!(matchers)), ("duration", json!("2h"))]),
+        params(&[
+            ("matchers", json!(matchers)),
+            ("duration_minutes", json!(SILENCE_MINUTES)),
+        ]),
         evidence,
     )
 }

@@ -119,22 +119,9 @@ pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
 
     let mut suggested_actions: Vec<Action> = top.map(|t| t.actions.clone()).unwrap_or_default();
     if category == Category::Healthy
-        && let Some(alert) = ctx.obs.alert.as_ref().filter(|_| !ctx.obs.alert_resolved())
+        && let Some(silence) = top.and_then(|t| silence_if_checked(ctx, t))
     {
-        let matchers: BTreeMap<String, String> = alert
-            .labels
-            .iter()
-            .filter(|(k, _)| {
-                ["alertname", "namespace", "pod", "deployment", "service"].contains(&k.as_str())
-            })
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        suggested_actions.push(actions::silence(
-            alert.name(),
-            &matchers,
-            format!("{} reports a condition that has already cleared; silence it while the alert rule is tuned", alert.name()),
-            ctx.ev(&["alerts", "alert_rules"]),
-        ));
+        suggested_actions.push(silence);
     }
 
     Analysis {
@@ -146,6 +133,75 @@ pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
         confidence,
         suggested_actions,
     }
+}
+
+/// A silence for a still-firing alert, only when a benign signal checked the very object the alert
+/// is about (a pod, node or deployment it names) and says it has recovered. The rationale is
+/// built from that signal's values and times and cites its evidence; with no such check there
+/// is nothing to justify hiding the page, so nothing is proposed.
+fn silence_if_checked(ctx: &Ctx, top: &Signal) -> Option<Action> {
+    let alert = ctx
+        .obs
+        .alert
+        .as_ref()
+        .filter(|_| !ctx.obs.alert_resolved())?;
+    if !top.benign || top.evidence.is_empty() {
+        return None;
+    }
+    let about_alert = |o: &String| match o.split_once('/') {
+        Some(("pod", n)) => ctx.focus_pods.iter().any(|p| p == n),
+        Some(("node", n)) => ctx.focus_nodes.iter().any(|x| x == n),
+        Some(("deployment", n)) => ctx.focus_deployment.as_deref() == Some(n),
+        _ => false,
+    };
+    let checked = top.objects.iter().find(|o| about_alert(o))?;
+    let matchers: BTreeMap<String, String> = alert
+        .labels
+        .iter()
+        .filter(|(k, _)| {
+            ["alertname", "namespace", "pod", "deployment", "service"].contains(&k.as_str())
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut evidence = top.evidence.clone();
+    let since = alert
+        .starts_at
+        .filter(|t| t.timestamp() > 0)
+        .map(|t| format!(" since {}", t.format("%H:%M UTC")))
+        .unwrap_or_default();
+    let rule = ctx
+        .obs
+        .rules
+        .iter()
+        .find(|r| r.name == alert.name() && r.rule_type == "alerting");
+    let rule_state = match rule.and_then(|r| r.state.as_deref()) {
+        Some(state) => {
+            let ids = ctx.ev(&["alert_rules"]);
+            let cite = if ids.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", ids.join(", "))
+            };
+            evidence.extend(ids);
+            format!("; its Prometheus rule is {state}{cite}")
+        }
+        None => String::new(),
+    };
+    let checked_ids = top.evidence.join(", ");
+    evidence.extend(ctx.ev(&["alerts"]));
+    let mut seen = std::collections::BTreeSet::new();
+    evidence.retain(|id| seen.insert(id.clone()));
+    Some(actions::silence(
+        alert.name(),
+        &matchers,
+        format!(
+            "{} is still firing{since}{rule_state}, but {checked} was checked at {} and has recovered: {} [{checked_ids}]. The silence mutes only these labels while the alert rule is tuned.",
+            alert.name(),
+            ctx.obs.now.format("%H:%M UTC"),
+            top.summary,
+        ),
+        evidence,
+    ))
 }
 
 fn has(signals: &[Signal], analyzer: &str) -> bool {

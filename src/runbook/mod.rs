@@ -6,6 +6,7 @@
 //! minijinja with strict undefined, so a typo in `{{ alert.labels.namespac }}` is an error, not
 //! an empty string.
 
+use crate::model::catalog;
 use crate::model::{Alert, Category, Risk};
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Deserialize;
@@ -13,35 +14,6 @@ use serde_saphyr::{Location, Spanned};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-
-/// Read tools a `gather` step may call.
-pub const READ_TOOLS: &[&str] = &[
-    "kubernetes.pods",
-    "kubernetes.events",
-    "kubernetes.deployments",
-    "kubernetes.replica_sets",
-    "kubernetes.nodes",
-    "kubernetes.pod_logs",
-    "prometheus.query",
-    "prometheus.query_range",
-    "prometheus.rules",
-    "prometheus.alerts",
-    "loki.query_range",
-    "alertmanager.alerts",
-    "github.deployments",
-    "github.commits",
-    "github.merged_pulls",
-];
-
-/// Actions an `action` step may propose.
-pub const ACTION_KINDS: &[&str] = &[
-    "kubernetes.rollout_restart",
-    "kubernetes.rollout_undo",
-    "kubernetes.scale",
-    "kubernetes.delete_pod",
-    "alertmanager.silence",
-    "github.revert_pr",
-];
 
 /// The runbooks shipped in the binary.
 const BUILTIN: &[(&str, &str)] = &[
@@ -356,12 +328,15 @@ fn validate(file: &Path, rb: &Runbook) -> Vec<RunbookError> {
     for step in &rb.steps {
         match step {
             Step::Gather(g) => {
-                if !READ_TOOLS.contains(&g.tool.value.as_str()) {
-                    errors.push(at(
+                match catalog::lookup(&g.tool.value) {
+                    Some(e) if !e.mutating => {
+                        param_names(file, e, &g.tool, &g.params, false, &mut errors)
+                    }
+                    _ => errors.push(at(
                         file,
                         g.tool.referenced,
-                        format!("a read tool, one of {}", READ_TOOLS.join(", ")),
-                    ));
+                        format!("a read tool, one of {}", names(catalog::reads())),
+                    )),
                 }
                 g.params.values().for_each(|p| template(p, &mut errors));
                 if let Some(w) = &g.when {
@@ -390,19 +365,31 @@ fn validate(file: &Path, rb: &Runbook) -> Vec<RunbookError> {
                 }
             }
             Step::Action(a) => {
-                if !ACTION_KINDS.contains(&a.tool.value.as_str()) {
-                    errors.push(at(
+                let entry = catalog::lookup(&a.tool.value).filter(|e| e.mutating);
+                match entry {
+                    Some(e) => param_names(file, e, &a.tool, &a.params, true, &mut errors),
+                    None => errors.push(at(
                         file,
                         a.tool.referenced,
-                        format!("an action, one of {}", ACTION_KINDS.join(", ")),
-                    ));
+                        format!("an action, one of {}", names(catalog::actions())),
+                    )),
                 }
-                if Risk::parse(&a.risk.value).is_none() {
-                    errors.push(at(
+                match (Risk::parse(&a.risk.value), entry) {
+                    (None, _) => errors.push(at(
                         file,
                         a.risk.referenced,
                         "a risk: low, medium, high or critical".into(),
-                    ));
+                    )),
+                    // A runbook may raise an action's risk, never lower it.
+                    (Some(risk), Some(e)) if risk < e.floor => errors.push(at(
+                        file,
+                        a.risk.referenced,
+                        format!(
+                            "a risk of at least {} ({} is never below {}; declared {})",
+                            e.floor, e.name, e.floor, risk
+                        ),
+                    )),
+                    _ => {}
                 }
                 template(&a.target, &mut errors);
                 template(&a.rationale, &mut errors);
@@ -414,6 +401,50 @@ fn validate(file: &Path, rb: &Runbook) -> Vec<RunbookError> {
         }
     }
     errors
+}
+
+/// `a, b, c` from catalog entries.
+fn names<'a>(entries: impl Iterator<Item = &'a catalog::Entry>) -> String {
+    entries.map(|e| e.name).collect::<Vec<_>>().join(", ")
+}
+
+/// Every param must be in the kind's schema; required ones must be there (an action's target
+/// may stand in for the param that names it). Values are templates, so types are checked when
+/// the step renders, not here.
+fn param_names(
+    file: &Path,
+    entry: &catalog::Entry,
+    tool: &Spanned<String>,
+    params: &BTreeMap<String, Spanned<String>>,
+    has_target: bool,
+    errors: &mut Vec<RunbookError>,
+) {
+    for (name, value) in params {
+        if entry.param(name).is_none() {
+            errors.push(at(
+                file,
+                value.referenced,
+                format!(
+                    "a parameter of {}, one of {} (not `{name}`)",
+                    entry.name,
+                    catalog::param_names(entry)
+                ),
+            ));
+        }
+    }
+    for p in entry.params.iter().filter(|p| p.required) {
+        let by_target = has_target && entry.target_param() == Some(p.name);
+        if !params.contains_key(p.name) && !by_target {
+            errors.push(at(
+                file,
+                tool.referenced,
+                format!(
+                    "`{}` among the params of {} ({})",
+                    p.name, entry.name, p.description
+                ),
+            ));
+        }
+    }
 }
 
 /// `sitrep runbooks check [PATH]`: validate one file or every `*.yaml`/`*.yml` in a directory.

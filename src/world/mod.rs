@@ -13,6 +13,7 @@ use crate::integrations::{
     AlertmanagerClient, ErrorKind, GitHubClient, IntegrationError, KubernetesClient, LokiClient,
     PrometheusClient, ResourceChange, SilenceSpec,
 };
+use crate::model::catalog::{self, ActionKind, Handler};
 use crate::model::{Action, WebhookPayload};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -75,23 +76,14 @@ impl std::fmt::Debug for World {
 
 const DEFAULT_NAMESPACE: &str = "default";
 
-/// Every action kind [`World::execute`] carries out. Any other kind is answered with an
-/// [`ErrorKind::Manual`] error saying what the operator should run instead.
-pub const EXECUTABLE_KINDS: [&str; 9] = [
-    "kubernetes.rollout_restart",
-    "kubernetes.rollout_undo",
-    "kubernetes.scale",
-    "kubernetes.delete_pod",
-    "kubernetes.set_resources",
-    "kubernetes.cordon",
-    "kubernetes.drain",
-    "alertmanager.silence",
-    "github.revert_pr",
-];
-
-/// Whether [`World::execute`] can carry out actions of `kind`.
+/// Whether [`World::execute`] can carry out actions of `kind`: every mutating catalog entry has
+/// an executor arm (the dispatch matches [`ActionKind`] exhaustively); anything else is answered
+/// with an [`ErrorKind::Manual`] error saying what the operator should run instead.
 pub fn is_executable(kind: &str) -> bool {
-    EXECUTABLE_KINDS.contains(&kind)
+    matches!(
+        catalog::lookup(kind).map(|e| e.handler),
+        Some(Handler::Act(_))
+    )
 }
 
 impl World {
@@ -310,46 +302,64 @@ impl World {
     }
 
     async fn dispatch(&self, action: &Action) -> Result<String, IntegrationError> {
-        let (integration, verb) = action
+        let integration = action
             .kind
             .split_once('.')
-            .unwrap_or(("", action.kind.as_str()));
+            .map(|(i, _)| i)
+            .unwrap_or(action.kind.as_str());
+        let Some(Handler::Act(kind)) = catalog::lookup(&action.kind).map(|e| e.handler) else {
+            let what = if action.operation.trim().is_empty() {
+                format!("carry out {} on {} by hand", action.kind, action.target)
+            } else {
+                action.operation.clone()
+            };
+            return Err(IntegrationError::new(
+                integration,
+                &action.kind,
+                ErrorKind::Manual(what),
+            ));
+        };
         let invalid =
             |m: String| IntegrationError::new(integration, &action.kind, ErrorKind::Invalid(m));
-        let param = |k: &str| action.params.get(k);
+        // Target and params must name the same object; a missing name param comes from the target.
+        let mut params = action.params.clone();
+        catalog::reconcile(&action.kind, &action.target, &mut params).map_err(invalid)?;
+        let param = |k: &str| params.get(k);
         let param_str = |k: &str| param(k).and_then(Value::as_str).filter(|s| !s.is_empty());
         let param_u64 = |k: &str| match param(k) {
             Some(Value::Number(n)) => n.as_u64(),
             Some(Value::String(s)) => s.trim().trim_start_matches('#').parse().ok(),
             _ => None,
         };
-        // `deployment/name`, `pod/name` or a bare name.
-        let (target_kind, target_name) = match action.target.split_once('/') {
-            Some((k, n)) => (k, n),
-            None => ("", action.target.as_str()),
+        let default_u64 = |k: &str| {
+            catalog::lookup(&action.kind)
+                .and_then(|e| e.param(k))
+                .and_then(|p| p.default)
+                .and_then(|d| d.parse::<u64>().ok())
         };
         let ns = param_str("namespace").unwrap_or(self.kubernetes.default_namespace());
-        match (integration, verb) {
-            ("kubernetes", "rollout_restart") => {
+        let name =
+            |k: &str| param_str(k).ok_or_else(|| invalid(format!("{} needs a `{k}`", action.kind)));
+        match kind {
+            ActionKind::RolloutRestart => {
                 self.kubernetes
-                    .rollout_restart(ns, target_name, self.now())
+                    .rollout_restart(ns, name("deployment")?, self.now())
                     .await
             }
-            ("kubernetes", "rollout_undo") => self.kubernetes.rollout_undo(ns, target_name).await,
-            ("kubernetes", "scale") => {
+            ActionKind::RolloutUndo => self.kubernetes.rollout_undo(ns, name("deployment")?).await,
+            ActionKind::Scale => {
                 let replicas = param_u64("replicas")
                     .and_then(|r| u32::try_from(r).ok())
                     .ok_or_else(|| invalid("scale needs a `replicas` number".into()))?;
-                self.kubernetes.scale(ns, target_name, replicas).await
+                self.kubernetes
+                    .scale(ns, name("deployment")?, replicas)
+                    .await
             }
-            ("kubernetes", "delete_pod") => {
-                if !matches!(target_kind, "" | "pod" | "pods") {
-                    return Err(invalid(format!(
-                        "delete_pod targets a pod, not {}",
-                        action.target
-                    )));
-                }
+            ActionKind::DeletePod => {
+                let force = matches!(param("force"), Some(Value::Bool(true)))
+                    || param_str("force") == Some("true");
                 let grace = match param("grace_period_seconds") {
+                    _ if force => Some(0),
                     None | Some(Value::Null) => None,
                     Some(_) => Some(
                         param_u64("grace_period_seconds")
@@ -360,34 +370,18 @@ impl World {
                     ),
                 };
                 self.kubernetes
-                    .delete_pod_with_grace(ns, target_name, grace)
+                    .delete_pod_with_grace(ns, name("pod")?, grace)
                     .await
             }
-            ("kubernetes", "set_resources") => {
-                if !matches!(target_kind, "" | "deployment" | "deployments") {
-                    return Err(invalid(format!(
-                        "set_resources targets a deployment, not {}",
-                        action.target
-                    )));
-                }
-                let change = resource_change(&action.params).map_err(invalid)?;
+            ActionKind::SetResources => {
+                let change = resource_change(&params).map_err(invalid)?;
                 self.kubernetes
-                    .set_resources(ns, target_name, &change)
+                    .set_resources(ns, name("deployment")?, &change)
                     .await
             }
-            ("kubernetes", "cordon" | "drain") => {
-                let node = param_str("node")
-                    .or_else(|| matches!(target_kind, "node" | "nodes").then_some(target_name))
-                    .filter(|n| !n.is_empty())
-                    .ok_or_else(|| {
-                        invalid(format!(
-                            "{verb} needs a node: a `node` param or a `node/NAME` target, not {:?}",
-                            action.target
-                        ))
-                    })?;
-                if verb == "cordon" {
-                    return self.kubernetes.cordon(node).await;
-                }
+            ActionKind::Cordon => self.kubernetes.cordon(name("node")?).await,
+            ActionKind::Drain => {
+                let node = name("node")?;
                 let report = self.kubernetes.drain(node).await?;
                 if report.complete() {
                     Ok(report.summary())
@@ -400,8 +394,8 @@ impl World {
                     ))
                 }
             }
-            ("alertmanager", "silence") => {
-                let mut matchers: Vec<(String, String)> = match param("matchers") {
+            ActionKind::Silence => {
+                let matchers: Vec<(String, String)> = match param("matchers") {
                     Some(Value::Object(m)) => m
                         .iter()
                         .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
@@ -409,17 +403,10 @@ impl World {
                     _ => Vec::new(),
                 };
                 if matchers.is_empty() {
-                    // `alertname=X,namespace=y` as the target.
-                    matchers = action
-                        .target
-                        .split(',')
-                        .filter_map(|kv| kv.split_once('='))
-                        .map(|(k, v)| {
-                            (k.trim().to_string(), v.trim().trim_matches('"').to_string())
-                        })
-                        .collect();
+                    return Err(invalid("silence needs at least one label matcher".into()));
                 }
                 let minutes = param_u64("duration_minutes")
+                    .or_else(|| default_u64("duration_minutes"))
                     .unwrap_or(60)
                     .clamp(1, 7 * 24 * 60);
                 let starts_at = Utc::now();
@@ -437,28 +424,15 @@ impl World {
                 let id = self.alertmanager.create_silence(&spec).await?;
                 Ok(format!("silence {id} created for {minutes} minutes"))
             }
-            ("github", "revert_pr") => {
+            ActionKind::RevertPr => {
                 let repo = param_str("repo")
                     .or(self.github_repo.as_deref())
                     .ok_or_else(|| invalid("revert_pr needs a `repo`".into()))?;
                 let number = param_u64("pull")
                     .or_else(|| param_u64("number"))
-                    .or_else(|| target_name.trim_start_matches('#').parse().ok())
                     .ok_or_else(|| invalid("revert_pr needs a pull request number".into()))?;
                 let url = self.github.revert_pr(repo, number).await?;
                 Ok(format!("revert pull request opened: {url}"))
-            }
-            _ => {
-                let what = if action.operation.trim().is_empty() {
-                    format!("carry out {} on {} by hand", action.kind, action.target)
-                } else {
-                    action.operation.clone()
-                };
-                Err(IntegrationError::new(
-                    integration,
-                    &action.kind,
-                    ErrorKind::Manual(what),
-                ))
             }
         }
     }
