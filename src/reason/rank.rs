@@ -135,10 +135,11 @@ pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
     }
 }
 
-/// A silence for a still-firing alert, only when a benign signal checked the very object the alert
-/// is about (a pod, node or deployment it names) and says it has recovered. The rationale is
-/// built from that signal's values and times and cites its evidence; with no such check there
-/// is nothing to justify hiding the page, so nothing is proposed.
+/// A silence for a still-firing alert, only when a benign signal checked the alert's own condition
+/// (its expression back under its threshold) or the very object the alert is about (a pod, node
+/// or deployment it names) and found it recovered. The rationale is built from that signal's
+/// values and times and cites its evidence; with no such check there is nothing to justify
+/// hiding the page, so nothing is proposed.
 fn silence_if_checked(ctx: &Ctx, top: &Signal) -> Option<Action> {
     let alert = ctx
         .obs
@@ -154,7 +155,11 @@ fn silence_if_checked(ctx: &Ctx, top: &Signal) -> Option<Action> {
         Some(("deployment", n)) => ctx.focus_deployment.as_deref() == Some(n),
         _ => false,
     };
-    let checked = top.objects.iter().find(|o| about_alert(o))?;
+    let checked = if top.analyzer == "metric_recovered" {
+        "its expression".to_string()
+    } else {
+        top.objects.iter().find(|o| about_alert(o))?.clone()
+    };
     let matchers: BTreeMap<String, String> = alert
         .labels
         .iter()
@@ -183,7 +188,7 @@ fn silence_if_checked(ctx: &Ctx, top: &Signal) -> Option<Action> {
                 format!(" [{}]", ids.join(", "))
             };
             evidence.extend(ids);
-            format!("; its Prometheus rule is {state}{cite}")
+            format!("; Prometheus reports its rule {state}{cite}")
         }
         None => String::new(),
     };
@@ -195,7 +200,7 @@ fn silence_if_checked(ctx: &Ctx, top: &Signal) -> Option<Action> {
         alert.name(),
         &matchers,
         format!(
-            "{} is still firing{since}{rule_state}, but {checked} was checked at {} and has recovered: {} [{checked_ids}]. The silence mutes only these labels while the alert rule is tuned.",
+            "{} is firing in the alert{since}{rule_state}; {checked} was checked at {} and has recovered: {} [{checked_ids}]. Silencing these labels stops repeat notifications of this episode; other alerts are unaffected.",
             alert.name(),
             ctx.obs.now.format("%H:%M UTC"),
             top.summary,

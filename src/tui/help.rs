@@ -3,6 +3,7 @@
 use super::app::AppState;
 use super::theme::Role;
 use super::{centered, pane_block};
+use crate::model::catalog;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -34,6 +35,33 @@ pub fn lines(state: &AppState) -> Vec<Line<'static>> {
         out.push(Line::from(vec![
             Span::styled(format!("  {k:<16}"), th.get(Role::KeyhintKey)),
             Span::raw(d),
+        ]));
+    }
+    // From the catalog, so the list and the floors are the ones policy enforces.
+    out.push(Line::raw(""));
+    out.push(Line::from(Span::styled(
+        "Actions (lowest risk each runs at)",
+        th.get(Role::Title),
+    )));
+    for e in catalog::actions() {
+        out.push(Line::from(vec![
+            Span::styled(format!("  {:<27}", e.name), th.get(Role::KeyhintKey)),
+            Span::styled(
+                format!("{:<9}", e.floor.name()),
+                th.get(Role::for_risk(e.floor)),
+            ),
+            Span::raw(e.summary),
+        ]));
+    }
+    out.push(Line::raw(""));
+    out.push(Line::from(Span::styled(
+        "Read tools (never ask)",
+        th.get(Role::Title),
+    )));
+    for e in catalog::reads() {
+        out.push(Line::from(vec![
+            Span::styled(format!("  {:<27}", e.name), th.get(Role::KeyhintKey)),
+            Span::raw(e.summary),
         ]));
     }
     out
