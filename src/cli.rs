@@ -68,7 +68,8 @@ pub enum Cmd {
         #[arg(short = 'o', long, value_name = "OUT")]
         output: Option<PathBuf>,
     },
-    /// Approve a pending action of a running session as a second operator (critical risk).
+    /// Approve a pending critical action of a running session as the second operator (another OS
+    /// user than the session's operator); exits non-zero when the approval is refused.
     Approve {
         /// Session file, or its id / file name from `sitrep sessions`.
         session: String,
@@ -407,12 +408,19 @@ fn export(file: &Path, format: Format, output: Option<&Path>) -> anyhow::Result<
     Ok(())
 }
 
+/// Exits non-zero with the reason when the approval is refused (same user as the operator, an
+/// unknown, finished, already decided or not critical action).
 fn approve(session_ref: &str, action: &str) -> anyhow::Result<()> {
-    let path = agent::approve::submit_in(session_ref, action, &session::sessions_dir())?;
+    let done = agent::approve::submit_in(session_ref, action, &session::sessions_dir())
+        .with_context(|| format!("approval of {action} refused"))?;
     println!(
-        "approval of {action} by {} recorded ({})",
+        "approval of {action} by {} recorded ({})\n  {} {}\n  {}\n  version {}",
         agent::approve::current_user(),
-        path.display()
+        done.path.display(),
+        crate::tui::sanitize::sanitize(&done.kind),
+        crate::tui::sanitize::sanitize(&done.target),
+        crate::tui::sanitize::sanitize(&done.operation),
+        done.digest
     );
     Ok(())
 }

@@ -55,6 +55,7 @@ fn approve_only(kind: &'static str) -> impl FnMut(&str, &str, &AgentHandle) {
                 action_id: id.into(),
                 by: None,
                 params: None,
+                digest: None,
             }
         } else {
             Command::Deny {
@@ -208,6 +209,7 @@ async fn read_only_runs_no_action_at_all() {
                 action_id: id.into(),
                 by: None,
                 params: None,
+                digest: None,
             };
             h.commands.send(cmd).expect("agent listening");
         };
@@ -364,6 +366,7 @@ async fn a_critical_action_needs_two_distinct_operators() {
                 action_id: id.into(),
                 by: None,
                 params: None,
+                digest: None,
             })
             .expect("listening");
         // Approving twice from the same console is still one operator.
@@ -372,18 +375,36 @@ async fn a_critical_action_needs_two_distinct_operators() {
                 action_id: id.into(),
                 by: Some("someone-else".into()),
                 params: None,
+                digest: None,
             })
             .expect("listening");
         // The same user again from another terminal does not count as a second operator.
-        let mine = approve::submit_in(
+        let refused = approve::submit_in(
             session.to_str().expect("utf-8 path"),
             id,
             session.parent().expect("dir"),
         )
-        .expect("first file");
-        // A second, different user (uid 65534) approves from another terminal.
-        let theirs = mine.with_file_name(format!("{id}-65534.json"));
-        std::fs::copy(&mine, &theirs).expect("copy");
+        .expect_err("the operator cannot be the second approver");
+        assert!(
+            refused.to_string().contains("session's operator"),
+            "{refused}"
+        );
+        // A second, different user (uid 65534) approves from another terminal: a file that
+        // user owns, naming the version shown.
+        let digest = sitrep::session::read_file(&session)
+            .expect("session")
+            .incident()
+            .action(id)
+            .map(|a| a.digest.clone())
+            .expect("requested");
+        let theirs = approve::approvals_dir(&session).join(format!("{id}.65534.json"));
+        let body = approve::ApprovalFile {
+            action_id: id.into(),
+            session: session.display().to_string(),
+            digest,
+            at: chrono::Utc::now(),
+        };
+        std::fs::write(&theirs, serde_json::to_string(&body).expect("json")).expect("write");
         let delay = theirs.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(150)).await;

@@ -321,22 +321,38 @@ fn event() -> impl Strategy<Value = Event> {
             }
         }),
         action().prop_map(|action| Event::ActionProposed { action }),
-        (id("a"), risk(), prop::option::of(0.0f64..600.0), 0u8..3).prop_map(
-            |(action_id, risk, veto_secs, approvals_needed)| Event::ApprovalRequested {
-                action_id,
-                risk,
-                veto_secs,
-                approvals_needed
-            }
-        ),
-        (id("a"), text(), time(), prop::option::of(params())).prop_map(
-            |(action_id, by, at, params)| Event::ApprovalGiven {
+        (
+            id("a"),
+            risk(),
+            prop::option::of(0.0f64..600.0),
+            0u8..3,
+            "[0-9a-f]{0,64}"
+        )
+            .prop_map(|(action_id, risk, veto_secs, approvals_needed, digest)| {
+                Event::ApprovalRequested {
+                    action_id,
+                    risk,
+                    veto_secs,
+                    approvals_needed,
+                    digest,
+                }
+            }),
+        (action(), text()).prop_map(|(action, by)| Event::ActionEdited { action, by }),
+        (id("a"), text()).prop_map(|(action_id, by)| Event::VetoPaused { action_id, by }),
+        (
+            id("a"),
+            text(),
+            time(),
+            prop::option::of(params()),
+            "[0-9a-f]{0,64}"
+        )
+            .prop_map(|(action_id, by, at, params, digest)| Event::ApprovalGiven {
                 action_id,
                 by,
                 at,
+                digest,
                 params
-            }
-        ),
+            }),
         (id("a"), text(), time(), text()).prop_map(|(action_id, by, at, reason)| {
             Event::ApprovalDenied {
                 action_id,

@@ -171,7 +171,7 @@ fn demo_approve_verify_quit_in_tmux() {
     tmux.wait_for("the confirm prompt", Duration::from_secs(10), |s| {
         s.contains("to confirm the approval")
     });
-    tmux.keys(&["y"]);
+    tmux.keys(&["C-y"]);
     tmux.wait_for("the verification", Duration::from_secs(120), |s| {
         s.contains("verified") || s.contains("verification failed")
     });

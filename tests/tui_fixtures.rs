@@ -352,6 +352,7 @@ pub fn awaiting_approval(risk: Risk) -> Vec<Record> {
                 risk,
                 veto_secs: (risk == Risk::Medium).then_some(30.0),
                 approvals_needed: if risk == Risk::Critical { 2 } else { 1 },
+                digest: action(risk).digest(),
             },
         ),
     ]);
@@ -369,6 +370,7 @@ pub fn full_session() -> Vec<Record> {
                 action_id: "act-1".into(),
                 by: "alice".into(),
                 at: at(),
+                digest: action(Risk::High).digest(),
                 params: None,
             },
         ),

@@ -33,7 +33,9 @@ fn approvals(effects: &[Effect]) -> usize {
 }
 
 fn pending(risk: Risk) -> AppState {
-    let s = fixtures::live(&fixtures::awaiting_approval(risk), 120, 40);
+    let mut s = fixtures::live(&fixtures::awaiting_approval(risk), 120, 40);
+    // The 300 ms guard against stray typing has its own test; here keys act at once.
+    s.approval_guard = std::time::Duration::ZERO;
     assert!(
         matches!(s.overlay, Some(Overlay::Approval(_))),
         "approval modal opens on request"
@@ -41,21 +43,33 @@ fn pending(risk: Risk) -> AppState {
     s
 }
 
+fn shown_digest(s: &AppState) -> Option<String> {
+    s.pending().map(|a| a.digest.clone())
+}
+
 #[test]
-fn high_risk_needs_the_second_key() {
+fn high_risk_needs_the_confirm_chord() {
     let mut s = pending(Risk::High);
+    let digest = shown_digest(&s);
+    assert!(digest.as_ref().is_some_and(|d| d.len() == 64));
     let e = press(&mut s, [key('a')]);
     assert!(e.is_empty(), "a alone does not approve high risk: {e:?}");
     assert!(
-        matches!(&s.overlay, Some(Overlay::Approval(ui)) if matches!(ui.stage, ApprovalStage::Confirm))
+        matches!(&s.overlay, Some(Overlay::Approval(ui)) if matches!(ui.stage, ApprovalStage::Confirm(_)))
     );
     let e = press(&mut s, [key('y')]);
+    assert!(
+        e.is_empty(),
+        "a plain y is typing, not a confirmation: {e:?}"
+    );
+    let e = press(&mut s, [ctrl('y')]);
     assert_eq!(
         e,
         vec![Effect::SendCommand(Command::Approve {
             action_id: "act-1".into(),
             by: None,
-            params: None
+            params: None,
+            digest
         })]
     );
     assert!(
@@ -65,12 +79,97 @@ fn high_risk_needs_the_second_key() {
 }
 
 #[test]
-fn any_other_key_cancels_the_confirmation() {
+fn typing_the_target_name_and_enter_confirms_anything_else_does_not() {
     let mut s = pending(Risk::High);
-    let e = press(&mut s, [key('a'), key('x'), key('y')]);
+    let target = s
+        .pending()
+        .map(|a| sitrep::tui::app::target_name(&a.action.target).to_string())
+        .unwrap_or_default();
+    assert!(!target.is_empty());
+    let mut wrong = vec![key('a')];
+    wrong.extend("not-the-name".chars().map(key));
+    wrong.push(code(KeyCode::Enter));
+    let e = press(&mut s, wrong);
     assert_eq!(approvals(&e), 0, "{e:?}");
-    let e = press(&mut s, [key('a'), code(KeyCode::Esc), key('y')]);
-    assert_eq!(approvals(&e), 0, "{e:?}");
+    let e = press(&mut s, [key('a'), code(KeyCode::Esc), ctrl('y')]);
+    assert_eq!(approvals(&e), 0, "esc left the confirmation: {e:?}");
+    let mut right = vec![key('a')];
+    right.extend(target.chars().map(key));
+    right.push(code(KeyCode::Enter));
+    let e = press(&mut s, right);
+    assert_eq!(approvals(&e), 1, "{e:?}");
+}
+
+/// Stray typing: "papaya" and random printable strings never approve a high or critical
+/// action, whatever they contain (no Enter, no ctrl chord can come from printable keys).
+#[test]
+fn stray_typing_never_approves_high_risk() {
+    use proptest::prelude::*;
+    for risk in [Risk::High, Risk::Critical] {
+        let mut s = pending(risk);
+        let e = press(&mut s, "papaya".chars().map(key));
+        assert_eq!(approvals(&e), 0, "{risk}: papaya approved: {e:?}");
+        let target = s
+            .pending()
+            .map(|a| a.action.target.clone())
+            .unwrap_or_default();
+        let e = press(&mut s, "a".chars().chain(target.chars()).map(key));
+        assert_eq!(
+            approvals(&e),
+            0,
+            "{risk}: the name without enter approved: {e:?}"
+        );
+    }
+    let mut runner = proptest::test_runner::TestRunner::new(proptest::test_runner::Config {
+        cases: 512,
+        ..Default::default()
+    });
+    let result = runner.run(&"[ -~]{0,64}", |text| {
+        let mut s = pending(Risk::High);
+        let e = press(&mut s, text.chars().map(key));
+        prop_assert_eq!(approvals(&e), 0, "{:?} approved: {:?}", text, e);
+        Ok(())
+    });
+    assert!(result.is_ok(), "{result:?}");
+}
+
+#[test]
+fn keys_in_the_first_300ms_after_the_modal_opens_are_ignored() {
+    let mut s = fixtures::live(&fixtures::awaiting_approval(Risk::Medium), 120, 40);
+    assert_eq!(s.approval_guard, std::time::Duration::from_millis(300));
+    let e = press(&mut s, [key('a'), key('d')]);
+    assert!(e.is_empty(), "keys right after opening acted: {e:?}");
+    assert!(
+        matches!(&s.overlay, Some(Overlay::Approval(ui)) if matches!(ui.stage, ApprovalStage::Review))
+    );
+    std::thread::sleep(std::time::Duration::from_millis(320));
+    let e = press(&mut s, [key('a')]);
+    assert_eq!(approvals(&e), 1, "{e:?}");
+}
+
+#[test]
+fn any_key_in_a_medium_modal_pauses_the_countdown_once() {
+    let mut s = pending(Risk::Medium);
+    let e = press(&mut s, [key('d'), key('w'), key('a')]);
+    let pauses = e
+        .iter()
+        .filter(|e| matches!(e, Effect::SendCommand(Command::PauseVeto { action_id }) if action_id == "act-1"))
+        .count();
+    assert_eq!(pauses, 1, "{e:?}");
+    assert_eq!(approvals(&e), 0, "typing a reason approves nothing: {e:?}");
+    // The agent's VetoPaused stops the countdown on screen and the clock with it.
+    update(
+        &mut s,
+        Msg::Record(Box::new(Record {
+            t: 4.0,
+            event: Event::VetoPaused {
+                action_id: "act-1".into(),
+                by: "alice".into(),
+            },
+        })),
+    );
+    assert_eq!(s.pending().and_then(|a| s.veto_left(a)), None);
+    assert!(!s.needs_tick());
 }
 
 #[test]
@@ -107,7 +206,7 @@ fn medium_risk_approves_with_one_key_and_shows_the_countdown() {
 #[test]
 fn critical_sends_this_operators_approval_and_keeps_waiting() {
     let mut s = pending(Risk::Critical);
-    let e = press(&mut s, [key('a'), key('y')]);
+    let e = press(&mut s, [key('a'), ctrl('y')]);
     assert_eq!(approvals(&e), 1);
     assert!(
         matches!(s.overlay, Some(Overlay::Approval(_))),
@@ -135,7 +234,7 @@ fn deny_needs_a_reason() {
 }
 
 #[test]
-fn edited_params_go_with_the_approval() {
+fn an_edit_is_sent_to_be_shown_again_not_approved() {
     let mut s = pending(Risk::High);
     press(&mut s, [key('e')]);
     // Replace the JSON with a new object: select all, delete, type.
@@ -146,15 +245,54 @@ fn edited_params_go_with_the_approval() {
         ta.cut();
         ta.insert_str(r#"{"namespace": "payments", "to_revision": 40}"#);
     }
-    press(&mut s, [ctrl('s')]);
-    let e = press(&mut s, [key('a'), key('y')]);
+    let digest = shown_digest(&s);
+    let e = press(&mut s, [ctrl('s')]);
     let Some(Effect::SendCommand(Command::Approve {
-        params: Some(p), ..
+        params: Some(p),
+        digest: sent,
+        ..
     })) = e.first()
     else {
-        panic!("expected an approval with params, got {e:?}");
+        panic!("expected the edit to be sent, got {e:?}");
     };
     assert_eq!(p.get("to_revision"), Some(&serde_json::json!(40)));
+    assert_eq!(sent, &digest, "the edit names the version it edits");
+    // The agent answers with the edited action and a new request: the modal starts over.
+    let mut edited = s.pending().map(|a| a.action.clone()).expect("pending");
+    edited.params.extend(p.clone());
+    let new_digest = edited.digest();
+    for (t, event) in [
+        (
+            5.0,
+            Event::ActionEdited {
+                action: edited.clone(),
+                by: "alice".into(),
+            },
+        ),
+        (
+            5.1,
+            Event::ApprovalRequested {
+                action_id: "act-1".into(),
+                risk: Risk::High,
+                veto_secs: None,
+                approvals_needed: 1,
+                digest: new_digest.clone(),
+            },
+        ),
+    ] {
+        update(&mut s, Msg::Record(Box::new(Record { t, event })));
+    }
+    let Some(Overlay::Approval(ui)) = &mut s.overlay else {
+        panic!("the new version is shown");
+    };
+    assert_eq!(ui.digest, new_digest);
+    assert!(matches!(ui.stage, ApprovalStage::Review));
+    ui.opened = std::time::Instant::now() - std::time::Duration::from_secs(1);
+    let e = press(&mut s, [key('a'), ctrl('y')]);
+    assert!(
+        matches!(e.first(), Some(Effect::SendCommand(Command::Approve { digest: Some(d), params: None, .. })) if *d == new_digest),
+        "{e:?}"
+    );
 }
 
 #[test]

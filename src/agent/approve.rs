@@ -1,21 +1,23 @@
 //! Approvals from another terminal: `sitrep approve SESSION ACTION` drops a file the agent watches.
 //!
-//! The approver is the OS owner of the file, never anything written inside it, so one operator
-//! cannot pose as a second one for a critical action.
+//! The approver is the OS owner of the file (fstat on the opened descriptor), never anything
+//! written inside it, so one operator cannot pose as a second one for a critical action. The
+//! file says which action and which version (digest) it approves.
 
 use serde::{Deserialize, Serialize};
 use std::ffi::CStr;
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApproveError {
     #[error("no session file at {0} (give the session file path, or an id from `sitrep sessions`)")]
     NoSession(String),
-    #[error("session {session} has no pending action {action}")]
-    NoAction { session: String, action: String },
+    #[error("{0}")]
+    Refused(String),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -24,12 +26,26 @@ pub enum ApproveError {
     },
 }
 
-/// What an approval file holds. Only `action_id` is checked; who approved comes from the owner.
+/// What an approval file holds: which action, and which version of it. Who approved is never
+/// read from here: it is the owner of the file.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct ApprovalFile {
     pub action_id: String,
     pub session: String,
+    /// The digest of the version approved (kind + target + parameters).
+    #[serde(default)]
+    pub digest: String,
     pub at: chrono::DateTime<chrono::Utc>,
+}
+
+/// What `sitrep approve` recorded, for its message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submitted {
+    pub path: PathBuf,
+    pub kind: String,
+    pub target: String,
+    pub operation: String,
+    pub digest: String,
 }
 
 /// The directory next to a session file where approvals for it land.
@@ -37,13 +53,78 @@ pub fn approvals_dir(session_path: &Path) -> PathBuf {
     session_path.with_extension("approvals")
 }
 
-/// Create the approvals directory so other operators can drop files in it but not remove each
-/// other's (sticky and world-writable, like /tmp).
+/// The environment variable naming the group whose members may drop approvals (a name or gid).
+pub const APPROVERS_GROUP_ENV: &str = "SITREP_APPROVERS_GROUP";
+
+/// Mode of the approvals directory: the operator owns it; the approvers group may create files
+/// (write + search) but not list it; others have no access; sticky, so nobody but a file's owner
+/// (and the operator) can remove or rename it.
+pub const DIR_MODE: u32 = 0o1730;
+
+/// Create (or check) the approvals directory of a session: a real directory owned by this user,
+/// in the approvers group, mode [`DIR_MODE`].
 pub fn prepare_dir(session_path: &Path) -> io::Result<PathBuf> {
     let dir = approvals_dir(session_path);
-    fs::create_dir_all(&dir)?;
-    fs::set_permissions(&dir, fs::Permissions::from_mode(0o1777))?;
+    match fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let meta = fs::symlink_metadata(&dir)?;
+    if !meta.file_type().is_dir() {
+        return Err(io::Error::other(format!(
+            "{} is not a directory (a symlink or file was planted there)",
+            dir.display()
+        )));
+    }
+    if meta.uid() != current_uid() {
+        return Err(io::Error::other(format!(
+            "{} belongs to uid {}, not to the operator",
+            dir.display(),
+            meta.uid()
+        )));
+    }
+    if let Some(gid) = approvers_gid()? {
+        std::os::unix::fs::chown(&dir, None, Some(gid))?;
+    }
+    fs::set_permissions(&dir, fs::Permissions::from_mode(DIR_MODE))?;
     Ok(dir)
+}
+
+/// The approvers group from [`APPROVERS_GROUP_ENV`]; `None` keeps the operator's own group.
+fn approvers_gid() -> io::Result<Option<u32>> {
+    let Ok(name) = std::env::var(APPROVERS_GROUP_ENV) else {
+        return Ok(None);
+    };
+    let name = name.trim();
+    if name.is_empty() {
+        return Ok(None);
+    }
+    if let Ok(gid) = name.parse::<u32>() {
+        return Ok(Some(gid));
+    }
+    let c = std::ffi::CString::new(name)
+        .map_err(|_| io::Error::other(format!("{APPROVERS_GROUP_ENV}: not a group name")))?;
+    let mut buf = vec![0 as libc::c_char; 16384];
+    let mut grp: libc::group = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::group = std::ptr::null_mut();
+    // SAFETY: every pointer refers to a live local buffer of the stated size; getgrnam_r only
+    // writes within them and sets `result` to `&grp` or null.
+    let rc = unsafe {
+        libc::getgrnam_r(
+            c.as_ptr(),
+            &mut grp,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() {
+        return Err(io::Error::other(format!(
+            "{APPROVERS_GROUP_ENV}={name}: no such group"
+        )));
+    }
+    Ok(Some(grp.gr_gid))
 }
 
 /// Resolve `session` (a session file path, or a session id / file stem in the sessions dir).
@@ -76,27 +157,9 @@ fn header_id(path: &Path) -> Option<String> {
     v.get("id")?.as_str().map(str::to_string)
 }
 
-/// Whether the session file shows `action_id` waiting for approval.
-fn action_pending(session_path: &Path, action_id: &str) -> bool {
-    let Ok(text) = fs::read_to_string(session_path) else {
-        return false;
-    };
-    text.lines().skip(1).any(|line| {
-        serde_json::from_str::<serde_json::Value>(line)
-            .ok()
-            .and_then(|v| {
-                let ev = v.get("event")?;
-                (ev.get("type")?.as_str()? == "approval_requested"
-                    && ev.get("action_id")?.as_str()? == action_id)
-                    .then_some(())
-            })
-            .is_some()
-    })
-}
-
-/// `sitrep approve SESSION ACTION`: record this OS user's approval of `action_id`.
-/// Returns the approval file written.
-pub fn submit(session: &str, action_id: &str) -> Result<PathBuf, ApproveError> {
+/// `sitrep approve SESSION ACTION`: record this OS user's approval of `action_id`, as the
+/// second operator of a critical action.
+pub fn submit(session: &str, action_id: &str) -> Result<Submitted, ApproveError> {
     submit_in(session, action_id, &crate::session::sessions_dir())
 }
 
@@ -105,37 +168,101 @@ pub fn submit_in(
     session: &str,
     action_id: &str,
     sessions_dir: &Path,
-) -> Result<PathBuf, ApproveError> {
+) -> Result<Submitted, ApproveError> {
+    let refuse = |m: String| Err(ApproveError::Refused(m));
     let session_path = resolve_session(session, sessions_dir)?;
-    if !action_pending(&session_path, action_id) {
-        return Err(ApproveError::NoAction {
-            session: session_path.display().to_string(),
-            action: action_id.into(),
-        });
+    let log = crate::session::read_file(&session_path)
+        .map_err(|e| ApproveError::Refused(format!("cannot read the session: {e}")))?;
+    let incident = log.incident();
+    let shown = session_path.display().to_string();
+    if let Some(outcome) = incident.outcome {
+        return refuse(format!(
+            "session {shown} has ended ({}): nothing is waiting for approval",
+            outcome.name()
+        ));
+    }
+    let Some(a) = incident.action(action_id) else {
+        return refuse(format!("session {shown} has no action {action_id}"));
+    };
+    if a.status != crate::model::ActionStatus::AwaitingApproval {
+        return refuse(format!(
+            "{action_id} is not waiting for approval: it is {}",
+            a.status.name()
+        ));
+    }
+    if a.action.risk != crate::model::Risk::Critical {
+        return refuse(format!(
+            "{action_id} is {} risk: only the session's operator ({}) approves it, in their console",
+            a.action.risk, incident.operator
+        ));
     }
     let dir = approvals_dir(&session_path);
-    let uid = current_uid();
-    let path = dir.join(format!("{}-{uid}.json", safe_name(action_id)));
+    let dir_meta = fs::symlink_metadata(&dir).map_err(|source| ApproveError::Io {
+        path: dir.clone(),
+        source,
+    })?;
+    if !dir_meta.file_type().is_dir() {
+        return refuse(format!("{} is not a directory", dir.display()));
+    }
+    let me = current_uid();
+    if dir_meta.uid() == me {
+        return refuse(format!(
+            "you ({}) are the session's operator: the second approval of a critical action must \
+             come from another OS user",
+            user_name(me)
+        ));
+    }
+    let digest = a.digest.clone();
+    let path = dir.join(format!(
+        "{}.{me}.{}.json",
+        safe_name(action_id),
+        super::approval::short(&digest)
+    ));
     let body = ApprovalFile {
         action_id: action_id.into(),
-        session: session_path.display().to_string(),
+        session: shown,
+        digest: digest.clone(),
         at: chrono::Utc::now(),
     };
     let io_err = |source| ApproveError::Io {
         path: path.clone(),
         source,
     };
-    let mut f = fs::OpenOptions::new()
+    // O_EXCL: never reuse or follow what is already there; the new file is ours alone.
+    let mut f = match fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(&path)
-        .map_err(io_err)?;
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            return refuse(format!(
+                "{action_id} (version {}) already has your approval ({})",
+                super::approval::short(&digest),
+                path.display()
+            ));
+        }
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            return refuse(format!(
+                "you may not approve in {}: ask the operator to add you to the approvers group \
+                 ({APPROVERS_GROUP_ENV})",
+                dir.display()
+            ));
+        }
+        Err(e) => return Err(io_err(e)),
+    };
     let text = serde_json::to_string(&body).map_err(|e| io_err(io::Error::other(e)))?;
     f.write_all(text.as_bytes()).map_err(io_err)?;
     f.sync_all().map_err(io_err)?;
-    Ok(path)
+    Ok(Submitted {
+        path,
+        kind: a.action.kind.clone(),
+        target: a.action.target.clone(),
+        operation: a.action.operation.clone(),
+        digest,
+    })
 }
 
 fn safe_name(action_id: &str) -> String {
@@ -151,40 +278,111 @@ fn safe_name(action_id: &str) -> String {
         .collect()
 }
 
-/// Operators who approved `action_id` by file: (uid, user name), one per file owner.
-pub fn scan(dir: &Path, action_id: &str) -> Vec<(u32, String)> {
-    let prefix = format!("{}-", safe_name(action_id));
+/// One approval file found in the approvals directory, with its owner as the approver.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundApproval {
+    pub name: String,
+    pub uid: u32,
+    pub user: String,
+    /// The inode change time: when the file was last created or touched.
+    pub created: SystemTime,
+    pub file: ApprovalFile,
+}
+
+/// What a look at the approvals directory found: approvals, and files refused (with why).
+#[derive(Debug, Default)]
+pub struct Scan {
+    pub approvals: Vec<FoundApproval>,
+    pub problems: Vec<String>,
+}
+
+/// Read the approvals directory. Each file is opened without following symlinks and its owner
+/// taken from the open descriptor (fstat), so nothing can be swapped between check and use.
+pub fn scan(dir: &Path) -> Scan {
+    let mut out = Scan::default();
+    match fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_dir() && m.uid() == current_uid() => {
+            if m.mode() & 0o002 != 0 {
+                out.problems.push(format!(
+                    "approvals directory {} is writable by every user: approvals from it are \
+                     ignored",
+                    dir.display()
+                ));
+                return out;
+            }
+        }
+        Ok(_) => {
+            out.problems.push(format!(
+                "approvals directory {} is not a directory owned by the operator: ignored",
+                dir.display()
+            ));
+            return out;
+        }
+        Err(_) => return out,
+    }
     let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
+        return out;
     };
-    let mut out: Vec<(u32, String)> = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.starts_with(&prefix) || !name.ends_with(".json") {
-            continue;
-        }
-        // symlink_metadata: a link to someone else's file must not borrow their identity.
-        let Ok(meta) = fs::symlink_metadata(entry.path()) else {
-            continue;
+        let path = entry.path();
+        let opened = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(&path);
+        let file = match opened {
+            Ok(f) => f,
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                out.problems.push(format!(
+                    "symlink {name} in the approvals directory refused: approvals are files \
+                     their approver created"
+                ));
+                continue;
+            }
+            Err(e) => {
+                out.problems
+                    .push(format!("approval file {name} cannot be opened: {e}"));
+                continue;
+            }
         };
+        let Ok(meta) = file.metadata() else { continue };
         if !meta.file_type().is_file() {
+            out.problems.push(format!(
+                "{name} in the approvals directory is not a file: refused"
+            ));
             continue;
         }
-        let Ok(text) = fs::read_to_string(entry.path()) else {
-            continue;
-        };
-        let Ok(file) = serde_json::from_str::<ApprovalFile>(&text) else {
-            continue;
-        };
-        if file.action_id != action_id {
+        if meta.nlink() != 1 {
+            out.problems.push(format!(
+                "approval file {name} has {} links: a hard link to someone else's file is refused",
+                meta.nlink()
+            ));
             continue;
         }
+        let mut text = String::new();
+        if io::Read::read_to_string(&mut io::Read::take(&file, 64 * 1024), &mut text).is_err() {
+            continue;
+        }
+        let Ok(body) = serde_json::from_str::<ApprovalFile>(&text) else {
+            out.problems
+                .push(format!("approval file {name} is not an approval: refused"));
+            continue;
+        };
+        let created = std::time::UNIX_EPOCH
+            + std::time::Duration::new(
+                u64::try_from(meta.ctime()).unwrap_or(0),
+                u32::try_from(meta.ctime_nsec()).unwrap_or(0),
+            );
         let uid = meta.uid();
-        if !out.iter().any(|(u, _)| *u == uid) {
-            out.push((uid, user_name(uid)));
-        }
+        out.approvals.push(FoundApproval {
+            name,
+            uid,
+            user: user_name(uid),
+            created,
+            file: body,
+        });
     }
-    out.sort();
+    out.approvals.sort_by(|a, b| a.name.cmp(&b.name));
     out
 }
 
@@ -237,24 +435,32 @@ mod tests {
     }
 
     #[test]
-    fn approval_needs_a_pending_action_and_is_owned_by_the_caller() {
+    fn the_operator_cannot_be_the_second_approver_and_symlinks_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let session = dir.path().join("s.ndjson");
         fs::write(
             &session,
             "{\"sitrep_session\":1,\"id\":\"abc\",\"started\":\"2026-01-01T00:00:00Z\",\"title\":\"t\"}\n\
-             {\"t\":1.0,\"event\":{\"type\":\"approval_requested\",\"action_id\":\"act-1\",\"risk\":\"critical\",\"approvals_needed\":2}}\n",
+             {\"t\":0.5,\"event\":{\"type\":\"action_proposed\",\"action\":{\"id\":\"act-1\",\"kind\":\"kubernetes.delete_pod\",\"target\":\"pod/db-0\",\"risk\":\"critical\",\"rationale\":\"r\"}}}\n\
+             {\"t\":1.0,\"event\":{\"type\":\"approval_requested\",\"action_id\":\"act-1\",\"risk\":\"critical\",\"approvals_needed\":2,\"digest\":\"abc\"}}\n",
         )
         .unwrap();
         assert!(matches!(
             submit_in("abc", "act-2", dir.path()),
-            Err(ApproveError::NoAction { .. })
+            Err(ApproveError::Refused(m)) if m.contains("no action act-2")
         ));
-        prepare_dir(&session).unwrap();
-        let written = submit_in("abc", "act-1", dir.path()).unwrap();
-        assert!(written.exists());
-        let found = scan(&approvals_dir(&session), "act-1");
-        assert_eq!(found, vec![(current_uid(), current_user())]);
-        assert!(scan(&approvals_dir(&session), "act-2").is_empty());
+        let d = prepare_dir(&session).unwrap();
+        let mode = fs::symlink_metadata(&d).unwrap().mode() & 0o7777;
+        assert_eq!(mode, DIR_MODE);
+        let err = submit_in("abc", "act-1", dir.path()).unwrap_err();
+        assert!(err.to_string().contains("session's operator"), "{err}");
+        std::os::unix::fs::symlink(&session, d.join("act-1.0.abc.json")).unwrap();
+        let found = scan(&d);
+        assert!(found.approvals.is_empty());
+        assert!(
+            found.problems.iter().any(|p| p.contains("symlink")),
+            "{:?}",
+            found.problems
+        );
     }
 }

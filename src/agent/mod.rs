@@ -1,5 +1,6 @@
 //! The investigation pipeline: stages, parallel specialists, tools, executor and verification.
 
+mod approval;
 pub mod approve;
 mod chat;
 pub mod evidence;

@@ -1,50 +1,38 @@
 //! The stages of one investigation, in order, from the trigger to the report.
 
+use super::approval::{self, Decision};
 use super::evidence::Chart;
 use super::journal::{Journal, Sink};
 use super::specialists::{self, Caller, Scope, lock, split_threshold};
 use super::tools::{ToolOutput, Tools, params, s};
-use super::{AgentOptions, Trigger, approve, chat};
+use super::{AgentOptions, Trigger, chat};
 use crate::model::catalog;
 use crate::model::{
     Action, Command, Event, Marker, Outcome, PodFacts, Record, Stage, Verification,
 };
-use crate::policy::{self, PolicyConfig, Rule};
 use crate::reason::{self, Analysis, Observations};
 use crate::runbook::{self, Runbook, Step};
 use chrono::{Duration as ChronoDuration, Utc};
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::future::Future;
-use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
-use tokio::time::{Instant, sleep_until};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// The operator cancelled; the pipeline unwinds and records `Cancelled`.
-struct Cancelled;
+/// The operator cancelled (or a signal stopped the console); the pipeline unwinds and records
+/// `Cancelled` or `Interrupted`.
+pub(super) struct Cancelled;
 
-/// An operator decision forwarded from the command channel.
-enum Decision {
-    Approve {
-        action_id: String,
-        params: Option<BTreeMap<String, serde_json::Value>>,
-    },
-    Deny {
-        action_id: String,
-        reason: String,
-    },
-}
-
-struct Run {
+pub(super) struct Run {
     tools: Arc<dyn Tools>,
-    journal: Arc<Mutex<Journal>>,
-    opts: AgentOptions,
+    pub(super) journal: Arc<Mutex<Journal>>,
+    pub(super) opts: AgentOptions,
     scope: Scope,
     runbooks: Arc<Vec<Runbook>>,
-    token: CancellationToken,
-    decisions: mpsc::UnboundedReceiver<Decision>,
+    pub(super) token: CancellationToken,
+    pub(super) decisions: mpsc::UnboundedReceiver<Decision>,
     caller: Caller,
 }
 
@@ -114,6 +102,7 @@ pub async fn run(
     }
     let runbooks = Arc::new(books);
     let token = CancellationToken::new();
+    let interrupted = Arc::new(AtomicBool::new(false));
     let (dec_tx, decisions) = mpsc::unbounded_channel();
     let dispatcher = tokio::spawn(dispatch(
         cmd_rx,
@@ -121,6 +110,7 @@ pub async fn run(
         journal.clone(),
         runbooks.clone(),
         token.clone(),
+        interrupted.clone(),
     ));
     let caller = Caller {
         tools: tools.clone(),
@@ -143,15 +133,24 @@ pub async fn run(
         Ok(o) => o,
         Err(Cancelled) => {
             let mut j = lock(&journal);
+            let signalled = interrupted.load(Ordering::SeqCst);
             if let Some(stage) = j.incident.current_stage
                 && j.incident.stages[stage.index()].status == crate::model::StageStatus::Running
             {
                 j.emit(Event::StageFinished {
                     stage,
-                    summary: "cancelled by the operator".into(),
+                    summary: if signalled {
+                        "interrupted: the console was stopped".into()
+                    } else {
+                        "cancelled by the operator".into()
+                    },
                 });
             }
-            Outcome::Cancelled
+            if signalled {
+                Outcome::Interrupted
+            } else {
+                Outcome::Cancelled
+            }
         }
     };
     {
@@ -163,14 +162,15 @@ pub async fn run(
     Ok(outcome)
 }
 
-/// Commands from the operator: chat is answered at once, decisions go to the Approve stage,
-/// cancel stops the run.
+/// Commands from the operator: chat is answered at once, decisions are checked against what
+/// was shown and go to the Approve and Execute stages, cancel and interrupt stop the run.
 async fn dispatch(
     mut cmds: mpsc::UnboundedReceiver<Command>,
     decisions: mpsc::UnboundedSender<Decision>,
     journal: Arc<Mutex<Journal>>,
     runbooks: Arc<Vec<Runbook>>,
     token: CancellationToken,
+    interrupted: Arc<AtomicBool>,
 ) {
     while let Some(cmd) = cmds.recv().await {
         match cmd {
@@ -186,23 +186,36 @@ async fn dispatch(
                     text: reply,
                 });
             }
-            Command::Approve {
-                action_id, params, ..
-            } => {
-                let _ = decisions.send(Decision::Approve { action_id, params });
-            }
-            Command::Deny {
-                action_id, reason, ..
-            } => {
-                let _ = decisions.send(Decision::Deny { action_id, reason });
+            cmd @ (Command::Approve { .. } | Command::Deny { .. } | Command::PauseVeto { .. }) => {
+                let mut j = lock(&journal);
+                match approval::admit(cmd, &j.incident) {
+                    Ok(d) => {
+                        let _ = decisions.send(d);
+                    }
+                    Err(message) if !message.is_empty() => j.emit(Event::Warning { message }),
+                    Err(_) => {}
+                }
             }
             Command::Cancel => token.cancel(),
+            Command::Interrupt { reason } => {
+                interrupted.store(true, Ordering::SeqCst);
+                let mut j = lock(&journal);
+                j.emit(Event::Warning {
+                    message: format!(
+                        "interrupted ({}): nothing pending was decided",
+                        if reason.is_empty() { "signal" } else { &reason }
+                    ),
+                });
+                let _ = j.sync();
+                drop(j);
+                token.cancel();
+            }
         }
     }
 }
 
 impl Run {
-    fn emit(&self, event: Event) {
+    pub(super) fn emit(&self, event: Event) {
         lock(&self.journal).emit(event);
     }
 
@@ -600,221 +613,16 @@ impl Run {
         out
     }
 
-    async fn approve(&mut self, actions: &[Action]) -> Result<Vec<Action>, Cancelled> {
-        let cfg = PolicyConfig {
-            read_only: self.opts.read_only,
-            diagnosis_only: self.opts.diagnosis_only,
-            veto_secs: self.opts.veto_secs,
-        };
-        let mut approved: Vec<(usize, Action)> = Vec::new();
-        let mut pending: Vec<(usize, Action, Wait)> = Vec::new();
-        let mut approvals_dir: Option<PathBuf> = None;
-        for (n, a) in actions.iter().enumerate() {
-            match policy::rule(&a.kind, a.risk, &cfg) {
-                Rule::Refuse { reason } => self.emit(Event::ActionSkipped {
-                    action_id: a.id.clone(),
-                    reason,
-                }),
-                Rule::Run => approved.push((n, a.clone())),
-                Rule::Veto { secs } => {
-                    self.emit(Event::ApprovalRequested {
-                        action_id: a.id.clone(),
-                        risk: a.risk,
-                        veto_secs: Some(secs),
-                        approvals_needed: 0,
-                    });
-                    let deadline = Instant::now() + std::time::Duration::from_secs_f64(secs);
-                    pending.push((n, a.clone(), Wait::Veto(deadline)));
-                }
-                Rule::Approve { approvals } => {
-                    if approvals_dir.is_none()
-                        && let Some(path) = &self.opts.session_path
-                    {
-                        match approve::prepare_dir(path) {
-                            Ok(d) => approvals_dir = Some(d),
-                            Err(e) => self.emit(Event::Warning {
-                                message: format!(
-                                    "approvals from other terminals are unavailable: {e}"
-                                ),
-                            }),
-                        }
-                    }
-                    self.emit(Event::ApprovalRequested {
-                        action_id: a.id.clone(),
-                        risk: a.risk,
-                        veto_secs: None,
-                        approvals_needed: approvals,
-                    });
-                    pending.push((n, a.clone(), Wait::Approvals(Vec::new())));
-                }
-            }
-        }
-        if !pending.is_empty() {
-            let _ = lock(&self.journal).sync();
-        }
-        let expires = self.opts.approval_timeout.map(|d| Instant::now() + d);
-        let mut poll = tokio::time::interval(self.opts.approval_poll);
-        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut commands_open = true;
-        while !pending.is_empty() {
-            let next_deadline = pending
-                .iter()
-                .filter_map(|(_, _, w)| match w {
-                    Wait::Veto(d) => Some(*d),
-                    Wait::Approvals(_) => None,
-                })
-                .chain(expires)
-                .min();
-            let watch_files = approvals_dir.is_some()
-                && pending
-                    .iter()
-                    .any(|(_, _, w)| matches!(w, Wait::Approvals(_)));
-            let operator = self.opts.operator.clone();
-            tokio::select! {
-                _ = self.token.cancelled() => return Err(Cancelled),
-                d = self.decisions.recv(), if commands_open => match d {
-                    None => commands_open = false,
-                    Some(Decision::Deny { action_id, reason }) => {
-                        match pending.iter().position(|(_, a, _)| a.id == action_id) {
-                            Some(i) => {
-                                pending.remove(i);
-                                self.emit(Event::ApprovalDenied {
-                                    action_id,
-                                    by: operator,
-                                    at: Utc::now(),
-                                    reason,
-                                });
-                            }
-                            None => self.not_pending(&action_id),
-                        }
-                    }
-                    Some(Decision::Approve { action_id, params }) => {
-                        match pending.iter().position(|(_, a, _)| a.id == action_id) {
-                            None => self.not_pending(&action_id),
-                            Some(i) => {
-                                if let Some(p) = &params {
-                                    pending[i].1.params = p.clone();
-                                }
-                                let action = pending[i].1.clone();
-                                let done = self.record_approval(&mut pending[i].2, &action, &operator, params);
-                                if done {
-                                    let (n, a, _) = pending.remove(i);
-                                    approved.push((n, a));
-                                }
-                            }
-                        }
-                    }
-                },
-                _ = async {
-                    match next_deadline {
-                        Some(d) => sleep_until(d).await,
-                        None => std::future::pending::<()>().await,
-                    }
-                } => {
-                    let now = Instant::now();
-                    let mut i = 0;
-                    while i < pending.len() {
-                        let expired_veto = matches!(pending[i].2, Wait::Veto(d) if d <= now);
-                        let expired_all = expires.is_some_and(|e| e <= now);
-                        if expired_veto {
-                            let (n, a, _) = pending.remove(i);
-                            self.emit(Event::ApprovalGiven {
-                                action_id: a.id.clone(),
-                                by: "policy (veto window elapsed)".into(),
-                                at: Utc::now(),
-                                params: None,
-                            });
-                            approved.push((n, a));
-                        } else if expired_all {
-                            let (_, a, _) = pending.remove(i);
-                            self.emit(Event::ApprovalExpired { action_id: a.id, at: Utc::now() });
-                        } else {
-                            i += 1;
-                        }
-                    }
-                },
-                _ = poll.tick(), if watch_files => {
-                    let dir = approvals_dir.clone().unwrap_or_default();
-                    let mut i = 0;
-                    while i < pending.len() {
-                        let found = approve::scan(&dir, &pending[i].1.id);
-                        let mut done = false;
-                        for (_, user) in found {
-                            let action = pending[i].1.clone();
-                            if let Wait::Approvals(by) = &pending[i].2
-                                && by.contains(&user)
-                            {
-                                continue;
-                            }
-                            done = self.record_approval(&mut pending[i].2, &action, &user, None);
-                        }
-                        if done {
-                            let (n, a, _) = pending.remove(i);
-                            approved.push((n, a));
-                        } else {
-                            i += 1;
-                        }
-                    }
-                }
-            }
-        }
-        approved.sort_by_key(|(n, _)| *n);
-        Ok(approved.into_iter().map(|(_, a)| a).collect())
-    }
-
-    fn not_pending(&self, action_id: &str) {
-        self.emit(Event::Warning {
-            message: format!("no action {action_id} is waiting for a decision"),
-        });
-    }
-
-    /// Count one operator's approval; true when the action may now run.
-    fn record_approval(
-        &self,
-        wait: &mut Wait,
-        action: &Action,
-        user: &str,
-        params: Option<BTreeMap<String, serde_json::Value>>,
-    ) -> bool {
-        match wait.approvers() {
-            None => {
-                // Medium risk: an explicit approval ends the veto window early.
-                self.emit(Event::ApprovalGiven {
-                    action_id: action.id.clone(),
-                    by: user.to_string(),
-                    at: Utc::now(),
-                    params,
-                });
-                true
-            }
-            Some(by) => {
-                if by.iter().any(|b| b == user) {
-                    self.emit(Event::Warning {
-                        message: format!(
-                            "{user} already approved {}: it needs {} distinct operators; \
-                             another OS user runs `sitrep approve <session> {}`",
-                            action.id,
-                            policy::approvals_needed(action.risk),
-                            action.id
-                        ),
-                    });
-                    return false;
-                }
-                by.push(user.to_string());
-                self.emit(Event::ApprovalGiven {
-                    action_id: action.id.clone(),
-                    by: user.to_string(),
-                    at: Utc::now(),
-                    params,
-                });
-                policy::satisfied(action.risk, by)
-            }
-        }
-    }
-
-    async fn execute(&self, approved: Vec<Action>) -> Vec<Action> {
+    async fn execute(&mut self, approved: Vec<Action>) -> Vec<Action> {
         let mut done = Vec::new();
-        for action in approved {
+        let mut queue = approved;
+        queue.reverse();
+        while let Some(action) = queue.pop() {
+            // Let a decision sent together with the approval reach the channel first.
+            tokio::task::yield_now().await;
+            if !self.still_cleared(&action, &mut queue) {
+                continue;
+            }
             if self.token.is_cancelled() {
                 self.emit(Event::ActionSkipped {
                     action_id: action.id.clone(),
@@ -1068,24 +876,6 @@ impl Run {
             }
         }
         md
-    }
-}
-
-/// What a pending action waits for.
-enum Wait {
-    /// Medium risk: runs at this instant unless denied.
-    Veto(Instant),
-    /// High and critical: approvals from distinct operators so far.
-    Approvals(Vec<String>),
-}
-
-impl Wait {
-    /// `None` for a veto window, the approvers so far otherwise.
-    fn approvers(&mut self) -> Option<&mut Vec<String>> {
-        match self {
-            Wait::Veto(_) => None,
-            Wait::Approvals(by) => Some(by),
-        }
     }
 }
 

@@ -922,6 +922,14 @@ pub fn risk_for(kind: &str, params: &Params) -> Risk {
     if kind == "kubernetes.scale" && zero("replicas") {
         return floor.max(Risk::High);
     }
+    // Changing the cluster's own machinery can take every workload down with it.
+    let system_namespace = matches!(
+        params.get("namespace").and_then(Value::as_str),
+        Some("kube-system" | "kube-public" | "kube-node-lease")
+    );
+    if kind.starts_with("kubernetes.") && is_mutating(kind) && system_namespace {
+        return floor.max(Risk::Critical);
+    }
     floor
 }
 

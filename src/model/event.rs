@@ -30,6 +30,9 @@ pub enum Outcome {
     /// An action ran but verification failed.
     Unresolved,
     Cancelled,
+    /// The console was stopped by a signal (SIGINT, SIGQUIT, SIGTERM, SIGHUP); nothing pending
+    /// was approved on the way out.
+    Interrupted,
     Failed,
     #[default]
     Unknown,
@@ -42,6 +45,7 @@ impl Outcome {
             Outcome::Diagnosed => "diagnosed",
             Outcome::Unresolved => "unresolved",
             Outcome::Cancelled => "cancelled",
+            Outcome::Interrupted => "interrupted",
             Outcome::Failed => "failed",
             Outcome::Unknown => "unknown",
         }
@@ -141,11 +145,28 @@ pub enum Event {
         veto_secs: Option<f64>,
         /// Distinct operators that must approve (2 for critical).
         approvals_needed: u8,
+        /// [`Action::digest`] of the action as shown: a decision counts only for this version.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        digest: String,
+    },
+    /// The parameters were edited before approval: the action as it now stands (target, risk
+    /// and operation recomputed). Earlier approvals lapse; a new request follows.
+    ActionEdited {
+        action: Action,
+        by: String,
+    },
+    /// An operator is looking at a medium-risk action: its veto countdown stops until decided.
+    VetoPaused {
+        action_id: ActionId,
+        by: String,
     },
     ApprovalGiven {
         action_id: ActionId,
         by: String,
         at: DateTime<Utc>,
+        /// The digest of the version approved.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        digest: String,
         /// Parameters as edited by the approver, when changed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         params: Option<BTreeMap<String, serde_json::Value>>,
@@ -210,6 +231,8 @@ impl Event {
             Event::Diagnosis { .. } => "diagnosis",
             Event::ActionProposed { .. } => "action_proposed",
             Event::ApprovalRequested { .. } => "approval_requested",
+            Event::ActionEdited { .. } => "action_edited",
+            Event::VetoPaused { .. } => "veto_paused",
             Event::ApprovalGiven { .. } => "approval_given",
             Event::ApprovalDenied { .. } => "approval_denied",
             Event::ApprovalExpired { .. } => "approval_expired",
@@ -249,9 +272,18 @@ pub enum Command {
         /// Who approves; filled in from the OS user of the approving process when absent.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
-        /// Edited parameters, when the approver changed them.
+        /// Parameter edits, merged into the action's parameters. An edit that changes the
+        /// action is shown again and needs a fresh approval; it never approves by itself.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         params: Option<BTreeMap<String, serde_json::Value>>,
+        /// The digest of the version being approved (from `approval_requested`); when given it
+        /// must match the action as it stands.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        digest: Option<String>,
+    },
+    /// Stop a medium-risk veto countdown while the operator looks at the action.
+    PauseVeto {
+        action_id: ActionId,
     },
     Deny {
         action_id: ActionId,
@@ -264,4 +296,9 @@ pub enum Command {
         text: String,
     },
     Cancel,
+    /// The console is going away (a signal): stop, decide nothing, end as `interrupted`.
+    Interrupt {
+        #[serde(default)]
+        reason: String,
+    },
 }

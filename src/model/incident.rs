@@ -86,6 +86,12 @@ pub struct ActionState {
     pub requested_at: Option<f64>,
     pub veto_secs: Option<f64>,
     pub approvals_needed: u8,
+    /// The digest of the version last shown for approval (`ApprovalRequested`).
+    #[serde(default)]
+    pub digest: String,
+    /// A medium-risk countdown an operator stopped by opening the action.
+    #[serde(default)]
+    pub veto_paused: bool,
     pub decisions: Vec<Approval>,
     pub result: Option<Result<String, String>>,
     pub duration_ms: Option<u64>,
@@ -394,6 +400,8 @@ impl Incident {
                     requested_at: None,
                     veto_secs: None,
                     approvals_needed: 0,
+                    digest: String::new(),
+                    veto_paused: false,
                     decisions: Vec::new(),
                     result: None,
                     duration_ms: None,
@@ -412,12 +420,15 @@ impl Incident {
                 risk,
                 veto_secs,
                 approvals_needed,
+                digest,
             } => {
                 if let Some(a) = self.action_mut(action_id) {
                     a.status = ActionStatus::AwaitingApproval;
                     a.requested_at = Some(t);
                     a.veto_secs = *veto_secs;
+                    a.veto_paused = false;
                     a.approvals_needed = *approvals_needed;
+                    a.digest = digest.clone();
                 }
                 let how = match (risk, veto_secs) {
                     (Risk::Medium, Some(s)) => format!("runs in {s:.0}s unless vetoed"),
@@ -430,6 +441,37 @@ impl Incident {
                         action_id: action_id.clone(),
                     },
                     format!("? approval requested for {action_id} ({risk}): {how}"),
+                );
+            }
+            Event::ActionEdited { action, by } => {
+                if let Some(a) = self.action_mut(&action.id) {
+                    a.action = action.clone();
+                    a.status = ActionStatus::Proposed;
+                    a.requested_at = None;
+                    a.decisions.clear();
+                    a.digest.clear();
+                }
+                push(
+                    self,
+                    TimelineKind::Action {
+                        action_id: action.id.clone(),
+                    },
+                    format!(
+                        "✎ {} edited by {by}: {} {} [{} risk]",
+                        action.id, action.kind, action.target, action.risk
+                    ),
+                );
+            }
+            Event::VetoPaused { action_id, by } => {
+                if let Some(a) = self.action_mut(action_id) {
+                    a.veto_paused = true;
+                }
+                push(
+                    self,
+                    TimelineKind::Decision {
+                        action_id: action_id.clone(),
+                    },
+                    format!("⏸ {action_id}: countdown paused by {by} until decided"),
                 );
             }
             Event::ApprovalGiven {
@@ -677,11 +719,13 @@ mod tests {
                 risk: Risk::Critical,
                 veto_secs: None,
                 approvals_needed: 2,
+                digest: String::new(),
             },
             Event::ApprovalGiven {
                 action_id: "a1".into(),
                 by: "alice".into(),
                 at,
+                digest: String::new(),
                 params: None,
             },
         ];
@@ -699,6 +743,7 @@ mod tests {
                 action_id: "a1".into(),
                 by: "bob".into(),
                 at,
+                digest: String::new(),
                 params: None,
             },
         );

@@ -19,5 +19,5 @@ pub use incident::{
 };
 pub use types::{
     Action, ActionId, CallId, Category, ChatRole, Evidence, EvidenceBody, EvidenceId, Finding,
-    Hypothesis, Marker, Risk, RuledOut, Stage, Verification,
+    Hypothesis, Marker, Risk, RuledOut, Stage, Verification, action_digest, short_digest,
 };

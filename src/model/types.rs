@@ -272,6 +272,76 @@ pub struct Action {
     pub evidence: Vec<EvidenceId>,
 }
 
+impl Action {
+    /// What an approval binds to: SHA-256 (hex) over the canonical JSON of kind, target and
+    /// parameters, so a decision given for one version of an action never counts for another.
+    pub fn digest(&self) -> String {
+        action_digest(&self.kind, &self.target, &self.params)
+    }
+}
+
+/// [`Action::digest`] from its parts.
+pub fn action_digest(
+    kind: &str,
+    target: &str,
+    params: &BTreeMap<String, serde_json::Value>,
+) -> String {
+    use sha2::{Digest, Sha256};
+    let mut canon = String::new();
+    canon.push_str("{\"kind\":");
+    canonical(&serde_json::Value::String(kind.to_string()), &mut canon);
+    canon.push_str(",\"params\":{");
+    for (i, (k, v)) in params.iter().enumerate() {
+        if i > 0 {
+            canon.push(',');
+        }
+        canonical(&serde_json::Value::String(k.clone()), &mut canon);
+        canon.push(':');
+        canonical(v, &mut canon);
+    }
+    canon.push_str("},\"target\":");
+    canonical(&serde_json::Value::String(target.to_string()), &mut canon);
+    canon.push('}');
+    let hash = Sha256::digest(canon.as_bytes());
+    hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The first 12 hex digits of a digest: enough to tell versions apart on screen.
+pub fn short_digest(digest: &str) -> &str {
+    digest.get(..12).unwrap_or(digest)
+}
+
+/// JSON with object keys sorted at every depth, whatever map order serde_json was built with.
+fn canonical(v: &serde_json::Value, out: &mut String) {
+    match v {
+        serde_json::Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(&serde_json::Value::String(k.clone()), out);
+                out.push(':');
+                canonical(&map[k], out);
+            }
+            out.push('}');
+        }
+        serde_json::Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
 /// The result of re-querying after an action.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Verification {

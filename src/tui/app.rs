@@ -67,8 +67,9 @@ pub struct Status {
 
 pub enum ApprovalStage {
     Review,
-    /// High or critical risk: `a` was pressed, waiting for the second, different key.
-    Confirm,
+    /// High or critical risk: `a` was pressed; approving needs the target's name typed and
+    /// Enter, or the confirm chord (ctrl-y). Holds what was typed so far.
+    Confirm(String),
     Deny(TextArea<'static>),
     Edit(TextArea<'static>, Option<String>),
 }
@@ -76,9 +77,32 @@ pub enum ApprovalStage {
 pub struct ApprovalUi {
     pub action_id: String,
     pub stage: ApprovalStage,
-    /// Parameters as edited in the modal; sent with the approval.
+    /// Parameters as edited in the modal, not yet sent.
     pub params: Option<BTreeMap<String, serde_json::Value>>,
+    /// The version shown (digest from `ApprovalRequested`); decisions are sent for it.
+    pub digest: String,
+    /// When the modal (or this version of the action) appeared: keys in the first
+    /// [`AppState::approval_guard`] are ignored, so typing meant for elsewhere lands nowhere.
+    pub opened: std::time::Instant,
+    /// A pause of the medium-risk countdown was asked for.
+    pub paused: bool,
 }
+
+impl ApprovalUi {
+    pub fn new(action_id: String, digest: String) -> ApprovalUi {
+        ApprovalUi {
+            action_id,
+            stage: ApprovalStage::Review,
+            params: None,
+            digest,
+            opened: std::time::Instant::now(),
+            paused: false,
+        }
+    }
+}
+
+/// Keys pressed this soon after the approval modal opens are ignored.
+pub const APPROVAL_GUARD: Duration = Duration::from_millis(300);
 
 #[derive(Default)]
 pub struct PaletteState {
@@ -332,6 +356,8 @@ pub struct AppState {
     pub overlay: Option<Overlay>,
     dismissed: HashSet<String>,
     submitted: HashSet<String>,
+    /// How long keys are ignored after the approval modal opens ([`APPROVAL_GUARD`]).
+    pub approval_guard: Duration,
     pub status: Option<Status>,
     pub now_t: f64,
     pub replay: Option<ReplayUi>,
@@ -364,6 +390,7 @@ impl AppState {
             overlay: None,
             dismissed: HashSet::new(),
             submitted: HashSet::new(),
+            approval_guard: APPROVAL_GUARD,
             status: None,
             now_t: 0.0,
             replay: None,
@@ -442,6 +469,9 @@ impl AppState {
 
     /// Seconds left on a medium-risk veto countdown.
     pub fn veto_left(&self, a: &crate::model::ActionState) -> Option<f64> {
+        if a.veto_paused {
+            return None;
+        }
         let (req, secs) = (a.requested_at?, a.veto_secs?);
         Some((req + secs - self.now_t).max(0.0))
     }
@@ -452,11 +482,11 @@ impl AppState {
             return r.is_playing();
         }
         !self.agent_done
-            && self
-                .live
-                .actions
-                .iter()
-                .any(|a| a.status == ActionStatus::AwaitingApproval && a.veto_secs.is_some())
+            && self.live.actions.iter().any(|a| {
+                a.status == ActionStatus::AwaitingApproval
+                    && a.veto_secs.is_some()
+                    && !a.veto_paused
+            })
     }
 
     /// How long after the last tick the loop should tick again; None while nothing moves.
@@ -521,6 +551,22 @@ impl AppState {
     }
 
     fn sync_approval(&mut self) {
+        if let Some(Overlay::Approval(ui)) = &mut self.overlay {
+            let shown = shown(&self.live, &self.replay);
+            if let Some(a) = shown.action(&ui.action_id)
+                && a.status == ActionStatus::AwaitingApproval
+                && a.digest != ui.digest
+            {
+                // A new version (an edit): show it from the start, guard and all.
+                let id = ui.action_id.clone();
+                **ui = ApprovalUi::new(id.clone(), a.digest.clone());
+                self.submitted.remove(&id);
+                self.status = Some(Status {
+                    text: format!("{id} changed: review the new version before deciding"),
+                    error: false,
+                });
+            }
+        }
         if let Some(Overlay::Approval(ui)) = &self.overlay {
             let still = self
                 .incident()
@@ -554,13 +600,9 @@ impl AppState {
                     && !self.dismissed.contains(&a.action.id)
                     && !self.submitted.contains(&a.action.id)
             })
-            .map(|a| a.action.id.clone());
-        if let Some(id) = candidate {
-            self.overlay = Some(Overlay::Approval(Box::new(ApprovalUi {
-                action_id: id,
-                stage: ApprovalStage::Review,
-                params: None,
-            })));
+            .map(|a| (a.action.id.clone(), a.digest.clone()));
+        if let Some((id, digest)) = candidate {
+            self.overlay = Some(Overlay::Approval(Box::new(ApprovalUi::new(id, digest))));
         }
     }
 
@@ -747,15 +789,14 @@ fn run_action(state: &mut AppState, action: Action) -> Vec<Effect> {
 }
 
 fn open_approval(state: &mut AppState) {
-    match state.pending().map(|a| a.action.id.clone()) {
-        Some(id) => {
+    match state
+        .pending()
+        .map(|a| (a.action.id.clone(), a.digest.clone()))
+    {
+        Some((id, digest)) => {
             state.dismissed.remove(&id);
             state.submitted.remove(&id);
-            state.overlay = Some(Overlay::Approval(Box::new(ApprovalUi {
-                action_id: id,
-                stage: ApprovalStage::Review,
-                params: None,
-            })));
+            state.overlay = Some(Overlay::Approval(Box::new(ApprovalUi::new(id, digest))));
         }
         None => state.set_status("nothing is waiting for approval", false),
     }
@@ -986,8 +1027,26 @@ fn on_approval_key(state: &mut AppState, mut ui: ApprovalUi, key: KeyEvent, k: K
     let Some(action) = state.incident().action(&ui.action_id).cloned() else {
         return Vec::new();
     };
+    if ui.opened.elapsed() < state.approval_guard {
+        // Typing meant for somewhere else when the modal popped up: dropped, not acted on.
+        state.overlay = Some(Overlay::Approval(Box::new(ui)));
+        return Vec::new();
+    }
     let risk = action.action.risk;
     let mut effects = Vec::new();
+    // Any interaction stops a medium-risk countdown: nothing runs while the operator reads,
+    // types a reason or edits.
+    if action.veto_secs.is_some()
+        && !action.veto_paused
+        && !ui.paused
+        && !state.is_replay()
+        && !state.read_only
+    {
+        ui.paused = true;
+        effects.push(Effect::SendCommand(Command::PauseVeto {
+            action_id: ui.action_id.clone(),
+        }));
+    }
     let stage = std::mem::replace(&mut ui.stage, ApprovalStage::Review);
     match stage {
         ApprovalStage::Deny(mut ta) => match key.code {
@@ -1022,13 +1081,25 @@ fn on_approval_key(state: &mut AppState, mut ui: ApprovalUi, key: KeyEvent, k: K
             } else if k == Key::new(KeyCode::Char('s'), KeyModifiers::CONTROL) {
                 let src = ta.lines().join("\n");
                 match serde_json::from_str::<BTreeMap<String, serde_json::Value>>(&src) {
+                    Ok(p)
+                        if p.iter()
+                            .all(|(k, v)| action.action.params.get(k) == Some(v)) =>
+                    {
+                        state.set_status("parameters unchanged", false);
+                        ui.stage = ApprovalStage::Review;
+                    }
                     Ok(p) => {
-                        ui.params = if p == action.action.params {
-                            None
-                        } else {
-                            Some(p)
-                        };
-                        state.set_status("parameters updated; a approves with them", false);
+                        // The agent merges the edit, recomputes target, risk and operation and
+                        // shows the new version; it needs a fresh approval.
+                        effects.push(Effect::SendCommand(Command::Approve {
+                            action_id: ui.action_id.clone(),
+                            by: None,
+                            params: Some(p.clone()),
+                            digest: Some(ui.digest.clone()),
+                        }));
+                        ui.params = Some(p);
+                        state
+                            .set_status("edit sent: the action is shown again for approval", false);
                         ui.stage = ApprovalStage::Review;
                     }
                     Err(e) => {
@@ -1040,14 +1111,57 @@ fn on_approval_key(state: &mut AppState, mut ui: ApprovalUi, key: KeyEvent, k: K
                 ui.stage = ApprovalStage::Edit(ta, None);
             }
         }
-        stage @ (ApprovalStage::Review | ApprovalStage::Confirm) => {
-            let confirming = matches!(stage, ApprovalStage::Confirm);
+        ApprovalStage::Confirm(mut typed) => {
+            let pressed = state.keymap.lookup(k, &[Scope::Approval]);
+            let name = target_name(&action.action.target);
+            if pressed == Some(Action::Confirm) {
+                effects.push(approve(state, &ui));
+                if risk == Risk::Critical {
+                    state.overlay = Some(Overlay::Approval(Box::new(ui)));
+                }
+                return effects;
+            }
+            match key.code {
+                KeyCode::Esc => ui.stage = ApprovalStage::Review,
+                KeyCode::Enter
+                    if !typed.is_empty() && (typed == name || typed == action.action.target) =>
+                {
+                    effects.push(approve(state, &ui));
+                    if risk == Risk::Critical {
+                        state.overlay = Some(Overlay::Approval(Box::new(ui)));
+                    }
+                    return effects;
+                }
+                KeyCode::Enter => {
+                    state.set_status(
+                        format!("not approved: type {name} exactly, then enter (esc goes back)"),
+                        true,
+                    );
+                    ui.stage = ApprovalStage::Review;
+                }
+                KeyCode::Backspace => {
+                    typed.pop();
+                    ui.stage = ApprovalStage::Confirm(typed);
+                }
+                KeyCode::Char(c)
+                    if key.modifiers.difference(KeyModifiers::SHIFT).is_empty()
+                        && typed.chars().count() < 256 =>
+                {
+                    typed.push(c);
+                    ui.stage = ApprovalStage::Confirm(typed);
+                }
+                _ => {
+                    state.set_status("not approved", false);
+                    ui.stage = ApprovalStage::Review;
+                }
+            }
+        }
+        ApprovalStage::Review => {
             if key.code == KeyCode::Enter {
                 state.set_status(
                     "enter does not approve: press a to approve, d to deny, esc to look around",
                     false,
                 );
-                ui.stage = stage;
                 state.overlay = Some(Overlay::Approval(Box::new(ui)));
                 return effects;
             }
@@ -1059,18 +1173,8 @@ fn on_approval_key(state: &mut AppState, mut ui: ApprovalUi, key: KeyEvent, k: K
                 Some(Action::Approve) if state.read_only => {
                     state.set_status("read-only session: actions cannot be approved", true);
                 }
-                Some(Action::Approve) if risk >= Risk::High && !confirming => {
-                    ui.stage = ApprovalStage::Confirm;
-                }
                 Some(Action::Approve) if risk >= Risk::High => {
-                    ui.stage = ApprovalStage::Confirm;
-                }
-                Some(Action::Confirm) if confirming => {
-                    effects.push(approve(state, &ui));
-                    if risk == Risk::Critical {
-                        state.overlay = Some(Overlay::Approval(Box::new(ui)));
-                    }
-                    return effects;
+                    ui.stage = ApprovalStage::Confirm(String::new());
                 }
                 Some(Action::Approve) => {
                     effects.push(approve(state, &ui));
@@ -1082,7 +1186,7 @@ fn on_approval_key(state: &mut AppState, mut ui: ApprovalUi, key: KeyEvent, k: K
                     ta.set_cursor_line_style(ratatui::style::Style::default());
                     ui.stage = ApprovalStage::Deny(ta);
                 }
-                Some(Action::Edit) if !state.is_replay() => {
+                Some(Action::Edit) if !state.is_replay() && !state.read_only => {
                     let params = ui
                         .params
                         .clone()
@@ -1092,9 +1196,6 @@ fn on_approval_key(state: &mut AppState, mut ui: ApprovalUi, key: KeyEvent, k: K
                     let mut ta = TextArea::new(text.lines().map(str::to_string).collect());
                     ta.set_cursor_line_style(ratatui::style::Style::default());
                     ui.stage = ApprovalStage::Edit(ta, None);
-                }
-                Some(Action::Back) if confirming => {
-                    ui.stage = ApprovalStage::Review;
                 }
                 Some(Action::Back) => {
                     state.dismissed.insert(ui.action_id.clone());
@@ -1112,16 +1213,17 @@ fn on_approval_key(state: &mut AppState, mut ui: ApprovalUi, key: KeyEvent, k: K
                     state.dismissed.insert(ui.action_id.clone());
                     return effects;
                 }
-                _ if confirming => {
-                    state.set_status("not approved: the confirm key was not pressed", false);
-                    ui.stage = ApprovalStage::Review;
-                }
                 _ => ui.stage = ApprovalStage::Review,
             }
         }
     }
     state.overlay = Some(Overlay::Approval(Box::new(ui)));
     effects
+}
+
+/// What the operator types to confirm a high-risk approval: the name part of the target.
+pub fn target_name(target: &str) -> &str {
+    target.rsplit_once('/').map_or(target, |(_, n)| n)
 }
 
 fn approve(state: &mut AppState, ui: &ApprovalUi) -> Effect {
@@ -1139,7 +1241,8 @@ fn approve(state: &mut AppState, ui: &ApprovalUi) -> Effect {
     Effect::SendCommand(Command::Approve {
         action_id: ui.action_id.clone(),
         by: None,
-        params: ui.params.clone(),
+        params: None,
+        digest: Some(ui.digest.clone()),
     })
 }
 

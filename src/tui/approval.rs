@@ -96,9 +96,12 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
         Risk::Medium => {
             let text = match state.veto_left(a) {
                 Some(left) => format!(
-                    "runs automatically in {:.0}s unless you deny it (d)",
+                    "runs automatically in {:.0}s unless you deny it (d); any key pauses it",
                     left.ceil()
                 ),
+                None if a.veto_paused => {
+                    "countdown paused: runs only if you approve it (a); d denies".to_string()
+                }
                 None => "medium risk: runs after the veto countdown unless denied".to_string(),
             };
             lines.push(Line::from(Span::styled(text, th.get(Role::RiskMedium))));
@@ -142,18 +145,32 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
             Span::raw(" look around   "),
             Span::styled("enter does not approve", dim),
         ]),
-        ApprovalStage::Confirm => Line::from(vec![
-            Span::styled(
-                format!("{} RISK: ", act.risk.name().to_uppercase()),
-                th.get(Role::for_risk(act.risk)),
-            ),
-            Span::raw("press "),
-            Span::styled(
-                format!(" {} ", state.keymap.label(super::keymap::Action::Confirm)),
-                key,
-            ),
-            Span::raw(" to confirm the approval; any other key cancels"),
-        ]),
+        ApprovalStage::Confirm(typed) => {
+            lines.push(Line::from(vec![
+                Span::styled(
+                    format!(
+                        "type {} to approve: ",
+                        sanitize(super::app::target_name(&act.target))
+                    ),
+                    th.get(Role::Title),
+                ),
+                Span::styled(format!("{}▏", sanitize(typed)), th.get(Role::Text)),
+            ]));
+            Line::from(vec![
+                Span::styled(
+                    format!("{} RISK: ", act.risk.name().to_uppercase()),
+                    th.get(Role::for_risk(act.risk)),
+                ),
+                Span::raw("type the name, then "),
+                Span::styled(" enter ", key),
+                Span::raw(", or "),
+                Span::styled(
+                    format!(" {} ", state.keymap.label(super::keymap::Action::Confirm)),
+                    key,
+                ),
+                Span::raw(" to confirm the approval; esc cancels"),
+            ])
+        }
         ApprovalStage::Deny(ta) => {
             lines.push(Line::from(Span::styled(
                 "reason for denying:",
@@ -213,7 +230,10 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
             format!("{} RISK ", act.risk.name().to_uppercase()),
             th.get(Role::for_risk(act.risk)),
         ),
-        Span::styled(format!("· {} ", act.id), th.get(Role::ApprovalBorder)),
+        Span::styled(
+            format!("· {} · v{} ", act.id, crate::model::short_digest(&a.digest)),
+            th.get(Role::ApprovalBorder),
+        ),
     ]);
     let block = Block::default()
         .borders(Borders::ALL)

@@ -66,7 +66,7 @@ actions! {
     PageDown => "half_page_down", Navigation, ["ctrl-d", "pagedown"], "half page down";
     PageUp => "half_page_up", Navigation, ["ctrl-u", "pageup"], "half page up";
     Approve => "approve", Approval, ["a"], "approve";
-    Confirm => "confirm", Approval, ["y"], "confirm a high-risk approval (second key)";
+    Confirm => "confirm", Approval, ["ctrl-y"], "confirm high risk (or type the target name + enter)";
     Deny => "deny", Approval, ["d"], "deny, with a reason";
     Edit => "edit", Approval, ["e"], "edit parameters (ctrl-s saves)";
     TogglePlay => "toggle_play", Replay, ["space"], "play / pause";
@@ -274,6 +274,18 @@ impl Keymap {
                     message: "enter may never approve".into(),
                 });
             }
+        }
+        // Ordinary typing must not be able to produce the confirmation.
+        if let Some(k) = self.keys(Action::Confirm).iter().find(|k| {
+            matches!(k.code, KeyCode::Char(_))
+                && !k.mods.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+        }) {
+            return Err(KeymapError::BadKey {
+                action: "confirm".into(),
+                message: format!(
+                    "{k:?} can be typed by accident; use a ctrl- or alt- chord (default ctrl-y)"
+                ),
+            });
         }
         if self
             .keys(Action::Confirm)

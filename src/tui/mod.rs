@@ -298,8 +298,7 @@ async fn choose(
         draw_with(&mut screen.terminal, |f| chooser::draw(&state, f))?;
         let msg = tokio::select! {
             biased;
-            _ = screen.sigterm.recv() => return Ok(None),
-            _ = screen.sighup.recv() => return Ok(None),
+            _ = screen.signals.recv() => return Ok(None),
             ev = screen.events.next() => match ev {
                 Some(Ok(TermEvent::Key(k))) if k.kind == KeyEventKind::Press => ChooserMsg::Key(k),
                 Some(Ok(TermEvent::Resize(w, h))) => ChooserMsg::Resize(w, h),
@@ -356,25 +355,55 @@ pub async fn run_loop(
 struct Screen {
     terminal: Term,
     events: EventStream,
-    sigterm: tokio::signal::unix::Signal,
-    sighup: tokio::signal::unix::Signal,
+    signals: Signals,
     // Dropped last: the terminal is restored after everything drawing on it is gone.
     _guard: TerminalGuard,
 }
 
 impl Screen {
     fn enter() -> anyhow::Result<Screen> {
-        use tokio::signal::unix::{SignalKind, signal};
-        let sigterm = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
-        let sighup = signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?;
+        let signals = Signals::listen()?;
         let guard = TerminalGuard::enter()?;
         Ok(Screen {
             terminal: new_terminal()?,
             events: EventStream::new(),
-            sigterm,
-            sighup,
+            signals,
             _guard: guard,
         })
+    }
+}
+
+/// The signals that end the console: the terminal is restored and the session ends as
+/// `interrupted` instead of the process dying in the alternate screen with no end record.
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    quit: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn listen() -> anyhow::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let on = |kind: SignalKind, name: &str| {
+            signal(kind).with_context(|| format!("cannot listen for {name}"))
+        };
+        Ok(Signals {
+            int: on(SignalKind::interrupt(), "SIGINT")?,
+            quit: on(SignalKind::quit(), "SIGQUIT")?,
+            term: on(SignalKind::terminate(), "SIGTERM")?,
+            hup: on(SignalKind::hangup(), "SIGHUP")?,
+        })
+    }
+
+    /// The name of the next signal received.
+    async fn recv(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.int.recv() => "SIGINT",
+            _ = self.quit.recv() => "SIGQUIT",
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.hup.recv() => "SIGHUP",
+        }
     }
 }
 
@@ -388,8 +417,7 @@ async fn event_loop(
     let Screen {
         terminal,
         events,
-        sigterm,
-        sighup,
+        signals,
         ..
     } = screen;
     let size = terminal.size()?;
@@ -403,6 +431,7 @@ async fn event_loop(
     let mut dirty = true;
     let mut last_draw = Instant::now() - FRAME;
     let mut quit = false;
+    let mut interrupted: Option<&'static str> = None;
     let mut result = Ok(());
     while !quit {
         let due = tokio::time::Instant::from_std(last_draw + FRAME);
@@ -415,8 +444,10 @@ async fn event_loop(
         let mut effects = Vec::new();
         tokio::select! {
             biased;
-            _ = sigterm.recv() => break,
-            _ = sighup.recv() => break,
+            sig = signals.recv() => {
+                interrupted = Some(sig);
+                break;
+            }
             _ = tokio::time::sleep_until(due), if dirty => {
                 if let Err(e) = draw_frame(terminal, &state) {
                     result = Err(e);
@@ -497,7 +528,11 @@ async fn event_loop(
     }
     if let (Some(task), Some(tx)) = (task, &commands) {
         // Leaving mid-investigation: ask the agent to stop so the session file ends cleanly.
-        let _ = tx.send(Command::Cancel);
+        // A signal ends it as interrupted, deciding nothing that is pending (an SSH drop).
+        let _ = tx.send(match interrupted {
+            Some(sig) => Command::Interrupt { reason: sig.into() },
+            None => Command::Cancel,
+        });
         let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
     }
     result

@@ -54,9 +54,10 @@ pub fn render_keyhints(state: &AppState, frame: &mut Frame, area: Rect, with_sta
                 hints.push((km.label(Action::Edit), "edit"));
                 hints.push(("esc".into(), "look around"));
             }
-            ApprovalStage::Confirm => {
+            ApprovalStage::Confirm(_) => {
+                hints.push(("name+enter".into(), "confirm"));
                 hints.push((km.label(Action::Confirm), "confirm"));
-                hints.push(("other".into(), "cancel"));
+                hints.push(("esc".into(), "cancel"));
             }
             _ => hints.push(("esc".into(), "back")),
         },

@@ -1,0 +1,621 @@
+//! The Approve stage: who may decide what, bound to the version of the action that was shown.
+//!
+//! A decision counts only for an action that is waiting and was shown (`ApprovalRequested`),
+//! and only for the digest of kind + target + parameters shown then. An edit re-asks. The last
+//! decision before execution wins: denials are re-checked right before each action runs.
+
+use super::approve;
+use super::pipeline::{Cancelled, Run, operation};
+use crate::model::{Action, ActionStatus, Command, Event, Incident, Risk, catalog};
+use crate::policy::{self, PolicyConfig, Rule};
+use chrono::Utc;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::SystemTime;
+use tokio::time::{Instant, sleep_until};
+
+type Params = BTreeMap<String, serde_json::Value>;
+
+/// An operator decision the dispatcher admitted, forwarded to the Approve and Execute stages.
+pub(super) enum Decision {
+    Approve {
+        action_id: String,
+        /// The version approved: the digest given, or the one shown when the command arrived.
+        digest: String,
+        params: Option<Params>,
+    },
+    Deny {
+        action_id: String,
+        reason: String,
+    },
+    PauseVeto {
+        action_id: String,
+    },
+}
+
+/// Check a decision command against what has been shown so far. `Err` is the warning to record
+/// instead; nothing refused here is remembered for later.
+pub(super) fn admit(cmd: Command, incident: &Incident) -> Result<Decision, String> {
+    match cmd {
+        Command::Approve {
+            action_id,
+            params,
+            digest,
+            ..
+        } => {
+            let Some(a) = incident.action(&action_id) else {
+                return Err(format!(
+                    "approval of {action_id} refused: no such action has been proposed"
+                ));
+            };
+            if a.status != ActionStatus::AwaitingApproval {
+                return Err(format!(
+                    "approval of {action_id} refused: it is not waiting for a decision ({})",
+                    a.status.name()
+                ));
+            }
+            let shown = a.digest.clone();
+            match digest {
+                Some(d) if d != shown => Err(format!(
+                    "approval of {action_id} refused: it was given for version {} but the action \
+                     shown is version {}",
+                    short(&d),
+                    short(&shown)
+                )),
+                _ => Ok(Decision::Approve {
+                    action_id,
+                    digest: shown,
+                    params,
+                }),
+            }
+        }
+        Command::Deny {
+            action_id, reason, ..
+        } => match incident.action(&action_id).map(|a| a.status) {
+            Some(
+                ActionStatus::Proposed | ActionStatus::AwaitingApproval | ActionStatus::Approved,
+            ) => Ok(Decision::Deny { action_id, reason }),
+            Some(status) => Err(format!(
+                "denial of {action_id} not applied: it is already {}",
+                status.name()
+            )),
+            None => Err(format!(
+                "denial of {action_id} not applied: no such action has been proposed"
+            )),
+        },
+        Command::PauseVeto { action_id } => match incident.action(&action_id) {
+            Some(a)
+                if a.status == ActionStatus::AwaitingApproval
+                    && a.veto_secs.is_some()
+                    && !a.veto_paused =>
+            {
+                Ok(Decision::PauseVeto { action_id })
+            }
+            // Pausing what has no running countdown is a no-op, not a problem worth a warning.
+            _ => Err(String::new()),
+        },
+        other => Err(format!("not a decision: {other:?}")),
+    }
+}
+
+pub(super) use crate::model::short_digest as short;
+
+/// What a pending action waits for.
+enum Wait {
+    /// Medium risk: runs at this instant unless denied; `None` once an operator paused it.
+    Veto(Option<Instant>),
+    /// High and critical risk.
+    Approvals {
+        /// The session's operator approved (console or headless stdin).
+        operator: bool,
+        /// Critical: the other OS user who approved with `sitrep approve`.
+        second: Option<String>,
+    },
+}
+
+struct Pending {
+    order: usize,
+    action: Action,
+    wait: Wait,
+    /// When the current version was shown; files older than this do not count.
+    shown_at: SystemTime,
+}
+
+impl Run {
+    /// Ask for decisions on `actions` and wait for them; the actions cleared to run, in order.
+    pub(super) async fn approve(&mut self, actions: &[Action]) -> Result<Vec<Action>, Cancelled> {
+        let cfg = PolicyConfig {
+            read_only: self.opts.read_only,
+            diagnosis_only: self.opts.diagnosis_only,
+            veto_secs: self.opts.veto_secs,
+        };
+        let mut approved: Vec<(usize, Action)> = Vec::new();
+        let mut pending: Vec<Pending> = Vec::new();
+        let mut approvals_dir: Option<PathBuf> = None;
+        for (n, a) in actions.iter().enumerate() {
+            let rule = policy::rule(&a.kind, a.risk, &cfg);
+            if matches!(rule, Rule::Approve { .. }) && approvals_dir.is_none() {
+                approvals_dir = self.prepare_approvals_dir();
+            }
+            match rule {
+                Rule::Refuse { reason } => self.emit(Event::ActionSkipped {
+                    action_id: a.id.clone(),
+                    reason,
+                }),
+                Rule::Run => approved.push((n, a.clone())),
+                rule => {
+                    if let Some(p) = self.request(n, a.clone(), &rule) {
+                        pending.push(p);
+                    }
+                }
+            }
+        }
+        if !pending.is_empty() {
+            let _ = crate::agent::specialists::lock(&self.journal).sync();
+        }
+        let expires = self.opts.approval_timeout.map(|d| Instant::now() + d);
+        let mut poll = tokio::time::interval(self.opts.approval_poll);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut reported: BTreeSet<String> = BTreeSet::new();
+        let mut commands_open = true;
+        while !pending.is_empty() {
+            let next_deadline = pending
+                .iter()
+                .filter_map(|p| match p.wait {
+                    Wait::Veto(d) => d,
+                    Wait::Approvals { .. } => None,
+                })
+                .chain(expires)
+                .min();
+            let watch_files = approvals_dir.is_some()
+                && pending
+                    .iter()
+                    .any(|p| matches!(p.wait, Wait::Approvals { .. }));
+            tokio::select! {
+                _ = self.token.cancelled() => return Err(Cancelled),
+                d = self.decisions.recv(), if commands_open => match d {
+                    None => commands_open = false,
+                    Some(d) => self.decide(d, &mut pending, &mut approved, &cfg),
+                },
+                _ = async {
+                    match next_deadline {
+                        Some(d) => sleep_until(d).await,
+                        None => std::future::pending::<()>().await,
+                    }
+                } => {
+                    let now = Instant::now();
+                    let expired_all = expires.is_some_and(|e| e <= now);
+                    let mut i = 0;
+                    while i < pending.len() {
+                        let elapsed = matches!(pending[i].wait, Wait::Veto(Some(d)) if d <= now);
+                        if elapsed {
+                            let p = pending.remove(i);
+                            self.emit(Event::ApprovalGiven {
+                                action_id: p.action.id.clone(),
+                                by: "policy (veto window elapsed)".into(),
+                                at: Utc::now(),
+                                digest: p.action.digest(),
+                                params: None,
+                            });
+                            approved.push((p.order, p.action));
+                        } else if expired_all {
+                            let p = pending.remove(i);
+                            self.emit(Event::ApprovalExpired { action_id: p.action.id, at: Utc::now() });
+                        } else {
+                            i += 1;
+                        }
+                    }
+                },
+                _ = poll.tick(), if watch_files => {
+                    if let Some(dir) = &approvals_dir {
+                        self.poll_files(dir, &mut pending, &mut approved, &mut reported);
+                    }
+                }
+            }
+        }
+        approved.sort_by_key(|(n, _)| *n);
+        Ok(approved.into_iter().map(|(_, a)| a).collect())
+    }
+
+    fn prepare_approvals_dir(&self) -> Option<PathBuf> {
+        let path = self.opts.session_path.as_ref()?;
+        match approve::prepare_dir(path) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                self.emit(Event::Warning {
+                    message: format!("approvals from other terminals are unavailable: {e}"),
+                });
+                None
+            }
+        }
+    }
+
+    /// Show `action` for a decision under `rule`; `None` when the rule lets it run at once.
+    fn request(&self, order: usize, action: Action, rule: &Rule) -> Option<Pending> {
+        let digest = action.digest();
+        let (veto_secs, approvals_needed, wait) = match rule {
+            Rule::Veto { secs } => (
+                Some(*secs),
+                0,
+                Wait::Veto(Some(
+                    Instant::now() + std::time::Duration::from_secs_f64(secs.clamp(0.0, 1e9)),
+                )),
+            ),
+            Rule::Approve { approvals } => (
+                None,
+                *approvals,
+                Wait::Approvals {
+                    operator: false,
+                    second: None,
+                },
+            ),
+            Rule::Run | Rule::Refuse { .. } => return None,
+        };
+        let shown_at = SystemTime::now();
+        self.emit(Event::ApprovalRequested {
+            action_id: action.id.clone(),
+            risk: action.risk,
+            veto_secs,
+            approvals_needed,
+            digest,
+        });
+        Some(Pending {
+            order,
+            action,
+            wait,
+            shown_at,
+        })
+    }
+
+    fn decide(
+        &self,
+        d: Decision,
+        pending: &mut Vec<Pending>,
+        approved: &mut Vec<(usize, Action)>,
+        cfg: &PolicyConfig,
+    ) {
+        let operator = self.opts.operator.clone();
+        match d {
+            Decision::Deny { action_id, reason } => {
+                match pending.iter().position(|p| p.action.id == action_id) {
+                    Some(i) => {
+                        pending.remove(i);
+                        self.emit(Event::ApprovalDenied {
+                            action_id,
+                            by: operator,
+                            at: Utc::now(),
+                            reason,
+                        });
+                    }
+                    None => match approved.iter().position(|(_, a)| a.id == action_id) {
+                        // Cleared by the policy (low risk) but not run yet: a denial still wins.
+                        Some(i) => {
+                            approved.remove(i);
+                            self.emit(Event::ApprovalDenied {
+                                action_id,
+                                by: operator,
+                                at: Utc::now(),
+                                reason,
+                            });
+                        }
+                        None => self.not_pending(&action_id),
+                    },
+                }
+            }
+            Decision::PauseVeto { action_id } => {
+                if let Some(p) = pending.iter_mut().find(|p| p.action.id == action_id)
+                    && matches!(p.wait, Wait::Veto(Some(_)))
+                {
+                    p.wait = Wait::Veto(None);
+                    self.emit(Event::VetoPaused {
+                        action_id,
+                        by: operator,
+                    });
+                }
+            }
+            Decision::Approve {
+                action_id,
+                digest,
+                params,
+            } => {
+                let Some(i) = pending.iter().position(|p| p.action.id == action_id) else {
+                    self.not_pending(&action_id);
+                    return;
+                };
+                let current = pending[i].action.digest();
+                if digest != current {
+                    self.emit(Event::Warning {
+                        message: format!(
+                            "approval of {action_id} ignored: it was given for version {} but the \
+                             action now is version {}; decide again on what is shown",
+                            short(&digest),
+                            short(&current)
+                        ),
+                    });
+                    return;
+                }
+                if let Some(edits) = params {
+                    let mut edited = pending[i].action.clone();
+                    edited.params.extend(edits);
+                    recompute(&mut edited);
+                    if edited.digest() != current || edited.risk != pending[i].action.risk {
+                        self.edit(i, edited, pending, cfg);
+                        return;
+                    }
+                }
+                let p = &mut pending[i];
+                if self.record_approval(p, &operator) {
+                    let p = pending.remove(i);
+                    approved.push((p.order, p.action));
+                }
+            }
+        }
+    }
+
+    /// Replace a pending action by its edited version and ask again under the rule it now has.
+    fn edit(&self, i: usize, edited: Action, pending: &mut Vec<Pending>, cfg: &PolicyConfig) {
+        let order = pending[i].order;
+        // Approvals of the earlier version lapse with it.
+        pending.remove(i);
+        self.emit(Event::ActionEdited {
+            action: edited.clone(),
+            by: self.opts.operator.clone(),
+        });
+        let mut rule = policy::rule(&edited.kind, edited.risk, cfg);
+        if matches!(rule, Rule::Run) {
+            // An edit is a change the operator has not yet seen approved: never run unasked.
+            rule = Rule::Approve { approvals: 1 };
+        }
+        if let Rule::Refuse { reason } = &rule {
+            self.emit(Event::ActionSkipped {
+                action_id: edited.id.clone(),
+                reason: reason.clone(),
+            });
+            return;
+        }
+        let id = edited.id.clone();
+        if let Some(mut p) = self.request(order, edited, &rule) {
+            // The operator is already looking at it: a medium edit waits for an explicit decision.
+            if matches!(p.wait, Wait::Veto(_)) {
+                p.wait = Wait::Veto(None);
+                self.emit(Event::VetoPaused {
+                    action_id: id,
+                    by: self.opts.operator.clone(),
+                });
+            }
+            pending.insert(i.min(pending.len()), p);
+        }
+    }
+
+    fn not_pending(&self, action_id: &str) {
+        self.emit(Event::Warning {
+            message: format!("no action {action_id} is waiting for a decision"),
+        });
+    }
+
+    /// Count the operator's approval; true when the action may now run.
+    fn record_approval(&self, p: &mut Pending, user: &str) -> bool {
+        let action = &p.action;
+        match &mut p.wait {
+            Wait::Veto(_) => {
+                // Medium risk: an explicit approval ends the veto window early.
+                self.emit(Event::ApprovalGiven {
+                    action_id: action.id.clone(),
+                    by: user.to_string(),
+                    at: Utc::now(),
+                    digest: action.digest(),
+                    params: None,
+                });
+                true
+            }
+            Wait::Approvals { operator, second } => {
+                if *operator {
+                    self.emit(Event::Warning {
+                        message: format!(
+                            "{user} already approved {}: a critical action needs {} distinct \
+                             operators; another OS user runs `sitrep approve <session> {}`",
+                            action.id,
+                            policy::approvals_needed(action.risk),
+                            action.id
+                        ),
+                    });
+                    return false;
+                }
+                *operator = true;
+                self.emit(Event::ApprovalGiven {
+                    action_id: action.id.clone(),
+                    by: user.to_string(),
+                    at: Utc::now(),
+                    digest: action.digest(),
+                    params: None,
+                });
+                action.risk < Risk::Critical || second.is_some()
+            }
+        }
+    }
+
+    /// Approvals other OS users dropped in the approvals directory, for the version shown.
+    fn poll_files(
+        &self,
+        dir: &std::path::Path,
+        pending: &mut Vec<Pending>,
+        approved: &mut Vec<(usize, Action)>,
+        reported: &mut BTreeSet<String>,
+    ) {
+        let me = approve::current_uid();
+        let scan = approve::scan(dir);
+        for problem in scan.problems {
+            if reported.insert(problem.clone()) {
+                self.emit(Event::Warning { message: problem });
+            }
+        }
+        let mut i = 0;
+        while i < pending.len() {
+            let p = &mut pending[i];
+            let digest = p.action.digest();
+            let mut done = false;
+            for f in scan
+                .approvals
+                .iter()
+                .filter(|f| f.file.action_id == p.action.id)
+            {
+                let key = format!("{}:{}:{}", f.name, f.uid, f.file.digest);
+                let mut refuse = |why: String| {
+                    if reported.insert(key.clone()) {
+                        self.emit(Event::Warning {
+                            message: format!("approval file {} ignored: {why}", f.name),
+                        });
+                    }
+                };
+                if f.file.digest != digest {
+                    refuse(format!(
+                        "it approves version {}, the action shown is version {}",
+                        short(&f.file.digest),
+                        short(&digest)
+                    ));
+                    continue;
+                }
+                if f.created < p.shown_at {
+                    refuse("it was written before the action was shown".into());
+                    continue;
+                }
+                if f.uid == me {
+                    refuse(format!(
+                        "it belongs to the session's operator ({}); the second approval must \
+                         come from another OS user",
+                        f.user
+                    ));
+                    continue;
+                }
+                let Wait::Approvals { operator, second } = &mut p.wait else {
+                    refuse("a medium-risk action is decided in the console".into());
+                    continue;
+                };
+                if p.action.risk < Risk::Critical {
+                    refuse(format!(
+                        "{} risk: only the session's operator approves it, {} cannot",
+                        p.action.risk, f.user
+                    ));
+                    continue;
+                }
+                if second.is_some() {
+                    continue;
+                }
+                *second = Some(f.user.clone());
+                self.emit(Event::ApprovalGiven {
+                    action_id: p.action.id.clone(),
+                    by: f.user.clone(),
+                    at: Utc::now(),
+                    digest: digest.clone(),
+                    params: None,
+                });
+                done = *operator;
+            }
+            if done {
+                let p = pending.remove(i);
+                approved.push((p.order, p.action));
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Right before an action runs: apply decisions that arrived since it was cleared. A denial
+    /// wins over an earlier approval; false means it must not run.
+    pub(super) fn still_cleared(&mut self, action: &Action, queued: &mut Vec<Action>) -> bool {
+        let mut run_it = true;
+        let mut denied: Vec<(String, String)> = Vec::new();
+        while let Ok(d) = self.decisions.try_recv() {
+            match d {
+                Decision::Deny { action_id, reason } => denied.push((action_id, reason)),
+                Decision::Approve { action_id, .. } => self.emit(Event::Warning {
+                    message: format!("approval of {action_id} not needed: already decided"),
+                }),
+                Decision::PauseVeto { .. } => {}
+            }
+        }
+        for (action_id, reason) in denied {
+            let known = action.id == action_id || queued.iter().any(|a| a.id == action_id);
+            if !known {
+                self.not_pending(&action_id);
+                continue;
+            }
+            self.emit(Event::ApprovalDenied {
+                action_id: action_id.clone(),
+                by: self.opts.operator.clone(),
+                at: Utc::now(),
+                reason,
+            });
+            self.emit(Event::ActionSkipped {
+                action_id: action_id.clone(),
+                reason: "denied after approval, before it ran: the last decision wins".into(),
+            });
+            queued.retain(|a| a.id != action_id);
+            if action.id == action_id {
+                run_it = false;
+            }
+        }
+        run_it
+    }
+}
+
+/// Target, risk and operation from the (edited) parameters, as the catalog derives them. Risk
+/// is only ever raised, never lowered.
+fn recompute(action: &mut Action) {
+    if let Some(t) = catalog::target_of(&action.kind, &action.params) {
+        action.target = t;
+    }
+    action.risk = catalog::effective_risk(&action.kind, action.risk, &action.params);
+    action.operation = operation(&action.kind, &action.target, &action.params);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn action() -> Action {
+        let mut params = BTreeMap::new();
+        params.insert("namespace".into(), json!("shop"));
+        params.insert("deployment".into(), json!("web"));
+        Action {
+            id: "act-1".into(),
+            kind: "kubernetes.rollout_undo".into(),
+            target: "deployment/web".into(),
+            params,
+            risk: Risk::High,
+            rationale: "r".into(),
+            operation: "x".into(),
+            blast_radius: String::new(),
+            evidence: vec![],
+        }
+    }
+
+    #[test]
+    fn an_edit_merges_retargets_and_never_lowers_risk() {
+        let mut a = action();
+        a.params.insert("namespace".into(), json!("kube-system"));
+        a.params.insert("deployment".into(), json!("coredns"));
+        recompute(&mut a);
+        assert_eq!(a.target, "deployment/coredns");
+        assert_eq!(a.risk, Risk::Critical);
+        assert!(a.operation.contains("-n kube-system"), "{}", a.operation);
+        let mut low = action();
+        low.risk = Risk::Critical;
+        recompute(&mut low);
+        assert_eq!(low.risk, Risk::Critical);
+    }
+
+    #[test]
+    fn the_digest_follows_kind_target_and_params() {
+        let a = action();
+        let mut b = action();
+        assert_eq!(a.digest(), b.digest());
+        b.params.insert("namespace".into(), json!("other"));
+        assert_ne!(a.digest(), b.digest());
+        let mut c = action();
+        c.target = "deployment/else".into();
+        assert_ne!(a.digest(), c.digest());
+        assert_eq!(a.digest().len(), 64);
+    }
+}

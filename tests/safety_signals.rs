@@ -1,0 +1,242 @@
+//! Signals to the console, in tmux: SIGINT, SIGQUIT, SIGTERM and SIGHUP each hand the terminal
+//! back (out of the alternate screen, cursor shown) and end the session as `interrupted`, with
+//! the pending approval left undecided. Also the modal in a real terminal: typing "papaya"
+//! approves nothing.
+
+use sitrep::model::{Event, Outcome};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const SCENARIO: &str = "checkout-bad-deploy";
+const PROMPT: &str = "sig-prompt$";
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> Option<Output> {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .ok()
+    }
+
+    fn capture(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "sig"])
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "sig"];
+        args.extend_from_slice(keys);
+        let _ = self.run(&args);
+    }
+
+    fn format(&self, f: &str) -> String {
+        self.run(&["display-message", "-p", "-t", "sig", f])
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    }
+
+    fn wait_for(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.capture();
+            if pred(&screen) {
+                return screen;
+            }
+            if start.elapsed() > timeout {
+                panic!("timed out waiting for {what}; the screen was:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        // Only the private server this test started on its own socket.
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+fn tmux_available() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn start_shell(tag: &str, data: &Path) -> Tmux {
+    let tmux = Tmux {
+        socket: format!("sitrep-sig-{tag}-{}", std::process::id()),
+    };
+    let started = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "sig",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "-e",
+        &format!("SITREP_DATA_DIR={}", data.display()),
+        "-e",
+        &format!("XDG_CONFIG_HOME={}", data.join("config").display()),
+        "sh",
+    ]);
+    assert!(
+        started.is_some_and(|o| o.status.success()),
+        "tmux new-session failed"
+    );
+    tmux.wait_for("the shell", Duration::from_secs(10), |s| {
+        !s.trim().is_empty()
+    });
+    tmux.keys(&[&format!("PS1='{PROMPT} '"), "Enter", "clear", "Enter"]);
+    tmux.wait_for("the shell prompt", Duration::from_secs(10), |s| {
+        s.contains(PROMPT)
+    });
+    tmux
+}
+
+/// The pid of the shell's child (the console), from /proc.
+fn child_of(pid: u32) -> Option<u32> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+fn session_file(data: &Path) -> PathBuf {
+    let (found, errors) = sitrep::session::list_sessions(&data.join("sessions"));
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(found.len(), 1, "one session");
+    found[0].path.clone()
+}
+
+/// Start the demo, wait for the approval modal; the console's pid.
+fn console_at_the_modal(tmux: &Tmux) -> u32 {
+    let bin = env!("CARGO_BIN_EXE_sitrep");
+    tmux.keys(&[
+        &format!("unset SITREP_CONFIG; {bin} demo {SCENARIO}"),
+        "Enter",
+    ]);
+    tmux.wait_for("the approval modal", Duration::from_secs(60), |s| {
+        s.contains("APPROVAL REQUIRED")
+    });
+    let shell: u32 = tmux.format("#{pane_pid}").parse().expect("pane pid");
+    child_of(shell).expect("the console runs under the shell")
+}
+
+#[test]
+fn each_signal_restores_the_terminal_and_ends_the_session_interrupted() {
+    if !tmux_available() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    for (sig, num) in [
+        ("SIGINT", libc::SIGINT),
+        ("SIGQUIT", libc::SIGQUIT),
+        ("SIGTERM", libc::SIGTERM),
+        ("SIGHUP", libc::SIGHUP),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = dir.path().join("data");
+        let tmux = start_shell(&sig.to_lowercase(), &data);
+        let pid = console_at_the_modal(&tmux);
+        assert_eq!(tmux.format("#{alternate_on}"), "1", "{sig}: console is up");
+        // SAFETY: kill(2) on the console process this test started, by its pid.
+        let rc = unsafe { libc::kill(pid as libc::pid_t, num) };
+        assert_eq!(rc, 0, "{sig}: kill");
+        let screen = tmux.wait_for(
+            &format!("the shell prompt after {sig}"),
+            Duration::from_secs(15),
+            |s| {
+                let last = s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+                last.starts_with(PROMPT) && !s.contains("APPROVAL REQUIRED")
+            },
+        );
+        assert_eq!(
+            tmux.format("#{alternate_on}"),
+            "0",
+            "{sig}: still on the alternate screen:\n{screen}"
+        );
+        assert_eq!(
+            tmux.format("#{cursor_flag}"),
+            "1",
+            "{sig}: the cursor is still hidden"
+        );
+        let log = sitrep::session::read_file(&session_file(&data)).expect("session reads");
+        assert!(log.tear.is_none(), "{sig}: {:?}", log.tear);
+        assert!(
+            matches!(
+                log.records.last().map(|r| &r.event),
+                Some(Event::SessionEnded {
+                    outcome: Outcome::Interrupted
+                })
+            ),
+            "{sig}: last record {:?}",
+            log.records.last()
+        );
+        // The pending approval was left undecided: never approved, never run.
+        let decided = log.records.iter().any(|r| {
+            matches!(
+                r.event,
+                Event::ApprovalGiven { .. }
+                    | Event::ApprovalDenied { .. }
+                    | Event::ActionExecuted { .. }
+            )
+        });
+        assert!(!decided, "{sig}: a decision was recorded on the way out");
+        let incident = log.incident();
+        assert_eq!(
+            incident.outcome.map(Outcome::name),
+            Some("interrupted"),
+            "{sig}"
+        );
+    }
+}
+
+#[test]
+fn typing_papaya_into_the_modal_approves_nothing() {
+    if !tmux_available() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let tmux = start_shell("papaya", &data);
+    console_at_the_modal(&tmux);
+    // Right away (inside the 300 ms guard) and again later: ordinary typing.
+    tmux.keys(&["-l", "papaya"]);
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.keys(&["-l", "papaya"]);
+    std::thread::sleep(Duration::from_millis(800));
+    let screen = tmux.capture();
+    assert!(
+        screen.contains("APPROVAL REQUIRED"),
+        "the modal went away:\n{screen}"
+    );
+    // Leave the confirmation, close the modal, quit.
+    for k in ["Escape", "Escape", "q"] {
+        tmux.keys(&[k]);
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    let _ = tmux.wait_for("the shell", Duration::from_secs(15), |s| {
+        s.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .is_some_and(|l| l.starts_with(PROMPT))
+    });
+    let log = sitrep::session::read_file(&session_file(&data)).expect("session reads");
+    let approved = log.records.iter().any(|r| {
+        matches!(
+            r.event,
+            Event::ApprovalGiven { .. } | Event::ActionExecuted { .. }
+        )
+    });
+    assert!(!approved, "typing approved the action");
+}
