@@ -534,3 +534,50 @@ async fn the_silence_created_on_a_real_alertmanager_is_the_one_shown() {
     assert!(e.to_string().contains("duration_minutes"), "{e}");
     assert_eq!(silences(&am.url).await.len(), 1);
 }
+
+/// `"kubernetes.pods"`-shaped literals in a source text.
+fn kind_literals(text: &str) -> Vec<String> {
+    text.split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|piece| {
+            piece.split_once('.').is_some_and(|(i, v)| {
+                ["kubernetes", "alertmanager", "github", "prometheus", "loki"].contains(&i)
+                    && !v.is_empty()
+                    && v.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+            })
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_kind_named_in_the_source_is_in_the_catalog() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    let mut named = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{e}"));
+        for kind in kind_literals(&text) {
+            named += 1;
+            assert!(
+                catalog::lookup(&kind).is_some(),
+                "{} names {kind}, which the catalog does not list",
+                file.display()
+            );
+        }
+    }
+    assert!(named > 20, "the scan found only {named} kind names");
+}
