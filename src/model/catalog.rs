@@ -389,7 +389,7 @@ const fn read(
         name,
         integration,
         mutating: false,
-        // Why: reads change nothing, so they never wait for anyone.
+        // Reads change nothing, so they never wait for anyone.
         floor: Risk::Low,
         summary,
         params,
