@@ -2,6 +2,8 @@
 //! proposals never sit below their kind's floor, and a firing alert's silence is at least medium,
 //! asks first, and is proposed only with a rationale computed from the evidence it cites.
 
+mod support;
+
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use sitrep::agent::{self, AgentHandle, AgentOptions, Trigger};
 use sitrep::model::catalog;
@@ -432,4 +434,150 @@ fn a_recovered_pods_silence_cites_the_check_and_is_medium() {
         s.operation,
         catalog::operation(&s.kind, &s.target, &s.params)
     );
+}
+
+/// A world whose only integration is the Alertmanager at `url`.
+fn alertmanager_world(url: &str) -> sitrep::world::World {
+    let live = sitrep::integrations::LiveTransport::new()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_endpoint("alertmanager", sitrep::integrations::Endpoint::new(url));
+    sitrep::world::World::with_transport(Arc::new(live), sitrep::world::Mode::Live, "default", None)
+}
+
+fn silence_action(params: serde_json::Value) -> Action {
+    let mut a = Action {
+        id: "act-1".into(),
+        kind: "alertmanager.silence".into(),
+        target: String::new(),
+        params: serde_json::from_value(params).unwrap_or_else(|e| panic!("{e}")),
+        risk: Risk::Medium,
+        rationale: "test".into(),
+        operation: String::new(),
+        blast_radius: String::new(),
+        evidence: Vec::new(),
+    };
+    catalog::settle(&mut a);
+    a
+}
+
+async fn silences(url: &str) -> Vec<serde_json::Value> {
+    let body: serde_json::Value = reqwest::get(format!("{url}/api/v2/silences"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    body.as_array().cloned().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn the_silence_created_on_a_real_alertmanager_is_the_one_shown() {
+    if !support::have_binaries(&["prometheus-alertmanager"]) {
+        return;
+    }
+    let am = support::alertmanager()
+        .await
+        .unwrap_or_else(|e| panic!("alertmanager starts: {e}"));
+    let world = alertmanager_world(&am.url);
+
+    // A numeric label value is part of what the operator saw; it must not be dropped (that would
+    // silence every HighErrorRate, not just code 500).
+    let a = silence_action(serde_json::json!({
+        "matchers": {"alertname": "HighErrorRate", "code": 500},
+        "duration_minutes": 30
+    }));
+    assert_eq!(a.target, "alert/HighErrorRate");
+    assert_eq!(
+        a.operation,
+        "amtool silence add alertname=\"HighErrorRate\" code=\"500\" --duration=30m"
+    );
+    world
+        .execute(&a)
+        .await
+        .unwrap_or_else(|e| panic!("silence: {e}"));
+    let made = silences(&am.url).await;
+    assert_eq!(made.len(), 1, "{made:#?}");
+    let matchers: BTreeMap<String, String> = made[0]["matchers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap_or_default().to_string(),
+                m["value"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        matchers,
+        BTreeMap::from([
+            ("alertname".to_string(), "HighErrorRate".to_string()),
+            ("code".to_string(), "500".to_string())
+        ])
+    );
+    let span = |k: &str| {
+        made[0][k]
+            .as_str()
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .unwrap_or_else(|| panic!("{k}: {:?}", made[0][k]))
+    };
+    let minutes = (span("endsAt") - span("startsAt")).num_minutes();
+    assert!((29..=30).contains(&minutes), "{minutes} minutes");
+
+    // A duration outside what the operation can honour is refused, not quietly clamped.
+    let too_long = silence_action(serde_json::json!({
+        "matchers": {"alertname": "HighErrorRate"},
+        "duration_minutes": 999_999
+    }));
+    let e = world.execute(&too_long).await.expect_err("out of range");
+    assert!(e.to_string().contains("duration_minutes"), "{e}");
+    assert_eq!(silences(&am.url).await.len(), 1);
+}
+
+/// `"kubernetes.pods"`-shaped literals in a source text.
+fn kind_literals(text: &str) -> Vec<String> {
+    text.split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|piece| {
+            piece.split_once('.').is_some_and(|(i, v)| {
+                ["kubernetes", "alertmanager", "github", "prometheus", "loki"].contains(&i)
+                    && !v.is_empty()
+                    && v.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+            })
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_kind_named_in_the_source_is_in_the_catalog() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    let mut named = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{e}"));
+        for kind in kind_literals(&text) {
+            named += 1;
+            assert!(
+                catalog::lookup(&kind).is_some(),
+                "{} names {kind}, which the catalog does not list",
+                file.display()
+            );
+        }
+    }
+    assert!(named > 20, "the scan found only {named} kind names");
 }

@@ -554,7 +554,7 @@ impl Run {
                 let rendered = (|| -> Result<Action, String> {
                     let mut params = runbook::render_params(&a.params, ctx)?;
                     let target = runbook::render(&a.target.value, ctx)?;
-                    catalog::reconcile(&a.tool.value, &target, &mut params)?;
+                    catalog::admit(&a.tool.value, &target, &mut params)?;
                     let rationale = runbook::render(&a.rationale.value, ctx)?;
                     let blast_radius = runbook::render(&a.blast_radius, ctx)?;
                     Ok(Action {
@@ -584,7 +584,7 @@ impl Run {
         }
         for a in &analysis.suggested_actions {
             let mut a = a.clone();
-            match catalog::reconcile(&a.kind, &a.target, &mut a.params) {
+            match catalog::admit(&a.kind, &a.target, &mut a.params) {
                 Ok(()) => out.push(a),
                 Err(e) => self.emit(Event::Warning {
                     message: format!("not proposing {} {}: {e}", a.kind, a.target),
@@ -605,9 +605,9 @@ impl Run {
         let mut j = lock(&self.journal);
         for a in out.iter_mut() {
             a.id = j.next_id("act");
-            // A runbook or an analyzer may raise an action's risk, never take it below the floor.
-            a.risk = catalog::effective_risk(&a.kind, a.risk, &a.params);
-            a.operation = operation(&a.kind, &a.target, &a.params);
+            // A runbook or an analyzer may raise an action's risk, never take it below the floor;
+            // target and operation text are the catalog's reading of the params.
+            catalog::settle(a);
             j.emit(Event::ActionProposed { action: a.clone() });
         }
         out

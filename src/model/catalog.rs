@@ -389,7 +389,7 @@ const fn read(
         name,
         integration,
         mutating: false,
-        // Why: reads change nothing, so they never wait for anyone.
+        // Reads change nothing, so they never wait for anyone.
         floor: Risk::Low,
         summary,
         params,
@@ -1021,6 +1021,30 @@ pub fn reconcile(kind: &str, target: &str, params: &mut Params) -> Result<(), St
     }
 }
 
+/// Ready an action's params for proposal: the target's name param filled in from the target
+/// ([`reconcile`]), then every param checked against the schema ([`check_params`]). Err says
+/// what is wrong, in one line.
+pub fn admit(kind: &str, target: &str, params: &mut Params) -> Result<(), String> {
+    reconcile(kind, target, params)?;
+    let problems = check_params(kind, params, true);
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// After an action's params change (an edit): its target follows the params when they name one,
+/// its risk is raised to the floor for the new params (never lowered), and its operation text is
+/// rebuilt. The approval flow shows the result again before anyone approves it.
+pub fn settle(action: &mut super::Action) {
+    if let Some(t) = target_of(&action.kind, &action.params) {
+        action.target = t;
+    }
+    action.risk = effective_risk(&action.kind, action.risk, &action.params);
+    action.operation = operation(&action.kind, &action.target, &action.params);
+}
+
 /// Problems with `params` for `kind`: unknown names, wrong types, missing required ones (a
 /// target's name param counts as given when `has_target`).
 pub fn check_params(kind: &str, params: &Params, has_target: bool) -> Vec<String> {
@@ -1290,6 +1314,45 @@ mod tests {
         let mut p = Params::new();
         reconcile("github.revert_pr", "#12", &mut p).unwrap();
         assert_eq!(p["pull"], json!(12));
+    }
+
+    #[test]
+    fn settle_follows_edited_params() {
+        let mut a = crate::model::Action {
+            kind: "kubernetes.scale".into(),
+            target: "deployment/web".into(),
+            params: params(json!({"namespace": "shop", "deployment": "web", "replicas": 4})),
+            risk: Risk::Medium,
+            id: "act-1".into(),
+            rationale: String::new(),
+            operation: String::new(),
+            blast_radius: String::new(),
+            evidence: Vec::new(),
+        };
+        a.params.insert("namespace".into(), json!("kube-system"));
+        a.params.insert("deployment".into(), json!("coredns"));
+        a.params.insert("replicas".into(), json!(0));
+        settle(&mut a);
+        assert_eq!(a.target, "deployment/coredns");
+        assert_eq!(a.risk, Risk::High);
+        assert_eq!(
+            a.operation,
+            "kubectl -n kube-system scale deployment/coredns --replicas=0"
+        );
+        // A lower declared risk never comes back down by editing.
+        a.params.insert("replicas".into(), json!(3));
+        settle(&mut a);
+        assert_eq!(a.risk, Risk::High);
+    }
+
+    #[test]
+    fn admit_fills_and_checks() {
+        let mut p = params(json!({"namespace": "shop", "replicas": "6"}));
+        admit("kubernetes.scale", "deployment/web", &mut p).unwrap();
+        assert_eq!(p["deployment"], json!("web"));
+        let mut p = params(json!({"replicas": "lots"}));
+        let e = admit("kubernetes.scale", "deployment/web", &mut p).unwrap_err();
+        assert!(e.contains("replicas must be of type integer"), "{e}");
     }
 
     #[test]

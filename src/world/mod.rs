@@ -395,20 +395,37 @@ impl World {
                 }
             }
             ActionKind::Silence => {
-                let matchers: Vec<(String, String)> = match param("matchers") {
-                    Some(Value::Object(m)) => m
-                        .iter()
-                        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-                        .collect(),
-                    _ => Vec::new(),
-                };
+                // Every matcher shown is sent: dropping one would silence more than was approved.
+                let mut matchers: Vec<(String, String)> = Vec::new();
+                if let Some(Value::Object(m)) = param("matchers") {
+                    for (k, v) in m {
+                        let v = match v {
+                            Value::String(s) => s.clone(),
+                            Value::Number(n) => n.to_string(),
+                            Value::Bool(b) => b.to_string(),
+                            _ => {
+                                return Err(invalid(format!(
+                                    "silence matcher `{k}` must be a label value, not {v}"
+                                )));
+                            }
+                        };
+                        matchers.push((k.clone(), v));
+                    }
+                }
                 if matchers.is_empty() {
                     return Err(invalid("silence needs at least one label matcher".into()));
                 }
-                let minutes = param_u64("duration_minutes")
-                    .or_else(|| default_u64("duration_minutes"))
-                    .unwrap_or(60)
-                    .clamp(1, 7 * 24 * 60);
+                const MAX_MINUTES: u64 = 7 * 24 * 60;
+                let minutes = match param("duration_minutes") {
+                    None | Some(Value::Null) => default_u64("duration_minutes").unwrap_or(60),
+                    Some(_) => param_u64("duration_minutes")
+                        .filter(|m| (1..=MAX_MINUTES).contains(m))
+                        .ok_or_else(|| {
+                            invalid(format!(
+                                "`duration_minutes` must be a whole number from 1 to {MAX_MINUTES}"
+                            ))
+                        })?,
+                };
                 let starts_at = Utc::now();
                 let spec = SilenceSpec {
                     matchers,
