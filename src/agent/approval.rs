@@ -16,6 +16,9 @@ use tokio::time::{Instant, sleep_until};
 
 type Params = BTreeMap<String, serde_json::Value>;
 
+/// How much earlier than the request an approval file's change time may read.
+const CTIME_SLACK: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// An operator decision the dispatcher admitted, forwarded to the Approve and Execute stages.
 pub(super) enum Decision {
     Approve {
@@ -475,7 +478,9 @@ impl Run {
                     ));
                     continue;
                 }
-                if f.created < p.shown_at {
+                // File times are coarse (a few ms): a little slack, so a file written just
+                // after the request is not mistaken for one written before it.
+                if f.created + CTIME_SLACK < p.shown_at {
                     refuse("it was written before the action was shown".into());
                     continue;
                 }
