@@ -1,7 +1,7 @@
 //! Signals to the console, in tmux: SIGINT, SIGQUIT, SIGTERM and SIGHUP each hand the terminal
 //! back (out of the alternate screen, cursor shown) and end the session as `interrupted`, with
 //! the pending approval left undecided. Also the modal in a real terminal: typing "papaya"
-//! approves nothing.
+//! approves nothing, and typing a deny reason pauses a medium-risk countdown.
 
 use sitrep::model::{Event, Outcome};
 use std::path::{Path, PathBuf};
@@ -119,11 +119,16 @@ fn session_file(data: &Path) -> PathBuf {
 
 /// Start the demo, wait for the approval modal; the console's pid.
 fn console_at_the_modal(tmux: &Tmux) -> u32 {
+    console_at_the_modal_of(tmux, SCENARIO, None)
+}
+
+fn console_at_the_modal_of(tmux: &Tmux, scenario: &str, config: Option<&Path>) -> u32 {
     let bin = env!("CARGO_BIN_EXE_sitrep");
-    tmux.keys(&[
-        &format!("unset SITREP_CONFIG; {bin} demo {SCENARIO}"),
-        "Enter",
-    ]);
+    let env = match config {
+        Some(c) => format!("SITREP_CONFIG={}", c.display()),
+        None => "unset SITREP_CONFIG;".to_string(),
+    };
+    tmux.keys(&[&format!("{env} {bin} demo {scenario}"), "Enter"]);
     tmux.wait_for("the approval modal", Duration::from_secs(60), |s| {
         s.contains("APPROVAL REQUIRED")
     });
@@ -239,4 +244,70 @@ fn typing_papaya_into_the_modal_approves_nothing() {
         )
     });
     assert!(!approved, "typing approved the action");
+}
+
+/// Issue 10.7 in a real terminal: typing a deny reason pauses the medium countdown (recorded as
+/// `veto_paused`), the action does not run while the operator types, and the deny is final.
+#[test]
+fn typing_a_deny_reason_pauses_the_medium_countdown() {
+    if !tmux_available() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "[policy]\nveto_secs = 3\n").expect("config");
+    let tmux = start_shell("veto", &data);
+    console_at_the_modal_of(&tmux, "search-cpu-saturation", Some(&config));
+    let screen = tmux.capture();
+    assert!(screen.contains("MEDIUM RISK"), "{screen}");
+    // Past the 300 ms guard, open the deny reason and type slowly, well past the 3 s countdown.
+    std::thread::sleep(Duration::from_millis(400));
+    tmux.keys(&["d"]);
+    for word in ["not ", "during ", "the ", "sale ", "window"] {
+        std::thread::sleep(Duration::from_millis(1000));
+        tmux.keys(&["-l", word]);
+    }
+    let screen = tmux.capture();
+    assert!(
+        screen.contains("APPROVAL REQUIRED") && screen.contains("countdown paused"),
+        "{screen}"
+    );
+    let log = sitrep::session::read_file(&session_file(&data)).expect("session reads");
+    let events: Vec<&Event> = log.records.iter().map(|r| &r.event).collect();
+    assert!(
+        events.iter().any(|e| matches!(e, Event::VetoPaused { .. })),
+        "the pause is recorded"
+    );
+    assert!(
+        !events.iter().any(|e| matches!(
+            e,
+            Event::ApprovalGiven { .. } | Event::ActionExecuted { .. }
+        )),
+        "the action ran while the operator typed"
+    );
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the denial", Duration::from_secs(30), |s| {
+        s.contains("denied")
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.keys(&["q"]);
+    let _ = tmux.wait_for("the shell", Duration::from_secs(15), |s| {
+        s.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .is_some_and(|l| l.starts_with(PROMPT))
+    });
+    let log = sitrep::session::read_file(&session_file(&data)).expect("session reads");
+    let denied = log.records.iter().any(|r| {
+        matches!(&r.event, Event::ApprovalDenied { reason, .. } if reason.contains("sale window"))
+    });
+    assert!(denied, "the deny with its reason is recorded");
+    assert!(
+        !log.records
+            .iter()
+            .any(|r| matches!(r.event, Event::ActionExecuted { .. })),
+        "a denied action ran"
+    );
 }

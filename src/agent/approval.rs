@@ -16,6 +16,9 @@ use tokio::time::{Instant, sleep_until};
 
 type Params = BTreeMap<String, serde_json::Value>;
 
+/// How much earlier than the request an approval file's change time may read.
+const CTIME_SLACK: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// An operator decision the dispatcher admitted, forwarded to the Approve and Execute stages.
 pub(super) enum Decision {
     Approve {
@@ -475,7 +478,9 @@ impl Run {
                     ));
                     continue;
                 }
-                if f.created < p.shown_at {
+                // File times are coarse (a few ms): a little slack, so a file written just
+                // after the request is not mistaken for one written before it.
+                if f.created + CTIME_SLACK < p.shown_at {
                     refuse("it was written before the action was shown".into());
                     continue;
                 }
@@ -604,6 +609,56 @@ mod tests {
         low.risk = Risk::Critical;
         recompute(&mut low);
         assert_eq!(low.risk, Risk::Critical);
+    }
+
+    fn incident_with(events: &[Event]) -> Incident {
+        Incident::fold(events.iter().enumerate().map(|(i, e)| (i as f64, e)))
+    }
+
+    fn approve_cmd(digest: Option<String>) -> Command {
+        Command::Approve {
+            action_id: "act-1".into(),
+            by: None,
+            params: None,
+            digest,
+        }
+    }
+
+    #[test]
+    fn only_a_shown_pending_action_can_be_approved_and_only_its_version() {
+        let a = action();
+        let proposed = Event::ActionProposed { action: a.clone() };
+        let requested = Event::ApprovalRequested {
+            action_id: a.id.clone(),
+            risk: a.risk,
+            veto_secs: None,
+            approvals_needed: 1,
+            digest: a.digest(),
+        };
+        // Proposed but not yet shown: refused.
+        let inc = incident_with(std::slice::from_ref(&proposed));
+        assert!(admit(approve_cmd(None), &inc).is_err());
+        // Unknown id: refused.
+        assert!(admit(approve_cmd(None), &Incident::new()).is_err());
+        let inc = incident_with(&[proposed.clone(), requested.clone()]);
+        // Shown: bound to the digest shown when none is given.
+        match admit(approve_cmd(None), &inc) {
+            Ok(Decision::Approve { digest, .. }) => assert_eq!(digest, a.digest()),
+            _ => panic!("a shown action is approvable"),
+        }
+        assert!(admit(approve_cmd(Some("f".repeat(64))), &inc).is_err());
+        assert!(admit(approve_cmd(Some(a.digest())), &inc).is_ok());
+        // A deny is accepted for anything not yet run; a pause only for a running countdown.
+        let deny = Command::Deny {
+            action_id: "act-1".into(),
+            reason: "no".into(),
+            by: None,
+        };
+        assert!(admit(deny, &inc).is_ok());
+        let pause = Command::PauseVeto {
+            action_id: "act-1".into(),
+        };
+        assert!(matches!(admit(pause, &inc), Err(m) if m.is_empty()));
     }
 
     #[test]

@@ -269,7 +269,8 @@ pub struct SessionHeader {
 pub enum Command {
     Approve {
         action_id: ActionId,
-        /// Who approves; filled in from the OS user of the approving process when absent.
+        /// Informational only: an approval from the console or the headless command stream is
+        /// always the session operator's; a second person approves with `sitrep approve`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
         /// Parameter edits, merged into the action's parameters. An edit that changes the
