@@ -5,7 +5,7 @@
 //! decision before execution wins: denials are re-checked right before each action runs.
 
 use super::approve;
-use super::pipeline::{Cancelled, Run, operation};
+use super::pipeline::{Cancelled, Run};
 use crate::model::{Action, ActionStatus, Command, Event, Incident, Risk, catalog};
 use crate::policy::{self, PolicyConfig, Rule};
 use chrono::Utc;
@@ -340,7 +340,17 @@ impl Run {
                 if let Some(edits) = params {
                     let mut edited = pending[i].action.clone();
                     edited.params.extend(edits);
-                    recompute(&mut edited);
+                    let problems = catalog::check_params(&edited.kind, &edited.params, true);
+                    if !problems.is_empty() {
+                        self.emit(Event::Warning {
+                            message: format!(
+                                "edit of {action_id} refused: {}; the action stays as shown",
+                                problems.join("; ")
+                            ),
+                        });
+                        return;
+                    }
+                    catalog::settle(&mut edited);
                     if edited.digest() != current || edited.risk != pending[i].action.risk {
                         self.edit(i, edited, pending, cfg);
                         return;
@@ -564,16 +574,6 @@ impl Run {
     }
 }
 
-/// Target, risk and operation from the (edited) parameters, as the catalog derives them. Risk
-/// is only ever raised, never lowered.
-fn recompute(action: &mut Action) {
-    if let Some(t) = catalog::target_of(&action.kind, &action.params) {
-        action.target = t;
-    }
-    action.risk = catalog::effective_risk(&action.kind, action.risk, &action.params);
-    action.operation = operation(&action.kind, &action.target, &action.params);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -601,13 +601,13 @@ mod tests {
         let mut a = action();
         a.params.insert("namespace".into(), json!("kube-system"));
         a.params.insert("deployment".into(), json!("coredns"));
-        recompute(&mut a);
+        catalog::settle(&mut a);
         assert_eq!(a.target, "deployment/coredns");
         assert_eq!(a.risk, Risk::Critical);
         assert!(a.operation.contains("-n kube-system"), "{}", a.operation);
         let mut low = action();
         low.risk = Risk::Critical;
-        recompute(&mut low);
+        catalog::settle(&mut low);
         assert_eq!(low.risk, Risk::Critical);
     }
 
