@@ -249,7 +249,8 @@ fn event() -> impl Strategy<Value = Event> {
             .prop_map(|(summary, runbook, specialists)| Event::Triaged {
                 summary,
                 runbook,
-                specialists
+                specialists,
+                now: None,
             }),
         (id("c"), text(), prop::option::of(text()), params()).prop_map(
             |(call_id, tool, specialist, params)| Event::ToolCalled {
