@@ -207,7 +207,7 @@ pub struct RuleInfo {
 
 /// What one read returned, parsed: the typed facts a specialist learned from one evidence item.
 /// Written to the session (`Event::Observed`) so the reasoning's inputs are a fold of the log.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Clone, Debug, PartialEq)]
 #[serde(tag = "type", content = "items", rename_all = "snake_case")]
 pub enum Facts {
     Pods(Vec<PodFacts>),
@@ -221,6 +221,40 @@ pub enum Facts {
     Alerts(Vec<AlertInfo>),
     Changes(Vec<Change>),
     /// A kind of facts this build does not know (written by a newer one): skipped, not an error.
-    #[serde(other)]
     Other,
+}
+
+// By hand: serde's `other` cannot keep an unknown kind's items, and a session written by a newer
+// build must still read.
+impl<'de> Deserialize<'de> for Facts {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Raw {
+            #[serde(rename = "type")]
+            kind: String,
+            #[serde(default)]
+            items: serde_json::Value,
+        }
+        fn items<T: serde::de::DeserializeOwned, E: serde::de::Error>(
+            v: serde_json::Value,
+        ) -> Result<Vec<T>, E> {
+            if v.is_null() {
+                return Ok(Vec::new());
+            }
+            serde_json::from_value(v).map_err(E::custom)
+        }
+        let raw = Raw::deserialize(d)?;
+        Ok(match raw.kind.as_str() {
+            "pods" => Facts::Pods(items(raw.items)?),
+            "events" => Facts::Events(items(raw.items)?),
+            "deployments" => Facts::Deployments(items(raw.items)?),
+            "nodes" => Facts::Nodes(items(raw.items)?),
+            "logs" => Facts::Logs(items(raw.items)?),
+            "series" => Facts::Series(items(raw.items)?),
+            "rules" => Facts::Rules(items(raw.items)?),
+            "alerts" => Facts::Alerts(items(raw.items)?),
+            "changes" => Facts::Changes(items(raw.items)?),
+            _ => Facts::Other,
+        })
+    }
 }
