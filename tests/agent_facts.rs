@@ -94,20 +94,24 @@ async fn diagnose_reproduces_the_recorded_verdict_of_every_builtin_and_shared_ca
         let file = dir.path().join(format!("{n}.ndjson"));
         let log = investigate(world, &file).await;
         let evs = events(&log);
-        let observed = evs
-            .iter()
-            .filter(|e| matches!(e, Event::Observed { .. }))
-            .count();
-        let evidence = evs
-            .iter()
-            .filter(|e| matches!(e, Event::EvidenceAdded { .. }))
-            .count();
-        assert!(observed > 0, "{name}: no facts recorded");
-        // Every evidence item gathered before Diagnose carries its facts.
-        assert!(
-            observed <= evidence,
-            "{name}: {observed} facts for {evidence} evidence items"
-        );
+        // Every evidence item a tool call produced before Diagnose carries its facts.
+        let mut gathered = Vec::new();
+        let mut facts = Vec::new();
+        for e in &evs {
+            match e {
+                Event::StageStarted {
+                    stage: sitrep::model::Stage::Diagnose,
+                } => break,
+                Event::EvidenceAdded { evidence } if evidence.call_id.is_some() => {
+                    gathered.push(evidence.id.clone())
+                }
+                Event::Observed { evidence_id, .. } => facts.push(evidence_id.clone()),
+                _ => {}
+            }
+        }
+        assert!(!facts.is_empty(), "{name}: no facts recorded");
+        assert_eq!(facts, gathered, "{name}: evidence without facts");
+        let observed = facts.len();
         let re = agent::rediagnose(&evs, &runbooks)
             .unwrap_or_else(|e| panic!("{name}: cannot re-diagnose: {e}"));
         let recorded = re.recorded.clone().expect("the session recorded a verdict");
@@ -237,4 +241,33 @@ fn a_session_from_before_facts_were_recorded_says_it_cannot_be_rediagnosed() {
         agent::rediagnose(&events(&log)[..1], &sitrep::runbook::builtin()),
         Err(agent::RediagnoseError::NotTriaged)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_problem_session_is_rediagnosed_from_its_text_and_clock() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("problem.ndjson");
+    let world = demo::load("payments-fraud-check-down").expect("demo");
+    let now = world.now();
+    let opts = AgentOptions {
+        read_only: true,
+        diagnosis_only: true,
+        session_path: Some(file.clone()),
+        approval_timeout: Some(Duration::ZERO),
+        ..AgentOptions::default()
+    };
+    let trigger = Trigger::Problem("service payments-api in namespace payments is failing".into());
+    let mut handle = agent::spawn(Arc::new(world), trigger, opts);
+    while handle.records.recv().await.is_some() {}
+    handle.task.await.expect("task").expect("result");
+    let log = session::read_file(&file).expect("readable");
+    let evs = events(&log);
+    let triaged_now = evs.iter().find_map(|e| match e {
+        Event::Triaged { now, .. } => *now,
+        _ => None,
+    });
+    assert_eq!(triaged_now, Some(now), "Triage records the world's clock");
+    let re = agent::rediagnose(&evs, &sitrep::runbook::builtin()).expect("rediagnosable");
+    assert!(re.facts > 0);
+    assert_eq!(Some(re.verdict), re.recorded);
 }
