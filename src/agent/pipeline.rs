@@ -1,4 +1,5 @@
-//! The stages of one investigation, in order, from the trigger to the report.
+//! The stage driver: runs one investigation stage by stage, from the trigger to the report, and
+//! hands each stage's work to its module (diagnose, recommend, approval, verify, report).
 
 use super::journal::{Journal, Sink};
 use super::specialists::{self, Caller, Scope, lock};
