@@ -68,6 +68,18 @@ pub enum Cmd {
         #[arg(short = 'o', long, value_name = "OUT")]
         output: Option<PathBuf>,
     },
+    /// Re-run the reasoning on a saved session's recorded facts and print the verdict: category,
+    /// confidence, root cause, findings with the evidence they cite, what was ruled out.
+    Diagnose {
+        /// Session file (`.ndjson`); a torn file is diagnosed up to the tear.
+        file: PathBuf,
+        /// Print the verdict as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Extra runbooks directory, on top of the built-in ones (to find the session's runbook).
+        #[arg(long, value_name = "DIR")]
+        runbooks: Option<PathBuf>,
+    },
     /// Approve a pending critical action of a running session as the second operator (another OS
     /// user than the session's operator); exits non-zero when the approval is refused.
     Approve {
@@ -148,6 +160,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
             output,
         } => export(file, *format, output.as_deref()),
         Cmd::Approve { session, action } => approve(session, action),
+        Cmd::Diagnose {
+            file,
+            json,
+            runbooks,
+        } => diagnose(file, *json, runbooks.as_deref()),
         Cmd::Runbooks {
             command: RunbooksCmd::Check { path },
         } => runbooks_check(path),
@@ -406,6 +423,147 @@ fn export(file: &Path, format: Format, output: Option<&Path>) -> anyhow::Result<
         }
     }
     Ok(())
+}
+
+fn diagnose(file: &Path, json: bool, runbooks: Option<&Path>) -> anyhow::Result<()> {
+    let log = session::read_file(file)?;
+    let (books, book_errors) = crate::runbook::load(runbooks);
+    for e in &book_errors {
+        eprintln!("sitrep: runbook skipped: {e}");
+    }
+    let events: Vec<_> = log.records.iter().map(|r| r.event.clone()).collect();
+    let torn = log.tear.as_ref().map(|t| {
+        format!(
+            "the file is torn at {t}: diagnosed from the {} records before it",
+            log.records.len()
+        )
+    });
+    let re = agent::rediagnose(&events, &books).map_err(|e| match &torn {
+        Some(t) => anyhow::anyhow!("{}: {e} ({t})", file.display()),
+        None => anyhow::anyhow!("{}: {e}", file.display()),
+    })?;
+    let text = if json {
+        let mut s = serde_json::to_string_pretty(&serde_json::json!({
+            "file": file.display().to_string(),
+            "verdict": re.verdict,
+            "matches_recorded": re.matches_recorded(),
+            "recorded": re.recorded,
+            "facts": re.facts,
+            "evidence": re.evidence,
+            "notes": re.notes,
+            "tear": log.tear.as_ref().map(|t| serde_json::json!({
+                "line": t.line, "byte_offset": t.byte_offset, "reason": t.reason,
+            })),
+        }))?;
+        s.push('\n');
+        s
+    } else {
+        verdict_text(&re, &log.incident(), torn.as_deref())
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+/// The re-diagnosis as an engineer reads it: every citation resolved to the evidence's title.
+fn verdict_text(
+    re: &agent::Rediagnosis,
+    incident: &crate::model::Incident,
+    torn: Option<&str>,
+) -> String {
+    let v = &re.verdict;
+    let cite = |ids: &[String]| -> String {
+        ids.iter()
+            .map(|id| match incident.evidence.iter().find(|e| &e.id == id) {
+                Some(e) => format!("{id} {} [{}]", e.title, e.kind),
+                None => format!("{id} (not in this session)"),
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let mut out = String::new();
+    if let Some(t) = torn {
+        out.push_str(&format!("note: {t}\n"));
+    }
+    out.push_str(&format!(
+        "verdict:    {} ({:.0}% confidence)\nroot cause: {}\n",
+        v.category,
+        v.confidence * 100.0,
+        v.root_cause
+    ));
+    out.push_str(&format!(
+        "from {} facts records over {} evidence items\n",
+        re.facts, re.evidence
+    ));
+    out.push_str("\nfindings:\n");
+    if v.findings.is_empty() {
+        out.push_str("  (none)\n");
+    }
+    for f in &v.findings {
+        out.push_str(&format!(
+            "  - {} [{} {}, {:.0}%]\n",
+            f.summary,
+            f.analyzer,
+            f.category,
+            f.confidence * 100.0
+        ));
+        if !f.detail.is_empty() {
+            out.push_str(&format!("    {}\n", f.detail));
+        }
+        out.push_str(&format!(
+            "    evidence: {}\n",
+            if f.evidence.is_empty() {
+                "none cited".to_string()
+            } else {
+                cite(&f.evidence)
+            }
+        ));
+    }
+    if !v.hypotheses.is_empty() {
+        out.push_str("\nhypotheses:\n");
+        for (n, h) in v.hypotheses.iter().enumerate() {
+            out.push_str(&format!(
+                "  {}. {} [{}, {:.0}%]\n",
+                n + 1,
+                h.statement,
+                h.category,
+                h.confidence * 100.0
+            ));
+        }
+    }
+    out.push_str("\nruled out:\n");
+    if v.ruled_out.is_empty() {
+        out.push_str("  (nothing)\n");
+    }
+    for r in &v.ruled_out {
+        out.push_str(&format!("  - {}: {}\n", r.statement, r.reason));
+        if !r.evidence.is_empty() {
+            out.push_str(&format!("    evidence: {}\n", cite(&r.evidence)));
+        }
+    }
+    out.push('\n');
+    out.push_str(match (&re.recorded, re.matches_recorded()) {
+        (_, true) => "same as the verdict recorded in the session\n",
+        (Some(_), false) => "DIFFERS from the verdict recorded in the session\n",
+        (None, _) => "the session recorded no verdict (it stopped before Diagnose)\n",
+    });
+    if let Some(r) = re.recorded.as_ref().filter(|_| !re.matches_recorded()) {
+        out.push_str(&format!(
+            "recorded:   {} ({:.0}% confidence): {}\n",
+            r.category,
+            r.confidence * 100.0,
+            r.root_cause
+        ));
+    }
+    for n in &re.notes {
+        out.push_str(&format!("note: {n}\n"));
+    }
+    out
 }
 
 /// Exits non-zero with the reason when the approval is refused (same user as the operator, an

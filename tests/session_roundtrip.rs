@@ -244,12 +244,14 @@ fn event() -> impl Strategy<Value = Event> {
         (
             text(),
             prop::option::of(text()),
-            prop::collection::vec(text(), 0..3)
+            prop::collection::vec(text(), 0..3),
+            prop::option::of(time())
         )
-            .prop_map(|(summary, runbook, specialists)| Event::Triaged {
+            .prop_map(|(summary, runbook, specialists, now)| Event::Triaged {
                 summary,
                 runbook,
-                specialists
+                specialists,
+                now,
             }),
         (id("c"), text(), prop::option::of(text()), params()).prop_map(
             |(call_id, tool, specialist, params)| Event::ToolCalled {
@@ -276,6 +278,25 @@ fn event() -> impl Strategy<Value = Event> {
         evidence().prop_map(|evidence| Event::EvidenceAdded { evidence }),
         (id("e"), text())
             .prop_map(|(evidence_id, text)| Event::EvidenceAppended { evidence_id, text }),
+        (
+            id("e"),
+            text(),
+            prop::collection::vec((text(), text(), any::<bool>()), 0..3)
+        )
+            .prop_map(|(evidence_id, kind, pods)| Event::Observed {
+                evidence_id,
+                kind,
+                facts: sitrep::model::Facts::Pods(
+                    pods.into_iter()
+                        .map(|(name, phase, deleting)| sitrep::model::PodFacts {
+                            name,
+                            phase,
+                            deleting,
+                            ..Default::default()
+                        })
+                        .collect()
+                ),
+            }),
         (text(), text(), text(), category(), unit(), ids("e")).prop_map(
             |(analyzer, summary, detail, category, confidence, evidence)| Event::Finding {
                 finding: Finding {

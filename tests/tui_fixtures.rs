@@ -92,6 +92,7 @@ pub fn mid_gather() -> Vec<Record> {
                     "logs".into(),
                     "changes".into(),
                 ],
+                now: None,
             },
         ),
         ev(

@@ -17,6 +17,48 @@ pub struct Draft {
     pub body: EvidenceBody,
 }
 
+/// The evidence kind of the alert that started the investigation: what the alert itself says
+/// (its status, when it started and ended) is evidence a finding can cite.
+pub const TRIGGER_KIND: &str = "alert";
+
+/// The triggering alert as an evidence item: status, times, labels and annotations.
+pub fn trigger(alert: &crate::model::Alert) -> Draft {
+    let time = |t: Option<DateTime<Utc>>| {
+        t.filter(|t| t.timestamp() > 0)
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+            .unwrap_or_else(|| "-".into())
+    };
+    let status = serde_json::to_value(alert.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let mut rows = vec![
+        vec!["status".to_string(), status],
+        vec!["starts_at".to_string(), time(alert.starts_at)],
+        vec!["ends_at".to_string(), time(alert.ends_at)],
+    ];
+    rows.extend(
+        alert
+            .labels
+            .iter()
+            .map(|(k, v)| vec![format!("label {k}"), v.clone()]),
+    );
+    rows.extend(
+        alert
+            .annotations
+            .iter()
+            .map(|(k, v)| vec![format!("annotation {k}"), v.clone()]),
+    );
+    Draft {
+        kind: TRIGGER_KIND.to_string(),
+        title: format!("Alert {}", alert.name()),
+        body: EvidenceBody::Table {
+            columns: vec!["field".into(), "value".into()],
+            rows,
+        },
+    }
+}
+
 /// Chart decorations for metrics evidence.
 #[derive(Clone, Debug, Default)]
 pub struct Chart {

@@ -1,5 +1,6 @@
 //! The journal: stamps each event with seconds since start, folds it, writes it and sends it on.
 
+use super::observe::ObservationLog;
 use crate::model::{Event, Incident, Record, SessionHeader};
 use crate::session::Writer;
 use std::io;
@@ -40,6 +41,9 @@ pub struct Journal {
     tx: mpsc::UnboundedSender<Record>,
     /// The fold of everything emitted so far, for chat answers and stage decisions.
     pub incident: Incident,
+    /// The reasoning's inputs, folded from the same events: Diagnose reads them here, so a live
+    /// verdict and `sitrep diagnose` on the saved file cannot drift apart.
+    pub observations: ObservationLog,
     /// The first write error, reported once as a warning; the run goes on with the channel.
     write_failed: bool,
     next_id: u64,
@@ -52,6 +56,7 @@ impl Journal {
             sink,
             tx,
             incident: Incident::new(),
+            observations: ObservationLog::new(),
             write_failed: false,
             next_id: 0,
         }
@@ -71,6 +76,7 @@ impl Journal {
     pub fn emit(&mut self, event: Event) {
         let t = (self.elapsed() * 1000.0).round() / 1000.0;
         self.incident.apply(t, &event);
+        self.observations.apply(&event);
         let record = Record { t, event };
         if let Err(e) = self.sink.append(&record) {
             self.write_failure(e);

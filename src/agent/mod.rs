@@ -3,11 +3,17 @@
 mod approval;
 pub mod approve;
 mod chat;
+pub mod diagnose;
 pub mod evidence;
 mod journal;
+pub mod observe;
 mod pipeline;
+mod recommend;
+mod report;
+mod runbook_steps;
 pub mod specialists;
 pub mod tools;
+mod verify;
 mod world_tools;
 
 use crate::model::{Command, Outcome, Record, RunMode, WebhookPayload};
@@ -17,6 +23,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+pub use diagnose::{RediagnoseError, Rediagnosis, Verdict, rediagnose};
 pub use tools::{Params, ToolOutput, Tools};
 pub use world_tools::WorldTools;
 

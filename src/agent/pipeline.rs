@@ -1,19 +1,15 @@
-//! The stages of one investigation, in order, from the trigger to the report.
+//! The stage driver: runs one investigation stage by stage, from the trigger to the report, and
+//! hands each stage's work to its module (diagnose, recommend, approval, verify, report).
 
 use super::approval::{self, Decision};
-use super::evidence::Chart;
 use super::journal::{Journal, Sink};
-use super::specialists::{self, Caller, Scope, lock, split_threshold};
-use super::tools::{ToolOutput, Tools, params, s};
-use super::{AgentOptions, Trigger, chat};
-use crate::model::catalog;
-use crate::model::{
-    Action, Command, Event, Marker, Outcome, PodFacts, Record, Stage, Verification,
-};
-use crate::reason::{self, Analysis, Observations};
-use crate::runbook::{self, Runbook, Step};
-use chrono::{Duration as ChronoDuration, Utc};
-use serde_json::json;
+use super::specialists::{self, Caller, Scope, lock};
+use super::tools::Tools;
+use super::{AgentOptions, Trigger, chat, diagnose, recommend, report, runbook_steps, verify};
+use crate::model::{Action, Command, Event, Outcome, Record, Stage};
+use crate::reason::Observations;
+use crate::runbook::{self, Runbook};
+use chrono::Utc;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -241,6 +237,21 @@ impl Run {
     async fn stages(&mut self) -> Result<Outcome, Cancelled> {
         // Triage
         self.start(Stage::Triage);
+        if let Some(alert) = &self.scope.alert {
+            let draft = super::evidence::trigger(alert);
+            let mut j = lock(&self.journal);
+            // Outside the id sequence: the trigger is always the first evidence of a session.
+            j.emit(Event::EvidenceAdded {
+                evidence: crate::model::Evidence {
+                    id: "ev-0".into(),
+                    kind: draft.kind,
+                    title: draft.title,
+                    source: "trigger".into(),
+                    call_id: None,
+                    body: draft.body,
+                },
+            });
+        }
         let specialists = specialists::pick(self.tools.as_ref());
         let runbook = runbook::best(
             &self.runbooks,
@@ -253,16 +264,16 @@ impl Run {
             summary: summary.clone(),
             runbook: runbook.as_ref().map(|r| r.name.clone()),
             specialists: specialists.iter().map(|s| s.to_string()).collect(),
+            now: Some(self.scope.now),
         });
         self.finish(Stage::Triage, summary);
         self.check()?;
 
         // Gather
         self.start(Stage::Gather);
-        let mut obs = guard(&self.token, self.gather(&specialists, runbook.as_ref())).await?;
-        obs.alert = self.scope.alert.clone();
-        obs.problem = self.scope.problem.clone();
-        obs.now = self.scope.now;
+        guard(&self.token, self.gather(&specialists, runbook.as_ref())).await?;
+        // What Diagnose reasons over is what the log holds, not what the lanes returned.
+        let obs = lock(&self.journal).observations.observations();
         let (calls, failed) = {
             let j = lock(&self.journal);
             let tools = &j.incident.tools;
@@ -283,23 +294,11 @@ impl Run {
 
         // Diagnose
         self.start(Stage::Diagnose);
-        let analysis = reason::analyze(&obs);
-        let ctx = self.context(&obs, Some(&analysis));
-        for f in &analysis.findings {
-            self.emit(Event::Finding { finding: f.clone() });
+        let diagnosed = diagnose::diagnose(&obs, &self.scope, runbook.as_ref());
+        for event in diagnosed.events() {
+            self.emit(event);
         }
-        if let Some(rb) = &runbook {
-            self.runbook_findings(rb, &ctx, &obs);
-        }
-        self.emit(Event::HypothesesRanked {
-            hypotheses: analysis.hypotheses.clone(),
-            ruled_out: analysis.ruled_out.clone(),
-        });
-        self.emit(Event::Diagnosis {
-            category: analysis.category,
-            root_cause: analysis.root_cause.clone(),
-            confidence: analysis.confidence,
-        });
+        let analysis = &diagnosed.analysis;
         self.finish(
             Stage::Diagnose,
             format!("{}: {}", analysis.category, analysis.root_cause),
@@ -308,7 +307,13 @@ impl Run {
 
         // Recommend
         self.start(Stage::Recommend);
-        let actions = self.recommend(&analysis, runbook.as_ref(), &ctx, &obs);
+        let actions = recommend::propose(
+            &self.journal,
+            analysis,
+            runbook.as_ref(),
+            &diagnosed.ctx,
+            &obs,
+        );
         self.finish(
             Stage::Recommend,
             match actions.len() {
@@ -343,7 +348,11 @@ impl Run {
         self.start(Stage::Verify);
         let mut results = Vec::new();
         for action in &executed {
-            let v = guard(&self.token, self.verify(action, &obs)).await?;
+            let v = guard(
+                &self.token,
+                verify::verify(&self.caller, &self.scope, action, &obs),
+            )
+            .await?;
             results.push(v.passed);
             self.emit(Event::Verified { verification: v });
         }
@@ -365,7 +374,7 @@ impl Run {
 
         // Report
         self.start(Stage::Report);
-        let markdown = self.report(outcome);
+        let markdown = report::write(&self.journal, self.opts.session_path.as_deref(), outcome);
         self.emit(Event::Report { markdown });
         self.finish(Stage::Report, format!("outcome: {}", outcome.name()));
         Ok(outcome)
@@ -396,7 +405,9 @@ impl Run {
         parts.join("; ")
     }
 
-    async fn gather(&self, names: &[&str], runbook: Option<&Runbook>) -> Observations {
+    /// Run the specialists (and the runbook's gather steps) in parallel; what they learn reaches
+    /// the log as `Observed` facts.
+    async fn gather(&self, names: &[&str], runbook: Option<&Runbook>) {
         let mut lanes: Vec<futures::future::BoxFuture<'_, Observations>> = names
             .iter()
             .map(|name| {
@@ -408,209 +419,13 @@ impl Run {
             })
             .collect();
         if let Some(rb) = runbook {
-            lanes.push(Box::pin(self.runbook_gather(rb)));
+            lanes.push(Box::pin(runbook_steps::gather(
+                rb,
+                &self.caller,
+                &self.scope,
+            )));
         }
-        let mut obs = Observations::default();
-        for part in futures::future::join_all(lanes).await {
-            specialists::merge(&mut obs, part);
-        }
-        obs
-    }
-
-    async fn runbook_gather(&self, rb: &Runbook) -> Observations {
-        let obs = Mutex::new(Observations::default());
-        let caller = self.caller.for_specialist(&format!("runbook:{}", rb.name));
-        let ctx = self.context(&Observations::default(), None);
-        for (n, step) in rb.steps.iter().enumerate() {
-            let Step::Gather(g) = step else { continue };
-            if let Some(w) = &g.when {
-                match runbook::eval_when(&w.value, &ctx) {
-                    Ok(true) => {}
-                    Ok(false) => continue,
-                    Err(e) => {
-                        self.step_warning(rb, n, &e);
-                        continue;
-                    }
-                }
-            }
-            match runbook::render_params(&g.params, &ctx) {
-                Ok(p) => {
-                    caller.call(&g.tool.value, p, &Chart::default(), &obs).await;
-                }
-                Err(e) => self.step_warning(rb, n, &e),
-            }
-        }
-        obs.into_inner().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn step_warning(&self, rb: &Runbook, n: usize, e: &str) {
-        self.emit(Event::Warning {
-            message: format!("runbook {} step {} skipped: {e}", rb.name, n + 1),
-        });
-    }
-
-    /// The template context for runbook steps.
-    fn context(&self, obs: &Observations, analysis: Option<&Analysis>) -> serde_json::Value {
-        let s = &self.scope;
-        let mut scope = serde_json::Map::new();
-        for (k, v) in [
-            ("namespace", &s.namespace),
-            ("workload", &s.workload),
-            ("pod", &s.pod),
-            ("node", &s.node),
-            ("repo", &s.repo),
-            ("expr", &s.expr),
-        ] {
-            if let Some(v) = v {
-                scope.insert(k.into(), json!(v));
-            }
-        }
-        scope.insert("now".into(), json!(s.now.to_rfc3339()));
-        scope.insert("onset".into(), json!(s.onset.to_rfc3339()));
-        let mut ctx = serde_json::Map::new();
-        if let Some(a) = &s.alert {
-            ctx.insert(
-                "alert".into(),
-                json!({"name": a.name(), "labels": a.labels, "annotations": a.annotations,
-                       "status": a.status}),
-            );
-        }
-        if let Some(p) = &s.problem {
-            ctx.insert("problem".into(), json!(p));
-        }
-        ctx.insert("scope".into(), serde_json::Value::Object(scope));
-        ctx.insert("facts".into(), facts(obs, s));
-        if let Some(a) = analysis {
-            ctx.insert(
-                "diagnosis".into(),
-                json!({"category": a.category.name(), "root_cause": a.root_cause,
-                       "confidence": a.confidence}),
-            );
-            ctx.insert(
-                "findings".into(),
-                json!(
-                    a.findings
-                        .iter()
-                        .map(|f| f.analyzer.clone())
-                        .collect::<Vec<_>>()
-                ),
-            );
-        }
-        serde_json::Value::Object(ctx)
-    }
-
-    fn runbook_findings(&self, rb: &Runbook, ctx: &serde_json::Value, obs: &Observations) {
-        for (n, step) in rb.steps.iter().enumerate() {
-            let Step::Diagnose(d) = step else { continue };
-            match runbook::eval_when(&d.when.value, ctx) {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) => {
-                    self.step_warning(rb, n, &e);
-                    continue;
-                }
-            }
-            let summary = match runbook::render(&d.summary.value, ctx) {
-                Ok(s) => s,
-                Err(e) => {
-                    self.step_warning(rb, n, &e);
-                    continue;
-                }
-            };
-            self.emit(Event::Finding {
-                finding: crate::model::Finding {
-                    analyzer: format!("runbook:{}", rb.name),
-                    summary,
-                    detail: String::new(),
-                    category: crate::model::Category::parse(&d.category.value).unwrap_or_default(),
-                    confidence: d.confidence.unwrap_or(0.6),
-                    evidence: obs.evidence_of_kinds(&["kubernetes/pods", "kubernetes/nodes"]),
-                },
-            });
-        }
-    }
-
-    fn recommend(
-        &self,
-        analysis: &Analysis,
-        runbook: Option<&Runbook>,
-        ctx: &serde_json::Value,
-        obs: &Observations,
-    ) -> Vec<Action> {
-        let mut out: Vec<Action> = Vec::new();
-        if let Some(rb) = runbook {
-            for (n, step) in rb.steps.iter().enumerate() {
-                let Step::Action(a) = step else { continue };
-                if let Some(w) = &a.when {
-                    match runbook::eval_when(&w.value, ctx) {
-                        Ok(true) => {}
-                        Ok(false) => continue,
-                        Err(e) => {
-                            self.step_warning(rb, n, &e);
-                            continue;
-                        }
-                    }
-                }
-                let rendered = (|| -> Result<Action, String> {
-                    let mut params = runbook::render_params(&a.params, ctx)?;
-                    let target = runbook::render(&a.target.value, ctx)?;
-                    catalog::admit(&a.tool.value, &target, &mut params)?;
-                    let rationale = runbook::render(&a.rationale.value, ctx)?;
-                    let blast_radius = runbook::render(&a.blast_radius, ctx)?;
-                    Ok(Action {
-                        id: String::new(),
-                        kind: a.tool.value.clone(),
-                        operation: operation(&a.tool.value, &target, &params),
-                        target,
-                        params,
-                        risk: Runbook::risk_of(a),
-                        rationale: format!("{rationale} (runbook {})", rb.name),
-                        blast_radius,
-                        evidence: obs.evidence_of_kinds(&[
-                            "kubernetes/pods",
-                            "kubernetes/deployments",
-                            "kubernetes/nodes",
-                            "metrics",
-                            "logs",
-                            "changes",
-                        ]),
-                    })
-                })();
-                match rendered {
-                    Ok(a) => out.push(a),
-                    Err(e) => self.step_warning(rb, n, &e),
-                }
-            }
-        }
-        for a in &analysis.suggested_actions {
-            let mut a = a.clone();
-            match catalog::admit(&a.kind, &a.target, &mut a.params) {
-                Ok(()) => out.push(a),
-                Err(e) => self.emit(Event::Warning {
-                    message: format!("not proposing {} {}: {e}", a.kind, a.target),
-                }),
-            }
-        }
-        // One proposal per (kind, target): a runbook and an analyzer often agree.
-        let mut seen = Vec::new();
-        out.retain(|a| {
-            let key = (a.kind.clone(), a.target.clone());
-            if seen.contains(&key) {
-                false
-            } else {
-                seen.push(key);
-                true
-            }
-        });
-        let mut j = lock(&self.journal);
-        for a in out.iter_mut() {
-            a.id = j.next_id("act");
-            // A runbook or an analyzer may raise an action's risk, never take it below the floor;
-            // target and operation text are the catalog's reading of the params.
-            catalog::settle(a);
-            j.emit(Event::ActionProposed { action: a.clone() });
-        }
-        out
+        futures::future::join_all(lanes).await;
     }
 
     async fn execute(&mut self, approved: Vec<Action>) -> Vec<Action> {
@@ -664,318 +479,4 @@ impl Run {
         }
         done
     }
-
-    /// Re-query what the action should have fixed and compare with before.
-    async fn verify(&self, action: &Action, before: &Observations) -> Verification {
-        let caller = self.caller.fresh("verify");
-        let after = Mutex::new(Observations::default());
-        let ns = action
-            .params
-            .get("namespace")
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-            .or_else(|| self.scope.namespace.clone());
-        let (target_kind, target_name) = action
-            .target
-            .split_once('/')
-            .map(|(k, n)| (k.to_string(), n.to_string()))
-            .unwrap_or_default();
-        let mut checks: Vec<(bool, String)> = Vec::new();
-        let mut before_id = None;
-        let mut after_id = None;
-        let action_marker = Marker {
-            at: self.tools.now().timestamp() as f64,
-            label: format!("{} ({})", action.kind, action.id),
-        };
-
-        if action.kind.starts_with("kubernetes.") && self.tools.has("kubernetes") {
-            before_id = before.evidence_of("kubernetes/pods").last().cloned();
-            let got = caller
-                .call(
-                    "kubernetes.pods",
-                    params([("namespace", ns.clone().and_then(s))]),
-                    &Chart::default(),
-                    &after,
-                )
-                .await;
-            if let Some((ToolOutput::Pods(pods), id)) = got {
-                after_id = Some(id);
-                let owner = if target_kind == "deployment" {
-                    Some(target_name.clone())
-                } else {
-                    self.scope.workload.clone()
-                };
-                let scope = Scope {
-                    workload: owner,
-                    ..self.scope.clone()
-                };
-                let mine: Vec<&PodFacts> = pods
-                    .iter()
-                    .filter(|p| scope.owns_pod(p) && !p.deleting)
-                    .collect();
-                let mine: Vec<&PodFacts> = if target_kind == "pod" {
-                    pods.iter()
-                        .filter(|p| p.name == target_name && !p.deleting)
-                        .collect()
-                } else {
-                    mine
-                };
-                let bad: Vec<String> = mine
-                    .iter()
-                    .filter(|p| !healthy_pod(p))
-                    .map(|p| p.name.clone())
-                    .collect();
-                checks.push(match (mine.len(), bad.is_empty()) {
-                    (0, _) => (false, format!("no running pod for {}", action.target)),
-                    (n, true) => (
-                        true,
-                        format!("{n} pod(s) of {} running and ready", action.target),
-                    ),
-                    (n, false) => (
-                        false,
-                        format!(
-                            "{} of {n} pod(s) still unhealthy: {}",
-                            bad.len(),
-                            bad.join(", ")
-                        ),
-                    ),
-                });
-            }
-            if target_kind == "deployment"
-                && let Some(ns) = &ns
-            {
-                let got = caller
-                    .call(
-                        "kubernetes.deployments",
-                        params([("namespace", s(ns))]),
-                        &Chart::default(),
-                        &after,
-                    )
-                    .await;
-                if let Some((ToolOutput::Deployments(deps), _)) = got
-                    && let Some(d) = deps.iter().find(|d| d.name == target_name)
-                {
-                    let want = action
-                        .params
-                        .get("replicas")
-                        .and_then(|v| v.as_u64())
-                        .map(|r| r as u32)
-                        .unwrap_or(d.replicas);
-                    let ok = d.ready_replicas >= want && d.replicas >= want && want > 0;
-                    checks.push((
-                        ok,
-                        format!(
-                            "deployment {} {}/{} ready (want {want})",
-                            d.name, d.ready_replicas, d.replicas
-                        ),
-                    ));
-                }
-            }
-        }
-
-        if let Some(expr) = &self.scope.expr
-            && self.tools.has("prometheus")
-        {
-            let (base, threshold) = split_threshold(expr);
-            let chart = Chart {
-                threshold: threshold.map(|t| t.value),
-                markers: vec![action_marker],
-            };
-            let now = self.tools.now();
-            let got = caller
-                .call(
-                    "prometheus.query_range",
-                    params([
-                        ("query", s(&base)),
-                        (
-                            "start",
-                            s((now - ChronoDuration::minutes(30))
-                                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-                        ),
-                        (
-                            "end",
-                            s((now + ChronoDuration::minutes(15))
-                                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-                        ),
-                        ("step", Some(json!(30))),
-                    ]),
-                    &chart,
-                    &after,
-                )
-                .await;
-            if let (Some((ToolOutput::Series(series), id)), Some(t)) = (got, threshold) {
-                if before_id.is_none() {
-                    before_id = before.evidence_of("metrics").first().cloned();
-                }
-                if after_id.is_none() {
-                    after_id = Some(id);
-                }
-                let last: Vec<f64> = series
-                    .iter()
-                    .filter_map(|s| s.points.last().map(|p| p.1))
-                    .collect();
-                let firing: Vec<f64> = last.iter().copied().filter(|v| t.breached(*v)).collect();
-                if !last.is_empty() {
-                    checks.push(match firing.first() {
-                        None => (
-                            true,
-                            format!(
-                                "alert expression back within {} {} (now {})",
-                                t.op,
-                                t.value,
-                                last.iter()
-                                    .map(|v| format!("{v:.3}"))
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ),
-                        ),
-                        Some(v) => (
-                            false,
-                            format!("alert expression still firing: {v:.3} {} {}", t.op, t.value),
-                        ),
-                    });
-                }
-            }
-        }
-
-        if checks.is_empty() {
-            checks.push((
-                true,
-                format!(
-                    "{} reported success; nothing further to re-query",
-                    action.kind
-                ),
-            ));
-        }
-        let passed = checks.iter().all(|(ok, _)| *ok);
-        Verification {
-            action_id: Some(action.id.clone()),
-            passed,
-            summary: checks
-                .into_iter()
-                .map(|(ok, s)| format!("{} {s}", if ok { "ok:" } else { "FAILED:" }))
-                .collect::<Vec<_>>()
-                .join("; "),
-            before: before_id,
-            after: after_id,
-        }
-    }
-
-    fn report(&self, outcome: Outcome) -> String {
-        let j = lock(&self.journal);
-        let mut md = crate::session::export::markdown(&j.incident);
-        // The export knows the incident; the outcome is not folded until SessionEnded.
-        md.push_str(&format!("\n**Outcome:** {}\n", outcome.name()));
-        if let Some(path) = &self.opts.session_path {
-            let file = path.with_extension("md");
-            if let Err(e) = std::fs::write(&file, &md) {
-                drop(j);
-                self.emit(Event::Warning {
-                    message: format!("report not written to {}: {e}", file.display()),
-                });
-            }
-        }
-        md
-    }
-}
-
-/// The exact operation an action performs, shown in the approval modal (from the catalog).
-pub use crate::model::catalog::operation;
-
-fn healthy_pod(p: &PodFacts) -> bool {
-    (p.phase == "Running" && p.ready())
-        && p.containers
-            .iter()
-            .all(|c| c.ready && c.reason.is_none() && c.state == "running")
-}
-
-/// Facts runbook templates and conditions can use.
-fn facts(obs: &Observations, scope: &Scope) -> serde_json::Value {
-    let not_ready_nodes: Vec<String> = obs
-        .nodes
-        .iter()
-        .filter(|n| !n.ready())
-        .map(|n| n.name.clone())
-        .collect();
-    let on_lost_node = |p: &&PodFacts| p.node.as_ref().is_some_and(|n| not_ready_nodes.contains(n));
-    let mut stuck: Vec<&PodFacts> = obs
-        .pods
-        .iter()
-        .filter(on_lost_node)
-        .filter(|p| p.deleting || p.phase == "Unknown")
-        .collect();
-    // A StatefulSet pod is the one that will not come back on its own.
-    stuck.sort_by_key(|p| {
-        !p.owner
-            .as_deref()
-            .is_some_and(|o| o.starts_with("StatefulSet/"))
-    });
-    let reason_pods = |reasons: &[&str]| -> Vec<String> {
-        obs.pods
-            .iter()
-            .filter(|p| {
-                p.containers.iter().any(|c| {
-                    c.reason.as_deref().is_some_and(|r| reasons.contains(&r))
-                        || c.last_reason
-                            .as_deref()
-                            .is_some_and(|r| reasons.contains(&r))
-                })
-            })
-            .map(|p| p.name.clone())
-            .collect()
-    };
-    let image_pull_deployments: Vec<String> = {
-        let mut v: Vec<String> = obs
-            .pods
-            .iter()
-            .filter(|p| {
-                p.containers.iter().any(|c| {
-                    matches!(
-                        c.reason.as_deref(),
-                        Some("ImagePullBackOff") | Some("ErrImagePull") | Some("InvalidImageName")
-                    )
-                })
-            })
-            .filter_map(|p| p.owner.as_deref()?.strip_prefix("ReplicaSet/"))
-            .filter_map(|rs| rs.rsplit_once('-').map(|(d, _)| d.to_string()))
-            .collect();
-        v.dedup();
-        v
-    };
-    let unready_deployments: Vec<String> = obs
-        .deployments
-        .iter()
-        .filter(|d| d.replicas > 0 && d.ready_replicas == 0)
-        .filter(|d| scope.workload.as_deref() != Some(d.name.as_str()))
-        .map(|d| d.name.clone())
-        .collect();
-    let workload_replicas = scope
-        .workload
-        .as_ref()
-        .and_then(|w| obs.deployments.iter().find(|d| &d.name == w))
-        .map(|d| d.replicas)
-        .unwrap_or(0);
-    let mut rollouts: Vec<&crate::model::DeploymentFacts> = obs
-        .replica_sets
-        .iter()
-        .filter(|r| {
-            scope
-                .workload
-                .as_ref()
-                .is_none_or(|w| r.name.starts_with(&format!("{w}-")))
-        })
-        .collect();
-    rollouts.sort_by_key(|r| std::cmp::Reverse(r.created_at));
-    json!({
-        "not_ready_nodes": not_ready_nodes,
-        "stuck_pods": stuck.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
-        "stuck_pod_namespaces": stuck.iter().map(|p| p.namespace.clone()).collect::<Vec<_>>(),
-        "oom_killed_pods": reason_pods(&["OOMKilled"]),
-        "crashlooping_pods": reason_pods(&["CrashLoopBackOff"]),
-        "image_pull_deployments": image_pull_deployments,
-        "unready_deployments": unready_deployments,
-        "workload_replicas": workload_replicas,
-        "rollouts": rollouts.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
-        "evidence": obs.evidence.keys().collect::<Vec<_>>(),
-    })
 }

@@ -297,6 +297,11 @@ impl Caller {
                     body: draft.body,
                 },
             });
+            j.emit(Event::Observed {
+                evidence_id: id.clone(),
+                kind: draft.kind.clone(),
+                facts: super::observe::facts_of(&output),
+            });
             id
         };
         absorb(
@@ -327,6 +332,11 @@ impl Caller {
                             call_id: Some(call_id),
                             body: draft.body,
                         },
+                    });
+                    j.emit(Event::Observed {
+                        evidence_id: cid.clone(),
+                        kind: "changes".into(),
+                        facts: super::observe::facts_of(&out),
                     });
                     cid
                 };

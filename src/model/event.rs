@@ -1,9 +1,10 @@
 //! Events (everything that happens, the session log's lines) and Commands (what the operator asks).
 
 use super::alert::Alert;
+use super::facts::Facts;
 use super::types::{
-    Action, ActionId, CallId, Category, ChatRole, Evidence, Finding, Hypothesis, Risk, RuledOut,
-    Stage, Verification,
+    Action, ActionId, CallId, Category, ChatRole, Evidence, EvidenceId, Finding, Hypothesis, Risk,
+    RuledOut, Stage, Verification,
 };
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -92,6 +93,10 @@ pub enum Event {
         runbook: Option<String>,
         #[serde(default)]
         specialists: Vec<String>,
+        /// The world's clock the investigation reasons against (a case's `now`, or the real
+        /// time); absent in sessions written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        now: Option<DateTime<Utc>>,
     },
     ToolCalled {
         call_id: CallId,
@@ -115,6 +120,14 @@ pub enum Event {
     },
     EvidenceAdded {
         evidence: Evidence,
+    },
+    /// The typed facts parsed from one evidence item, as the reasoning reads them: what makes a
+    /// saved session re-diagnosable. Absent in sessions written before facts were recorded.
+    Observed {
+        evidence_id: EvidenceId,
+        /// The evidence kind (`kubernetes/pods`, `metrics`, ...), as on the evidence item.
+        kind: String,
+        facts: Facts,
     },
     /// Extra lines appended to an existing text evidence item (streaming logs).
     EvidenceAppended {
@@ -225,6 +238,7 @@ impl Event {
             Event::ToolSucceeded { .. } => "tool_succeeded",
             Event::ToolFailed { .. } => "tool_failed",
             Event::EvidenceAdded { .. } => "evidence_added",
+            Event::Observed { .. } => "observed",
             Event::EvidenceAppended { .. } => "evidence_appended",
             Event::Finding { .. } => "finding",
             Event::HypothesesRanked { .. } => "hypotheses_ranked",

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 /// One container's state inside a pod.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
 pub struct ContainerFacts {
     pub name: String,
     pub image: String,
@@ -30,6 +31,7 @@ pub struct ContainerFacts {
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
 pub struct PodFacts {
     pub name: String,
     pub namespace: String,
@@ -61,6 +63,7 @@ impl PodFacts {
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
 pub struct K8sEventFacts {
     /// `Normal` or `Warning`.
     pub event_type: String,
@@ -75,6 +78,7 @@ pub struct K8sEventFacts {
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
 pub struct DeploymentFacts {
     pub name: String,
     pub namespace: String,
@@ -95,6 +99,7 @@ pub struct DeploymentFacts {
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
 pub struct NodeFacts {
     pub name: String,
     /// Condition type -> status, e.g. `Ready` -> `False`, `MemoryPressure` -> `True`.
@@ -118,6 +123,7 @@ impl NodeFacts {
 
 /// One log line from Kubernetes pod logs or Loki.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
 pub struct LogLine {
     pub at: Option<DateTime<Utc>>,
     /// Stream labels or the pod/container it came from.
@@ -127,11 +133,23 @@ pub struct LogLine {
 
 /// A metric time series: labels and (unix seconds, value) points.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
 pub struct Series {
     pub name: String,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    #[serde(deserialize_with = "lenient_points")]
     pub points: Vec<(f64, f64)>,
+}
+
+/// JSON has no NaN or infinity (serde_json writes `null`): read those back as NaN rather than
+/// failing the whole session line.
+fn lenient_points<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(f64, f64)>, D::Error> {
+    let raw: Vec<(Option<f64>, Option<f64>)> = Deserialize::deserialize(d)?;
+    Ok(raw
+        .into_iter()
+        .map(|(t, v)| (t.unwrap_or(f64::NAN), v.unwrap_or(f64::NAN)))
+        .collect())
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -146,6 +164,7 @@ pub enum ChangeKind {
 
 /// Something that changed: a deploy, a commit, a merged PR, a rollout.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
 pub struct Change {
     pub kind: ChangeKind,
     pub at: Option<DateTime<Utc>>,
@@ -160,6 +179,7 @@ pub struct Change {
 
 /// An alert as Prometheus or Alertmanager reports it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
 pub struct AlertInfo {
     pub name: String,
     pub state: String,
@@ -171,6 +191,7 @@ pub struct AlertInfo {
 
 /// An alerting or recording rule from Prometheus `/api/v1/rules`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
 pub struct RuleInfo {
     pub name: String,
     pub group: String,
@@ -182,4 +203,58 @@ pub struct RuleInfo {
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
     pub health: Option<String>,
+}
+
+/// What one read returned, parsed: the typed facts a specialist learned from one evidence item.
+/// Written to the session (`Event::Observed`) so the reasoning's inputs are a fold of the log.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", content = "items", rename_all = "snake_case")]
+pub enum Facts {
+    Pods(Vec<PodFacts>),
+    Events(Vec<K8sEventFacts>),
+    /// Deployments, or ReplicaSets in the same shape (the tool that produced them tells).
+    Deployments(Vec<DeploymentFacts>),
+    Nodes(Vec<NodeFacts>),
+    Logs(Vec<LogLine>),
+    Series(Vec<Series>),
+    Rules(Vec<RuleInfo>),
+    Alerts(Vec<AlertInfo>),
+    Changes(Vec<Change>),
+    /// A kind of facts this build does not know (written by a newer one): skipped, not an error.
+    Other,
+}
+
+// By hand: serde's `other` cannot keep an unknown kind's items, and a session written by a newer
+// build must still read.
+impl<'de> Deserialize<'de> for Facts {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Raw {
+            #[serde(rename = "type")]
+            kind: String,
+            #[serde(default)]
+            items: serde_json::Value,
+        }
+        fn items<T: serde::de::DeserializeOwned, E: serde::de::Error>(
+            v: serde_json::Value,
+        ) -> Result<Vec<T>, E> {
+            if v.is_null() {
+                return Ok(Vec::new());
+            }
+            serde_json::from_value(v).map_err(E::custom)
+        }
+        let raw = Raw::deserialize(d)?;
+        Ok(match raw.kind.as_str() {
+            "pods" => Facts::Pods(items(raw.items)?),
+            "events" => Facts::Events(items(raw.items)?),
+            "deployments" => Facts::Deployments(items(raw.items)?),
+            "nodes" => Facts::Nodes(items(raw.items)?),
+            "logs" => Facts::Logs(items(raw.items)?),
+            "series" => Facts::Series(items(raw.items)?),
+            "rules" => Facts::Rules(items(raw.items)?),
+            "alerts" => Facts::Alerts(items(raw.items)?),
+            "changes" => Facts::Changes(items(raw.items)?),
+            _ => Facts::Other,
+        })
+    }
 }

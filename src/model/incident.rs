@@ -258,6 +258,7 @@ impl Incident {
                 summary,
                 runbook,
                 specialists,
+                ..
             } => {
                 self.triage = Some(summary.clone());
                 self.runbook = runbook.clone();
@@ -341,6 +342,9 @@ impl Incident {
                     text,
                 );
             }
+            // Facts feed the reasoning (`agent::observe`), not the screen: the evidence item
+            // already shows what they were parsed from.
+            Event::Observed { .. } => {}
             Event::EvidenceAppended { evidence_id, text } => {
                 if let Some(ev) = self.evidence.iter_mut().find(|e| &e.id == evidence_id)
                     && let EvidenceBody::Text { text: body, .. } = &mut ev.body

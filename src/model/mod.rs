@@ -10,7 +10,7 @@ mod types;
 pub use alert::{Alert, AlertStatus, WebhookPayload};
 pub use event::{Command, Event, Outcome, Record, RunMode, SessionHeader};
 pub use facts::{
-    AlertInfo, Change, ChangeKind, ContainerFacts, DeploymentFacts, K8sEventFacts, LogLine,
+    AlertInfo, Change, ChangeKind, ContainerFacts, DeploymentFacts, Facts, K8sEventFacts, LogLine,
     NodeFacts, PodFacts, RuleInfo, Series,
 };
 pub use incident::{

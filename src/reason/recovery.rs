@@ -54,7 +54,7 @@ fn resolved_alert(ctx: &Ctx) -> Option<Signal> {
         summary: format!("alert {} is already resolved{when}", alert.name()),
         category: Category::Healthy,
         confidence: 0.55,
-        evidence: ctx.ev(&["alerts"]),
+        evidence: ctx.ev(&["alert", "alerts"]),
         benign: true,
         cause: Some(format!(
             "{} already resolved{when}; the condition cleared on its own",

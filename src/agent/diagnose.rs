@@ -1,0 +1,208 @@
+//! The Diagnose stage as a pure function of the observations (analyzers, then the runbook's
+//! diagnose steps), and its re-run on a saved session (`sitrep diagnose`): both go through
+//! [`diagnose`], so a live verdict and a re-diagnosis cannot drift.
+
+use super::observe::ObservationLog;
+use super::runbook_steps;
+use super::specialists::Scope;
+use crate::model::{Category, Event, EvidenceId, Finding, Hypothesis, Incident, RuledOut};
+use crate::reason::{self, Analysis, Observations};
+use crate::runbook::Runbook;
+use serde::{Deserialize, Serialize};
+
+/// What a diagnosis concluded, as recorded in the session and as `sitrep diagnose` prints it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub category: Category,
+    /// 0.0 ..= 1.0
+    pub confidence: f32,
+    pub root_cause: String,
+    /// Analyzers' findings, then the runbook's, in the order they were emitted.
+    pub findings: Vec<Finding>,
+    /// Best first.
+    pub hypotheses: Vec<Hypothesis>,
+    pub ruled_out: Vec<RuledOut>,
+}
+
+impl Verdict {
+    /// The verdict a session recorded; `None` when it never reached a diagnosis.
+    pub fn recorded(incident: &Incident) -> Option<Verdict> {
+        let (category, root_cause, confidence) = incident.diagnosis.clone()?;
+        Some(Verdict {
+            category,
+            confidence,
+            root_cause,
+            findings: incident.findings.clone(),
+            hypotheses: incident.hypotheses.clone(),
+            ruled_out: incident.ruled_out.clone(),
+        })
+    }
+
+    /// Every evidence id the verdict cites, with what cites it (`finding 2`, `ruled out 1`, ...).
+    pub fn citations(&self) -> Vec<(String, EvidenceId)> {
+        let mut out = Vec::new();
+        for (n, f) in self.findings.iter().enumerate() {
+            for id in &f.evidence {
+                out.push((format!("finding {} ({})", n + 1, f.analyzer), id.clone()));
+            }
+        }
+        for (n, h) in self.hypotheses.iter().enumerate() {
+            for id in &h.evidence {
+                out.push((format!("hypothesis {}", n + 1), id.clone()));
+            }
+        }
+        for (n, r) in self.ruled_out.iter().enumerate() {
+            for id in &r.evidence {
+                out.push((format!("ruled out {}", n + 1), id.clone()));
+            }
+        }
+        out
+    }
+}
+
+/// The Diagnose stage's result: the analysis (for Recommend), the runbook template context, and
+/// the runbook's steps in order (a finding, or a warning for a step that could not run).
+pub struct Diagnosed {
+    pub analysis: Analysis,
+    pub ctx: serde_json::Value,
+    pub runbook_steps: Vec<Result<Finding, String>>,
+}
+
+impl Diagnosed {
+    pub fn verdict(&self) -> Verdict {
+        let a = &self.analysis;
+        let mut findings = a.findings.clone();
+        findings.extend(self.runbook_steps.iter().filter_map(|s| s.clone().ok()));
+        Verdict {
+            category: a.category,
+            confidence: a.confidence,
+            root_cause: a.root_cause.clone(),
+            findings,
+            hypotheses: a.hypotheses.clone(),
+            ruled_out: a.ruled_out.clone(),
+        }
+    }
+
+    /// The events Diagnose records, in order.
+    pub fn events(&self) -> Vec<Event> {
+        let a = &self.analysis;
+        let mut out: Vec<Event> = a
+            .findings
+            .iter()
+            .map(|f| Event::Finding { finding: f.clone() })
+            .collect();
+        out.extend(self.runbook_steps.iter().map(|s| match s {
+            Ok(f) => Event::Finding { finding: f.clone() },
+            Err(message) => Event::Warning {
+                message: message.clone(),
+            },
+        }));
+        out.push(Event::HypothesesRanked {
+            hypotheses: a.hypotheses.clone(),
+            ruled_out: a.ruled_out.clone(),
+        });
+        out.push(Event::Diagnosis {
+            category: a.category,
+            root_cause: a.root_cause.clone(),
+            confidence: a.confidence,
+        });
+        out
+    }
+}
+
+/// Diagnose: run the analyzers, then the runbook's diagnose steps.
+pub fn diagnose(obs: &Observations, scope: &Scope, runbook: Option<&Runbook>) -> Diagnosed {
+    let analysis = reason::analyze(obs);
+    let ctx = runbook_steps::context(scope, obs, Some(&analysis));
+    let runbook_steps = runbook
+        .map(|rb| runbook_steps::findings(rb, &ctx, obs))
+        .unwrap_or_default();
+    Diagnosed {
+        analysis,
+        ctx,
+        runbook_steps,
+    }
+}
+
+/// A saved session diagnosed again.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct Rediagnosis {
+    pub verdict: Verdict,
+    /// What the session itself concluded, when it got that far.
+    pub recorded: Option<Verdict>,
+    /// Facts records folded into the observations.
+    pub facts: usize,
+    /// Evidence items the observations rest on.
+    pub evidence: usize,
+    /// Anything that makes this re-diagnosis differ from the live one (a runbook not found, facts
+    /// not tied to a call, steps that could not run).
+    pub notes: Vec<String>,
+}
+
+impl Rediagnosis {
+    /// Whether the re-run reached exactly the recorded verdict.
+    pub fn matches_recorded(&self) -> bool {
+        self.recorded.as_ref() == Some(&self.verdict)
+    }
+}
+
+/// Why a session cannot be diagnosed again.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RediagnoseError {
+    #[error("the session stops before Triage: there is nothing to diagnose")]
+    NotTriaged,
+    #[error(
+        "the session was written before sitrep recorded the facts it reasons over \
+         (no world clock in its Triage); it replays and exports, but cannot be re-diagnosed"
+    )]
+    NoFacts,
+}
+
+/// Re-run Diagnose on a session's events, against these runbooks (the recorded runbook is looked
+/// up by name among them).
+pub fn rediagnose(events: &[Event], runbooks: &[Runbook]) -> Result<Rediagnosis, RediagnoseError> {
+    let log = ObservationLog::from_events(events);
+    if !log.triaged {
+        return Err(RediagnoseError::NotTriaged);
+    }
+    let scope = log.scope().ok_or(RediagnoseError::NoFacts)?;
+    let obs = log.observations();
+    let mut notes = Vec::new();
+    let runbook = match &log.runbook {
+        Some(name) => {
+            let found = runbooks.iter().find(|r| &r.name == name);
+            if found.is_none() {
+                notes.push(format!(
+                    "runbook {name} is not available here: its diagnose steps were not re-run"
+                ));
+            }
+            found
+        }
+        None => None,
+    };
+    if !log.orphans.is_empty() {
+        notes.push(format!(
+            "{} facts record(s) name evidence no tool call produced, and were left out: {}",
+            log.orphans.len(),
+            log.orphans.join(", ")
+        ));
+    }
+    let diagnosed = diagnose(&obs, &scope, runbook);
+    notes.extend(
+        diagnosed
+            .runbook_steps
+            .iter()
+            .filter_map(|s| s.clone().err()),
+    );
+    let mut incident = Incident::new();
+    for e in events {
+        incident.apply(0.0, e);
+    }
+    Ok(Rediagnosis {
+        verdict: diagnosed.verdict(),
+        recorded: Verdict::recorded(&incident),
+        facts: log.observed,
+        evidence: obs.evidence.values().map(Vec::len).sum(),
+        notes,
+    })
+}

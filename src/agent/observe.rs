@@ -1,0 +1,402 @@
+//! The reasoning's inputs as a fold of the session log: `Observed` facts, grouped by the lane
+//! that gathered them, become the [`Observations`] that Diagnose reads, live and from a file.
+
+use super::evidence::TRIGGER_KIND;
+use super::specialists::{self, Scope};
+use super::tools::{Params, ToolOutput};
+use crate::model::{Alert, Event, EvidenceId, Facts, Stage};
+use crate::reason::Observations;
+use chrono::{DateTime, Utc};
+use std::collections::BTreeMap;
+
+/// The facts form of a tool's output, as written to the session.
+pub fn facts_of(output: &ToolOutput) -> Facts {
+    match output {
+        ToolOutput::Pods(v) => Facts::Pods(v.clone()),
+        ToolOutput::Events(v) => Facts::Events(v.clone()),
+        ToolOutput::Deployments(v) => Facts::Deployments(v.clone()),
+        ToolOutput::Nodes(v) => Facts::Nodes(v.clone()),
+        ToolOutput::Logs(v) => Facts::Logs(v.clone()),
+        ToolOutput::Series(v) => Facts::Series(v.clone()),
+        ToolOutput::Rules(v) => Facts::Rules(v.clone()),
+        ToolOutput::Alerts(v) => Facts::Alerts(v.clone()),
+        ToolOutput::Changes(v) => Facts::Changes(v.clone()),
+    }
+}
+
+/// The tool output a facts record stands for; `None` for facts this build does not know.
+pub fn output_of(facts: &Facts) -> Option<ToolOutput> {
+    Some(match facts {
+        Facts::Pods(v) => ToolOutput::Pods(v.clone()),
+        Facts::Events(v) => ToolOutput::Events(v.clone()),
+        Facts::Deployments(v) => ToolOutput::Deployments(v.clone()),
+        Facts::Nodes(v) => ToolOutput::Nodes(v.clone()),
+        Facts::Logs(v) => ToolOutput::Logs(v.clone()),
+        Facts::Series(v) => ToolOutput::Series(v.clone()),
+        Facts::Rules(v) => ToolOutput::Rules(v.clone()),
+        Facts::Alerts(v) => ToolOutput::Alerts(v.clone()),
+        Facts::Changes(v) => ToolOutput::Changes(v.clone()),
+        Facts::Other => return None,
+    })
+}
+
+/// One `Observed` record, resolved to the call that produced it.
+#[derive(Clone, Debug)]
+struct Fact {
+    tool: String,
+    params: Params,
+    kind: String,
+    evidence_id: EvidenceId,
+    output: ToolOutput,
+}
+
+/// The fold. Feed it every event in order ([`ObservationLog::apply`]); ask it for the
+/// observations as Diagnose saw them ([`ObservationLog::observations`]).
+#[derive(Clone, Debug, Default)]
+pub struct ObservationLog {
+    pub alert: Option<Alert>,
+    pub problem: Option<String>,
+    /// The world's clock, from `Triaged`; `None` before Triage or in sessions that predate it.
+    pub now: Option<DateTime<Utc>>,
+    /// Whether `Triaged` was seen at all.
+    pub triaged: bool,
+    pub runbook: Option<String>,
+    /// Lane order: Triage's specialists, then any other lane (a runbook's) as first seen.
+    lanes: Vec<String>,
+    /// call id -> (tool, lane, params).
+    calls: BTreeMap<String, (String, String, Params)>,
+    /// evidence id -> call id.
+    evidence: BTreeMap<EvidenceId, String>,
+    /// Facts per lane, in the order each lane learned them.
+    facts: BTreeMap<String, Vec<Fact>>,
+    /// The evidence item holding the triggering alert, recorded at Triage.
+    trigger: Option<EvidenceId>,
+    /// How many `Observed` records were folded (unknown kinds included).
+    pub observed: usize,
+    /// Set once Diagnose starts: later reads (verification) are not inputs to the verdict.
+    pub sealed: bool,
+    /// `Observed` records that could not be tied to a tool call (a damaged or hand-made log).
+    pub orphans: Vec<EvidenceId>,
+}
+
+impl ObservationLog {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Fold a whole log.
+    pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> Self {
+        let mut log = Self::new();
+        for e in events {
+            log.apply(e);
+        }
+        log
+    }
+
+    pub fn apply(&mut self, event: &Event) {
+        match event {
+            Event::SessionStarted { alert, problem, .. } => {
+                self.alert = alert.clone();
+                self.problem = problem.clone();
+            }
+            Event::Triaged {
+                runbook,
+                specialists,
+                now,
+                ..
+            } => {
+                self.triaged = true;
+                self.now = *now;
+                self.runbook = runbook.clone();
+                for s in specialists {
+                    if !self.lanes.contains(s) {
+                        self.lanes.push(s.clone());
+                    }
+                }
+            }
+            Event::StageStarted {
+                stage: Stage::Diagnose,
+            } => self.sealed = true,
+            _ if self.sealed => {}
+            Event::ToolCalled {
+                call_id,
+                tool,
+                specialist,
+                params,
+            } => {
+                let lane = specialist.clone().unwrap_or_default();
+                self.calls
+                    .insert(call_id.clone(), (tool.clone(), lane, params.clone()));
+            }
+            Event::EvidenceAdded { evidence } => match &evidence.call_id {
+                Some(call) => {
+                    self.evidence.insert(evidence.id.clone(), call.clone());
+                }
+                None if evidence.kind == TRIGGER_KIND => {
+                    self.trigger = Some(evidence.id.clone());
+                }
+                None => {}
+            },
+            Event::Observed {
+                evidence_id,
+                kind,
+                facts,
+            } => {
+                self.observed += 1;
+                let Some(output) = output_of(facts) else {
+                    return;
+                };
+                let Some((tool, lane, params)) = self
+                    .evidence
+                    .get(evidence_id)
+                    .and_then(|call| self.calls.get(call))
+                    .cloned()
+                else {
+                    self.orphans.push(evidence_id.clone());
+                    return;
+                };
+                if !self.lanes.contains(&lane) {
+                    self.lanes.push(lane.clone());
+                }
+                self.facts.entry(lane).or_default().push(Fact {
+                    tool,
+                    params,
+                    kind: kind.clone(),
+                    evidence_id: evidence_id.clone(),
+                    output,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// What Triage worked out, rebuilt from the trigger and the recorded clock.
+    pub fn scope(&self) -> Option<Scope> {
+        let now = self.now?;
+        Some(match (&self.alert, &self.problem) {
+            (Some(a), _) => Scope::from_alert(a, now),
+            (None, Some(p)) => Scope::from_problem(p, now),
+            (None, None) => Scope {
+                now,
+                onset: now,
+                ..Scope::default()
+            },
+        })
+    }
+
+    /// The observations Diagnose reasons over: each lane's facts folded in the order that lane
+    /// learned them, lanes in Triage's order, so the interleaving of parallel lanes in the log
+    /// never changes the verdict.
+    pub fn observations(&self) -> Observations {
+        let mut obs = Observations::default();
+        if let Some(id) = &self.trigger {
+            obs.evidence
+                .entry(TRIGGER_KIND.to_string())
+                .or_default()
+                .push(id.clone());
+        }
+        for lane in &self.lanes {
+            for f in self.facts.get(lane).into_iter().flatten() {
+                specialists::absorb(
+                    &mut obs,
+                    &f.tool,
+                    &f.params,
+                    &f.output,
+                    &f.kind,
+                    &f.evidence_id,
+                );
+            }
+        }
+        obs.alert = self.alert.clone();
+        obs.problem = self.problem.clone();
+        if let Some(now) = self.now {
+            obs.now = now;
+        }
+        obs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Evidence, EvidenceBody, PodFacts};
+
+    fn pod(name: &str, phase: &str) -> PodFacts {
+        PodFacts {
+            name: name.into(),
+            namespace: "shop".into(),
+            phase: phase.into(),
+            ..PodFacts::default()
+        }
+    }
+
+    /// A tool call by `lane` that produced evidence `ev` holding `pods`.
+    fn read(lane: &str, n: usize, pods: Vec<PodFacts>) -> Vec<Event> {
+        let call_id = format!("call-{n}");
+        let evidence_id = format!("ev-{n}");
+        vec![
+            Event::ToolCalled {
+                call_id: call_id.clone(),
+                tool: "kubernetes.pods".into(),
+                specialist: Some(lane.into()),
+                params: Params::new(),
+            },
+            Event::EvidenceAdded {
+                evidence: Evidence {
+                    id: evidence_id.clone(),
+                    kind: "kubernetes/pods".into(),
+                    title: "Pods".into(),
+                    source: "kubernetes.pods".into(),
+                    call_id: Some(call_id),
+                    body: EvidenceBody::Json {
+                        value: serde_json::Value::Null,
+                    },
+                },
+            },
+            Event::Observed {
+                evidence_id,
+                kind: "kubernetes/pods".into(),
+                facts: Facts::Pods(pods),
+            },
+        ]
+    }
+
+    fn triaged(lanes: &[&str]) -> Event {
+        Event::Triaged {
+            summary: String::new(),
+            runbook: None,
+            specialists: lanes.iter().map(|s| s.to_string()).collect(),
+            now: Some(Utc::now()),
+        }
+    }
+
+    #[test]
+    fn lanes_fold_in_triage_order_whatever_the_interleaving() {
+        // `b` answered first in the log, but Triage listed `a` first; `a` read web-1 twice.
+        let mut events = vec![triaged(&["a", "b"])];
+        events.extend(read(
+            "b",
+            1,
+            vec![pod("web-1", "Pending"), pod("db-0", "Running")],
+        ));
+        events.extend(read("a", 2, vec![pod("web-1", "Running")]));
+        events.extend(read("a", 3, vec![pod("web-2", "Running")]));
+        let obs = ObservationLog::from_events(&events).observations();
+        let names: Vec<(&str, &str)> = obs
+            .pods
+            .iter()
+            .map(|p| (p.name.as_str(), p.phase.as_str()))
+            .collect();
+        // Lane a's pods first; lane b's later read of web-1 wins, as the live merge of lanes does.
+        assert_eq!(
+            names,
+            vec![
+                ("web-1", "Pending"),
+                ("web-2", "Running"),
+                ("db-0", "Running")
+            ]
+        );
+        assert_eq!(
+            obs.evidence_of("kubernetes/pods"),
+            vec!["ev-2", "ev-3", "ev-1"]
+        );
+
+        // The same as each lane's own absorb, merged in lane order.
+        let lane = |reads: &[(usize, Vec<PodFacts>)]| {
+            let mut o = Observations::default();
+            for (n, pods) in reads {
+                specialists::absorb(
+                    &mut o,
+                    "kubernetes.pods",
+                    &Params::new(),
+                    &ToolOutput::Pods(pods.clone()),
+                    "kubernetes/pods",
+                    &format!("ev-{n}"),
+                );
+            }
+            o
+        };
+        let mut merged = lane(&[
+            (2, vec![pod("web-1", "Running")]),
+            (3, vec![pod("web-2", "Running")]),
+        ]);
+        specialists::merge(
+            &mut merged,
+            lane(&[(1, vec![pod("web-1", "Pending"), pod("db-0", "Running")])]),
+        );
+        assert_eq!(merged.pods, obs.pods);
+        assert_eq!(merged.evidence, obs.evidence);
+    }
+
+    #[test]
+    fn reads_after_diagnose_starts_are_not_inputs() {
+        let mut events = vec![triaged(&["a"])];
+        events.extend(read("a", 1, vec![pod("web-1", "Pending")]));
+        events.push(Event::StageStarted {
+            stage: Stage::Diagnose,
+        });
+        events.extend(read("verify", 2, vec![pod("web-1", "Running")]));
+        let log = ObservationLog::from_events(&events);
+        assert_eq!(log.observed, 1);
+        assert_eq!(log.observations().pods, vec![pod("web-1", "Pending")]);
+    }
+
+    #[test]
+    fn facts_of_unknown_kind_or_evidence_are_skipped_and_counted() {
+        let line = r#"{"type":"observed","evidence_id":"ev-9","kind":"kubernetes/config_maps",
+                       "facts":{"type":"config_maps","items":[{"name":"x"}]}}"#;
+        let event: Event = serde_json::from_str(line).expect("a newer facts kind still parses");
+        assert!(matches!(
+            &event,
+            Event::Observed {
+                facts: Facts::Other,
+                ..
+            }
+        ));
+        let orphan = Event::Observed {
+            evidence_id: "ev-7".into(),
+            kind: "kubernetes/pods".into(),
+            facts: Facts::Pods(vec![pod("web-1", "Running")]),
+        };
+        let log = ObservationLog::from_events(&[triaged(&["a"]), event, orphan]);
+        assert_eq!(log.observed, 2);
+        assert_eq!(log.orphans, vec!["ev-7".to_string()]);
+        assert!(log.observations().pods.is_empty());
+    }
+
+    #[test]
+    fn old_triage_records_have_no_clock_and_no_scope() {
+        let old = r#"{"type":"triaged","summary":"s","runbook":"crashloop","specialists":["kubernetes"]}"#;
+        let event: Event = serde_json::from_str(old).expect("old Triaged still parses");
+        let log = ObservationLog::from_events(&[event]);
+        assert!(log.triaged);
+        assert!(log.now.is_none() && log.scope().is_none());
+    }
+
+    #[test]
+    fn facts_round_trip_through_the_session_format() {
+        let facts = Facts::Series(vec![crate::model::Series {
+            name: "up".into(),
+            labels: Default::default(),
+            points: vec![(1.0, 1.0), (2.0, f64::NAN)],
+        }]);
+        let text = serde_json::to_string(&facts).expect("serialize");
+        // JSON has no NaN: it is written as null and read back as NaN, not a broken line.
+        let back: Facts = serde_json::from_str(&text).expect("deserialize");
+        let Facts::Series(s) = back else {
+            panic!("series expected, got {back:?}")
+        };
+        assert_eq!(s[0].points[0], (1.0, 1.0));
+        assert!(s[0].points[1].1.is_nan());
+        // A fact written before a field existed loads with that field's default.
+        let pods: Facts =
+            serde_json::from_str(r#"{"type":"pods","items":[{"name":"web-1"}]}"#).expect("pods");
+        assert_eq!(
+            pods,
+            Facts::Pods(vec![PodFacts {
+                name: "web-1".into(),
+                ..PodFacts::default()
+            }])
+        );
+    }
+}
