@@ -1329,20 +1329,26 @@ mod tests {
             blast_radius: String::new(),
             evidence: Vec::new(),
         };
-        a.params.insert("namespace".into(), json!("kube-system"));
-        a.params.insert("deployment".into(), json!("coredns"));
+        a.params.insert("namespace".into(), json!("shop"));
+        a.params.insert("deployment".into(), json!("web"));
         a.params.insert("replicas".into(), json!(0));
         settle(&mut a);
-        assert_eq!(a.target, "deployment/coredns");
-        assert_eq!(a.risk, Risk::High);
+        assert_eq!(a.target, "deployment/web");
+        assert_eq!(a.risk, Risk::High, "scaling to zero is an outage");
         assert_eq!(
             a.operation,
-            "kubectl -n kube-system scale deployment/coredns --replicas=0"
+            "kubectl -n shop scale deployment/web --replicas=0"
         );
         // A lower declared risk never comes back down by editing.
         a.params.insert("replicas".into(), json!(3));
         settle(&mut a);
         assert_eq!(a.risk, Risk::High);
+        // Retargeting into the cluster's own namespaces needs two people.
+        a.params.insert("namespace".into(), json!("kube-system"));
+        a.params.insert("deployment".into(), json!("coredns"));
+        settle(&mut a);
+        assert_eq!(a.target, "deployment/coredns");
+        assert_eq!(a.risk, Risk::Critical);
     }
 
     #[test]
