@@ -304,6 +304,9 @@ impl Default for Ui {
 }
 
 const MAX_TIMEOUT_SECS: u64 = 3600;
+/// An approval request lapses after at most a week: a larger value would leave a headless run
+/// waiting for ever (and past ~2^63 overflow the clock it waits on).
+pub const MAX_APPROVAL_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
 
 impl Config {
     /// Load from `$SITREP_CONFIG` if set (the file must exist), else from the platform config dir
@@ -467,11 +470,11 @@ impl Config {
                 self.policy.veto_secs.to_string(),
             ));
         }
-        if self.policy.approval_timeout_secs == 0 {
+        if !(1..=MAX_APPROVAL_TIMEOUT_SECS).contains(&self.policy.approval_timeout_secs) {
             return Err(invalid(
                 "policy.approval_timeout_secs",
-                "a positive number of seconds",
-                "0".into(),
+                "a number of seconds between 1 and 604800 (one week)",
+                self.policy.approval_timeout_secs.to_string(),
             ));
         }
         let theme_ok = !self.ui.theme.is_empty()
@@ -749,6 +752,18 @@ half_page_down = "ctrl-d"
             ("[keys]\ndown = \"j hello\"\n", "keys.down"),
             ("[keys]\ndown = \" \"\n", "keys.down"),
             ("[policy]\nveto_secs = 99999\n", "policy.veto_secs"),
+            (
+                "[policy]\napproval_timeout_secs = 0\n",
+                "policy.approval_timeout_secs",
+            ),
+            (
+                "[policy]\napproval_timeout_secs = 604801\n",
+                "policy.approval_timeout_secs",
+            ),
+            (
+                "[policy]\napproval_timeout_secs = 9223372036854775807\n",
+                "policy.approval_timeout_secs",
+            ),
         ];
         for (text, key) in cases {
             let err = parse(text).map(|_| ()).unwrap_err().to_string();

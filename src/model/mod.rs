@@ -4,9 +4,10 @@ mod alert;
 mod event;
 mod facts;
 mod incident;
+pub mod text;
 mod types;
 
-pub use alert::{Alert, AlertStatus, WebhookPayload};
+pub use alert::{Alert, AlertStatus, PayloadError, WebhookPayload};
 pub use event::{Command, Event, Outcome, Record, RunMode, SessionHeader};
 pub use facts::{
     AlertInfo, Change, ChangeKind, ContainerFacts, DeploymentFacts, K8sEventFacts, LogLine,
