@@ -131,10 +131,26 @@ pub enum Format {
     Json,
 }
 
-/// Parse the command line and run it.
+/// Parse the command line and run it. An error is masked and sanitized before it is returned
+/// for printing: it may quote a response, an alert or a file.
 pub fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    dispatch(cli)
+    dispatch(cli).map_err(|e| {
+        let text = format!("{e:#}");
+        let text = redactor(Config::load().ok().as_ref())
+            .redact(&text)
+            .into_owned();
+        anyhow::anyhow!(sanitize(&text).into_owned())
+    })
+}
+
+/// Masks the known secret shapes and the current values of the configured credentials.
+pub fn redactor(config: Option<&Config>) -> crate::policy::redact::Redactor {
+    use secrecy::ExposeSecret;
+    let values = config.map(Config::secret_values).unwrap_or_default();
+    crate::policy::redact::Redactor::with_secrets(
+        values.iter().map(|v| v.expose_secret().to_string()),
+    )
 }
 
 /// Run an already-parsed command line.
@@ -540,6 +556,7 @@ pub fn agent_options(
         }),
         mode,
         case,
+        redactor: redactor(Some(config)),
         ..AgentOptions::default()
     }
 }

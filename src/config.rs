@@ -220,6 +220,15 @@ pub enum ResolvedAuth {
 }
 
 impl Auth {
+    /// The environment variable holding this credential's secret.
+    pub fn secret_env(&self) -> &str {
+        match self {
+            Auth::Bearer { token_env } => token_env,
+            Auth::Basic { password_env, .. } => password_env,
+            Auth::Header { value_env, .. } => value_env,
+        }
+    }
+
     /// Read the secret from the named environment variable. `key` names the table in messages.
     pub fn resolve(&self, config_path: &Path, key: &str) -> Result<ResolvedAuth, ConfigError> {
         let read = |var: &str, field: &str| -> Result<SecretString, ConfigError> {
@@ -309,6 +318,27 @@ const MAX_TIMEOUT_SECS: u64 = 3600;
 pub const MAX_APPROVAL_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
 
 impl Config {
+    /// The current values of every configured credential (the environment variables the `auth`
+    /// tables name), so they can be masked wherever they turn up. Unset variables are skipped.
+    pub fn secret_values(&self) -> Vec<SecretString> {
+        let i = &self.integrations;
+        let auths = [
+            i.kubernetes.as_ref().and_then(|k| k.auth.as_ref()),
+            i.prometheus.as_ref().and_then(|p| p.auth.as_ref()),
+            i.loki.as_ref().and_then(|l| l.auth.as_ref()),
+            i.alertmanager.as_ref().and_then(|a| a.auth.as_ref()),
+            i.github.as_ref().and_then(|g| g.auth.as_ref()),
+            i.pagerduty.as_ref().and_then(|p| p.auth.as_ref()),
+        ];
+        auths
+            .into_iter()
+            .flatten()
+            .filter_map(|a| std::env::var(a.secret_env()).ok())
+            .filter(|v| !v.is_empty())
+            .map(SecretString::from)
+            .collect()
+    }
+
     /// Load from `$SITREP_CONFIG` if set (the file must exist), else from the platform config dir
     /// (a missing file there means defaults).
     pub fn load() -> Result<Config, ConfigError> {

@@ -669,6 +669,8 @@ pub struct RecordingTransport {
     inner: Arc<dyn Transport>,
     path: PathBuf,
     file: Mutex<std::fs::File>,
+    /// Masks the request side (path and query carry alert values); bodies arrive masked.
+    redactor: Redactor,
 }
 
 impl RecordingTransport {
@@ -684,7 +686,14 @@ impl RecordingTransport {
             inner,
             path,
             file: Mutex::new(file),
+            redactor: Redactor::new(),
         })
+    }
+
+    /// Masks with this redactor (the live transport's, which knows the credentials in use).
+    pub fn with_redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -696,15 +705,22 @@ impl RecordingTransport {
             .query
             .iter()
             .filter(|(k, _)| !VOLATILE_QUERY_KEYS.contains(&k.as_str()))
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .map(|(k, v)| {
+                let mut value = Value::String(v.clone());
+                self.redactor.redact_json(&mut value);
+                (k.clone(), value)
+            })
             .collect();
+        let mut body = resp.body.clone();
+        // Already masked by a live transport; masked again in case the inner one is not.
+        body.redact(&self.redactor);
         let rec = Recording {
             integration: req.integration.clone(),
             method: req.method.clone(),
-            path: req.path.clone(),
+            path: self.redactor.redact(&req.path).into_owned(),
             query,
             status: resp.status,
-            body: resp.body.clone(),
+            body,
         };
         let write_err = |e: String| {
             req.error(ErrorKind::Other(format!(
