@@ -2,6 +2,7 @@
 
 use crate::agent::{self, AgentHandle, AgentOptions, Trigger};
 use crate::config::Config;
+use crate::model::text::{escape_json_controls, sanitize};
 use crate::model::{Command, Outcome, Record, RunMode};
 use crate::session::{self, SessionLog};
 use anyhow::{Context, bail};
@@ -143,10 +144,26 @@ pub enum Format {
     Json,
 }
 
-/// Parse the command line and run it.
+/// Parse the command line and run it. An error is masked and sanitized before it is returned
+/// for printing: it may quote a response, an alert or a file.
 pub fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    dispatch(cli)
+    dispatch(cli).map_err(|e| {
+        let text = format!("{e:#}");
+        let text = redactor(Config::load().ok().as_ref())
+            .redact(&text)
+            .into_owned();
+        anyhow::anyhow!(sanitize(&text).into_owned())
+    })
+}
+
+/// Masks the known secret shapes and the current values of the configured credentials.
+pub fn redactor(config: Option<&Config>) -> crate::policy::redact::Redactor {
+    use secrecy::ExposeSecret;
+    let values = config.map(Config::secret_values).unwrap_or_default();
+    crate::policy::redact::Redactor::with_secrets(
+        values.iter().map(|v| v.expose_secret().to_string()),
+    )
 }
 
 /// Run an already-parsed command line.
@@ -194,8 +211,9 @@ fn read_session(file: &Path) -> anyhow::Result<SessionLog> {
     let log = session::read_file(file)?;
     if let Some(tear) = &log.tear {
         eprintln!(
-            "sitrep: {}: stopped reading at {tear}; showing the {} records before it",
-            file.display(),
+            "sitrep: {}: stopped reading at {}; showing the {} records before it",
+            sanitize(&file.display().to_string()),
+            sanitize(&tear.to_string()),
             log.records.len()
         );
     }
@@ -315,8 +333,9 @@ fn demo(
 
 /// One record as one NDJSON line. Returns false when the reader went away (a closed pipe).
 fn write_record(out: &mut impl Write, record: &Record) -> anyhow::Result<bool> {
-    let mut line = serde_json::to_vec(record)?;
-    line.push(b'\n');
+    let mut line = escape_json_controls(&serde_json::to_string(record)?).into_owned();
+    line.push('\n');
+    let line = line.into_bytes();
     match out.write_all(&line).and_then(|()| out.flush()) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
@@ -330,12 +349,16 @@ fn sessions(dir: Option<&Path>) -> anyhow::Result<()> {
         .unwrap_or_else(session::sessions_dir);
     let (found, errors) = session::list_sessions(&dir);
     for e in &errors {
-        eprintln!("sitrep: skipped {e}");
+        eprintln!("sitrep: skipped {}", sanitize(&e.to_string()));
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if found.is_empty() {
-        writeln!(out, "no sessions in {}", dir.display())?;
+        writeln!(
+            out,
+            "no sessions in {}",
+            sanitize(&dir.display().to_string())
+        )?;
         return Ok(());
     }
     let rows: Vec<[String; 5]> = found
@@ -351,12 +374,14 @@ fn sessions(dir: Option<&Path>) -> anyhow::Result<()> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
+            // Titles come from alerts and file names from anyone who can write the directory:
+            // neither may carry a terminal escape sequence to the reader's terminal.
             [
                 s.started.format("%Y-%m-%d %H:%M").to_string(),
                 outcome,
                 format_duration(s.duration),
-                s.title.replace(['\n', '\r'], " "),
-                file,
+                sanitize(&s.title.replace(['\n', '\r'], " ")).into_owned(),
+                sanitize(&file).into_owned(),
             ]
         })
         .collect();
@@ -400,11 +425,21 @@ fn format_duration(secs: f64) -> String {
 
 fn export(file: &Path, format: Format, output: Option<&Path>) -> anyhow::Result<()> {
     let log = read_session(file)?;
+    // A crash leaves a torn last line, and the postmortem of everything before it is whole; a
+    // damaged or invalid record elsewhere would make it silently incomplete.
+    if let Some(tear) = log.tear.as_ref().filter(|t| !t.is_torn_write()) {
+        bail!(
+            "{}: cannot export: {}",
+            sanitize(&file.display().to_string()),
+            sanitize(&tear.to_string())
+        );
+    }
     let incident = log.incident();
     let text = match format {
         Format::Markdown => session::export::markdown(&incident),
         Format::Json => {
-            let mut s = serde_json::to_string_pretty(&session::export::json(&incident))?;
+            let s = serde_json::to_string_pretty(&session::export::json(&incident))?;
+            let mut s = escape_json_controls(&s).into_owned();
             s.push('\n');
             s
         }
@@ -660,7 +695,7 @@ fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
 fn read_alert(file: &Path) -> anyhow::Result<crate::model::WebhookPayload> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    serde_json::from_str(&text).with_context(|| {
+    crate::model::WebhookPayload::parse(&text).with_context(|| {
         format!(
             "{}: not an Alertmanager webhook payload (version 4)",
             file.display()
@@ -687,6 +722,7 @@ pub fn agent_options(
         }),
         mode,
         case,
+        redactor: redactor(Some(config)),
         ..AgentOptions::default()
     }
 }

@@ -220,6 +220,15 @@ pub enum ResolvedAuth {
 }
 
 impl Auth {
+    /// The environment variable holding this credential's secret.
+    pub fn secret_env(&self) -> &str {
+        match self {
+            Auth::Bearer { token_env } => token_env,
+            Auth::Basic { password_env, .. } => password_env,
+            Auth::Header { value_env, .. } => value_env,
+        }
+    }
+
     /// Read the secret from the named environment variable. `key` names the table in messages.
     pub fn resolve(&self, config_path: &Path, key: &str) -> Result<ResolvedAuth, ConfigError> {
         let read = |var: &str, field: &str| -> Result<SecretString, ConfigError> {
@@ -304,8 +313,32 @@ impl Default for Ui {
 }
 
 const MAX_TIMEOUT_SECS: u64 = 3600;
+/// An approval request lapses after at most a week: a larger value would leave a headless run
+/// waiting for ever (and past ~2^63 overflow the clock it waits on).
+pub const MAX_APPROVAL_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
 
 impl Config {
+    /// The current values of every configured credential (the environment variables the `auth`
+    /// tables name), so they can be masked wherever they turn up. Unset variables are skipped.
+    pub fn secret_values(&self) -> Vec<SecretString> {
+        let i = &self.integrations;
+        let auths = [
+            i.kubernetes.as_ref().and_then(|k| k.auth.as_ref()),
+            i.prometheus.as_ref().and_then(|p| p.auth.as_ref()),
+            i.loki.as_ref().and_then(|l| l.auth.as_ref()),
+            i.alertmanager.as_ref().and_then(|a| a.auth.as_ref()),
+            i.github.as_ref().and_then(|g| g.auth.as_ref()),
+            i.pagerduty.as_ref().and_then(|p| p.auth.as_ref()),
+        ];
+        auths
+            .into_iter()
+            .flatten()
+            .filter_map(|a| std::env::var(a.secret_env()).ok())
+            .filter(|v| !v.is_empty())
+            .map(SecretString::from)
+            .collect()
+    }
+
     /// Load from `$SITREP_CONFIG` if set (the file must exist), else from the platform config dir
     /// (a missing file there means defaults).
     pub fn load() -> Result<Config, ConfigError> {
@@ -467,11 +500,11 @@ impl Config {
                 self.policy.veto_secs.to_string(),
             ));
         }
-        if self.policy.approval_timeout_secs == 0 {
+        if !(1..=MAX_APPROVAL_TIMEOUT_SECS).contains(&self.policy.approval_timeout_secs) {
             return Err(invalid(
                 "policy.approval_timeout_secs",
-                "a positive number of seconds",
-                "0".into(),
+                "a number of seconds between 1 and 604800 (one week)",
+                self.policy.approval_timeout_secs.to_string(),
             ));
         }
         let theme_ok = !self.ui.theme.is_empty()
@@ -749,6 +782,18 @@ half_page_down = "ctrl-d"
             ("[keys]\ndown = \"j hello\"\n", "keys.down"),
             ("[keys]\ndown = \" \"\n", "keys.down"),
             ("[policy]\nveto_secs = 99999\n", "policy.veto_secs"),
+            (
+                "[policy]\napproval_timeout_secs = 0\n",
+                "policy.approval_timeout_secs",
+            ),
+            (
+                "[policy]\napproval_timeout_secs = 604801\n",
+                "policy.approval_timeout_secs",
+            ),
+            (
+                "[policy]\napproval_timeout_secs = 9223372036854775807\n",
+                "policy.approval_timeout_secs",
+            ),
         ];
         for (text, key) in cases {
             let err = parse(text).map(|_| ()).unwrap_err().to_string();

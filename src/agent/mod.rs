@@ -64,6 +64,9 @@ pub struct AgentOptions {
     pub title: Option<String>,
     /// How often the approvals directory is checked for a second operator's approval.
     pub approval_poll: Duration,
+    /// Masks secrets in the trigger and in everything the session records; knows the exact
+    /// values of the configured credentials.
+    pub redactor: crate::policy::redact::Redactor,
 }
 
 impl Default for AgentOptions {
@@ -82,6 +85,7 @@ impl Default for AgentOptions {
             case: None,
             title: None,
             approval_poll: Duration::from_millis(500),
+            redactor: crate::policy::redact::Redactor::new(),
         }
     }
 }

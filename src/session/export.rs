@@ -1,5 +1,6 @@
 //! Postmortem export of a folded incident: markdown for people, JSON for tools.
 
+use crate::model::text::{sanitize, sanitize_lines};
 use crate::model::{ActionStatus, ChatRole, EvidenceBody, Incident, Outcome, StageStatus};
 use chrono::{DateTime, Duration, Utc};
 use std::fmt::Write;
@@ -10,7 +11,12 @@ pub fn markdown(incident: &Incident) -> String {
     let mut out = String::new();
     // Writing to a String cannot fail; the results are ignored on purpose.
     let _ = write_markdown(&mut out, incident);
-    out
+    // Every value went through `one_line`/`cell`, which sanitize; this pass also covers anything
+    // written without them, so no escape sequence from alert or evidence text reaches a terminal.
+    match sanitize_lines(&out) {
+        std::borrow::Cow::Borrowed(_) => out,
+        std::borrow::Cow::Owned(clean) => clean,
+    }
 }
 
 fn write_markdown(out: &mut String, inc: &Incident) -> std::fmt::Result {
@@ -424,12 +430,14 @@ pub fn json(incident: &Incident) -> serde_json::Value {
 }
 
 fn clock(started: Option<DateTime<Utc>>, t: f64) -> String {
-    match started {
-        Some(s) if t.is_finite() => {
-            let at = s + Duration::milliseconds((t * 1000.0).round() as i64);
-            at.format("%H:%M:%S").to_string()
-        }
-        _ => offset(t),
+    // A damaged or hostile file can hold any `t`; past chrono's range the offset is shown instead.
+    let at = started.filter(|_| t.is_finite()).and_then(|s| {
+        Duration::try_milliseconds((t * 1000.0).round() as i64)
+            .and_then(|d| s.checked_add_signed(d))
+    });
+    match at {
+        Some(at) => at.format("%H:%M:%S").to_string(),
+        None => offset(t),
     }
 }
 
@@ -467,10 +475,12 @@ fn ids(list: &[String]) -> String {
         .join(", ")
 }
 
-/// Collapse line breaks so one value stays one markdown line.
+/// Collapse line breaks so one value stays one markdown line, without control characters or
+/// terminal escape sequences (a hostile alert must not rewrite the reader's terminal).
 fn one_line(s: &str) -> String {
     s.split(['\n', '\r'])
-        .map(str::trim)
+        .map(sanitize)
+        .map(|l| l.trim().to_string())
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(" ")

@@ -13,6 +13,10 @@ pub const FORMAT_VERSION: u32 = 1;
 /// Lines longer than this are treated as corrupt rather than buffered without bound.
 const MAX_LINE_BYTES: usize = 256 * 1024 * 1024;
 
+/// The largest `t` a record may carry (about 31 years): the writer stamps seconds since the start,
+/// so anything larger (or negative) is damage, and would overflow date arithmetic downstream.
+pub const MAX_T: f64 = 1e9;
+
 /// Where a session file stopped being readable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tear {
@@ -22,6 +26,17 @@ pub struct Tear {
     pub byte_offset: u64,
     pub reason: String,
 }
+
+impl Tear {
+    /// Whether reading stopped at a last line cut short by a crash (expected after one), rather
+    /// than at a damaged or invalid record in the file.
+    pub fn is_torn_write(&self) -> bool {
+        self.reason.starts_with(TORN)
+    }
+}
+
+/// How the reason of a tear at a write cut short begins.
+const TORN: &str = "torn line";
 
 impl std::fmt::Display for Tear {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -215,15 +230,18 @@ impl<R: BufRead> Iterator for Reader<R> {
             }
             // The writer ends every line with a newline, so a last line without one that does not
             // parse is a write cut short by a crash, not corruption.
-            let torn = |detail: String| format!("torn line (the file ends mid-record): {detail}");
+            let torn = |detail: String| format!("{TORN} (the file ends mid-record): {detail}");
             let text = match std::str::from_utf8(&self.buf) {
                 Ok(t) => t,
                 Err(e) if !terminated => return self.stop(torn(format!("not UTF-8: {e}"))),
                 Err(e) => return self.stop(format!("corrupt record: not UTF-8: {e}")),
             };
             return match serde_json::from_str::<Record>(text) {
-                Ok(record) if record.t.is_finite() => Some(record),
-                Ok(_) => self.stop("corrupt record: the time `t` is not a finite number".into()),
+                Ok(record) if (0.0..=MAX_T).contains(&record.t) => Some(record),
+                Ok(record) => self.stop(format!(
+                    "corrupt record: the time `t` = {} is not between 0 and {MAX_T:e} seconds",
+                    record.t
+                )),
                 Err(e) if !terminated => self.stop(torn(e.to_string())),
                 Err(e) => self.stop(format!("corrupt record: {e}")),
             };

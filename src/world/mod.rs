@@ -177,6 +177,8 @@ impl World {
         alert: Option<&WebhookPayload>,
     ) -> Result<World, WorldError> {
         let (live, namespace, repo) = live_transport(config).await?;
+        // Everything written to the case is masked like a response: it is shared with others.
+        let redactor = live.redactor().clone();
         let io = |path: PathBuf| move |source| WorldError::Io { path, source };
         std::fs::create_dir_all(dir).map_err(io(dir.to_path_buf()))?;
         let now = Utc::now();
@@ -187,7 +189,7 @@ impl World {
             .to_string();
         let meta = case::CaseMeta {
             id,
-            title: title.to_string(),
+            title: redactor.redact(title).into_owned(),
             now,
             difficulty: None,
             source: Some("recorded with sitrep investigate --record".into()),
@@ -196,13 +198,16 @@ impl World {
         let case_path = dir.join("case.toml");
         std::fs::write(&case_path, meta_text).map_err(io(case_path))?;
         if let Some(alert) = alert {
-            let text = serde_json::to_string_pretty(alert)
+            let mut alert = alert.clone();
+            redactor.redact_payload(&mut alert);
+            let text = serde_json::to_string_pretty(&alert)
                 .map_err(|e| WorldError::Config(e.to_string()))?;
             let alert_path = dir.join("alert.json");
             std::fs::write(&alert_path, text).map_err(io(alert_path))?;
         }
         let recording = RecordingTransport::new(Arc::new(live), dir)
-            .map_err(io(dir.join("recordings.ndjson")))?;
+            .map_err(io(dir.join("recordings.ndjson")))?
+            .with_redactor(redactor);
         Ok(World::with_transport(
             Arc::new(recording),
             Mode::Recording,
