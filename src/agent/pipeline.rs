@@ -227,6 +227,13 @@ impl Run {
     async fn stages(&mut self) -> Result<Outcome, Cancelled> {
         // Triage
         self.start(Stage::Triage);
+        // A described problem is matched to the firing alert it describes, then investigated as that alert.
+        let (scope, triage_obs) = guard(
+            &self.token,
+            specialists::resolve_problem(&self.caller, &self.scope),
+        )
+        .await?;
+        self.scope = scope;
         let specialists = specialists::pick(self.tools.as_ref());
         let runbook = runbook::best(
             &self.runbooks,
@@ -246,6 +253,9 @@ impl Run {
         // Gather
         self.start(Stage::Gather);
         let mut obs = guard(&self.token, self.gather(&specialists, runbook.as_ref())).await?;
+        specialists::merge(&mut obs, triage_obs);
+        obs.coverage =
+            specialists::coverage(self.tools.as_ref(), &lock(&self.journal).incident.tools);
         obs.alert = self.scope.alert.clone();
         obs.problem = self.scope.problem.clone();
         obs.now = self.scope.now;

@@ -96,13 +96,28 @@ pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
     }
     hypotheses.truncate(5);
 
+    let covered = super::coverage::fraction(ctx);
     let (category, root_cause, confidence) = match top {
-        Some(t) => (t.category, t.cause.clone().unwrap_or_default(), t.confidence),
-        None => (
-            Category::Unknown,
-            "No analyzer found a cause in the gathered evidence: the signals present do not match a known failure mode".to_string(),
-            0.2,
+        Some(t) if t.benign => (
+            t.category,
+            t.cause.clone().unwrap_or_default(),
+            // A verdict of health is only as good as what could be looked at.
+            t.confidence * (0.6 + 0.4 * covered as f32),
         ),
+        Some(t) => (
+            t.category,
+            t.cause.clone().unwrap_or_default(),
+            t.confidence,
+        ),
+        None => {
+            let gaps = super::coverage::gaps(ctx);
+            let text = if gaps.is_empty() {
+                "No analyzer found a cause in the gathered evidence: the signals present do not match a known failure mode".to_string()
+            } else {
+                format!("insufficient evidence: {}", gaps.join("; "))
+            };
+            (Category::Unknown, text, 0.1 + 0.2 * covered as f32)
+        }
     };
 
     let mut ruled_out: Vec<RuledOut> = Vec::new();
