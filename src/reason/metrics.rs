@@ -345,7 +345,29 @@ pub(crate) fn step(points: &[(f64, f64)]) -> Option<(usize, f64, f64)> {
     } else {
         (mb / ma).abs()
     };
-    (score >= 3.0 && !(0.5..=2.0).contains(&ratio)).then_some((i, ma, mb))
+    if score < 3.0 || (0.5..=2.0).contains(&ratio) {
+        return None;
+    }
+    // A rate over a window ramps up rather than jumps: the onset is where the series first leaves
+    // its old level, not the middle of the ramp the best split lands in.
+    let left = |v: f64| {
+        if mb > ma {
+            v > ma + 0.1 * (mb - ma)
+        } else {
+            v < ma - 0.1 * (ma - mb)
+        }
+    };
+    let mut onset = i;
+    while onset > 1 && left(points[onset - 1].1) {
+        onset -= 1;
+    }
+    // Levels are medians: robust to the ramp's first points on either side.
+    let median = |xs: &[(f64, f64)]| {
+        let mut v: Vec<f64> = xs.iter().map(|p| p.1).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Some((onset, median(&points[..onset]), median(&points[i..])))
 }
 
 /// `5xx ratio` or `error ratio`, from the outcome matcher of an error-counting expression.
