@@ -130,6 +130,9 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(pods::probe_failures(&ctx));
     signals.extend(scheduling::failed_scheduling(&ctx));
     signals.extend(scheduling::quota_exceeded(&ctx));
+    signals.extend(scheduling::limit_range(&ctx));
+    signals.extend(scheduling::scheduling_recovered(&ctx));
+    signals.extend(pods::container_config(&ctx));
     signals.extend(nodes::node_not_ready(&ctx));
     signals.extend(nodes::node_pressure(&ctx));
     signals.extend(rollout::rollout_stuck(&ctx));

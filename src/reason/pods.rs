@@ -92,6 +92,56 @@ fn healthy_siblings(ctx: &Ctx, pod: &PodFacts) -> Vec<String> {
         .collect()
 }
 
+/// Containers the kubelet cannot even create or start: a missing Secret or ConfigMap (key), a bad
+/// command or mount. The message names what is missing.
+pub(crate) fn container_config(ctx: &Ctx) -> Vec<Signal> {
+    const REASONS: [&str; 4] = [
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+        "InvalidImageName",
+    ];
+    let mut out = Vec::new();
+    for pod in live_pods(ctx) {
+        for c in &pod.containers {
+            let Some(reason) = c.reason.as_deref().filter(|r| REASONS.contains(r)) else {
+                continue;
+            };
+            let message = c
+                .message
+                .clone()
+                .or_else(|| {
+                    ctx.events_for(&pod.name)
+                        .into_iter()
+                        .filter(|e| e.event_type == "Warning")
+                        .max_by_key(|e| e.last_seen)
+                        .map(|e| e.message.clone())
+                })
+                .unwrap_or_else(|| "no message recorded".into());
+            let evidence = ctx.ev(&["kubernetes/pods", "kubernetes/events"]);
+            out.push(Signal {
+                analyzer: "container_config",
+                summary: format!(
+                    "{}: container {} is waiting with {reason}: {message}",
+                    owner_phrase(pod),
+                    c.name
+                ),
+                category: Category::ConfigurationError,
+                confidence: 0.85,
+                evidence,
+                cause: Some(format!(
+                    "{}: the kubelet cannot start container {} ({reason}): {message}; the pod spec references something that is missing or invalid",
+                    owner_phrase(pod),
+                    c.name
+                )),
+                objects: vec![format!("pod/{}", pod.name)],
+                ..Signal::default()
+            });
+        }
+    }
+    out
+}
+
 /// CrashLoopBackOff whose cause is not a more specific analyzer's (OOM, liveness kill).
 pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
     let mut out = Vec::new();
