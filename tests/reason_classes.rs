@@ -698,3 +698,125 @@ fn every_ruled_out_hypothesis_names_its_evidence_and_statements_cite_evidence() 
         }
     }
 }
+
+fn alert_info(name: &str, pod: &str, minutes_ago: i64) -> sitrep::model::AlertInfo {
+    sitrep::model::AlertInfo {
+        name: name.into(),
+        state: "active".into(),
+        labels: BTreeMap::from([
+            ("alertname".to_string(), name.to_string()),
+            ("pod".to_string(), pod.to_string()),
+            ("namespace".to_string(), NS.to_string()),
+        ]),
+        active_at: Some(now() - Duration::minutes(minutes_ago)),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_storm_over_a_healthy_workload_is_spurious_and_over_a_broken_one_is_grouped() {
+    let mut obs = world(alert("KubePodNotReady", &[("deployment", "payout")]));
+    obs.deployments = vec![deployment("payout", 7, 7)];
+    obs.pods = (0..7)
+        .map(|i| pod(&format!("payout-9b8-{i}"), "payout-9b8", "Running", true))
+        .collect();
+    obs.alerts = (0..7)
+        .map(|i| alert_info("KubePodNotReady", &format!("payout-9b8-{i}"), i))
+        .chain((0..2).map(|i| alert_info("TargetDown", &format!("payout-9b8-{i}"), i)))
+        .collect();
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::Healthy, "{}", text(&a));
+    assert!(
+        a.root_cause.contains("Spurious alert storm"),
+        "{}",
+        a.root_cause
+    );
+    assert!(
+        a.root_cause.contains("KubePodNotReady x"),
+        "{}",
+        a.root_cause
+    );
+
+    // The same storm over a crash-looping pod is a symptom list: the crash loop is the cause.
+    let mut broken = pod("payout-9b8-0", "payout-9b8", "Running", false);
+    broken.containers[0].reason = Some("CrashLoopBackOff".into());
+    broken.containers[0].restart_count = 12;
+    broken.containers[0].last_reason = Some("Error".into());
+    broken.containers[0].last_exit_code = Some(2);
+    broken.containers[0].last_finished_at = Some(now() - Duration::minutes(1));
+    obs.pods[0] = broken;
+    let a = analyze(&obs);
+    assert_ne!(a.category, Category::Healthy, "{}", text(&a));
+    assert!(a.root_cause.contains("payout-9b8-0"), "{}", a.root_cause);
+    assert!(
+        a.findings
+            .iter()
+            .any(|f| f.analyzer == "alert_storm" && f.summary.contains("alerts firing")),
+        "{:#?}",
+        a.findings
+    );
+}
+
+#[test]
+fn a_flapping_metric_is_called_flapping_not_an_outage() {
+    let expr = r#"sum(rate(queue_rejected_total{service="payout"}[1m])) > 5"#;
+    let mut al = alert("PayoutQueueRejects", &[("service", "payout")]);
+    al.generator_url = format!("http://prom:9090/graph?g0.expr={}", url_escape(expr));
+    let mut obs = world(al);
+    obs.deployments = vec![deployment("payout", 2, 2)];
+    obs.pods = vec![
+        pod("payout-9b8-a", "payout-9b8", "Running", true),
+        pod("payout-9b8-b", "payout-9b8", "Running", true),
+    ];
+    let base = sitrep::reason::promql::parse(expr)
+        .map(|e| e.base)
+        .unwrap_or_default();
+    let mut values = Vec::new();
+    for i in 0..60 {
+        values.push(if i % 12 == 5 {
+            7.5
+        } else {
+            1.0 + (i % 3) as f64 * 0.3
+        });
+    }
+    obs.metrics.push(series(&base, &[], &values));
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::Healthy, "{}", text(&a));
+    assert!(
+        a.root_cause.starts_with("Flapping alert"),
+        "{}",
+        a.root_cause
+    );
+}
+
+#[test]
+fn probe_statements_are_checked_against_the_data() {
+    // A liveness probe failing with no restart yet and error lines in the logs: neither
+    // "restarts" nor "normal handling" may be claimed.
+    let mut obs = world(alert("KubePodNotReady", &[("pod", "ingest-5d4-z1")]));
+    let mut p = pod("ingest-5d4-z1", "ingest-5d4", "Running", false);
+    p.containers[0].has_liveness_probe = true;
+    obs.pods.push(p);
+    obs.events.push(warning(
+        "Unhealthy",
+        "Pod/ingest-5d4-z1",
+        "Liveness probe failed: HTTP probe failed with statuscode: 500",
+        1,
+    ));
+    obs.pod_logs.push(log(
+        "ingest-5d4-z1",
+        "ERROR handler /healthz: schema version mismatch",
+    ));
+    let a = analyze(&obs);
+    assert!(!a.root_cause.contains("normal"), "{}", a.root_cause);
+    assert!(
+        a.root_cause.contains("no restart recorded yet"),
+        "{}",
+        a.root_cause
+    );
+    assert!(
+        a.root_cause.contains("schema version mismatch"),
+        "{}",
+        a.root_cause
+    );
+}

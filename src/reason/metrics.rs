@@ -289,28 +289,82 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 .take_while(|(_, v)| !th.breached(*v))
                 .count();
             let evidence = evidence.clone();
+            // Episodes over the threshold: many short ones with the series back under is flapping.
+            let mut episodes: Vec<(f64, f64)> = Vec::new();
+            let mut open: Option<f64> = None;
+            for (t, v) in &s.points {
+                match (th.breached(*v), open) {
+                    (true, None) => open = Some(*t),
+                    (false, Some(start)) => {
+                        episodes.push((start, *t));
+                        open = None;
+                    }
+                    _ => {}
+                }
+            }
+            let breaching_share = breaches.len() as f64 / s.points.len().max(1) as f64;
+            let flapping = episodes.len() >= 3 && breaching_share < 0.5;
+            let recovered_at = episodes
+                .last()
+                .map(|(_, end)| hhmm(*end))
+                .unwrap_or_default();
+            let (summary, cause) = if flapping {
+                let longest = episodes
+                    .iter()
+                    .map(|(a, b)| (b - a) / 60.0)
+                    .fold(0.0f64, f64::max);
+                (
+                    format!(
+                        "{name} flaps around the threshold {op} {}: {} short breaches (longest {longest:.0} min, {:.0}% of the range), under it now at {} ({})",
+                        show(th.value),
+                        episodes.len(),
+                        breaching_share * 100.0,
+                        show(last),
+                        hhmm(t_last)
+                    ),
+                    format!(
+                        "Flapping alert, no sustained impact: {name} crossed {op} {} {} times for at most {longest:.0} min each and is back at {} since {recovered_at}; the threshold or its `for` duration is too tight for this signal's noise",
+                        show(th.value),
+                        episodes.len(),
+                        show(last)
+                    ),
+                )
+            } else {
+                (
+                    format!(
+                        "{name} peaked at {} (threshold {op} {}) and is back under it since {recovered_at}: {} at {} ({back} points in range)",
+                        show(peak),
+                        show(th.value),
+                        show(last),
+                        hhmm(t_last)
+                    ),
+                    format!(
+                        "The alert's metric has recovered: {name} crossed {op} {} (peak {}) but is back within bounds since {recovered_at} ({} now); the condition is resolved",
+                        show(th.value),
+                        show(peak),
+                        show(last)
+                    ),
+                )
+            };
             out.push(Signal {
-                analyzer: "metric_recovered",
-                summary: format!(
-                    "{name} peaked at {} (threshold {op} {}) and is back under it: {} at {} ({back} points in range)",
-                    fmt(peak),
-                    fmt(th.value),
-                    fmt(last),
-                    hhmm(t_last)
-                ),
+                analyzer: if flapping {
+                    "metric_flapping"
+                } else {
+                    "metric_recovered"
+                },
+                summary,
                 category: Category::Healthy,
                 confidence: if back >= 3 { 0.65 } else { 0.45 },
                 evidence: evidence.clone(),
                 benign: true,
-                cause: Some(format!(
-                    "The alert's metric has recovered: {name} crossed {op} {} (peak {}) but is back within bounds at {}; the condition is resolved",
-                    fmt(th.value),
-                    fmt(peak),
-                    fmt(last)
-                )),
+                cause: Some(cause),
                 ruled_out: vec![RuledOut {
                     statement: format!("Ongoing breach of {lhs}"),
-                    reason: format!("metric back under threshold: {name} is {} now vs threshold {op} {}", fmt(last), fmt(th.value)),
+                    reason: format!(
+                        "metric back under threshold: {name} is {} now vs threshold {op} {}",
+                        fmt(last),
+                        fmt(th.value)
+                    ),
                     evidence,
                 }],
                 ..Signal::default()

@@ -18,6 +18,7 @@ mod rank;
 mod recovery;
 mod rollout;
 mod scheduling;
+mod storm;
 
 /// Everything the Gather stage learned, as typed facts, plus which evidence items hold them.
 #[derive(Clone, Debug, Default)]
@@ -141,6 +142,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(metrics::threshold_breaches(&ctx));
     signals.extend(metrics::step_changes(&ctx));
     signals.extend(logs::signatures(&ctx));
+    signals.extend(storm::storm(&ctx));
     signals.extend(coverage::report(&ctx));
     rank::rank(&ctx, signals)
 }

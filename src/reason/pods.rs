@@ -579,21 +579,43 @@ pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
                 "the probe times out: either the app answers too slowly (saturated) or the probe's timeoutSeconds is too tight".to_string(),
                 0.5,
             ),
-            None if !lines.is_empty() => (
-                Category::ConfigurationError,
-                format!("the application logs show normal request handling{until}, so the probe itself (endpoint, port, timeout or threshold) is misconfigured for this app"),
-                0.8,
-            ),
+            // Only say the logs are clean when they were read and are: no error line, no failure signature.
+            None if !lines.is_empty()
+                && hits.is_empty()
+                && !lines.iter().any(|l| logs::is_error(l)) =>
+            {
+                (
+                    Category::ConfigurationError,
+                    format!("the application's {} log lines show no errors{until}, so the probe itself (endpoint, port, timeout or threshold) is misconfigured for this app", lines.len()),
+                    0.8,
+                )
+            }
+            None if !lines.is_empty() => {
+                let errors: Vec<&&crate::model::LogLine> =
+                    lines.iter().filter(|l| logs::is_error(l)).collect();
+                let example = errors
+                    .first()
+                    .map(|l| logs::short(&l.line))
+                    .or_else(|| hits.first().map(|h| h.example.clone()))
+                    .unwrap_or_default();
+                (
+                    Category::ConfigurationError,
+                    format!("the application logs {} error line(s) (e.g. \"{example}\"), so the probe may be reporting a real application fault or be misconfigured", errors.len().max(hits.len())),
+                    0.55,
+                )
+            }
             None => (
                 Category::ConfigurationError,
                 "no application error explains it, which points at the probe configuration (endpoint, port, timeout or threshold)".to_string(),
                 0.65,
             ),
         };
-        let effect = if liveness {
+        let effect = if liveness && restarts > 0 {
             format!(
                 "kubelet kills and restarts the container after repeated failures ({restarts} restarts)"
             )
+        } else if liveness {
+            "kubelet restarts the container once the failure threshold is reached (no restart recorded yet)".to_string()
         } else {
             "the pod is kept out of the Service endpoints (not Ready)".to_string()
         };
