@@ -820,3 +820,63 @@ fn probe_statements_are_checked_against_the_data() {
         a.root_cause
     );
 }
+
+#[test]
+fn a_failing_init_container_is_evidence_like_the_main_one() {
+    // Parsed from the API server's own JSON, so the parser's handling of init containers is under test.
+    let raw = serde_json::json!({
+        "metadata": {"name": "payout-9b8-i1", "namespace": NS, "labels": {"app": "payout"},
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "payout-9b8", "uid": "u1"}]},
+        "spec": {
+            "initContainers": [
+                {"name": "wait-for-db", "image": "busybox:1.36"},
+                {"name": "copy-config", "image": "busybox:1.36"}
+            ],
+            "containers": [{"name": "payout", "image": "registry.local/payout:3.2.1"}]
+        },
+        "status": {
+            "phase": "Pending",
+            "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}],
+            "initContainerStatuses": [
+                {"name": "copy-config", "ready": true, "restartCount": 0, "image": "busybox:1.36", "imageID": "",
+                 "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
+                {"name": "wait-for-db", "ready": false, "restartCount": 6, "image": "busybox:1.36", "imageID": "",
+                 "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                 "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": "2026-08-14T03:28:00Z"}}}
+            ],
+            "containerStatuses": [
+                {"name": "payout", "ready": false, "restartCount": 0, "image": "registry.local/payout:3.2.1", "imageID": "",
+                 "state": {"waiting": {"reason": "PodInitializing"}}}
+            ]
+        }
+    });
+    let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(raw).expect("a Pod");
+    let facts = sitrep::integrations::kubernetes::pod_facts(&pod);
+    let init: Vec<&ContainerFacts> = facts.containers.iter().filter(|c| c.init).collect();
+    assert_eq!(
+        init.len(),
+        1,
+        "only the unfinished init container: {facts:#?}"
+    );
+    assert_eq!(init[0].last_exit_code, Some(1));
+
+    let mut obs = world(alert("KubePodNotReady", &[("pod", "payout-9b8-i1")]));
+    obs.pods.push(facts);
+    for _ in 0..3 {
+        let mut l = log(
+            "payout-9b8-i1",
+            "waiting for db: dial tcp ledger-pg.ledger.svc:5432: connect: connection refused",
+        );
+        l.labels.insert("container".into(), "wait-for-db".into());
+        obs.pod_logs.push(l);
+    }
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::DependencyFailure, "{}", text(&a));
+    assert!(
+        a.root_cause.contains("init container wait-for-db")
+            && a.root_cause.contains("exit code 1")
+            && a.root_cause.contains("ledger-pg.ledger.svc:5432"),
+        "{}",
+        a.root_cause
+    );
+}

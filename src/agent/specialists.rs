@@ -615,10 +615,17 @@ async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
     let none = &none;
     let calls = picked.iter().map(|p| async move {
         let restarted = p.restarts() > 0;
+        // A failing init container holds the pod back: its logs first; a container still
+        // waiting for the init phase has none.
         let container = p
             .containers
             .iter()
-            .find(|ct| !ct.ready)
+            .find(|ct| ct.init && !ct.ready)
+            .or_else(|| {
+                p.containers
+                    .iter()
+                    .find(|ct| !ct.ready && ct.reason.as_deref() != Some("PodInitializing"))
+            })
             .or(p.containers.first())
             .map(|ct| ct.name.clone());
         let logs = |previous: bool| {

@@ -76,6 +76,15 @@ fn owner_phrase(pod: &PodFacts) -> String {
 }
 
 /// Pods in scope, live (not being deleted).
+/// `init container` or `container`, so a statement says which kind failed.
+fn role(c: &ContainerFacts) -> &'static str {
+    if c.init {
+        "init container"
+    } else {
+        "container"
+    }
+}
+
 fn live_pods<'a>(ctx: &Ctx<'a>) -> Vec<&'a PodFacts> {
     ctx.pods()
         .into_iter()
@@ -122,16 +131,18 @@ pub(crate) fn container_config(ctx: &Ctx) -> Vec<Signal> {
             out.push(Signal {
                 analyzer: "container_config",
                 summary: format!(
-                    "{}: container {} is waiting with {reason}: {message}",
+                    "{}: {} {} is waiting with {reason}: {message}",
                     owner_phrase(pod),
+                    role(c),
                     c.name
                 ),
                 category: Category::ConfigurationError,
                 confidence: 0.85,
                 evidence,
                 cause: Some(format!(
-                    "{}: the kubelet cannot start container {} ({reason}): {message}; the pod spec references something that is missing or invalid",
+                    "{}: the kubelet cannot start {} {} ({reason}): {message}; the pod spec references something that is missing or invalid",
                     owner_phrase(pod),
+                    role(c),
                     c.name
                 )),
                 objects: vec![format!("pod/{}", pod.name)],
@@ -160,8 +171,9 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
                 (None, None) => "an unknown exit".into(),
             };
             let summary = format!(
-                "{} is in CrashLoopBackOff: container {} restarted {} times, last {how}",
+                "{} is in CrashLoopBackOff: {} {} restarted {} times, last {how}",
                 owner_phrase(pod),
+                role(c),
                 c.name,
                 c.restart_count
             );
@@ -209,10 +221,16 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
                 sig.confidence = if hits.is_empty() { 0.5 } else { 0.65 };
                 sig.detail = mechanism.clone();
                 sig.cause = Some(format!(
-                    "{} crash-loops: container {} exits with {how} on start and kubelet restarts it with back-off ({} restarts); {mechanism}",
+                    "{} crash-loops: {} {} exits with {how} on start and kubelet restarts it with back-off ({} restarts); {mechanism}{}",
                     owner_phrase(pod),
+                    role(c),
                     c.name,
-                    c.restart_count
+                    c.restart_count,
+                    if c.init {
+                        "; the pod's other containers cannot start until this init container succeeds"
+                    } else {
+                        ""
+                    }
                 ));
                 if let Some(d) = pod_deployment(pod) {
                     if ctx
