@@ -880,3 +880,41 @@ fn a_failing_init_container_is_evidence_like_the_main_one() {
         a.root_cause
     );
 }
+
+#[test]
+fn pending_pods_are_explained_by_their_condition_when_events_expired() {
+    let mut obs = world(alert(
+        "KubeDeploymentReplicasMismatch",
+        &[("deployment", "invoice-api")],
+    ));
+    obs.deployments = vec![deployment("invoice-api", 2, 0)];
+    for i in 0..2 {
+        let mut p = pod(
+            &format!("invoice-api-6c9f8-c{i}"),
+            "invoice-api-6c9f8",
+            "Pending",
+            false,
+        );
+        p.conditions.insert("PodScheduled".into(), "False".into());
+        p.condition_messages.insert(
+            "PodScheduled".into(),
+            "Unschedulable: 0/5 nodes are available: 5 node(s) had untolerated taint {dedicated: ml}."
+                .into(),
+        );
+        obs.pods.push(p);
+    }
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::ConfigurationError, "{}", text(&a));
+    assert!(
+        a.root_cause.contains("taint") && a.root_cause.contains("dedicated: ml"),
+        "{}",
+        a.root_cause
+    );
+    assert!(
+        !a.ruled_out
+            .iter()
+            .any(|r| r.reason.contains("every pod was scheduled")),
+        "{:#?}",
+        a.ruled_out
+    );
+}

@@ -131,6 +131,8 @@ pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
         }
     }
     ruled_out.extend(general_ruled_out(ctx, &signals, top));
+    // A hypothesis is ruled out by evidence or not at all.
+    ruled_out.retain(|r| !r.evidence.is_empty());
 
     let mut suggested_actions: Vec<Action> = top.map(|t| t.actions.clone()).unwrap_or_default();
     if category == Category::Healthy
@@ -352,10 +354,15 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
         });
     }
 
-    // Scheduling and capacity.
+    // Scheduling and capacity: claimed only when no pod in scope is Pending.
     if !has(signals, "failed_scheduling")
         && !has(signals, "quota_exceeded")
+        && !has(signals, "limit_range")
         && !ctx.obs.events.is_empty()
+        && !pods.is_empty()
+        && pods
+            .iter()
+            .all(|p| p.phase != "Pending" && p.node.is_some())
     {
         out.push(RuledOut {
             statement: "Scheduling or quota limits".into(),
@@ -450,6 +457,15 @@ mod tests {
         }
     }
 
+    /// The evidence a Gather stage would have recorded for these observations.
+    fn gathered() -> BTreeMap<String, Vec<String>> {
+        ["kubernetes/pods", "kubernetes/events", "kubernetes/nodes"]
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.to_string(), vec![format!("ev-{i}")]))
+            .collect()
+    }
+
     fn node() -> NodeFacts {
         NodeFacts {
             name: "node-1".into(),
@@ -470,10 +486,12 @@ mod tests {
             now: Utc::now(),
             pods: vec![pod("a-1-x", "a-1", true, ok)],
             nodes: vec![node()],
+            evidence: gathered(),
             ..Observations::default()
         };
         let a = analyze(&obs);
         assert_eq!(a.category, Category::Healthy);
+        assert!(a.ruled_out.iter().all(|r| !r.evidence.is_empty()));
         assert!(
             a.root_cause.contains("No failure found"),
             "{}",
@@ -517,6 +535,7 @@ mod tests {
                 pod("a-1-y", "a-1", true, ok),
             ],
             nodes: vec![node()],
+            evidence: gathered(),
             ..Observations::default()
         };
         let a = analyze(&obs);

@@ -90,6 +90,37 @@ pub(crate) fn failed_scheduling(ctx: &Ctx) -> Vec<Signal> {
             }
         })
         .collect();
+    // Events expire (one hour by default); the pod's PodScheduled condition keeps the scheduler's word.
+    let from_conditions: Vec<crate::model::K8sEventFacts> = pods
+        .iter()
+        .filter(|p| ctx.pod_in_scope(p) && !p.deleting && p.phase == "Pending")
+        .filter(|p| {
+            p.conditions
+                .get("PodScheduled")
+                .is_some_and(|s| s == "False")
+        })
+        .filter(|p| !events.iter().any(|e| object_name(&e.object) == p.name))
+        .filter_map(|p| {
+            let text = p.condition_messages.get("PodScheduled")?;
+            let message = text
+                .split_once(": ")
+                .map(|(_, m)| m)
+                .unwrap_or(text)
+                .to_string();
+            Some(crate::model::K8sEventFacts {
+                event_type: "Warning".into(),
+                reason: "FailedScheduling".into(),
+                message,
+                object: format!("Pod/{}", p.name),
+                namespace: p.namespace.clone(),
+                count: 1,
+                first_seen: p.created_at,
+                last_seen: p.created_at,
+            })
+        })
+        .collect();
+    let mut events = events;
+    events.extend(from_conditions.iter());
     let Some(latest) = events.iter().max_by_key(|e| e.last_seen) else {
         return Vec::new();
     };
