@@ -918,3 +918,47 @@ fn pending_pods_are_explained_by_their_condition_when_events_expired() {
         a.ruled_out
     );
 }
+
+#[test]
+fn latency_with_the_autoscaler_at_its_ceiling_is_capacity_not_a_dependency() {
+    let expr = r#"histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket{namespace="ledger",service="payout"}[5m]))) > 0.5"#;
+    let mut al = alert("PayoutSlow", &[("service", "payout")]);
+    al.generator_url = format!("http://prom:9090/graph?g0.expr={}", url_escape(expr));
+    let mut obs = world(al);
+    obs.deployments = vec![deployment("payout", 10, 10)];
+    obs.pods = vec![pod("payout-9b8-a", "payout-9b8", "Running", true)];
+    let parsed = sitrep::reason::promql::parse(expr).expect("PromQL");
+    obs.metrics.push(series(&parsed.base, &[], &[0.9; 20]));
+    let hpa = [("namespace", NS), ("horizontalpodautoscaler", "payout")];
+    let mut replicas = vec![6.0; 8];
+    replicas.extend(vec![10.0; 12]);
+    obs.metrics.push(series(
+        "kube_horizontalpodautoscaler_status_current_replicas",
+        &hpa,
+        &replicas,
+    ));
+    obs.metrics.push(series(
+        "kube_horizontalpodautoscaler_spec_max_replicas",
+        &hpa,
+        &[10.0; 20],
+    ));
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::ResourceExhaustion, "{}", text(&a));
+    assert!(
+        a.root_cause.contains("maxReplicas of 10"),
+        "{}",
+        a.root_cause
+    );
+
+    // The sibling queries that fetch those series are derived from the alert's own expression.
+    let queries: Vec<String> = sitrep::reason::promql::siblings(&parsed)
+        .into_iter()
+        .map(|(_, q)| q)
+        .collect();
+    assert!(
+        queries
+            .iter()
+            .any(|q| q.starts_with("kube_horizontalpodautoscaler_spec_max_replicas")),
+        "{queries:#?}"
+    );
+}

@@ -250,6 +250,9 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 category,
                 confidence: 0.6,
                 evidence: evidence.clone(),
+                // Slow answers are a saturated service's symptom when saturation is found alongside.
+                symptom_of: (category == Category::DependencyFailure)
+                    .then_some(Category::ResourceExhaustion),
                 cause: (category != Category::Unknown).then(|| {
                     format!(
                         "{scope}: {metric} is at {} against the alert threshold {op} {} since {since} (peak {}); {mechanism}",
@@ -424,6 +427,69 @@ pub(crate) fn step(points: &[(f64, f64)]) -> Option<(usize, f64, f64)> {
     Some((onset, median(&points[..onset]), median(&points[i..])))
 }
 
+/// HorizontalPodAutoscalers pinned at their maximum (kube-state-metrics series): they cannot add capacity.
+pub(crate) fn hpa_at_max(ctx: &Ctx) -> Vec<Signal> {
+    let mut out = Vec::new();
+    let key = |s: &Series| {
+        (
+            s.labels.get("namespace").cloned().unwrap_or_default(),
+            s.labels
+                .get("horizontalpodautoscaler")
+                .cloned()
+                .unwrap_or_default(),
+        )
+    };
+    for cur in ctx
+        .obs
+        .metrics
+        .iter()
+        .filter(|s| s.name == "kube_horizontalpodautoscaler_status_current_replicas")
+    {
+        let Some(max) = ctx
+            .obs
+            .metrics
+            .iter()
+            .find(|s| {
+                s.name == "kube_horizontalpodautoscaler_spec_max_replicas" && key(s) == key(cur)
+            })
+            .and_then(|s| s.points.last().map(|p| p.1))
+        else {
+            continue;
+        };
+        let pinned = cur
+            .points
+            .iter()
+            .rev()
+            .take_while(|(_, v)| *v >= max)
+            .count();
+        if pinned < 3 || max <= 0.0 {
+            continue;
+        }
+        let since = cur.points[cur.points.len() - pinned].0;
+        let (_, hpa) = key(cur);
+        out.push(Signal {
+            analyzer: "hpa_at_max",
+            summary: format!(
+                "HPA {hpa} at its maximum of {} replicas since {} ({pinned} points)",
+                fmt(max),
+                hhmm(since)
+            ),
+            category: Category::ResourceExhaustion,
+            confidence: 0.5,
+            evidence: ctx.ev(&["metrics"]),
+            cause: Some(format!(
+                "Capacity ceiling: HorizontalPodAutoscaler {hpa} has been at its maxReplicas of {} since {}, so it cannot add pods; load beyond what {} replicas serve saturates them (raise maxReplicas or the per-pod capacity)",
+                fmt(max),
+                hhmm(since),
+                fmt(max)
+            )),
+            objects: vec![format!("horizontalpodautoscaler/{hpa}")],
+            ..Signal::default()
+        });
+    }
+    out
+}
+
 /// `5xx ratio` or `error ratio`, from the outcome matcher of an error-counting expression.
 fn error_label(p: &promql::AlertExpr) -> String {
     let five = p.selectors.iter().any(|s| {
@@ -587,6 +653,12 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
             continue;
         }
         let role = roles.iter().find(|(_, q)| *q == s.name).map(|(r, _)| *r);
+        // Replica counts move on purpose; hpa_at_max reads them.
+        if matches!(role, Some(promql::Role::HpaCurrent | promql::Role::HpaMax))
+            || s.name.starts_with("kube_horizontalpodautoscaler_")
+        {
+            continue;
+        }
         // The alert's own error ratio already says what the ratio sibling would.
         if role == Some(promql::Role::ErrorRatio) && base_is_ratio {
             continue;
@@ -636,6 +708,8 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
         };
         let mut sig = Signal {
             analyzer: "metric_step",
+            symptom_of: (role == Some(promql::Role::Latency))
+                .then_some(Category::ResourceExhaustion),
             summary: format!(
                 "{name} {} → {} at {}{still}",
                 level(before),

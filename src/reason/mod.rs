@@ -141,6 +141,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(recovery::recovered(&ctx));
     signals.extend(metrics::threshold_breaches(&ctx));
     signals.extend(metrics::step_changes(&ctx));
+    signals.extend(metrics::hpa_at_max(&ctx));
     signals.extend(logs::signatures(&ctx));
     signals.extend(storm::storm(&ctx));
     signals.extend(coverage::report(&ctx));

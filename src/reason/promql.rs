@@ -297,6 +297,8 @@ pub enum Role {
     Latency,
     Saturation,
     BuildInfo,
+    HpaCurrent,
+    HpaMax,
 }
 
 impl Role {
@@ -306,6 +308,8 @@ impl Role {
             Role::Latency => "p99 latency",
             Role::Saturation => "CPU throttling",
             Role::BuildInfo => "build info",
+            Role::HpaCurrent => "HPA current replicas",
+            Role::HpaMax => "HPA max replicas",
         }
     }
 }
@@ -369,6 +373,19 @@ pub fn siblings(e: &AlertExpr) -> Vec<(Role, String)> {
             ns.value,
             regex::escape(&w.value)
         );
+        let hpa = format!(
+            "namespace=\"{}\", horizontalpodautoscaler=~\"{}.*\"",
+            ns.value,
+            regex::escape(&w.value)
+        );
+        out.push((
+            Role::HpaCurrent,
+            format!("kube_horizontalpodautoscaler_status_current_replicas{{{hpa}}}"),
+        ));
+        out.push((
+            Role::HpaMax,
+            format!("kube_horizontalpodautoscaler_spec_max_replicas{{{hpa}}}"),
+        ));
         out.push((
             Role::Saturation,
             format!(
