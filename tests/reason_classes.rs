@@ -962,3 +962,36 @@ fn latency_with_the_autoscaler_at_its_ceiling_is_capacity_not_a_dependency() {
         "{queries:#?}"
     );
 }
+
+#[test]
+fn a_sibling_answering_with_the_alerts_own_series_is_not_evidence() {
+    let expr = r#"sum(rate(http_requests_total{namespace="ledger",service="payout",code=~"5.."}[5m])) / sum(rate(http_requests_total{namespace="ledger",service="payout"}[5m])) > 0.05"#;
+    let mut al = alert("PayoutErrors", &[("service", "payout")]);
+    al.generator_url = format!("http://prom:9090/graph?g0.expr={}", url_escape(expr));
+    let mut obs = world(al);
+    obs.deployments = vec![deployment("payout", 2, 2)];
+    obs.pods = vec![pod("payout-9b8-a", "payout-9b8", "Running", true)];
+    let parsed = sitrep::reason::promql::parse(expr).expect("PromQL");
+    let mut values = vec![0.002; 30];
+    values.extend(vec![0.2; 30]);
+    let own = series(&parsed.base, &[], &values);
+    // Each sibling query is answered with the later part of the very same samples.
+    for (_, q) in sitrep::reason::promql::siblings(&parsed) {
+        obs.metrics.push(Series {
+            name: q,
+            labels: BTreeMap::new(),
+            points: own.points[20..].to_vec(),
+        });
+    }
+    obs.metrics.push(own);
+    let a = analyze(&obs);
+    let steps: Vec<&str> = a
+        .findings
+        .iter()
+        .filter(|f| f.analyzer == "metric_step")
+        .map(|f| f.summary.as_str())
+        .collect();
+    assert_eq!(steps.len(), 1, "{steps:#?}");
+    assert!(steps[0].starts_with("5xx ratio 0.2% → 20%"), "{steps:#?}");
+    assert!(!a.findings.iter().any(|f| f.analyzer == "hpa_at_max"));
+}

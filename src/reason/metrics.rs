@@ -217,7 +217,17 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 Some(m.map_or(v, |m| if th.above { m.max(v) } else { m.min(v) }))
             });
         let op = if th.above { ">" } else { "<" };
-        let name = series_label(s);
+        let name = match &parsed {
+            Some(p) if is_ratio && s.name == p.base => {
+                let subject: Vec<String> = p
+                    .subject()
+                    .iter()
+                    .map(|m| format!("{}=\"{}\"", m.name, m.value))
+                    .collect();
+                format!("{} {{{}}}", error_label(p), subject.join(","))
+            }
+            _ => series_label(s),
+        };
         if th.breached(last) {
             let since = breaches.first().map(|(t, _)| hhmm(*t)).unwrap_or_default();
             let text = format!("{} {lhs}", s.name);
@@ -648,15 +658,29 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
     let mut changes: Vec<Change> = ctx.obs.changes.clone();
     changes.extend(build_info_changes(ctx));
     let evidence = ctx.ev(&["metrics", "changes"]);
+    let base_points = parsed.as_ref().and_then(|p| {
+        ctx.obs
+            .metrics
+            .iter()
+            .find(|s| s.name == p.base)
+            .map(|s| &s.points)
+    });
     for s in &ctx.obs.metrics {
         if s.name.ends_with("_build_info") {
             continue;
         }
         let role = roles.iter().find(|(_, q)| *q == s.name).map(|(r, _)| *r);
-        // Replica counts move on purpose; hpa_at_max reads them.
-        if matches!(role, Some(promql::Role::HpaCurrent | promql::Role::HpaMax))
-            || s.name.starts_with("kube_horizontalpodautoscaler_")
+        // Replica counts move on purpose (hpa_at_max reads them); versions are changes, not levels.
+        if matches!(
+            role,
+            Some(promql::Role::HpaCurrent | promql::Role::HpaMax | promql::Role::BuildInfo)
+        ) || s.name.starts_with("kube_horizontalpodautoscaler_")
         {
+            continue;
+        }
+        // A sibling that answers with exactly the alert's own series is no independent evidence
+        // (a recording that ignores the query, a proxy that caches by path).
+        if role.is_some() && base_points.is_some_and(|b| s.points.iter().all(|p| b.contains(p))) {
             continue;
         }
         // The alert's own error ratio already says what the ratio sibling would.
