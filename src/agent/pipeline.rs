@@ -268,6 +268,12 @@ impl Run {
                 },
             });
         }
+        // A described problem is matched to the firing alert it describes, then investigated as that alert.
+        self.scope = guard(
+            &self.token,
+            specialists::resolve_problem(&self.caller, &self.scope),
+        )
+        .await?;
         let specialists = specialists::pick(self.tools.as_ref());
         let runbook = runbook::best(
             &self.runbooks,
@@ -281,6 +287,13 @@ impl Run {
             runbook: runbook.as_ref().map(|r| r.name.clone()),
             specialists: specialists.iter().map(|s| s.to_string()).collect(),
             now: Some(self.scope.now),
+            integrations: Some(
+                specialists::INTEGRATIONS
+                    .iter()
+                    .filter(|i| self.tools.has(i))
+                    .map(|i| i.to_string())
+                    .collect(),
+            ),
         });
         self.finish(Stage::Triage, summary);
         self.check()?;

@@ -39,18 +39,38 @@ pub fn find_cases(dirs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 
 /// Runs every case found under `dirs` and scores it; prints a row per case and the totals when `opts.print`.
 pub async fn run(dirs: &[PathBuf], opts: &EvalOptions) -> anyhow::Result<EvalSummary> {
-    let cases = find_cases(dirs)?;
+    // Every set is checked before any case runs, so a typo fails fast.
+    let sets: Vec<(PathBuf, Vec<PathBuf>)> = dirs
+        .iter()
+        .map(|d| find_cases(std::slice::from_ref(d)).map(|c| (d.clone(), c)))
+        .collect::<anyhow::Result<_>>()?;
     let mut summary = EvalSummary::default();
-    for dir in cases {
-        let result = run_case(&dir, opts).await;
-        if opts.print {
-            println!("{result}");
+    let mut per_set: Vec<(PathBuf, usize, usize)> = Vec::new();
+    for (set, cases) in sets {
+        let mut passed = 0;
+        let total = cases.len();
+        for dir in cases {
+            let result = run_case(&dir, opts).await;
+            if opts.print {
+                println!("{result}");
+            }
+            passed += usize::from(result.passed());
+            summary.results.push(result);
         }
-        summary.results.push(result);
+        per_set.push((set, passed, total));
     }
     if opts.print {
         if let Some(m) = summary.mean_recall() {
             println!("mean ruling-out recall {:.0}%", m * 100.0);
+        }
+        if per_set.len() > 1 {
+            for (set, passed, total) in &per_set {
+                println!(
+                    "set {}: {passed}/{total} passed ({:.0}%)",
+                    set.display(),
+                    100.0 * *passed as f64 / (*total).max(1) as f64
+                );
+            }
         }
         println!("{}", summary.totals());
     }

@@ -27,7 +27,7 @@ pub struct StageState {
     pub summary: String,
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct ToolCallState {
     pub call_id: CallId,
     pub tool: String,
