@@ -756,7 +756,12 @@ pub async fn run_headless(handle: AgentHandle) -> anyhow::Result<Outcome> {
                         break;
                     }
                 }
-                Err(e) => eprintln!("sitrep: stdin line {}: {e}", n + 1),
+                // The message can quote the line, which may hold anything the operator pasted.
+                Err(e) => eprintln!(
+                    "sitrep: stdin line {}: {}",
+                    n + 1,
+                    sanitize(&crate::policy::redact::Redactor::new().redact(&e))
+                ),
             }
         }
     });
