@@ -11,22 +11,8 @@ static COMPARISON: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(>=|<=|>|<|==|!=)\s*(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*\)?\s*$").ok()
 });
 
-/// A rule threshold: the comparison and its value, from `expr > 0.5`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Threshold {
-    pub above: bool,
-    pub value: f64,
-}
-
-impl Threshold {
-    fn breached(self, v: f64) -> bool {
-        if self.above {
-            v > self.value
-        } else {
-            v < self.value
-        }
-    }
-}
+/// A rule threshold: the comparison and its value, from `expr > 0.5` (every comparison PromQL has).
+pub(crate) use promql::Threshold;
 
 pub(crate) fn parse_threshold(expr: &str) -> Option<(String, Threshold)> {
     let re = COMPARISON.as_ref()?;
@@ -34,12 +20,15 @@ pub(crate) fn parse_threshold(expr: &str) -> Option<(String, Threshold)> {
     let op = caps.get(1)?.as_str();
     let value: f64 = caps.get(2)?.as_str().parse().ok()?;
     let lhs = expr[..caps.get(0)?.start()].trim().to_string();
-    let above = match op {
-        ">" | ">=" => true,
-        "<" | "<=" => false,
-        _ => return None,
+    let op = match op {
+        ">" => ">",
+        ">=" => ">=",
+        "<" => "<",
+        "<=" => "<=",
+        "==" => "==",
+        _ => "!=",
     };
-    Some((lhs, Threshold { above, value }))
+    Some((lhs, Threshold { op, value }))
 }
 
 /// The alert's own expression: `g0.expr` of its generator URL, else its rule's query.
@@ -59,16 +48,25 @@ pub(crate) fn alert_expr(ctx: &Ctx) -> Option<String> {
 fn alert_threshold(ctx: &Ctx) -> Option<(String, Threshold)> {
     let expr = alert_expr(ctx)?;
     if let Ok(e) = promql::parse(&expr) {
-        let t = e.threshold?;
-        return Some((
-            e.base,
-            Threshold {
-                above: t.above(),
-                value: t.value,
-            },
-        ));
+        return Some((e.base, e.threshold?));
     }
     parse_threshold(&expr)
+}
+
+/// The series the alert's own expression returned: named by the expression (aggregations drop
+/// the metric name) or, for a bare selector, the metric it selects.
+pub(crate) fn own_series<'a>(ctx: &Ctx<'a>, p: &promql::AlertExpr) -> Vec<&'a Series> {
+    ctx.obs
+        .metrics
+        .iter()
+        .filter(|s| !s.points.is_empty())
+        .filter(|s| {
+            s.name == p.base
+                || (p.selectors.len() == 1
+                    && p.primary()
+                        .is_some_and(|sel| sel.matches(&s.name, &s.labels)))
+        })
+        .collect()
 }
 
 /// The alert's expression parsed as PromQL.
@@ -214,9 +212,9 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
             .iter()
             .map(|(_, v)| *v)
             .fold(None, |m: Option<f64>, v| {
-                Some(m.map_or(v, |m| if th.above { m.max(v) } else { m.min(v) }))
+                Some(m.map_or(v, |m| if th.above() { m.max(v) } else { m.min(v) }))
             });
-        let op = if th.above { ">" } else { "<" };
+        let op = th.op;
         let name = match &parsed {
             Some(p) if is_ratio && s.name == p.base => {
                 let subject: Vec<String> = p
@@ -255,7 +253,11 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
             let mechanism = mechanism_for(&text, &scope);
             let mut sig = Signal {
                 analyzer: "metric_threshold",
-                summary: format!("{name} = {} breaches the alert threshold {op} {} (since {since})", show(last), show(th.value)),
+                summary: format!(
+                    "{name} = {} breaches the alert threshold {op} {} (since {since})",
+                    show(last),
+                    show(th.value)
+                ),
                 detail: format!("expression: {lhs} {op} {}", fmt(th.value)),
                 category,
                 confidence: 0.6,
@@ -263,12 +265,19 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 // Slow answers are a saturated service's symptom when saturation is found alongside.
                 symptom_of: (category == Category::DependencyFailure)
                     .then_some(Category::ResourceExhaustion),
-                cause: (category != Category::Unknown).then(|| {
+                // Breaching now is a live failure even when no mechanism is known: never health.
+                cause: Some(if category != Category::Unknown {
                     format!(
                         "{scope}: {metric} is at {} against the alert threshold {op} {} since {since} (peak {}); {mechanism}",
                         show(last),
                         show(th.value),
                         show(peak.unwrap_or(last))
+                    )
+                } else {
+                    format!(
+                        "{scope}: the alert's own expression {metric} is breaching now ({} against {op} {}, since {since}); the failure is real, but no analyzer found its mechanism in the gathered evidence",
+                        show(last),
+                        show(th.value)
                     )
                 }),
                 ..Signal::default()
@@ -856,14 +865,14 @@ mod tests {
         assert_eq!(
             parse_threshold("rate(x[5m]) > 0.05").map(|t| t.1),
             Some(Threshold {
-                above: true,
+                op: ">",
                 value: 0.05
             })
         );
         assert_eq!(
             parse_threshold("up < 1").map(|t| t.1),
             Some(Threshold {
-                above: false,
+                op: "<",
                 value: 1.0
             })
         );
