@@ -1057,3 +1057,40 @@ fn a_metric_alert_is_healthy_only_on_its_own_expressions_word() {
     obs.metrics.push(series(&base, &[], &[0.01; 12]));
     assert_eq!(analyze(&obs).category, Category::Healthy);
 }
+
+#[test]
+fn a_problem_without_a_firing_alert_is_checked_against_the_services_own_rule() {
+    let expr = r#"sum(rate(http_requests_total{job="ledger-api",code=~"5.."}[5m])) / sum(rate(http_requests_total{job="ledger-api"}[5m])) > 0.05"#;
+    let base = sitrep::reason::promql::parse(expr)
+        .map(|e| e.base)
+        .unwrap_or_default();
+    let make = |values: &[f64]| Observations {
+        problem: Some("ledger-api is returning errors".into()),
+        expr: Some(expr.into()),
+        now: now(),
+        metrics: vec![series(&base, &[], values)],
+        coverage: BTreeMap::from([(
+            "prometheus".to_string(),
+            Coverage {
+                configured: true,
+                answered: 4,
+                ..Coverage::default()
+            },
+        )]),
+        evidence: BTreeMap::from([("metrics".to_string(), vec!["ev-m".to_string()])]),
+        ..Observations::default()
+    };
+    let a = analyze(&make(&[0.004; 20]));
+    assert_eq!(a.category, Category::Healthy, "{}", text(&a));
+    assert!(
+        a.root_cause.contains("No sign of the reported problem"),
+        "{}",
+        a.root_cause
+    );
+
+    let mut values = vec![0.004; 10];
+    values.extend(vec![0.3; 10]);
+    let a = analyze(&make(&values));
+    assert_eq!(a.category, Category::CodeDefect, "{}", text(&a));
+    assert!(a.root_cause.contains("5xx ratio"), "{}", a.root_cause);
+}

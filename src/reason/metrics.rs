@@ -33,7 +33,9 @@ pub(crate) fn parse_threshold(expr: &str) -> Option<(String, Threshold)> {
 
 /// The alert's own expression: `g0.expr` of its generator URL, else its rule's query.
 pub(crate) fn alert_expr(ctx: &Ctx) -> Option<String> {
-    let alert = ctx.obs.alert.as_ref()?;
+    let Some(alert) = ctx.obs.alert.as_ref() else {
+        return ctx.obs.expr.clone().filter(|e| !e.trim().is_empty());
+    };
     alert.expr().filter(|e| !e.trim().is_empty()).or_else(|| {
         ctx.obs
             .rules
@@ -303,6 +305,38 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 ));
             }
             out.push(sig);
+        } else if peak.is_none() && ctx.obs.alert.is_none() && s.points.len() >= 3 {
+            // Problem mode: the service's own alert rule never fired in the window.
+            out.push(Signal {
+                analyzer: "metric_within_bounds",
+                summary: format!(
+                    "{name} stayed within the rule's threshold {op} {} over {} points ({} at {})",
+                    show(th.value),
+                    s.points.len(),
+                    show(last),
+                    hhmm(t_last)
+                ),
+                category: Category::Healthy,
+                confidence: 0.55,
+                evidence: evidence.clone(),
+                benign: true,
+                cause: Some(format!(
+                    "No sign of the reported problem in the service's own alert expression: {name} stayed within {op} {} from {} to {} ({} now)",
+                    show(th.value),
+                    s.points.first().map(|p| hhmm(p.0)).unwrap_or_default(),
+                    hhmm(t_last),
+                    show(last)
+                )),
+                ruled_out: vec![RuledOut {
+                    statement: format!("A breach of {lhs}"),
+                    reason: format!(
+                        "metric within threshold: {name} never crossed {op} {} in the window",
+                        show(th.value)
+                    ),
+                    evidence: evidence.clone(),
+                }],
+                ..Signal::default()
+            });
         } else if let Some(peak) = peak {
             let back = s
                 .points
