@@ -995,3 +995,102 @@ fn a_sibling_answering_with_the_alerts_own_series_is_not_evidence() {
     assert!(steps[0].starts_with("5xx ratio 0.2% → 20%"), "{steps:#?}");
     assert!(!a.findings.iter().any(|f| f.analyzer == "hpa_at_max"));
 }
+
+fn prometheus_answered() -> BTreeMap<String, Coverage> {
+    ["kubernetes", "prometheus"]
+        .iter()
+        .map(|n| {
+            (
+                n.to_string(),
+                Coverage {
+                    configured: true,
+                    answered: 3,
+                    ..Coverage::default()
+                },
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_metric_alert_is_healthy_only_on_its_own_expressions_word() {
+    let make = |expr: &str| {
+        let mut al = alert("LedgerApiDown", &[("job", "ledger-api")]);
+        al.generator_url = format!("http://prom:9090/graph?g0.expr={}", url_escape(expr));
+        let mut obs = world(al);
+        obs.deployments = vec![deployment("ledger-api", 2, 2)];
+        obs.pods = vec![
+            pod("ledger-api-71c-a", "ledger-api-71c", "Running", true),
+            pod("ledger-api-71c-b", "ledger-api-71c", "Running", true),
+        ];
+        obs.coverage = prometheus_answered();
+        obs
+    };
+    // Breaching now, with no known mechanism: a live failure, never healthy.
+    let mut obs = make(r#"up{job="ledger-api"} == 0"#);
+    obs.metrics.push(series(
+        "up",
+        &[("job", "ledger-api"), ("instance", "10.0.0.7:8080")],
+        &[1.0, 1.0, 1.0, 0.0, 0.0, 0.0],
+    ));
+    let a = analyze(&obs);
+    assert_ne!(a.category, Category::Healthy, "{}", text(&a));
+    assert!(a.root_cause.contains("breaching now"), "{}", a.root_cause);
+
+    // The expression returned nothing: Ready pods do not prove the errors stopped.
+    let expr = r#"sum(rate(http_requests_total{job="ledger-api",code=~"5.."}[5m])) / sum(rate(http_requests_total{job="ledger-api"}[5m])) > 0.05"#;
+    let obs = make(expr);
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::Unknown, "{}", text(&a));
+    assert!(
+        a.root_cause
+            .contains("the alert's own expression returned no data"),
+        "{}",
+        a.root_cause
+    );
+
+    // Under the threshold throughout, pods Ready: healthy.
+    let mut obs = make(expr);
+    let base = sitrep::reason::promql::parse(expr)
+        .map(|e| e.base)
+        .unwrap_or_default();
+    obs.metrics.push(series(&base, &[], &[0.01; 12]));
+    assert_eq!(analyze(&obs).category, Category::Healthy);
+}
+
+#[test]
+fn a_problem_without_a_firing_alert_is_checked_against_the_services_own_rule() {
+    let expr = r#"sum(rate(http_requests_total{job="ledger-api",code=~"5.."}[5m])) / sum(rate(http_requests_total{job="ledger-api"}[5m])) > 0.05"#;
+    let base = sitrep::reason::promql::parse(expr)
+        .map(|e| e.base)
+        .unwrap_or_default();
+    let make = |values: &[f64]| Observations {
+        problem: Some("ledger-api is returning errors".into()),
+        expr: Some(expr.into()),
+        now: now(),
+        metrics: vec![series(&base, &[], values)],
+        coverage: BTreeMap::from([(
+            "prometheus".to_string(),
+            Coverage {
+                configured: true,
+                answered: 4,
+                ..Coverage::default()
+            },
+        )]),
+        evidence: BTreeMap::from([("metrics".to_string(), vec!["ev-m".to_string()])]),
+        ..Observations::default()
+    };
+    let a = analyze(&make(&[0.004; 20]));
+    assert_eq!(a.category, Category::Healthy, "{}", text(&a));
+    assert!(
+        a.root_cause.contains("No sign of the reported problem"),
+        "{}",
+        a.root_cause
+    );
+
+    let mut values = vec![0.004; 10];
+    values.extend(vec![0.3; 10]);
+    let a = analyze(&make(&values));
+    assert_eq!(a.category, Category::CodeDefect, "{}", text(&a));
+    assert!(a.root_cause.contains("5xx ratio"), "{}", a.root_cause);
+}

@@ -471,6 +471,9 @@ pub fn merge(into: &mut Observations, from: Observations) {
     });
     into.alerts.extend(from.alerts);
     into.changes.extend(from.changes);
+    if into.expr.is_none() {
+        into.expr = from.expr;
+    }
     for (k, ids) in from.evidence {
         let slot = into.evidence.entry(k).or_default();
         for id in ids {
@@ -676,6 +679,9 @@ async fn metrics(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
     let Some(expr) = expr else {
         return;
     };
+    if scope.alert.is_none() {
+        obs.lock().unwrap_or_else(|e| e.into_inner()).expr = Some(expr.clone());
+    }
     let (base, threshold) = split_threshold(&expr);
     let chart = Chart {
         threshold: threshold.map(|t| t.value),
@@ -921,8 +927,27 @@ pub fn match_problem(
         .filter(|(score, _)| *score > 0)
         .max_by_key(|(score, a)| (*score, std::cmp::Reverse(a.active_at)));
     let Some((_, info)) = best else {
-        // No alert matches: a word that is a known subject label value names the workload.
+        // No alert matches: a word that is a known subject label value names the workload, and
+        // that subject's own alert rule (inactive now) is the expression to re-run.
         let mut out = scope.clone();
+        if out.expr.is_none() {
+            out.expr = rules
+                .iter()
+                .filter(|r| r.rule_type != "recording" && !r.query.is_empty())
+                .map(|r| {
+                    let mut labels = r.labels.clone();
+                    labels.insert("alertname".into(), r.name.clone());
+                    if let Ok(e) = crate::reason::promql::parse(&r.query) {
+                        for m in e.subject() {
+                            labels.entry(m.name).or_insert(m.value);
+                        }
+                    }
+                    (problem_score(&words, &labels), r)
+                })
+                .filter(|(score, _)| *score > 0)
+                .max_by_key(|(score, _)| *score)
+                .map(|(_, r)| r.query.clone());
+        }
         if out.workload.is_none() {
             out.workload = rules
                 .iter()

@@ -85,6 +85,15 @@ pub(crate) fn gaps(ctx: &Ctx) -> Vec<String> {
         ));
         return out;
     }
+    if let Some(p) = super::metrics::parsed_alert(ctx)
+        && cov.get("prometheus").is_some_and(|c| c.configured)
+        && super::metrics::own_series(ctx, &p).is_empty()
+    {
+        out.push(format!(
+            "the alert's own expression returned no data ({})",
+            p.base
+        ));
+    }
     for (name, c) in cov {
         match c.status() {
             "failed" => out.push(format!(

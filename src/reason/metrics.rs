@@ -11,22 +11,8 @@ static COMPARISON: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(>=|<=|>|<|==|!=)\s*(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*\)?\s*$").ok()
 });
 
-/// A rule threshold: the comparison and its value, from `expr > 0.5`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Threshold {
-    pub above: bool,
-    pub value: f64,
-}
-
-impl Threshold {
-    fn breached(self, v: f64) -> bool {
-        if self.above {
-            v > self.value
-        } else {
-            v < self.value
-        }
-    }
-}
+/// A rule threshold: the comparison and its value, from `expr > 0.5` (every comparison PromQL has).
+pub(crate) use promql::Threshold;
 
 pub(crate) fn parse_threshold(expr: &str) -> Option<(String, Threshold)> {
     let re = COMPARISON.as_ref()?;
@@ -34,17 +20,22 @@ pub(crate) fn parse_threshold(expr: &str) -> Option<(String, Threshold)> {
     let op = caps.get(1)?.as_str();
     let value: f64 = caps.get(2)?.as_str().parse().ok()?;
     let lhs = expr[..caps.get(0)?.start()].trim().to_string();
-    let above = match op {
-        ">" | ">=" => true,
-        "<" | "<=" => false,
-        _ => return None,
+    let op = match op {
+        ">" => ">",
+        ">=" => ">=",
+        "<" => "<",
+        "<=" => "<=",
+        "==" => "==",
+        _ => "!=",
     };
-    Some((lhs, Threshold { above, value }))
+    Some((lhs, Threshold { op, value }))
 }
 
 /// The alert's own expression: `g0.expr` of its generator URL, else its rule's query.
 pub(crate) fn alert_expr(ctx: &Ctx) -> Option<String> {
-    let alert = ctx.obs.alert.as_ref()?;
+    let Some(alert) = ctx.obs.alert.as_ref() else {
+        return ctx.obs.expr.clone().filter(|e| !e.trim().is_empty());
+    };
     alert.expr().filter(|e| !e.trim().is_empty()).or_else(|| {
         ctx.obs
             .rules
@@ -59,16 +50,25 @@ pub(crate) fn alert_expr(ctx: &Ctx) -> Option<String> {
 fn alert_threshold(ctx: &Ctx) -> Option<(String, Threshold)> {
     let expr = alert_expr(ctx)?;
     if let Ok(e) = promql::parse(&expr) {
-        let t = e.threshold?;
-        return Some((
-            e.base,
-            Threshold {
-                above: t.above(),
-                value: t.value,
-            },
-        ));
+        return Some((e.base, e.threshold?));
     }
     parse_threshold(&expr)
+}
+
+/// The series the alert's own expression returned: named by the expression (aggregations drop
+/// the metric name) or, for a bare selector, the metric it selects.
+pub(crate) fn own_series<'a>(ctx: &Ctx<'a>, p: &promql::AlertExpr) -> Vec<&'a Series> {
+    ctx.obs
+        .metrics
+        .iter()
+        .filter(|s| !s.points.is_empty())
+        .filter(|s| {
+            s.name == p.base
+                || (p.selectors.len() == 1
+                    && p.primary()
+                        .is_some_and(|sel| sel.matches(&s.name, &s.labels)))
+        })
+        .collect()
 }
 
 /// The alert's expression parsed as PromQL.
@@ -214,9 +214,9 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
             .iter()
             .map(|(_, v)| *v)
             .fold(None, |m: Option<f64>, v| {
-                Some(m.map_or(v, |m| if th.above { m.max(v) } else { m.min(v) }))
+                Some(m.map_or(v, |m| if th.above() { m.max(v) } else { m.min(v) }))
             });
-        let op = if th.above { ">" } else { "<" };
+        let op = th.op;
         let name = match &parsed {
             Some(p) if is_ratio && s.name == p.base => {
                 let subject: Vec<String> = p
@@ -255,7 +255,11 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
             let mechanism = mechanism_for(&text, &scope);
             let mut sig = Signal {
                 analyzer: "metric_threshold",
-                summary: format!("{name} = {} breaches the alert threshold {op} {} (since {since})", show(last), show(th.value)),
+                summary: format!(
+                    "{name} = {} breaches the alert threshold {op} {} (since {since})",
+                    show(last),
+                    show(th.value)
+                ),
                 detail: format!("expression: {lhs} {op} {}", fmt(th.value)),
                 category,
                 confidence: 0.6,
@@ -263,12 +267,19 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 // Slow answers are a saturated service's symptom when saturation is found alongside.
                 symptom_of: (category == Category::DependencyFailure)
                     .then_some(Category::ResourceExhaustion),
-                cause: (category != Category::Unknown).then(|| {
+                // Breaching now is a live failure even when no mechanism is known: never health.
+                cause: Some(if category != Category::Unknown {
                     format!(
                         "{scope}: {metric} is at {} against the alert threshold {op} {} since {since} (peak {}); {mechanism}",
                         show(last),
                         show(th.value),
                         show(peak.unwrap_or(last))
+                    )
+                } else {
+                    format!(
+                        "{scope}: the alert's own expression {metric} is breaching now ({} against {op} {}, since {since}); the failure is real, but no analyzer found its mechanism in the gathered evidence",
+                        show(last),
+                        show(th.value)
                     )
                 }),
                 ..Signal::default()
@@ -294,6 +305,38 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 ));
             }
             out.push(sig);
+        } else if peak.is_none() && ctx.obs.alert.is_none() && s.points.len() >= 3 {
+            // Problem mode: the service's own alert rule never fired in the window.
+            out.push(Signal {
+                analyzer: "metric_within_bounds",
+                summary: format!(
+                    "{name} stayed within the rule's threshold {op} {} over {} points ({} at {})",
+                    show(th.value),
+                    s.points.len(),
+                    show(last),
+                    hhmm(t_last)
+                ),
+                category: Category::Healthy,
+                confidence: 0.55,
+                evidence: evidence.clone(),
+                benign: true,
+                cause: Some(format!(
+                    "No sign of the reported problem in the service's own alert expression: {name} stayed within {op} {} from {} to {} ({} now)",
+                    show(th.value),
+                    s.points.first().map(|p| hhmm(p.0)).unwrap_or_default(),
+                    hhmm(t_last),
+                    show(last)
+                )),
+                ruled_out: vec![RuledOut {
+                    statement: format!("A breach of {lhs}"),
+                    reason: format!(
+                        "metric within threshold: {name} never crossed {op} {} in the window",
+                        show(th.value)
+                    ),
+                    evidence: evidence.clone(),
+                }],
+                ..Signal::default()
+            });
         } else if let Some(peak) = peak {
             let back = s
                 .points
@@ -856,14 +899,14 @@ mod tests {
         assert_eq!(
             parse_threshold("rate(x[5m]) > 0.05").map(|t| t.1),
             Some(Threshold {
-                above: true,
+                op: ">",
                 value: 0.05
             })
         );
         assert_eq!(
             parse_threshold("up < 1").map(|t| t.1),
             Some(Threshold {
-                above: false,
+                op: "<",
                 value: 1.0
             })
         );

@@ -27,6 +27,8 @@ pub struct Observations {
     pub alert: Option<Alert>,
     /// The operator's problem statement, when started from a description.
     pub problem: Option<String>,
+    /// The alert rule expression investigated when no alert carries one (problem mode).
+    pub expr: Option<String>,
     /// The world's clock (a case's `now`, or the real time).
     pub now: DateTime<Utc>,
     pub pods: Vec<PodFacts>,

@@ -210,6 +210,26 @@ fn all_clear(ctx: &Ctx) -> Option<Signal> {
     if ready.is_empty() && !named_nodes_ready {
         return None;
     }
+    // A metric alert is healthy on its own expression's word: Ready pods do not say errors stopped.
+    if let Some(p) = super::metrics::parsed_alert(ctx)
+        && ctx
+            .obs
+            .coverage
+            .get("prometheus")
+            .is_some_and(|c| c.configured)
+    {
+        let own = super::metrics::own_series(ctx, &p);
+        if own.is_empty() {
+            return None;
+        }
+        if let Some(t) = p.threshold
+            && own
+                .iter()
+                .any(|s| s.points.last().is_some_and(|(_, v)| t.breached(*v)))
+        {
+            return None;
+        }
+    }
     let recent_warnings = ctx.events().into_iter().any(|e| {
         e.event_type == "Warning"
             && e.last_seen
