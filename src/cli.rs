@@ -3,7 +3,7 @@
 use crate::agent::{self, AgentHandle, AgentOptions, Trigger};
 use crate::config::Config;
 use crate::model::{Command, Outcome, Record, RunMode};
-use crate::session::{self, SessionLog};
+use crate::session;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::{BufRead, Write};
@@ -190,35 +190,65 @@ fn load_config(cli: &Cli) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-fn read_session(file: &Path) -> anyhow::Result<SessionLog> {
-    let log = session::read_file(file)?;
+fn replay(cli: &Cli, file: &Path) -> anyhow::Result<()> {
+    if cli.headless {
+        return replay_headless(file);
+    }
+    // Opened from the file: the records stay on disk, read back as the replay plays or seeks.
+    let log = session::Replay::open(file)?;
+    let config = load_config(cli)?;
     if let Some(tear) = &log.tear {
         eprintln!(
             "sitrep: {}: stopped reading at {tear}; showing the {} records before it",
             file.display(),
-            log.records.len()
+            log.replay.len()
         );
     }
-    Ok(log)
-}
-
-fn replay(cli: &Cli, file: &Path) -> anyhow::Result<()> {
-    let log = read_session(file)?;
-    if cli.headless {
-        let stdout = std::io::stdout();
-        let mut out = stdout.lock();
-        for record in &log.records {
-            if !write_record(&mut out, record)? {
-                break;
-            }
-        }
-        return Ok(());
-    }
-    let config = load_config(cli)?;
     let mut opts = ui_options(&config);
     // Replay never acts, whatever the config says.
     opts.read_only = true;
     runtime()?.block_on(crate::tui::run_replay(log, opts))
+}
+
+/// Copy a session's records to stdout as NDJSON, one at a time: memory stays flat whatever the
+/// file's length, and a reader that goes away ends it quietly.
+fn replay_headless(file: &Path) -> anyhow::Result<()> {
+    let input = std::fs::File::open(file)
+        .with_context(|| format!("cannot read session file {}", file.display()))?;
+    let mut reader = session::Reader::new(std::io::BufReader::with_capacity(1 << 16, input))
+        .map_err(|e| anyhow::anyhow!(e).context(format!("cannot replay {}", file.display())))?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut line = Vec::new();
+    let mut written = 0usize;
+    for record in reader.by_ref() {
+        line.clear();
+        serde_json::to_writer(&mut line, &record)?;
+        line.push(b'\n');
+        if quiet_on_closed_pipe(out.write_all(&line))?.is_none() {
+            return Ok(());
+        }
+        written += 1;
+    }
+    if quiet_on_closed_pipe(out.flush())?.is_none() {
+        return Ok(());
+    }
+    if let Some(tear) = reader.tear() {
+        eprintln!(
+            "sitrep: {}: stopped reading at {tear}; replayed the {written} records before it",
+            file.display()
+        );
+    }
+    Ok(())
+}
+
+/// A write's result, with a closed stdout (the reader went away) turned into `None`.
+fn quiet_on_closed_pipe<T>(r: std::io::Result<T>) -> anyhow::Result<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn ui_options(config: &Config) -> crate::tui::UiOptions {
@@ -256,8 +286,9 @@ fn demo(
     fast: bool,
 ) -> anyhow::Result<()> {
     if list {
+        let mut out = std::io::stdout().lock();
         for case in crate::world::demo::list() {
-            println!("{:<24} {}", case.name, case.title);
+            writeln!(out, "{:<24} {}", case.name, case.title)?;
         }
         return Ok(());
     }
@@ -399,27 +430,37 @@ fn format_duration(secs: f64) -> String {
 }
 
 fn export(file: &Path, format: Format, output: Option<&Path>) -> anyhow::Result<()> {
-    let log = read_session(file)?;
-    let incident = log.incident();
-    let text = match format {
-        Format::Markdown => session::export::markdown(&incident),
-        Format::Json => {
-            let mut s = serde_json::to_string_pretty(&session::export::json(&incident))?;
-            s.push('\n');
-            s
+    // Folded while reading: the records are never all in memory at once.
+    let folded = session::fold_file(file)?;
+    if let Some(tear) = &folded.tear {
+        eprintln!(
+            "sitrep: {}: stopped reading at {tear}; showing the {} records before it",
+            file.display(),
+            folded.records
+        );
+    }
+    let incident = folded.incident;
+    let write = |out: &mut dyn Write| -> std::io::Result<()> {
+        match format {
+            Format::Markdown => out.write_all(session::export::markdown(&incident).as_bytes())?,
+            Format::Json => {
+                session::export::write_json(&mut *out, &incident)?;
+                out.write_all(b"\n")?;
+            }
         }
+        out.flush()
     };
     match output {
-        Some(path) => std::fs::write(path, text)
-            .with_context(|| format!("cannot write {}", path.display()))?,
+        Some(path) => {
+            let f = std::fs::File::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            write(&mut std::io::BufWriter::new(f))
+                .with_context(|| format!("cannot write {}", path.display()))?
+        }
         None => {
             let stdout = std::io::stdout();
-            let mut out = stdout.lock();
-            if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush())
-                && e.kind() != std::io::ErrorKind::BrokenPipe
-            {
-                return Err(e.into());
-            }
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+            quiet_on_closed_pipe(write(&mut out))?;
         }
     }
     Ok(())
@@ -571,7 +612,8 @@ fn verdict_text(
 fn approve(session_ref: &str, action: &str) -> anyhow::Result<()> {
     let done = agent::approve::submit_in(session_ref, action, &session::sessions_dir())
         .with_context(|| format!("approval of {action} refused"))?;
-    println!(
+    writeln!(
+        std::io::stdout().lock(),
         "approval of {action} by {} recorded ({})\n  {} {}\n  {}\n  version {}",
         agent::approve::current_user(),
         done.path.display(),
@@ -579,17 +621,18 @@ fn approve(session_ref: &str, action: &str) -> anyhow::Result<()> {
         crate::tui::sanitize::sanitize(&done.target),
         crate::tui::sanitize::sanitize(&done.operation),
         done.digest
-    );
+    )?;
     Ok(())
 }
 
 fn runbooks_check(path: &Path) -> anyhow::Result<()> {
     match crate::runbook::check(path) {
         Ok(names) => {
+            let mut out = std::io::stdout().lock();
             for name in &names {
-                println!("ok  {name}");
+                writeln!(out, "ok  {name}")?;
             }
-            println!("{} runbooks valid", names.len());
+            writeln!(out, "{} runbooks valid", names.len())?;
             Ok(())
         }
         Err(errors) => {

@@ -9,12 +9,23 @@ fn main() -> ExitCode {
     let _log_guard = init_tracing();
     match sitrep::cli::run() {
         Ok(()) => ExitCode::SUCCESS,
+        // `sitrep sessions | head`: the reader has what it wanted; that is not an error.
+        Err(e) if is_closed_stdout(&e) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e:#}");
             eprintln!("sitrep: error: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error is a write to a pipe whose reader went away.
+fn is_closed_stdout(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// A panic inside the console would otherwise leave the terminal raw, in the alternate screen,

@@ -423,6 +423,54 @@ pub fn json(incident: &Incident) -> serde_json::Value {
     })
 }
 
+/// [`json`], pretty-printed straight into `out`: the same document, without first copying the
+/// incident (evidence bodies included) into a JSON tree.
+pub fn write_json(out: &mut dyn std::io::Write, incident: &Incident) -> std::io::Result<()> {
+    #[derive(serde::Serialize)]
+    struct Diagnosis<'a> {
+        category: crate::model::Category,
+        confidence: f64,
+        root_cause: &'a str,
+    }
+    // Fields in the order `json` prints them (a JSON object's keys sorted).
+    #[derive(serde::Serialize)]
+    struct Postmortem<'a> {
+        diagnosis: Option<Diagnosis<'a>>,
+        duration_secs: f64,
+        evidence_kinds: Vec<&'a str>,
+        id: &'a str,
+        incident: &'a Incident,
+        outcome: Option<Outcome>,
+        sitrep_postmortem: u32,
+        started: Option<DateTime<Utc>>,
+        title: &'a str,
+    }
+    let doc = Postmortem {
+        diagnosis: incident
+            .diagnosis
+            .as_ref()
+            .map(|(category, root_cause, conf)| Diagnosis {
+                category: *category,
+                confidence: shortest(*conf),
+                root_cause,
+            }),
+        duration_secs: incident.now,
+        evidence_kinds: incident.evidence_kinds(),
+        id: &incident.id,
+        incident,
+        outcome: incident.outcome,
+        sitrep_postmortem: 1,
+        started: incident.started,
+        title: &incident.title,
+    };
+    serde_json::to_writer_pretty(out, &doc).map_err(std::io::Error::other)
+}
+
+/// Through the shortest decimal form, so 0.86f32 exports as 0.86 rather than 0.8600000143.
+fn shortest(conf: f32) -> f64 {
+    conf.to_string().parse::<f64>().unwrap_or(f64::from(conf))
+}
+
 fn clock(started: Option<DateTime<Utc>>, t: f64) -> String {
     match started {
         Some(s) if t.is_finite() => {
@@ -491,6 +539,47 @@ mod tests {
         assert!(md.starts_with("# Postmortem: Untitled incident"));
         assert!(md.contains("No diagnosis was reached."));
         assert_eq!(json(&Incident::new())["sitrep_postmortem"], 1);
+    }
+
+    #[test]
+    fn written_json_is_the_json_document() {
+        use crate::model::{Category, Event, Evidence, EvidenceBody};
+        let mut inc = Incident::new();
+        inc.apply(
+            0.5,
+            &Event::EvidenceAdded {
+                evidence: Evidence {
+                    id: "e1".into(),
+                    kind: "logs".into(),
+                    title: "tail".into(),
+                    source: "loki.query_range".into(),
+                    call_id: None,
+                    body: EvidenceBody::Text {
+                        language: "log".into(),
+                        text: "a\nb".into(),
+                    },
+                },
+            },
+        );
+        inc.apply(
+            1.0,
+            &Event::Diagnosis {
+                category: Category::CodeDefect,
+                root_cause: "bad deploy".into(),
+                confidence: 0.86,
+            },
+        );
+        let mut out = Vec::new();
+        assert!(write_json(&mut out, &inc).is_ok());
+        let mut written: serde_json::Value = serde_json::from_slice(&out).unwrap_or_default();
+        assert_eq!(written["diagnosis"]["confidence"], 0.86);
+        // Written directly, the fold's f32 keeps its shortest form; through a JSON tree it
+        // widens to 0.8600000143051147. Everything else is the same document.
+        assert_eq!(written["incident"]["diagnosis"][2], 0.86);
+        let mut tree = json(&inc);
+        written["incident"]["diagnosis"] = serde_json::Value::Null;
+        tree["incident"]["diagnosis"] = serde_json::Value::Null;
+        assert_eq!(written, tree);
     }
 
     #[test]
