@@ -430,8 +430,12 @@ fn format_duration(secs: f64) -> String {
 }
 
 fn export(file: &Path, format: Format, output: Option<&Path>) -> anyhow::Result<()> {
-    // Folded while reading: the records are never all in memory at once.
-    let folded = session::fold_file(file)?;
+    // Folded while reading: the records are never all in memory at once, and markdown, which
+    // shows a text body as its line count, folds only the bodies' line structure.
+    let folded = match format {
+        Format::Markdown => session::fold_file_with(file, session::export::markdown_input)?,
+        Format::Json => session::fold_file(file)?,
+    };
     if let Some(tear) = &folded.tear {
         eprintln!(
             "sitrep: {}: stopped reading at {tear}; showing the {} records before it",

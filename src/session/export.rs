@@ -471,6 +471,48 @@ fn shortest(conf: f32) -> f64 {
     conf.to_string().parse::<f64>().unwrap_or(f64::from(conf))
 }
 
+/// `event` with every text evidence body reduced to its line structure: one byte a line. The
+/// markdown postmortem shows a text body only as its line count, so folding this instead keeps
+/// a million log lines in a few megabytes and gives the same document.
+pub fn markdown_input(event: crate::model::Event) -> crate::model::Event {
+    use crate::model::Event;
+    match event {
+        Event::EvidenceAdded { mut evidence } => {
+            if let EvidenceBody::Text { text, .. } = &mut evidence.body {
+                *text = line_skeleton(text);
+            }
+            Event::EvidenceAdded { evidence }
+        }
+        Event::EvidenceAppended { evidence_id, text } => Event::EvidenceAppended {
+            evidence_id,
+            text: line_skeleton(&text),
+        },
+        other => other,
+    }
+}
+
+/// A text with the same `lines()` count, and the same ending, as `text`, in a byte a line.
+fn line_skeleton(text: &str) -> String {
+    let mut out = String::new();
+    let mut segments = text.split('\n').peekable();
+    let mut first = true;
+    while let Some(segment) = segments.next() {
+        if !first {
+            out.push('\n');
+        }
+        first = false;
+        // `lines()` drops a `\r` before each newline; a line that held only that is empty.
+        let content = match segments.peek() {
+            Some(_) => segment.strip_suffix('\r').unwrap_or(segment),
+            None => segment,
+        };
+        if !content.is_empty() {
+            out.push('x');
+        }
+    }
+    out
+}
+
 fn clock(started: Option<DateTime<Utc>>, t: f64) -> String {
     match started {
         Some(s) if t.is_finite() => {
@@ -580,6 +622,53 @@ mod tests {
         written["incident"]["diagnosis"] = serde_json::Value::Null;
         tree["incident"]["diagnosis"] = serde_json::Value::Null;
         assert_eq!(written, tree);
+    }
+
+    #[test]
+    fn markdown_from_line_skeletons_is_the_same_document() {
+        use crate::model::{Event, Evidence};
+        let texts = [
+            "",
+            "a",
+            "a\n",
+            "a\nb",
+            "\n\n",
+            "a\r\nb\r\n",
+            "\r",
+            "x\r\n\r\ny",
+            "\n",
+        ];
+        for first in texts {
+            for more in texts {
+                let events = [
+                    Event::EvidenceAdded {
+                        evidence: Evidence {
+                            id: "e1".into(),
+                            kind: "logs".into(),
+                            title: "tail".into(),
+                            source: "loki.query_range".into(),
+                            call_id: None,
+                            body: EvidenceBody::Text {
+                                language: "log".into(),
+                                text: first.into(),
+                            },
+                        },
+                    },
+                    Event::EvidenceAppended {
+                        evidence_id: "e1".into(),
+                        text: more.into(),
+                    },
+                    Event::EvidenceAppended {
+                        evidence_id: "e1".into(),
+                        text: first.into(),
+                    },
+                ];
+                let full = Incident::fold(events.iter().map(|e| (1.0, e)));
+                let light: Vec<Event> = events.iter().cloned().map(markdown_input).collect();
+                let light = Incident::fold(light.iter().map(|e| (1.0, e)));
+                assert_eq!(markdown(&full), markdown(&light), "{first:?} + {more:?}");
+            }
+        }
     }
 
     #[test]

@@ -9,8 +9,8 @@ pub mod replay;
 mod writer;
 
 pub use reader::{
-    FORMAT_VERSION, FoldedSession, Reader, SessionLog, SessionTail, Tear, fold_file, read_file,
-    read_tail,
+    FORMAT_VERSION, FoldedSession, Reader, SessionLog, SessionTail, Tear, fold_file,
+    fold_file_with, read_file, read_tail,
 };
 pub use replay::{OpenedReplay, Replay};
 pub use writer::Writer;

@@ -88,6 +88,15 @@ pub struct FoldedSession {
 /// Read a session file record by record into its fold: memory holds the incident, never the
 /// log, so a million-event file folds in the space of its result.
 pub fn fold_file(path: &Path) -> Result<FoldedSession, SessionError> {
+    fold_file_with(path, |event| event)
+}
+
+/// As [`fold_file`], with every event passed through `prepare` before it is folded (to fold
+/// only what a consumer needs).
+pub fn fold_file_with(
+    path: &Path,
+    mut prepare: impl FnMut(crate::model::Event) -> crate::model::Event,
+) -> Result<FoldedSession, SessionError> {
     let file = File::open(path).map_err(|source| SessionError::Io {
         path: path.to_path_buf(),
         source,
@@ -97,7 +106,7 @@ pub fn fold_file(path: &Path) -> Result<FoldedSession, SessionError> {
     let mut incident = Incident::new();
     let mut records = 0;
     for record in reader.by_ref() {
-        incident.apply(record.t, &record.event);
+        incident.apply(record.t, &prepare(record.event));
         records += 1;
     }
     Ok(FoldedSession {
@@ -121,7 +130,7 @@ pub struct SessionTail {
 }
 
 /// Bytes read from the end of a file at first; doubled until a whole record is found.
-const TAIL_CHUNK: u64 = 64 * 1024;
+const TAIL_CHUNK: u64 = 4 * 1024;
 
 /// Read a session file's header and its last records, seeking from the end: the cost does not
 /// grow with the file's length.
@@ -132,7 +141,9 @@ pub fn read_tail(path: &Path) -> Result<SessionTail, SessionError> {
     };
     let mut file = File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
-    let reader = Reader::new(BufReader::new(&mut file)).map_err(|e| e.with_path(path))?;
+    // A small buffer: the header is one short line, and the listing opens thousands of files.
+    let reader =
+        Reader::new(BufReader::with_capacity(1024, &mut file)).map_err(|e| e.with_path(path))?;
     let header = reader.header().clone();
     let body_start = reader.offset;
     drop(reader);

@@ -169,42 +169,68 @@ impl<T: Clone> Delta<T> {
     }
 }
 
-/// The long lists of the fold, one field each.
+/// The long lists of the fold, one field each. `changed` lists can change after an item is
+/// pushed (a tool call finishing, evidence growing); `appended` lists only ever grow, so a
+/// keyframe needs only their length.
 macro_rules! lists {
-    ($($name:ident: $t:ty, $same:expr;)*) => {
+    (changed { $($name:ident: $t:ty, $same:expr;)* } appended { $($app:ident: $at:ty;)* }) => {
         #[derive(Debug, Clone)]
         struct Lists {
             $($name: Delta<$t>,)*
+            $($app: Delta<$at>,)*
+        }
+
+        /// Lengths of the appended lists when a keyframe was taken.
+        #[derive(Debug, Clone, Copy, Default)]
+        struct Lens {
+            $($app: usize,)*
         }
 
         impl Lists {
             /// Move the lists out of `inc`, as differences from `later`'s.
-            fn take(inc: &mut Incident, later: &Incident) -> Lists {
+            fn take(inc: &mut Incident, lens: Lens, later: &Incident) -> Lists {
                 Lists {
                     $($name: Delta::between(std::mem::take(&mut inc.$name), &later.$name, $same),)*
+                    $($app: Delta { keep: lens.$app.min(later.$app.len()), rest: Vec::new() },)*
                 }
             }
 
-            /// Put back into `inc` the lists of keyframe `chain[last]`, given every keyframe
-            /// from it to the head, nearest the head first.
+            /// Put back into `inc` the lists of the keyframe at the end of `chain`, which lists
+            /// every keyframe from it to the head, nearest the head first.
             fn restore(inc: &mut Incident, head: &Incident, chain: &[&Lists]) {
                 $(inc.$name = Delta::rebuild(&head.$name, chain.iter().map(|l| &l.$name));)*
+                $(inc.$app = Delta::rebuild(&head.$app, chain.iter().map(|l| &l.$app));)*
             }
+        }
+
+        /// A copy of `inc` without its appended lists (a later fold holds them whole), and
+        /// their lengths.
+        fn snapshot(inc: &mut Incident) -> (Incident, Lens) {
+            let lens = Lens { $($app: inc.$app.len(),)* };
+            let moved = ($(std::mem::take(&mut inc.$app),)*);
+            let copy = inc.clone();
+            let ($($app,)*) = moved;
+            $(inc.$app = $app;)*
+            (copy, lens)
         }
     };
 }
 
 lists! {
-    timeline: TimelineItem, |a: &TimelineItem, b: &TimelineItem| a == b;
-    chat: ChatEntry, |a: &ChatEntry, b: &ChatEntry| a == b;
+    changed {
     tools: ToolCallState, |a: &ToolCallState, b: &ToolCallState| a == b;
     // Bodies are shared: the same allocation is the same item, and comparing bodies would cost
     // as much as copying them.
     evidence: Arc<Evidence>, |a: &Arc<Evidence>, b: &Arc<Evidence>| Arc::ptr_eq(a, b);
-    findings: Finding, |a: &Finding, b: &Finding| a == b;
-    warnings: String, |a: &String, b: &String| a == b;
-    verifications: Verification, |a: &Verification, b: &Verification| a == b;
     actions: ActionState, |a: &ActionState, b: &ActionState| a == b;
+    }
+    appended {
+    timeline: TimelineItem;
+    chat: ChatEntry;
+    findings: Finding;
+    warnings: String;
+    verifications: Verification;
+    }
 }
 
 /// Builds the index and the keyframes in one pass over the records.
@@ -214,8 +240,8 @@ struct Builder {
     play_at: Vec<f64>,
     stage_starts: Vec<(usize, Stage)>,
     keyframes: Vec<Keyframe>,
-    /// The latest keyframe, whole, until the next one is known to diff it against.
-    pending: Option<(usize, Incident)>,
+    /// The latest keyframe, until the next one is known to diff it against.
+    pending: Option<(usize, Incident, Lens)>,
     fold: Incident,
     prev_t: f64,
     play: f64,
@@ -231,7 +257,7 @@ impl Builder {
             play_at: Vec::new(),
             stage_starts: Vec::new(),
             keyframes: Vec::new(),
-            pending: Some((0, Incident::new())),
+            pending: Some((0, Incident::new(), Lens::default())),
             fold: Incident::new(),
             prev_t: 0.0,
             play: 0.0,
@@ -260,16 +286,16 @@ impl Builder {
             self.since_keyframe = 0;
             self.bytes_at_keyframe = bytes;
             self.settle_pending();
-            let mut whole = self.fold.clone();
-            whole.drop_index();
-            self.pending = Some((i + 1, whole));
+            let (mut copy, lens) = snapshot(&mut self.fold);
+            copy.drop_index();
+            self.pending = Some((i + 1, copy, lens));
         }
     }
 
     /// Store the pending keyframe as a difference from the fold as it stands now.
     fn settle_pending(&mut self) {
-        if let Some((at, mut base)) = self.pending.take() {
-            let lists = Lists::take(&mut base, &self.fold);
+        if let Some((at, mut base, lens)) = self.pending.take() {
+            let lists = Lists::take(&mut base, lens, &self.fold);
             self.keyframes.push(Keyframe { at, base, lists });
         }
     }
