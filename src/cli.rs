@@ -4,7 +4,7 @@ use crate::agent::{self, AgentHandle, AgentOptions, Trigger};
 use crate::config::Config;
 use crate::model::text::{escape_json_controls, sanitize};
 use crate::model::{Command, Outcome, Record, RunMode};
-use crate::session::{self, SessionLog};
+use crate::session;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::{BufRead, Write};
@@ -148,12 +148,26 @@ pub enum Format {
 /// for printing: it may quote a response, an alert or a file.
 pub fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    dispatch(cli).map_err(|e| {
+    match dispatch(cli) {
+        // `sitrep sessions | head`: the reader has what it wanted; that is not an error.
+        Err(e) if is_closed_stdout(&e) => Ok(()),
+        other => other,
+    }
+    .map_err(|e| {
         let text = format!("{e:#}");
         let text = redactor(Config::load().ok().as_ref())
             .redact(&text)
             .into_owned();
         anyhow::anyhow!(sanitize(&text).into_owned())
+    })
+}
+
+/// The error is a write to a pipe whose reader went away.
+fn is_closed_stdout(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }
 
@@ -207,36 +221,65 @@ fn load_config(cli: &Cli) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-fn read_session(file: &Path) -> anyhow::Result<SessionLog> {
-    let log = session::read_file(file)?;
+fn replay(cli: &Cli, file: &Path) -> anyhow::Result<()> {
+    if cli.headless {
+        return replay_headless(file);
+    }
+    // Opened from the file: the records stay on disk, read back as the replay plays or seeks.
+    let log = session::Replay::open(file)?;
+    let config = load_config(cli)?;
     if let Some(tear) = &log.tear {
         eprintln!(
             "sitrep: {}: stopped reading at {}; showing the {} records before it",
             sanitize(&file.display().to_string()),
             sanitize(&tear.to_string()),
-            log.records.len()
+            log.replay.len()
         );
     }
-    Ok(log)
-}
-
-fn replay(cli: &Cli, file: &Path) -> anyhow::Result<()> {
-    let log = read_session(file)?;
-    if cli.headless {
-        let stdout = std::io::stdout();
-        let mut out = stdout.lock();
-        for record in &log.records {
-            if !write_record(&mut out, record)? {
-                break;
-            }
-        }
-        return Ok(());
-    }
-    let config = load_config(cli)?;
     let mut opts = ui_options(&config);
     // Replay never acts, whatever the config says.
     opts.read_only = true;
     runtime()?.block_on(crate::tui::run_replay(log, opts))
+}
+
+/// Copy a session's records to stdout as NDJSON, one at a time: memory stays flat whatever the
+/// file's length, and a reader that goes away ends it quietly.
+fn replay_headless(file: &Path) -> anyhow::Result<()> {
+    let input = std::fs::File::open(file)
+        .with_context(|| format!("cannot read session file {}", file.display()))?;
+    let mut reader = session::Reader::new(std::io::BufReader::with_capacity(1 << 16, input))
+        .map_err(|e| anyhow::anyhow!(e).context(format!("cannot replay {}", file.display())))?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut written = 0usize;
+    for record in reader.by_ref() {
+        let mut line = escape_json_controls(&serde_json::to_string(&record)?).into_owned();
+        line.push('\n');
+        if quiet_on_closed_pipe(out.write_all(line.as_bytes()))?.is_none() {
+            return Ok(());
+        }
+        written += 1;
+    }
+    if quiet_on_closed_pipe(out.flush())?.is_none() {
+        return Ok(());
+    }
+    if let Some(tear) = reader.tear() {
+        eprintln!(
+            "sitrep: {}: stopped reading at {}; replayed the {written} records before it",
+            sanitize(&file.display().to_string()),
+            sanitize(&tear.to_string())
+        );
+    }
+    Ok(())
+}
+
+/// A write's result, with a closed stdout (the reader went away) turned into `None`.
+fn quiet_on_closed_pipe<T>(r: std::io::Result<T>) -> anyhow::Result<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn ui_options(config: &Config) -> crate::tui::UiOptions {
@@ -274,8 +317,9 @@ fn demo(
     fast: bool,
 ) -> anyhow::Result<()> {
     if list {
+        let mut out = std::io::stdout().lock();
         for case in crate::world::demo::list() {
-            println!("{:<24} {}", case.name, case.title);
+            writeln!(out, "{:<24} {}", case.name, case.title)?;
         }
         return Ok(());
     }
@@ -424,37 +468,51 @@ fn format_duration(secs: f64) -> String {
 }
 
 fn export(file: &Path, format: Format, output: Option<&Path>) -> anyhow::Result<()> {
-    let log = read_session(file)?;
-    // A crash leaves a torn last line, and the postmortem of everything before it is whole; a
-    // damaged or invalid record elsewhere would make it silently incomplete.
-    if let Some(tear) = log.tear.as_ref().filter(|t| !t.is_torn_write()) {
-        bail!(
-            "{}: cannot export: {}",
+    // Folded while reading: the records are never all in memory at once, and markdown, which
+    // shows a text body as its line count, folds only the bodies' line structure.
+    let folded = match format {
+        Format::Markdown => session::fold_file_with(file, session::export::markdown_input)?,
+        Format::Json => session::fold_file(file)?,
+    };
+    if let Some(tear) = &folded.tear {
+        // A crash leaves a torn last line, and the postmortem of everything before it is whole;
+        // a damaged or invalid record elsewhere would make it silently incomplete.
+        if !tear.is_torn_write() {
+            bail!(
+                "{}: cannot export: {}",
+                sanitize(&file.display().to_string()),
+                sanitize(&tear.to_string())
+            );
+        }
+        eprintln!(
+            "sitrep: {}: stopped reading at {}; showing the {} records before it",
             sanitize(&file.display().to_string()),
-            sanitize(&tear.to_string())
+            sanitize(&tear.to_string()),
+            folded.records
         );
     }
-    let incident = log.incident();
-    let text = match format {
-        Format::Markdown => session::export::markdown(&incident),
-        Format::Json => {
-            let s = serde_json::to_string_pretty(&session::export::json(&incident))?;
-            let mut s = escape_json_controls(&s).into_owned();
-            s.push('\n');
-            s
+    let incident = folded.incident;
+    let write = |out: &mut dyn Write| -> std::io::Result<()> {
+        match format {
+            Format::Markdown => out.write_all(session::export::markdown(&incident).as_bytes())?,
+            Format::Json => {
+                session::export::write_json(&mut *out, &incident)?;
+                out.write_all(b"\n")?;
+            }
         }
+        out.flush()
     };
     match output {
-        Some(path) => std::fs::write(path, text)
-            .with_context(|| format!("cannot write {}", path.display()))?,
+        Some(path) => {
+            let f = std::fs::File::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            write(&mut std::io::BufWriter::new(f))
+                .with_context(|| format!("cannot write {}", path.display()))?
+        }
         None => {
             let stdout = std::io::stdout();
-            let mut out = stdout.lock();
-            if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush())
-                && e.kind() != std::io::ErrorKind::BrokenPipe
-            {
-                return Err(e.into());
-            }
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+            quiet_on_closed_pipe(write(&mut out))?;
         }
     }
     Ok(())
@@ -606,7 +664,8 @@ fn verdict_text(
 fn approve(session_ref: &str, action: &str) -> anyhow::Result<()> {
     let done = agent::approve::submit_in(session_ref, action, &session::sessions_dir())
         .with_context(|| format!("approval of {action} refused"))?;
-    println!(
+    writeln!(
+        std::io::stdout().lock(),
         "approval of {action} by {} recorded ({})\n  {} {}\n  {}\n  version {}",
         agent::approve::current_user(),
         done.path.display(),
@@ -614,17 +673,18 @@ fn approve(session_ref: &str, action: &str) -> anyhow::Result<()> {
         crate::tui::sanitize::sanitize(&done.target),
         crate::tui::sanitize::sanitize(&done.operation),
         done.digest
-    );
+    )?;
     Ok(())
 }
 
 fn runbooks_check(path: &Path) -> anyhow::Result<()> {
     match crate::runbook::check(path) {
         Ok(names) => {
+            let mut out = std::io::stdout().lock();
             for name in &names {
-                println!("ok  {name}");
+                writeln!(out, "ok  {name}")?;
             }
-            println!("{} runbooks valid", names.len());
+            writeln!(out, "{} runbooks valid", names.len())?;
             Ok(())
         }
         Err(errors) => {

@@ -5,6 +5,7 @@ use crate::agent::{self, AgentOptions, Trigger};
 use crate::model::{Incident, RunMode};
 use crate::world::World;
 use anyhow::{Context, bail};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -52,7 +53,8 @@ pub async fn run(dirs: &[PathBuf], opts: &EvalOptions) -> anyhow::Result<EvalSum
         for dir in cases {
             let result = run_case(&dir, opts).await;
             if opts.print {
-                println!("{result}");
+                // A closed stdout (`sitrep eval ... | head`) stops the run; the caller ends quietly.
+                writeln!(std::io::stdout().lock(), "{result}")?;
             }
             passed += usize::from(result.passed());
             summary.results.push(result);
@@ -60,19 +62,21 @@ pub async fn run(dirs: &[PathBuf], opts: &EvalOptions) -> anyhow::Result<EvalSum
         per_set.push((set, passed, total));
     }
     if opts.print {
+        let mut out = std::io::stdout().lock();
         if let Some(m) = summary.mean_recall() {
-            println!("mean ruling-out recall {:.0}%", m * 100.0);
+            writeln!(out, "mean ruling-out recall {:.0}%", m * 100.0)?;
         }
         if per_set.len() > 1 {
             for (set, passed, total) in &per_set {
-                println!(
+                writeln!(
+                    out,
                     "set {}: {passed}/{total} passed ({:.0}%)",
                     set.display(),
                     100.0 * *passed as f64 / (*total).max(1) as f64
-                );
+                )?;
             }
         }
-        println!("{}", summary.totals());
+        writeln!(out, "{}", summary.totals())?;
     }
     Ok(summary)
 }

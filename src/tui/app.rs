@@ -4,7 +4,7 @@ use super::keymap::{Action, Key, Keymap, Scope};
 use super::layout::{self, Areas};
 use super::theme::Theme;
 use crate::model::{
-    ActionStatus, Command, Event, EvidenceBody, Incident, Record, Risk, Stage, TimelineKind,
+    ActionStatus, Command, EvidenceBody, Incident, Record, Risk, Stage, TimelineKind,
 };
 use crate::session::replay::{MAX_SPEED, MIN_SPEED, Replay};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -249,6 +249,7 @@ impl Index {
         self.evidence
             .get(id)
             .and_then(|i| inc.evidence.get(*i))
+            .map(|e| &**e)
             .filter(|e| e.id == id)
             .or_else(|| inc.evidence(id))
     }
@@ -276,21 +277,17 @@ pub struct ReplayUi {
 
 impl ReplayUi {
     /// Positioned at the start and paused; the event loop starts playback.
-    pub fn new(records: Vec<Record>) -> ReplayUi {
-        let mut clock = Replay::new(records);
+    pub fn new(records: impl Into<Replay>) -> ReplayUi {
+        let mut clock: Replay = records.into();
         clock.pause();
         let total = clock.play_duration();
         let marks = clock
-            .records()
+            .stage_starts()
             .iter()
-            .enumerate()
-            .filter_map(|(i, r)| match r.event {
-                Event::StageStarted { stage } => {
-                    let at = clock.play_time_at(i).unwrap_or(0.0);
-                    let frac = if total > 0.0 { at / total } else { 0.0 };
-                    Some((frac.clamp(0.0, 1.0), stage))
-                }
-                _ => None,
+            .map(|&(i, stage)| {
+                let at = clock.play_time_at(i).unwrap_or(0.0);
+                let frac = if total > 0.0 { at / total } else { 0.0 };
+                (frac.clamp(0.0, 1.0), stage)
             })
             .collect();
         ReplayUi { clock, marks }
@@ -399,7 +396,7 @@ impl AppState {
     }
 
     /// A read-only replay over recorded events.
-    pub fn new_replay(theme: Theme, keymap: Keymap, records: Vec<Record>) -> AppState {
+    pub fn new_replay(theme: Theme, keymap: Keymap, records: impl Into<Replay>) -> AppState {
         let mut s = AppState::new(theme, keymap);
         s.read_only = true;
         s.replay = Some(ReplayUi::new(records));

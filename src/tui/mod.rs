@@ -316,10 +316,10 @@ async fn choose(
 }
 
 /// Replay a recorded session: the same views, read-only, with playback controls.
-pub async fn run_replay(log: crate::session::SessionLog, opts: UiOptions) -> anyhow::Result<()> {
+pub async fn run_replay(log: crate::session::OpenedReplay, opts: UiOptions) -> anyhow::Result<()> {
     let mut state = opts.build_state()?;
     let id = log.header.id.clone();
-    let mut state_r = AppState::new_replay(state.theme.clone(), state.keymap.clone(), log.records);
+    let mut state_r = AppState::new_replay(state.theme.clone(), state.keymap.clone(), log.replay);
     state_r.session_id = state.session_id.take().or(Some(id));
     if let Some(tear) = &log.tear {
         state_r.set_status(
