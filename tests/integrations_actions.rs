@@ -509,7 +509,19 @@ async fn every_kind_analyzers_and_runbooks_propose_is_executable() {
             "alert/X",
             json!({"matchers": {"alertname": "X"}}),
         ),
+        (
+            "alertmanager.expire_silence",
+            "silence/0c1d",
+            json!({"silence_id": "0c1d"}),
+        ),
         ("github.revert_pr", "pull/12", json!({"pull": 12})),
+        ("pagerduty.acknowledge", "incident/PT4KHLK", json!({})),
+        ("pagerduty.resolve", "incident/PT4KHLK", json!({})),
+        (
+            "pagerduty.add_note",
+            "incident/PT4KHLK",
+            json!({"content": "rolled back"}),
+        ),
     ];
     assert_eq!(samples.len(), world::EXECUTABLE_KINDS.len());
     for (kind, target, params) in samples {

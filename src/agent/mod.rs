@@ -56,6 +56,9 @@ pub struct AgentOptions {
     pub title: Option<String>,
     /// How often the approvals directory is checked for a second operator's approval.
     pub approval_poll: Duration,
+    /// Actions the operator proposed up front (from the inbox: silence, acknowledge, ...). They are
+    /// proposed at Recommend with the others and go through the same policy and approval.
+    pub proposals: Vec<crate::model::Action>,
 }
 
 impl Default for AgentOptions {
@@ -74,6 +77,7 @@ impl Default for AgentOptions {
             case: None,
             title: None,
             approval_poll: Duration::from_millis(500),
+            proposals: Vec::new(),
         }
     }
 }

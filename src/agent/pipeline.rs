@@ -523,7 +523,8 @@ impl Run {
         ctx: &serde_json::Value,
         obs: &Observations,
     ) -> Vec<Action> {
-        let mut out: Vec<Action> = Vec::new();
+        // The operator's own proposals come first.
+        let mut out: Vec<Action> = self.opts.proposals.clone();
         if let Some(rb) = runbook {
             for (n, step) in rb.steps.iter().enumerate() {
                 let Step::Action(a) = step else { continue };

@@ -555,3 +555,22 @@ fn export_report(state: &mut AppState) {
         ),
     }
 }
+
+/// Open the alert inbox: what is firing in every configured source, polled in the background.
+/// `start` begins an investigation of the chosen alerts (with the operator's proposed actions);
+/// it runs in the same terminal session.
+pub async fn run_inbox<F>(
+    sources: crate::inbox::Sources,
+    config: crate::config::Inbox,
+    opts: UiOptions,
+    start: F,
+) -> anyhow::Result<()>
+where
+    F: Fn(
+        crate::model::WebhookPayload,
+        Vec<crate::model::Action>,
+    ) -> anyhow::Result<crate::agent::AgentHandle>,
+{
+    let _ = (sources, config, opts, start);
+    anyhow::bail!("the inbox console is not available in this build yet; use `sitrep alerts`")
+}

@@ -11,7 +11,7 @@ use crate::integrations::transport::{
 };
 use crate::integrations::{
     AlertmanagerClient, ErrorKind, GitHubClient, IntegrationError, KubernetesClient, LokiClient,
-    PrometheusClient, ResourceChange, SilenceSpec,
+    PagerDutyClient, PrometheusClient, ResourceChange, SilenceSpec,
 };
 use crate::model::{Action, WebhookPayload};
 use chrono::{DateTime, Utc};
@@ -62,6 +62,7 @@ pub struct World {
     loki: LokiClient,
     alertmanager: AlertmanagerClient,
     github: GitHubClient,
+    pagerduty: PagerDutyClient,
 }
 
 impl std::fmt::Debug for World {
@@ -77,7 +78,7 @@ const DEFAULT_NAMESPACE: &str = "default";
 
 /// Every action kind [`World::execute`] carries out. Any other kind is answered with an
 /// [`ErrorKind::Manual`] error saying what the operator should run instead.
-pub const EXECUTABLE_KINDS: [&str; 9] = [
+pub const EXECUTABLE_KINDS: [&str; 13] = [
     "kubernetes.rollout_restart",
     "kubernetes.rollout_undo",
     "kubernetes.scale",
@@ -86,7 +87,11 @@ pub const EXECUTABLE_KINDS: [&str; 9] = [
     "kubernetes.cordon",
     "kubernetes.drain",
     "alertmanager.silence",
+    "alertmanager.expire_silence",
     "github.revert_pr",
+    "pagerduty.acknowledge",
+    "pagerduty.resolve",
+    "pagerduty.add_note",
 ];
 
 /// Whether [`World::execute`] can carry out actions of `kind`.
@@ -114,6 +119,7 @@ impl World {
             loki: LokiClient::new(transport.clone()),
             alertmanager: AlertmanagerClient::new(transport.clone()),
             github: GitHubClient::new(transport.clone()),
+            pagerduty: PagerDutyClient::new(transport.clone()),
             transport,
         }
     }
@@ -264,6 +270,9 @@ impl World {
     }
     pub fn github(&self) -> &GitHubClient {
         &self.github
+    }
+    pub fn pagerduty(&self) -> &PagerDutyClient {
+        &self.pagerduty
     }
 
     /// Runs a mutating action. In replay the call is answered from the recordings when it can be, is
@@ -437,6 +446,41 @@ impl World {
                 let id = self.alertmanager.create_silence(&spec).await?;
                 Ok(format!("silence {id} created for {minutes} minutes"))
             }
+            ("alertmanager", "expire_silence") => {
+                let id = param_str("silence_id")
+                    .or_else(|| action.target.strip_prefix("silence/"))
+                    .filter(|s| !s.is_empty())
+                    .ok_or_else(|| {
+                        invalid(
+                            "expire_silence needs a `silence_id` or a `silence/ID` target".into(),
+                        )
+                    })?;
+                self.alertmanager.expire_silence(id).await?;
+                Ok(format!("silence {id} expired"))
+            }
+            ("pagerduty", "acknowledge" | "resolve" | "add_note") => {
+                let id = param_str("incident_id")
+                    .or_else(|| action.target.strip_prefix("incident/"))
+                    .filter(|s| !s.is_empty())
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "{verb} needs an `incident_id` or an `incident/ID` target"
+                        ))
+                    })?;
+                if verb == "add_note" {
+                    let content = param_str("content")
+                        .ok_or_else(|| invalid("add_note needs a `content` text".into()))?;
+                    let note = self.pagerduty.add_note(id, content).await?;
+                    return Ok(format!("note {note} added to incident {id}"));
+                }
+                let wanted = if verb == "acknowledge" {
+                    "acknowledged"
+                } else {
+                    "resolved"
+                };
+                let status = self.pagerduty.set_status(id, wanted).await?;
+                Ok(format!("incident {id} is now {status}"))
+            }
             ("github", "revert_pr") => {
                 let repo = param_str("repo")
                     .or(self.github_repo.as_deref())
@@ -566,6 +610,31 @@ async fn live_transport(
             ep.headers.push(("X-Scope-OrgID".into(), org.clone()));
         }
         t = t.with_endpoint("loki", ep);
+    }
+    if let Some(p) = &int.pagerduty {
+        // PagerDuty wants `Authorization: Token token=KEY`: a bearer-kind secret is sent that way.
+        let auth = match resolve_auth(config, "integrations.pagerduty", p.auth.as_ref())? {
+            Some(ResolvedAuth::Bearer(key)) => {
+                let key = secrecy::ExposeSecret::expose_secret(&key).to_string();
+                let value = secrecy::SecretString::from(format!("Token token={key}"));
+                // The bare key is masked too, should an answer echo it.
+                t = t.with_secrets(vec![key]);
+                Some(ResolvedAuth::Header {
+                    name: "Authorization".into(),
+                    value,
+                })
+            }
+            other => other,
+        };
+        let mut ep = endpoint(&p.url, p.timeout_secs, auth);
+        ep.headers.push((
+            "Accept".into(),
+            "application/vnd.pagerduty+json;version=2".into(),
+        ));
+        if let Some(from) = &p.from_email {
+            ep.headers.push(("From".into(), from.clone()));
+        }
+        t = t.with_endpoint("pagerduty", ep);
     }
     let mut repo = None;
     if let Some(g) = &int.github {

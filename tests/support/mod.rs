@@ -998,6 +998,16 @@ pub fn metric_history(end: i64) -> (String, Vec<(i64, f64)>) {
 /// Starts a real Prometheus on a free port over a TSDB made from `openmetrics` by promtool, with
 /// `rules` (a rule file's YAML) loaded.
 pub async fn prometheus(openmetrics: &str, rules: &str) -> Result<Proc, String> {
+    prometheus_alerting(openmetrics, rules, None).await
+}
+
+/// As [`prometheus`], sending its firing alerts to the Alertmanager at `alertmanager` (a URL), and
+/// re-sending them every second so a receiver sees repeated deliveries.
+pub async fn prometheus_alerting(
+    openmetrics: &str,
+    rules: &str,
+    alertmanager: Option<&str>,
+) -> Result<Proc, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let data = dir.path().join("data");
     let om = dir.path().join("history.om");
@@ -1017,17 +1027,21 @@ pub async fn prometheus(openmetrics: &str, rules: &str) -> Result<Proc, String> 
     let rules_path = dir.path().join("rules.yml");
     std::fs::write(&rules_path, rules).map_err(|e| e.to_string())?;
     let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  evaluation_interval: 1s\nrule_files:\n  - {}\n",
-            rules_path.display()
-        ),
-    )
-    .map_err(|e| e.to_string())?;
+    let mut text = format!(
+        "global:\n  evaluation_interval: 1s\nrule_files:\n  - {}\n",
+        rules_path.display()
+    );
+    if let Some(am) = alertmanager {
+        let target = am.trim_start_matches("http://");
+        text.push_str(&format!(
+            "alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['{target}']\n"
+        ));
+    }
+    std::fs::write(&config, text).map_err(|e| e.to_string())?;
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
     let mut child = Command::new("prometheus")
+        .arg("--rules.alert.resend-delay=1s")
         .arg(format!("--config.file={}", config.display()))
         .arg(format!("--storage.tsdb.path={}", data.display()))
         .arg(format!("--web.listen-address=127.0.0.1:{port}"))
@@ -1042,13 +1056,26 @@ pub async fn prometheus(openmetrics: &str, rules: &str) -> Result<Proc, String> 
 
 /// Starts a real Alertmanager on a free port, clustering off.
 pub async fn alertmanager() -> Result<Proc, String> {
+    alertmanager_with("route:\n  receiver: 'null'\nreceivers:\n  - name: 'null'\n").await
+}
+
+/// An Alertmanager configuration that sends every group, quickly and repeatedly, to a webhook
+/// receiver at `url` (with `bearer` as its token, when given).
+pub fn webhook_config(url: &str, bearer: Option<&str>) -> String {
+    let auth = bearer
+        .map(|t| format!("    http_config:\n      authorization:\n        credentials: '{t}'\n"))
+        .unwrap_or_default();
+    format!(
+        "route:\n  receiver: sitrep\n  group_by: ['alertname']\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 2s\n\
+receivers:\n  - name: sitrep\n    webhook_configs:\n      - url: '{url}'\n        send_resolved: true\n{auth}"
+    )
+}
+
+/// Starts a real Alertmanager on a free port with `config` (its YAML), clustering off.
+pub async fn alertmanager_with(config_yaml: &str) -> Result<Proc, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let config = dir.path().join("alertmanager.yml");
-    std::fs::write(
-        &config,
-        "route:\n  receiver: 'null'\nreceivers:\n  - name: 'null'\n",
-    )
-    .map_err(|e| e.to_string())?;
+    std::fs::write(&config, config_yaml).map_err(|e| e.to_string())?;
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
     let mut child = Command::new("prometheus-alertmanager")
