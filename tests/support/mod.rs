@@ -1063,7 +1063,11 @@ pub async fn alertmanager() -> Result<Proc, String> {
 /// receiver at `url` (with `bearer` as its token, when given).
 pub fn webhook_config(url: &str, bearer: Option<&str>) -> String {
     let auth = bearer
-        .map(|t| format!("    http_config:\n      authorization:\n        credentials: '{t}'\n"))
+        .map(|t| {
+            format!(
+                "        http_config:\n          authorization:\n            credentials: '{t}'\n"
+            )
+        })
         .unwrap_or_default();
     format!(
         "route:\n  receiver: sitrep\n  group_by: ['alertname']\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 2s\n\
@@ -1200,4 +1204,116 @@ pub async fn exercise(
         }
     };
     Ok(n)
+}
+
+// ---------------------------------------------------------------------------------------------
+// `sitrep serve`, the real binary
+
+/// A running `sitrep serve`; killed on drop.
+pub struct Served {
+    pub url: String,
+    pub child: Child,
+    pub sessions: PathBuf,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `sitrep serve` on a free loopback port and waits until it answers.
+pub async fn sitrep_serve(
+    port: u16,
+    dir: &Path,
+    config: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Served {
+    let port = if port == 0 { free_port() } else { port };
+    let sessions = dir.join("sessions");
+    let config_path = dir.join("config.toml");
+    std::fs::write(&config_path, config).expect("config");
+    let listen = format!("127.0.0.1:{port}");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sitrep"));
+    cmd.args(["serve", "--listen", &listen, "--sessions-dir"])
+        .arg(&sessions)
+        .args(extra)
+        .env("SITREP_CONFIG", &config_path)
+        .env("SITREP_DATA_DIR", dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn sitrep serve");
+    let url = format!("http://{listen}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            panic!("sitrep serve exited early ({status}): {err}");
+        }
+        if tokio::net::TcpStream::connect(&listen).await.is_ok() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "sitrep serve never listened");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Served {
+        url,
+        child,
+        sessions,
+    }
+}
+
+pub fn session_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "ndjson"))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// Waits (up to 20 s) until `dir` holds `n` session files.
+pub async fn wait_for_sessions(dir: &Path, n: usize) -> Vec<PathBuf> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let files = session_files(dir);
+        if files.len() >= n {
+            return files;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} of {n} session files",
+            files.len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Sends SIGTERM and waits for a clean exit.
+pub fn terminate(served: &mut Served) -> std::process::ExitStatus {
+    // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+    unsafe {
+        libc::kill(served.child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(Some(status)) = served.child.try_wait() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
