@@ -80,15 +80,15 @@ fn authorized(h: &HeaderMap) -> Option<Response> {
     None
 }
 
-fn from_header(h: &HeaderMap) -> Result<String, Response> {
+fn from_header(h: &HeaderMap) -> Result<String, Box<Response>> {
     match h.get("from").and_then(|v| v.to_str().ok()) {
         Some(f) if f.contains('@') => Ok(f.to_string()),
-        _ => Err(pd_error(
+        _ => Err(Box::new(pd_error(
             StatusCode::BAD_REQUEST,
             "Invalid Input Provided",
             2001,
             &["You must include a From header with the email address of a valid user."],
-        )),
+        ))),
     }
 }
 
@@ -136,7 +136,7 @@ async fn update(
     }
     let from = match from_header(&h) {
         Ok(f) => f,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
     let status = body["incident"]["status"]
@@ -175,7 +175,7 @@ async fn note(
     }
     let from = match from_header(&h) {
         Ok(f) => f,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
     let Some(content) = body["note"]["content"].as_str() else {
