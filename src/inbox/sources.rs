@@ -157,6 +157,83 @@ impl Sources {
     }
 }
 
+/// Polls each source on its own schedule: every `interval` while it answers, backing off while it
+/// fails. Between polls a source's last answer stands, so one flapping source does not empty the inbox.
+pub struct Poller {
+    sources: Sources,
+    backoff: Backoff,
+    last: BTreeMap<Source, Vec<InboxAlert>>,
+    health: BTreeMap<Source, SourceHealth>,
+    next: BTreeMap<Source, Instant>,
+}
+
+impl Poller {
+    pub fn new(sources: Sources, backoff: Backoff) -> Self {
+        Poller {
+            sources,
+            backoff,
+            last: BTreeMap::new(),
+            health: BTreeMap::new(),
+            next: BTreeMap::new(),
+        }
+    }
+
+    /// When the next source is due.
+    pub fn next_due(&self) -> Instant {
+        let now = Instant::now();
+        self.sources
+            .configured()
+            .iter()
+            .map(|s| self.next.get(s).copied().unwrap_or(now))
+            .min()
+            .unwrap_or(now + self.backoff.interval)
+    }
+
+    /// Polls the sources that are due and returns the whole picture.
+    pub async fn poll_due(&mut self) -> Snapshot {
+        let now = Instant::now();
+        let due: Vec<Source> = self
+            .sources
+            .configured()
+            .into_iter()
+            .filter(|s| self.next.get(s).is_none_or(|t| *t <= now))
+            .collect();
+        let results =
+            futures::future::join_all(due.iter().map(|s| self.sources.poll_one(*s))).await;
+        for (source, started, result) in results {
+            let failures = match &result {
+                Ok(_) => 0,
+                Err(_) => self.health.get(&source).map_or(0, |h| h.failures) + 1,
+            };
+            let (error, count) = match result {
+                Ok(alerts) => {
+                    let n = alerts.len();
+                    self.last.insert(source, alerts);
+                    (None, n)
+                }
+                Err(e) => (Some(e), self.last.get(&source).map_or(0, Vec::len)),
+            };
+            self.health.insert(
+                source,
+                SourceHealth {
+                    source,
+                    error,
+                    alerts: count,
+                    checked_at: Utc::now(),
+                    latency_ms: started.elapsed().as_millis() as u64,
+                    failures,
+                },
+            );
+            self.next
+                .insert(source, Instant::now() + self.backoff.delay(failures));
+        }
+        Snapshot {
+            alerts: merge(self.last.iter().map(|(s, a)| (*s, a.clone())).collect()),
+            health: self.health.values().cloned().collect(),
+        }
+    }
+}
+
 /// Merges per-source lists: one entry per fingerprint, the first source in `Source` order winning.
 pub fn merge(mut by_source: Vec<(Source, Vec<InboxAlert>)>) -> Vec<InboxAlert> {
     by_source.sort_by_key(|(s, _)| *s);
