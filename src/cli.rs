@@ -96,6 +96,21 @@ pub enum Cmd {
     },
     /// Receive Alertmanager and PagerDuty webhooks, investigate new alerts headless, serve the remote API.
     Serve(ServeArgs),
+    /// Follow a session `sitrep serve` is running, live in the console, and approve or deny there.
+    Follow {
+        /// Session file, or its id / file name from `sitrep sessions`.
+        session: String,
+        /// The server running it (e.g. http://127.0.0.1:9095): approvals and denials go to its API.
+        /// Without it, approvals of high and critical actions go through the approvals directory.
+        #[arg(long, value_name = "URL")]
+        server: Option<String>,
+        /// Environment variable holding the server's bearer token.
+        #[arg(long, value_name = "VAR", requires = "server")]
+        token_env: Option<String>,
+        /// Sessions directory (default: `<data dir>/sessions`).
+        #[arg(long, value_name = "DIR")]
+        sessions_dir: Option<PathBuf>,
+    },
     /// Runbook tools.
     Runbooks {
         #[command(subcommand)]
@@ -173,6 +188,18 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match command {
         Cmd::Alerts { json, filter } => alerts(&cli, *json, filter.as_deref()),
         Cmd::Serve(args) => serve(&cli, args),
+        Cmd::Follow {
+            session,
+            server,
+            token_env,
+            sessions_dir,
+        } => follow(
+            &cli,
+            session,
+            server.as_deref(),
+            token_env.as_deref(),
+            sessions_dir.as_deref(),
+        ),
         Cmd::Replay { file } => replay(&cli, file),
         Cmd::Sessions { dir } => sessions(dir.as_deref()),
         Cmd::Export {
@@ -310,6 +337,38 @@ fn alerts(cli: &Cli, json: bool, filter: Option<&str>) -> anyhow::Result<()> {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(()),
     }
+}
+
+fn follow(
+    cli: &Cli,
+    session_ref: &str,
+    server: Option<&str>,
+    token_env: Option<&str>,
+    sessions_dir: Option<&Path>,
+) -> anyhow::Result<()> {
+    let config = load_config(cli)?;
+    let dir = sessions_dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(session::sessions_dir);
+    let path = agent::approve::resolve_session(session_ref, &dir)?;
+    let token = match token_env {
+        Some(var) => match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => {
+                Some(secrecy::SecretString::from(v.trim().to_string()))
+            }
+            _ => bail!("environment variable {var} (from --token-env) is not set or empty"),
+        },
+        None => None,
+    };
+    let remote = server.map(|url| crate::tui::follow::Remote {
+        url: url.to_string(),
+        token,
+        session_id: path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    });
+    runtime()?.block_on(crate::tui::run_follow(path, remote, ui_options(&config)))
 }
 
 fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {

@@ -6,6 +6,7 @@ pub mod chat;
 pub mod chooser;
 pub mod chooser_state;
 pub mod evidence;
+pub mod follow;
 pub mod header;
 pub mod help;
 pub mod highlight;
@@ -680,4 +681,27 @@ fn announce(config: &crate::config::Inbox, new: usize, firing: usize) {
         let _ = out.write_all(b"\x07");
         let _ = out.flush();
     }
+}
+
+/// Follow a session another process is running (`sitrep serve`): the live console over its file,
+/// with approvals and denials sent back through `remote` (or the approvals directory without one).
+pub async fn run_follow(
+    path: PathBuf,
+    remote: Option<follow::Remote>,
+    opts: UiOptions,
+) -> anyhow::Result<()> {
+    let mut state = opts.build_state()?;
+    state.session_path = Some(path.clone());
+    let (records_tx, records) = tokio::sync::mpsc::unbounded_channel();
+    let (commands, commands_rx) = tokio::sync::mpsc::unbounded_channel();
+    let tailer = follow::tail(path.clone(), records_tx.clone(), Duration::from_millis(200));
+    let forwarder = tokio::spawn(follow::forward(commands_rx, path, remote, records_tx));
+    let result = async {
+        let mut screen = Screen::enter()?;
+        event_loop(&mut screen, state, Some(records), Some(commands), None).await
+    }
+    .await;
+    tailer.abort();
+    forwarder.abort();
+    result
 }
