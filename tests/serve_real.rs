@@ -108,6 +108,13 @@ async fn alertmanager_webhooks_start_exactly_one_investigation() {
         .collect();
     assert_eq!(mine.len(), 1, "{alerts}");
     assert_eq!(mine[0]["session"], id.as_str());
+    // The inbox finds the running session from the alert it started from.
+    let fp = mine[0]["fingerprint"].as_str().expect("fingerprint");
+    let found = sitrep::inbox::sessions::by_fingerprint(&served.sessions);
+    let s = found
+        .get(fp)
+        .expect("the session is known by the alert's fingerprint");
+    assert_eq!(s.path, files[0]);
 
     // The session is an ordinary one: it started from the alert and gathered from Prometheus.
     let log = sitrep::session::read_file(&files[0]).expect("session");

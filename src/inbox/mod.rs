@@ -4,6 +4,7 @@ pub mod actions;
 pub mod dedup;
 pub mod filter;
 pub mod group;
+pub mod sessions;
 pub mod sources;
 
 pub use dedup::{Claim, Deduper, fingerprint};

@@ -589,9 +589,16 @@ where
     };
     let poller = tokio::spawn(async move {
         let mut poller = crate::inbox::sources::Poller::new(sources, backoff);
+        let dir = crate::session::sessions_dir();
         loop {
             let snap = poller.poll_due().await;
-            if tx.send((snap, chrono::Utc::now())).is_err() {
+            // Sessions others run (`sitrep serve`) or ran, by the alert they started from.
+            let dir = dir.clone();
+            let sessions =
+                tokio::task::spawn_blocking(move || crate::inbox::sessions::by_fingerprint(&dir))
+                    .await
+                    .unwrap_or_default();
+            if tx.send((snap, chrono::Utc::now(), sessions)).is_err() {
                 break;
             }
             tokio::time::sleep_until(tokio::time::Instant::from_std(poller.next_due())).await;
@@ -608,7 +615,10 @@ where
                     biased;
                     _ = screen.sigterm.recv() => break InboxChoice::Quit,
                     _ = screen.sighup.recv() => break InboxChoice::Quit,
-                    Some((snap, now)) = snapshots.recv() => {
+                    Some((snap, now, sessions)) = snapshots.recv() => {
+                        for (fp, found) in sessions {
+                            state.sessions.entry(fp).or_insert(found.path);
+                        }
                         let new = state.apply(snap, now);
                         announce(&config, new, state.firing());
                         continue;
@@ -647,6 +657,26 @@ where
                     live_on(&mut screen, opts.build_state()?, handle).await?;
                 }
                 InboxChoice::Reopen(path) => match crate::session::read_file(&path) {
+                    // Still running elsewhere: follow it live; approvals go through its approvals directory.
+                    Ok(log)
+                        if !log
+                            .records
+                            .iter()
+                            .any(|r| matches!(r.event, crate::model::Event::SessionEnded { .. })) =>
+                    {
+                        let mut app = opts.build_state()?;
+                        app.session_path = Some(path.clone());
+                        let (records_tx, records) = tokio::sync::mpsc::unbounded_channel();
+                        let (commands, commands_rx) = tokio::sync::mpsc::unbounded_channel();
+                        let tailer =
+                            follow::tail(path.clone(), records_tx.clone(), Duration::from_millis(200));
+                        let forwarder =
+                            tokio::spawn(follow::forward(commands_rx, path, None, records_tx));
+                        let r = event_loop(&mut screen, app, Some(records), Some(commands), None).await;
+                        tailer.abort();
+                        forwarder.abort();
+                        r?;
+                    }
                     Ok(log) => {
                         let mut app = AppState::new_replay(
                             state.theme.clone(),
