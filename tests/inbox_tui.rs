@@ -58,6 +58,7 @@ fn snapshot() -> Snapshot {
     pd.title = pd.alertname.clone();
     pd.severity = "high".into();
     pd.incident_id = Some("PT4KHLK".into());
+    pd.assignees = vec!["Alice Oncall".into()];
     pd.fingerprint = "pagerduty/PT4KHLK".into();
     Snapshot {
         alerts: vec![
@@ -182,6 +183,7 @@ fn inbox_snapshots() {
         );
         assert!(screen.contains("prometheus down"), "{screen}");
         assert!(screen.contains("KubePodCrashLooping"), "{screen}");
+        assert!(screen.contains("@Alice Oncall"), "{screen}");
         if w >= 120 {
             assert!(
                 screen.contains("labels"),

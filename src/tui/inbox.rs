@@ -271,6 +271,12 @@ fn alert_line(state: &InboxState, a: &InboxAlert, width: usize, selected: bool) 
     for (m, role) in markers(a) {
         spans.push(Span::styled(format!("[{m}] "), sel(th.get(role))));
     }
+    if !a.assignees.is_empty() {
+        spans.push(Span::styled(
+            format!("@{} ", sanitize(&a.assignees.join(", @"))),
+            sel(th.get(Role::Title)),
+        ));
+    }
     if let Some(path) = state.sessions.get(&a.fingerprint) {
         let name = path
             .file_stem()
