@@ -26,7 +26,8 @@ pub struct Remote {
 pub fn tail(path: PathBuf, tx: UnboundedSender<Record>, poll: Duration) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut offset = 0u64;
-        let mut pending = String::new();
+        // Bytes, not text: a read can end in the middle of a multi-byte character.
+        let mut pending: Vec<u8> = Vec::new();
         let mut header_seen = false;
         let mut last_t = 0.0;
         loop {
@@ -44,7 +45,7 @@ pub fn tail(path: PathBuf, tx: UnboundedSender<Record>, poll: Duration) -> JoinH
             match chunk {
                 Ok(Ok(bytes)) => {
                     offset += bytes.len() as u64;
-                    pending.push_str(&String::from_utf8_lossy(&bytes));
+                    pending.extend_from_slice(&bytes);
                 }
                 Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Ok(Err(e)) => {
@@ -58,8 +59,9 @@ pub fn tail(path: PathBuf, tx: UnboundedSender<Record>, poll: Duration) -> JoinH
                 }
                 Err(_) => return,
             }
-            while let Some(end) = pending.find('\n') {
-                let line: String = pending.drain(..=end).collect();
+            while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                let raw: Vec<u8> = pending.drain(..=end).collect();
+                let line = String::from_utf8_lossy(&raw);
                 let line = line.trim();
                 if line.is_empty() {
                     continue;
