@@ -433,6 +433,16 @@ fn inbox(cli: &Cli) -> anyhow::Result<()> {
         eprintln!(
             "        `sitrep demo` investigates a built-in scenario with no setup; `sitrep --help` lists the commands."
         );
+        use std::io::IsTerminal;
+        if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !cli.headless {
+            eprint!("Open the demo now? [y/N] ");
+            let mut answer = String::new();
+            if std::io::stdin().lock().read_line(&mut answer).is_ok()
+                && matches!(answer.trim(), "y" | "Y" | "yes")
+            {
+                return demo(cli, None, false, false, false);
+            }
+        }
         return Ok(());
     }
     if cli.headless {

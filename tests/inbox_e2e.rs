@@ -197,3 +197,36 @@ fn bare_sitrep_without_sources_says_how_to_configure() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("sitrep demo"));
 }
+
+#[test]
+fn without_sources_a_terminal_is_offered_the_demo() {
+    if !tmux_available() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("empty.toml");
+    std::fs::write(&config, "").expect("config");
+    let tmux = start_shell("offer", dir.path());
+    tmux.keys(&[
+        &format!(
+            "SITREP_CONFIG={} {}",
+            config.display(),
+            env!("CARGO_BIN_EXE_sitrep")
+        ),
+        "Enter",
+    ]);
+    let screen = tmux.wait_for("the offer", Duration::from_secs(20), |s| {
+        s.contains("Open the demo now? [y/N]")
+    });
+    assert!(screen.contains("[integrations.alertmanager]"), "{screen}");
+    tmux.keys(&["y", "Enter"]);
+    tmux.wait_for("the demo chooser", Duration::from_secs(20), |s| {
+        s.contains("choose a scenario")
+    });
+    tmux.keys(&["q"]);
+    tmux.wait_for("the shell", Duration::from_secs(15), |s| {
+        let last = s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        last.starts_with(PROMPT) && !s.contains("choose a scenario")
+    });
+}
