@@ -26,8 +26,9 @@ pub struct Cli {
     /// Colour theme (overrides `[ui] theme` in the config).
     #[arg(long, global = true, value_name = "NAME")]
     pub theme: Option<String>,
+    /// Without a command: the alert inbox when alert sources are configured.
     #[command(subcommand)]
-    pub command: Cmd,
+    pub command: Option<Cmd>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -98,6 +99,32 @@ pub enum Cmd {
         #[arg(long, default_value_t = 120)]
         timeout: u64,
     },
+    /// List what is firing in every configured source (Alertmanager, Prometheus, PagerDuty).
+    Alerts {
+        /// One JSON object a line (source, alertname, title, labels, state, starts_at, fingerprint, ...).
+        #[arg(long)]
+        json: bool,
+        /// Only alerts matching these label matchers, e.g. 'severity=critical service=~"api.*"'.
+        #[arg(long, value_name = "MATCHERS")]
+        filter: Option<String>,
+    },
+    /// Receive Alertmanager and PagerDuty webhooks, investigate new alerts headless, serve the remote API.
+    Serve(ServeArgs),
+    /// Follow a session `sitrep serve` is running, live in the console, and approve or deny there.
+    Follow {
+        /// Session file, or its id / file name from `sitrep sessions`.
+        session: String,
+        /// The server running it (e.g. http://127.0.0.1:9095): approvals and denials go to its API.
+        /// Without it, approvals of high and critical actions go through the approvals directory.
+        #[arg(long, value_name = "URL")]
+        server: Option<String>,
+        /// Environment variable holding the server's bearer token.
+        #[arg(long, value_name = "VAR", requires = "server")]
+        token_env: Option<String>,
+        /// Sessions directory (default: `<data dir>/sessions`).
+        #[arg(long, value_name = "DIR")]
+        sessions_dir: Option<PathBuf>,
+    },
     /// Runbook tools.
     Runbooks {
         #[command(subcommand)]
@@ -136,6 +163,23 @@ pub struct InvestigateArgs {
     /// `sitrep investigate --case DIR` replays offline to the same evidence.
     #[arg(long, value_name = "DIR", conflicts_with = "case")]
     pub record: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9095")]
+    pub listen: std::net::SocketAddr,
+    /// Environment variable holding the bearer token every request must carry. Required unless the
+    /// address is loopback.
+    #[arg(long, value_name = "VAR")]
+    pub token_env: Option<String>,
+    /// Sessions directory (default: `<data dir>/sessions`).
+    #[arg(long, value_name = "DIR")]
+    pub sessions_dir: Option<PathBuf>,
+    /// Investigate with recorded case DIR instead of the live systems (tests, demos).
+    #[arg(long, value_name = "DIR")]
+    pub case: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,7 +226,24 @@ pub fn redactor(config: Option<&Config>) -> crate::policy::redact::Redactor {
 
 /// Run an already-parsed command line.
 pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
-    match &cli.command {
+    let Some(command) = &cli.command else {
+        return inbox(&cli);
+    };
+    match command {
+        Cmd::Alerts { json, filter } => alerts(&cli, *json, filter.as_deref()),
+        Cmd::Serve(args) => serve(&cli, args),
+        Cmd::Follow {
+            session,
+            server,
+            token_env,
+            sessions_dir,
+        } => follow(
+            &cli,
+            session,
+            server.as_deref(),
+            token_env.as_deref(),
+            sessions_dir.as_deref(),
+        ),
         Cmd::Replay { file } => replay(&cli, file),
         Cmd::Sessions { dir } => sessions(dir.as_deref()),
         Cmd::Export {
@@ -208,6 +269,248 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
             fast,
         } => demo(&cli, name.as_deref(), *list, *no_save, *fast),
     }
+}
+
+/// The alert sources of the config and nothing else: listing alerts must not wait on a cluster login.
+pub fn alert_sources_config(config: &Config) -> Config {
+    let mut c = config.clone();
+    c.integrations.kubernetes = None;
+    c.integrations.loki = None;
+    c.integrations.github = None;
+    c
+}
+
+/// Whether any alert source (Alertmanager, Prometheus, PagerDuty) is configured.
+pub fn has_alert_sources(config: &Config) -> bool {
+    let i = &config.integrations;
+    i.alertmanager.is_some() || i.prometheus.is_some() || i.pagerduty.is_some()
+}
+
+const HOW_TO_CONFIGURE: &str = "no alert source is configured. Add [integrations.alertmanager], \
+[integrations.prometheus] or [integrations.pagerduty] to the config (see config.example.toml; \
+SITREP_CONFIG points at another file), or try `sitrep demo`.";
+
+/// Time `sitrep alerts` gives each source: the whole command ends within 5 s.
+const ALERTS_BUDGET: Duration = Duration::from_secs(4);
+
+/// The inbox's sources over a live world made of the alert sources only.
+pub async fn inbox_sources(
+    config: &Config,
+    budget: Duration,
+) -> anyhow::Result<crate::inbox::Sources> {
+    let world = crate::world::World::live(&alert_sources_config(config)).await?;
+    let services = config
+        .integrations
+        .pagerduty
+        .as_ref()
+        .and_then(|p| p.service_id.clone())
+        .into_iter()
+        .collect();
+    Ok(crate::inbox::Sources::new(
+        Arc::new(world),
+        services,
+        budget,
+    ))
+}
+
+fn alerts(cli: &Cli, json: bool, filter: Option<&str>) -> anyhow::Result<()> {
+    let config = load_config(cli)?;
+    if !has_alert_sources(&config) {
+        bail!("{HOW_TO_CONFIGURE}");
+    }
+    let filter = crate::inbox::Filter::parse(filter.unwrap_or(""))?;
+    let snapshot = runtime()?.block_on(async {
+        let sources = inbox_sources(&config, ALERTS_BUDGET).await?;
+        anyhow::Ok(sources.poll().await)
+    })?;
+    for h in &snapshot.health {
+        if let Some(e) = &h.error {
+            eprintln!("sitrep: {} is unavailable: {e}", h.source.name());
+        }
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let shown: Vec<&crate::inbox::InboxAlert> = snapshot
+        .alerts
+        .iter()
+        .filter(|a| filter.matches(a))
+        .collect();
+    let result = (|| -> std::io::Result<()> {
+        if json {
+            for a in &shown {
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::to_string(a).map_err(std::io::Error::other)?
+                )?;
+            }
+            return out.flush();
+        }
+        let now = chrono::Utc::now();
+        writeln!(
+            out,
+            "{:<12} {:<9} {:>6}  {:<12} {:<32} LABELS",
+            "STATE", "SEVERITY", "AGE", "SOURCE", "ALERT"
+        )?;
+        for a in &shown {
+            let age = a
+                .starts_at
+                .map(|t| format_duration((now - t).num_seconds() as f64))
+                .unwrap_or_else(|| "-".into());
+            let labels = a
+                .labels
+                .iter()
+                .filter(|(k, _)| k.as_str() != "alertname")
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let name: String = a.alertname.chars().take(32).collect();
+            writeln!(
+                out,
+                "{:<12} {:<9} {:>6}  {:<12} {:<32} {}",
+                a.state.name(),
+                if a.severity.is_empty() {
+                    "-"
+                } else {
+                    &a.severity
+                },
+                age,
+                a.source.name(),
+                name.replace(['\n', '\r'], " "),
+                labels.replace(['\n', '\r'], " ")
+            )?;
+        }
+        out.flush()
+    })();
+    match result {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+fn follow(
+    cli: &Cli,
+    session_ref: &str,
+    server: Option<&str>,
+    token_env: Option<&str>,
+    sessions_dir: Option<&Path>,
+) -> anyhow::Result<()> {
+    let config = load_config(cli)?;
+    let dir = sessions_dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(session::sessions_dir);
+    let path = agent::approve::resolve_session(session_ref, &dir)?;
+    let token = match token_env {
+        Some(var) => match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => {
+                Some(secrecy::SecretString::from(v.trim().to_string()))
+            }
+            _ => bail!("environment variable {var} (from --token-env) is not set or empty"),
+        },
+        None => None,
+    };
+    let remote = server.map(|url| crate::tui::follow::Remote {
+        url: url.to_string(),
+        token,
+        session_id: path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    });
+    runtime()?.block_on(crate::tui::run_follow(path, remote, ui_options(&config)))
+}
+
+fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
+    let config = load_config(cli)?;
+    let token = crate::serve::token_for(args.listen, args.token_env.as_deref())?;
+    let config_path = config
+        .source
+        .clone()
+        .unwrap_or_else(crate::config::default_config_path);
+    let pagerduty_secret = match &config.integrations.pagerduty {
+        Some(p) => p.resolve_webhook_secret(&config_path)?,
+        None => None,
+    };
+    let sessions_dir = args
+        .sessions_dir
+        .clone()
+        .unwrap_or_else(session::sessions_dir);
+    runtime()?.block_on(async {
+        let sources = if has_alert_sources(&config) {
+            Some(inbox_sources(&config, ALERTS_BUDGET).await?)
+        } else {
+            None
+        };
+        // One live world for every investigation; a case is loaded afresh for each (its effects are per run).
+        let live = match &args.case {
+            Some(_) => None,
+            None => Some(Arc::new(crate::world::World::live(&config).await?)),
+        };
+        let case = args.case.clone();
+        let config = config.clone();
+        let starter: crate::serve::Starter = Arc::new(move |trigger, path| {
+            let (world, mode, case_name) = match (&live, &case) {
+                (Some(w), _) => (w.clone(), RunMode::Live, None),
+                (None, Some(dir)) => {
+                    let w = crate::world::World::from_case_dir(dir)?;
+                    let name = w.case().map(|c| c.id.clone());
+                    (Arc::new(w), RunMode::Case, name)
+                }
+                (None, None) => bail!("no world to investigate"),
+            };
+            let mut opts = agent_options(&config, mode, case_name, false, false);
+            opts.session_path = Some(path);
+            opts.unattended = true;
+            Ok(agent::spawn(world, trigger, opts))
+        });
+        crate::serve::run(crate::serve::Setup {
+            listen: args.listen,
+            token,
+            pagerduty_secret,
+            sessions_dir,
+            starter,
+            sources,
+        })
+        .await
+    })
+}
+
+/// Bare `sitrep`: the inbox when alert sources are configured; otherwise how to configure them.
+fn inbox(cli: &Cli) -> anyhow::Result<()> {
+    let config = load_config(cli)?;
+    if !has_alert_sources(&config) {
+        eprintln!("sitrep: {HOW_TO_CONFIGURE}");
+        eprintln!(
+            "        `sitrep demo` investigates a built-in scenario with no setup; `sitrep --help` lists the commands."
+        );
+        use std::io::IsTerminal;
+        if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !cli.headless {
+            eprint!("Open the demo now? [y/N] ");
+            let mut answer = String::new();
+            if std::io::stdin().lock().read_line(&mut answer).is_ok()
+                && matches!(answer.trim(), "y" | "Y" | "yes")
+            {
+                return demo(cli, None, false, false, false);
+            }
+        }
+        return Ok(());
+    }
+    if cli.headless {
+        return alerts(cli, true, None);
+    }
+    let rt = runtime()?;
+    rt.block_on(async {
+        let sources = inbox_sources(&config, Duration::from_secs(10)).await?;
+        let live = Arc::new(crate::world::World::live(&config).await?);
+        let start = |payload: crate::model::WebhookPayload,
+                     proposals: Vec<crate::model::Action>|
+         -> anyhow::Result<AgentHandle> {
+            let mut opts = agent_options(&config, RunMode::Live, None, true, false);
+            opts.proposals = proposals;
+            Ok(agent::spawn(live.clone(), Trigger::Alert(payload), opts))
+        };
+        crate::tui::run_inbox(sources, config.inbox.clone(), ui_options(&config), start).await
+    })
 }
 
 fn load_config(cli: &Cli) -> anyhow::Result<Config> {

@@ -53,6 +53,8 @@ pub struct Config {
     pub policy: Policy,
     #[serde(default)]
     pub ui: Ui,
+    #[serde(default)]
+    pub inbox: Inbox,
     /// Action name -> key, e.g. `approve = "a"`, `quit = "q"`, `half_page_down = "ctrl-d"`.
     #[serde(default)]
     pub keys: BTreeMap<String, String>,
@@ -188,6 +190,71 @@ pub struct PagerDuty {
     /// Email sent as `From` on writes, as the PagerDuty API requires.
     #[serde(default)]
     pub from_email: Option<String>,
+    /// Where the V3 webhook signing secret is: `env:VAR` (never the secret itself).
+    #[serde(default)]
+    pub webhook_secret: Option<String>,
+}
+
+impl PagerDuty {
+    /// Reads the webhook signing secret from the environment variable `webhook_secret` names.
+    pub fn resolve_webhook_secret(
+        &self,
+        config_path: &Path,
+    ) -> Result<Option<SecretString>, ConfigError> {
+        let Some(reference) = &self.webhook_secret else {
+            return Ok(None);
+        };
+        let var = reference.strip_prefix("env:").unwrap_or(reference);
+        match std::env::var(var) {
+            Ok(v) if !v.is_empty() => Ok(Some(SecretString::from(v))),
+            _ => Err(ConfigError::MissingSecret {
+                path: config_path.to_path_buf(),
+                key: "integrations.pagerduty.webhook_secret".into(),
+                var: var.to_string(),
+            }),
+        }
+    }
+}
+
+fn default_poll_secs() -> u64 {
+    15
+}
+
+fn default_group_by() -> Vec<String> {
+    vec!["alertname".into()]
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// `[inbox]`: the alert inbox.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Inbox {
+    /// Seconds between polls of each source (a failing source backs off from there).
+    #[serde(default = "default_poll_secs")]
+    pub poll_secs: u64,
+    /// Labels whose values form a group, karma-style.
+    #[serde(default = "default_group_by")]
+    pub group_by: Vec<String>,
+    /// Ring the terminal bell when a new alert fires.
+    #[serde(default = "default_true")]
+    pub bell: bool,
+    /// Show the number of firing alerts in the terminal title.
+    #[serde(default = "default_true")]
+    pub title: bool,
+}
+
+impl Default for Inbox {
+    fn default() -> Self {
+        Inbox {
+            poll_secs: default_poll_secs(),
+            group_by: default_group_by(),
+            bell: true,
+            title: true,
+        }
+    }
 }
 
 /// How to authenticate. Only environment variable *names* appear here, never secrets.
@@ -492,6 +559,39 @@ impl Config {
             check_url("integrations.pagerduty.url", &p.url)?;
             check_timeout("integrations.pagerduty.timeout_secs", p.timeout_secs)?;
             check_auth("integrations.pagerduty", &p.auth)?;
+            if let Some(reference) = &p.webhook_secret {
+                let ok = reference.strip_prefix("env:").is_some_and(|v| {
+                    !v.is_empty()
+                        && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                        && !v.starts_with(|c: char| c.is_ascii_digit())
+                });
+                if !ok {
+                    return Err(invalid(
+                        "integrations.pagerduty.webhook_secret",
+                        "a reference such as \"env:PAGERDUTY_WEBHOOK_SECRET\", not the secret itself",
+                        format!("a value of {} characters", reference.chars().count()),
+                    ));
+                }
+            }
+        }
+        if !(1..=MAX_TIMEOUT_SECS).contains(&self.inbox.poll_secs) {
+            return Err(invalid(
+                "inbox.poll_secs",
+                "a poll interval between 1 and 3600 seconds",
+                self.inbox.poll_secs.to_string(),
+            ));
+        }
+        if let Some(bad) = self
+            .inbox
+            .group_by
+            .iter()
+            .find(|l| l.is_empty() || !l.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        {
+            return Err(invalid(
+                "inbox.group_by",
+                "label names (letters, digits, _)",
+                format!("{bad:?}"),
+            ));
         }
         if self.policy.veto_secs > MAX_TIMEOUT_SECS {
             return Err(invalid(
@@ -794,6 +894,12 @@ half_page_down = "ctrl-d"
                 "[policy]\napproval_timeout_secs = 9223372036854775807\n",
                 "policy.approval_timeout_secs",
             ),
+            ("[inbox]\npoll_secs = 0\n", "inbox.poll_secs"),
+            ("[inbox]\ngroup_by = [\"a b\"]\n", "inbox.group_by"),
+            (
+                "[integrations.pagerduty]\nwebhook_secret = \"whsec-abc\"\n",
+                "integrations.pagerduty.webhook_secret",
+            ),
         ];
         for (text, key) in cases {
             let err = parse(text).map(|_| ()).unwrap_err().to_string();
@@ -857,6 +963,7 @@ half_page_down = "ctrl-d"
         );
         assert_eq!(c.policy, Policy::default());
         assert_eq!(c.ui, Ui::default());
+        assert_eq!(c.inbox, Inbox::default());
         assert_eq!(c.keys.get("approve").map(String::as_str), Some("a"));
         // Every key the example documents parses back to the same value it serializes to.
         let again: Config = match toml::to_string(&c).map(|t| toml::from_str(&t)) {

@@ -67,6 +67,12 @@ pub struct AgentOptions {
     /// Masks secrets in the trigger and in everything the session records; knows the exact
     /// values of the configured credentials.
     pub redactor: crate::policy::redact::Redactor,
+    /// Actions the operator proposed up front (from the inbox: silence, acknowledge, ...). They are
+    /// proposed at Recommend with the others and go through the same policy and approval.
+    pub proposals: Vec<crate::model::Action>,
+    /// Nobody watches this run (`sitrep serve`): medium risk waits for an approval instead of
+    /// running when its veto countdown ends.
+    pub unattended: bool,
 }
 
 impl Default for AgentOptions {
@@ -86,6 +92,8 @@ impl Default for AgentOptions {
             title: None,
             approval_poll: Duration::from_millis(500),
             redactor: crate::policy::redact::Redactor::new(),
+            proposals: Vec::new(),
+            unattended: false,
         }
     }
 }

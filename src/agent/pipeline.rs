@@ -342,6 +342,7 @@ impl Run {
             runbook.as_ref(),
             &diagnosed.ctx,
             &obs,
+            &self.opts.proposals,
         );
         self.finish(
             Stage::Recommend,
