@@ -351,7 +351,7 @@ async fn acknowledge_and_note_from_the_inbox_send_from_and_need_approval() {
                     .map(|(_, k)| k.clone())
                     .unwrap_or_default();
                 asked.push(kind.clone());
-                let cmd = if kind == "pagerduty.acknowledge" {
+                let cmd = if kind == "pagerduty.acknowledge" || kind == "pagerduty.add_note" {
                     Command::Approve {
                         action_id: action_id.clone(),
                         by: None,
@@ -381,7 +381,8 @@ async fn acknowledge_and_note_from_the_inbox_send_from_and_need_approval() {
         }
     }
     handle.task.await.expect("join").expect("run");
-    // The note is low risk and runs; acknowledge (medium) and resolve (high) were asked about.
+    // Every write to PagerDuty was asked about: the note and acknowledge (medium) were approved
+    // and ran, resolve (high) was denied and did not.
     assert!(
         asked.contains(&"pagerduty.acknowledge".to_string()),
         "{asked:?}"
@@ -391,7 +392,7 @@ async fn acknowledge_and_note_from_the_inbox_send_from_and_need_approval() {
         "{asked:?}"
     );
     assert!(
-        !asked.contains(&"pagerduty.add_note".to_string()),
+        asked.contains(&"pagerduty.add_note".to_string()),
         "{asked:?}"
     );
     let kinds: Vec<&str> = results.iter().map(|(k, _)| k.as_str()).collect();

@@ -17,6 +17,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+/// How long a cleared action waits for a decision that was sent right behind its approval.
+const DECISION_GRACE: std::time::Duration = std::time::Duration::from_millis(150);
+
 /// The operator cancelled (or a signal stopped the console); the pipeline unwinds and records
 /// `Cancelled` or `Interrupted`.
 pub(super) struct Cancelled;
@@ -463,8 +466,9 @@ impl Run {
         let mut queue = approved;
         queue.reverse();
         while let Some(action) = queue.pop() {
-            // Let a decision sent together with the approval reach the channel first.
-            tokio::task::yield_now().await;
+            // A decision sent right behind the approval (a deny typed a moment later, a cancel)
+            // must still win: give it a moment to reach the channel before anything runs.
+            tokio::time::sleep(DECISION_GRACE).await;
             if !self.still_cleared(&action, &mut queue) {
                 continue;
             }

@@ -929,12 +929,13 @@ pub static ENTRIES: &[Entry] = &[
         render: |op| format!("PUT /incidents/{} status=resolved", op.must("incident_id")),
         handler: Handler::Act(ActionKind::PagerDutyResolve),
     },
-    // A note only adds to the incident's record; it changes nobody's pager.
+    // A note changes nobody's pager, but it is written where every responder reads it: like any
+    // write to the outside world, it gets a visible veto window.
     Entry {
         name: "pagerduty.add_note",
         integration: "pagerduty",
         mutating: true,
-        floor: Risk::Low,
+        floor: Risk::Medium,
         summary: "add a note to a PagerDuty incident's timeline",
         params: &[
             req(
