@@ -2,19 +2,31 @@
 
 pub mod app;
 pub mod approval;
+pub mod approval_state;
+pub mod chart;
 pub mod chat;
 pub mod chooser;
 pub mod chooser_state;
+pub mod details;
 pub mod evidence;
 pub mod header;
 pub mod help;
 pub mod highlight;
+pub mod index;
 pub mod keymap;
 pub mod layout;
 pub mod palette;
+pub mod palette_state;
+pub mod reducer;
 pub mod replay_bar;
+pub mod replay_state;
+pub mod report;
 pub mod sanitize;
+pub mod scroll;
+pub mod search;
+pub mod state;
 pub mod statusbar;
+pub mod text;
 pub mod theme;
 pub mod timeline;
 
@@ -111,11 +123,7 @@ pub(crate) fn centered(area: Rect, w: u16, h: u16) -> Rect {
 /// Draw the whole screen from the state.
 pub fn draw(state: &AppState, frame: &mut Frame) {
     let area = frame.area();
-    let a = layout::compute(
-        area,
-        state.is_replay(),
-        matches!(state.focus, app::Pane::Evidence | app::Pane::Summary),
-    );
+    let a = state.layout(area);
     if a.too_small {
         let msg = Paragraph::new(vec![
             Line::raw("terminal too small"),
@@ -145,6 +153,7 @@ pub fn draw(state: &AppState, frame: &mut Frame) {
         Some(Overlay::Approval(ui)) => approval::render(state, ui, frame, area),
         Some(Overlay::Help { scroll }) => help::render(state, *scroll, frame, area),
         Some(Overlay::Palette(p)) => palette::render(state, p, frame, area),
+        Some(Overlay::Report(scroll)) => report::render(state, scroll, frame, area),
         None => {}
     }
     if state.focus == app::Pane::Chat && state.overlay.is_none() && !state.is_replay() {
