@@ -40,10 +40,11 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         };
         right.push(Span::styled(text, th.get(Role::ApprovalKey)));
         right.push(Span::raw(" "));
-    } else if inc
-        .actions
-        .iter()
-        .any(|a| a.status == ActionStatus::AwaitingApproval)
+    } else if !inc.is_finished()
+        && inc
+            .actions
+            .iter()
+            .any(|a| a.status == ActionStatus::AwaitingApproval)
     {
         right.push(Span::styled(
             " ⚑ approval pending ",

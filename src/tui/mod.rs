@@ -70,7 +70,8 @@ impl UiOptions {
         let no_color = self
             .no_color
             .unwrap_or_else(|| std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()));
-        let theme = Theme::resolve(self.theme.as_deref(), no_color)?;
+        let theme =
+            Theme::resolve(self.theme.as_deref(), no_color)?.for_terminal(theme::truecolor_env());
         let keymap = keymap::Keymap::with_overrides(&self.keys)?;
         let mut state = AppState::new(theme, keymap);
         state.read_only = self.read_only;

@@ -151,6 +151,7 @@ pub fn run_command(state: &mut AppState, line: &str) -> Vec<Effect> {
         "runbook" => return chat_command(state, &format!("/runbook {arg}")),
         "theme" => match Theme::resolve(Some(arg), false) {
             Ok(t) => {
+                let t = t.for_terminal(super::theme::truecolor_env());
                 state.set_status(format!("theme {}", t.name), false);
                 state.theme = t;
             }

@@ -47,6 +47,9 @@ pub fn update(state: &mut AppState, msg: Msg) -> Vec<Effect> {
             state.agent_done = true;
             match err {
                 Some(e) => state.set_status(format!("investigation stopped: {e}"), true),
+                None if state.incident().report.is_some() => {
+                    state.set_status("investigation finished: r shows the report, q quits", false)
+                }
                 None => state.set_status("investigation finished; q quits", false),
             }
             Vec::new()

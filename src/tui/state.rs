@@ -241,6 +241,11 @@ impl AppState {
 
     /// The action waiting for this operator's decision, if any.
     pub fn pending(&self) -> Option<&crate::model::ActionState> {
+        // A session that ended (cancelled, interrupted) decides nothing more: what was
+        // waiting is no longer pending, whatever the fold's last status for it says.
+        if self.incident().is_finished() {
+            return None;
+        }
         self.incident()
             .actions
             .iter()
@@ -337,7 +342,8 @@ impl AppState {
             let still = self
                 .incident()
                 .action(&ui.action_id)
-                .is_some_and(|a| a.status == ActionStatus::AwaitingApproval);
+                .is_some_and(|a| a.status == ActionStatus::AwaitingApproval)
+                && !self.incident().is_finished();
             let mine_done =
                 self.submitted.contains(&ui.action_id) && !self.is_critical(&ui.action_id);
             if !still || mine_done {
@@ -355,6 +361,9 @@ impl AppState {
             || self.focus == Pane::Chat
             || matches!(self.overlay, Some(Overlay::Palette(_)))
         {
+            return;
+        }
+        if self.incident().is_finished() {
             return;
         }
         let candidate = self
