@@ -178,25 +178,31 @@ fn render_doc(
 /// Display order of table columns: names first, then states, then the rest as given.
 fn priority(column: &str) -> u8 {
     match column.to_ascii_lowercase().as_str() {
-        "name" | "pod" | "deployment" | "node" | "object" | "id" | "alertname" => 0,
-        "status" | "state" | "phase" | "ready" | "reason" | "type" | "severity" => 1,
-        "restarts" | "message" | "title" | "when" | "age" | "last seen" => 2,
-        _ => 3,
+        "name" | "pod" | "deployment" | "alertname" => 0,
+        "status" | "state" | "phase" | "reason" | "severity" => 1,
+        "ready" | "restarts" | "type" | "message" | "title" | "when" => 2,
+        "node" | "object" | "id" | "age" | "last seen" => 3,
+        _ => 4,
     }
 }
 
 /// Widths for the columns in `order`: every column gets what it needs while there is room;
 /// the lowest-priority ones shrink (to a floor of 4) and then drop out.
 fn fit(needs: &[usize], order: &[usize], avail: usize, gap: usize) -> Vec<(usize, usize)> {
-    let mut ranked: Vec<usize> = order.to_vec();
-    ranked.sort_by_key(|c| order.iter().position(|o| o == c));
+    // While others follow, no column takes more than half the width: the name must not
+    // crowd out the status.
+    let cap = if order.len() > 1 {
+        (avail / 2).max(12)
+    } else {
+        avail
+    };
     let mut out: Vec<(usize, usize)> = Vec::new();
     let mut used = 0usize;
-    for &c in &ranked {
-        let need = needs[c].max(1);
+    for &c in order {
+        let need = needs[c].clamp(1, cap);
         let sep = if out.is_empty() { 0 } else { gap };
         let left = avail.saturating_sub(used + sep);
-        if left < 4.min(need) || left == 0 {
+        if left == 0 || left < 4.min(need) {
             break;
         }
         let wd = need.min(left);
@@ -342,14 +348,15 @@ mod tests {
 
     #[test]
     fn names_and_states_come_first_and_the_rest_drop_out_when_narrow() {
-        let cols = ["age", "name", "restarts", "status", "node", "ip"];
+        let cols = ["age", "node", "restarts", "status", "name", "ip"];
         let mut order: Vec<usize> = (0..cols.len()).collect();
         order.sort_by_key(|c| priority(cols[*c]));
-        assert_eq!(&order[..3], &[1, 4, 3]);
-        let needs = [3, 30, 8, 16, 20, 15];
+        assert_eq!(&order[..3], &[4, 3, 2]);
+        let needs = [3, 30, 8, 16, 50, 15];
         let shown = fit(&needs, &order, 60, 2);
         let names: Vec<&str> = shown.iter().map(|(c, _)| cols[*c]).collect();
-        assert_eq!(&names[..2], &["name", "node"]);
+        assert_eq!(&names[..2], &["name", "status"]);
+        assert_eq!(shown[0].1, 30, "the name is capped at half the width");
         let total: usize =
             shown.iter().map(|(_, w)| w).sum::<usize>() + 2 * (shown.len().saturating_sub(1));
         assert!(total <= 60, "{total}");

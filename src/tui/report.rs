@@ -76,7 +76,7 @@ pub fn markdown(md: &str, th: &Theme, width: usize) -> Vec<Line<'static>> {
         let hashes = t.chars().take_while(|c| *c == '#').count();
         if (1..=6).contains(&hashes) && t[hashes..].starts_with(' ') {
             let text = t[hashes..].trim().to_string();
-            if !out.is_empty() {
+            if out.last().is_some_and(|l| l.width() > 0) {
                 out.push(Line::raw(""));
             }
             let style = th.get(Role::Title).add_modifier(Modifier::BOLD);

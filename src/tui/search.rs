@@ -9,7 +9,7 @@ use crate::model::EvidenceBody;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 /// Bytes of a text body scanned per step (a few milliseconds at most).
-pub const STEP_BYTES: usize = 8 << 20;
+pub const STEP_BYTES: usize = 4 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
