@@ -437,3 +437,57 @@ fn a_million_line_log_opens_and_searches_in_steps() {
     let _ = draw(&s);
     eprintln!("frame at line 199999: {:?}", t.elapsed());
 }
+
+#[test]
+fn skip_ahead_is_asked_of_the_loop_live_and_ignored_in_replay() {
+    let mut s = fixtures::live(&fixtures::mid_gather(), 80, 24);
+    let effects = update(&mut s, key('f'));
+    assert_eq!(effects, vec![sitrep::tui::app::Effect::SkipAhead]);
+    let mut r = AppState::new_replay(
+        sitrep::tui::theme::Theme::default(),
+        sitrep::tui::keymap::Keymap::default(),
+        fixtures::full_session(),
+    );
+    assert!(update(&mut r, key('f')).is_empty());
+}
+
+#[test]
+fn in_replay_digits_seek_and_never_switch_panes() {
+    let mut r = AppState::new_replay(
+        sitrep::tui::theme::Theme::default(),
+        sitrep::tui::keymap::Keymap::default(),
+        fixtures::full_session(),
+    );
+    let before = r.focus;
+    press(&mut r, [key('5')]);
+    assert_eq!(r.focus, before);
+    let frac = r
+        .replay
+        .as_ref()
+        .map(|p| p.clock.play_time() / p.clock.play_duration());
+    assert!(frac.is_some_and(|f| (0.4..=0.6).contains(&f)), "{frac:?}");
+    press(&mut r, [code(KeyCode::Tab)]);
+    assert_ne!(r.focus, before, "panes switch with tab");
+}
+
+#[test]
+fn nothing_is_pending_after_the_session_is_cancelled() {
+    let mut records = fixtures::awaiting_approval(sitrep::model::Risk::High);
+    let mut s = fixtures::live(&records, 80, 24);
+    assert!(s.pending().is_some());
+    records.push(rec(
+        9.0,
+        Event::SessionEnded {
+            outcome: sitrep::model::Outcome::Cancelled,
+        },
+    ));
+    let mut s2 = fixtures::live(&records, 80, 24);
+    assert!(s2.pending().is_none());
+    assert!(!matches!(s2.overlay, Some(Overlay::Approval(_))));
+    let screen = text(&draw(&s2));
+    assert!(!screen.contains("approval pending"), "{screen}");
+    // The same while it was still live: pending, and said so.
+    press(&mut s, [code(KeyCode::Esc)]);
+    assert!(text(&draw(&s)).contains("approval pending"));
+    let _ = &mut s2;
+}

@@ -71,6 +71,7 @@ actions! {
     Wrap => "wrap", Navigation, ["w"], "wrap long lines on/off";
     Zoom => "zoom", Navigation, ["z"], "zoom the focused pane to full screen";
     Report => "report", Global, ["r"], "show the report";
+    SkipAhead => "skip_ahead", Global, ["f"], "demo: skip ahead (calls answer at once)";
     Approve => "approve", Approval, ["a"], "approve";
     Confirm => "confirm", Approval, ["ctrl-y"], "confirm high risk (or type the target name + enter)";
     Deny => "deny", Approval, ["d"], "deny, with a reason";

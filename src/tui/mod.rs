@@ -52,7 +52,7 @@ const FRAME: Duration = Duration::from_millis(16);
 const MAX_TICK: Duration = Duration::from_secs(5);
 
 /// How the console is set up; the CLI fills it from flags and config.toml.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct UiOptions {
     /// `--theme NAME|PATH` (or `[ui] theme`); None or "default" lets NO_COLOR pick mono.
     pub theme: Option<String>,
@@ -62,6 +62,8 @@ pub struct UiOptions {
     pub session_id: Option<String>,
     /// Override the NO_COLOR environment check (tests); None reads the environment.
     pub no_color: Option<bool>,
+    /// A paced demo: drops the pacing so the rest answers at once (the skip-ahead key).
+    pub skip_ahead: Option<state::SkipAhead>,
 }
 
 impl UiOptions {
@@ -76,6 +78,7 @@ impl UiOptions {
         let mut state = AppState::new(theme, keymap);
         state.read_only = self.read_only;
         state.session_id = self.session_id.clone();
+        state.skip_ahead = self.skip_ahead.clone();
         Ok(state)
     }
 }
@@ -533,6 +536,17 @@ async fn event_loop(
                     }
                 },
                 Effect::ExportReport => export_report(&mut state),
+                Effect::SkipAhead => match &state.skip_ahead {
+                    Some(skip) if !state.agent_done => {
+                        skip();
+                        state.skip_ahead = None;
+                        state.set_status(
+                            "skipping ahead: the remaining calls answer at once",
+                            false,
+                        );
+                    }
+                    _ => state.set_status("nothing to skip: calls already answer at once", false),
+                },
             }
         }
     }

@@ -174,6 +174,8 @@ fn run_action(state: &mut AppState, action: Action) -> Vec<Effect> {
             }
         }
         Action::Report => super::palette_state::show_report(state),
+        Action::SkipAhead if !state.is_replay() => return vec![Effect::SkipAhead],
+        Action::SkipAhead => {}
         Action::NextMatch => next_match(state, true),
         Action::PrevMatch => next_match(state, false),
         Action::Back => {

@@ -61,7 +61,12 @@ pub enum Effect {
     SendCommand(Command),
     Quit,
     ExportReport,
+    /// Drop a paced demo's pacing.
+    SkipAhead,
 }
+
+/// Drops a paced demo's simulated latency (the world lives outside the console).
+pub type SkipAhead = std::sync::Arc<dyn Fn() + Send + Sync>;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Status {
@@ -124,6 +129,8 @@ pub struct AppState {
     pub now_t: f64,
     pub replay: Option<ReplayUi>,
     pub agent_done: bool,
+    /// Set in a paced demo until used.
+    pub skip_ahead: Option<SkipAhead>,
 }
 
 impl AppState {
@@ -160,6 +167,7 @@ impl AppState {
             now_t: 0.0,
             replay: None,
             agent_done: false,
+            skip_ahead: None,
         }
     }
 

@@ -120,6 +120,12 @@ pub fn render_keyhints(state: &AppState, frame: &mut Frame, area: Rect, with_sta
             } else if state.pending().is_some() {
                 hints.push((km.label(Action::OpenApproval), "approval"));
             }
+            if state.skip_ahead.is_some() && !state.agent_done {
+                hints.push((km.label(Action::SkipAhead), "skip ahead"));
+            }
+            if state.incident().report.is_some() {
+                hints.push((km.label(Action::Report), "report"));
+            }
             hints.push((km.label(Action::Help), "help"));
             hints.push((km.label(Action::Palette), "cmd"));
             hints.push((km.label(Action::Filter), "filter"));
