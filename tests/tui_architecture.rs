@@ -37,6 +37,7 @@ const VIEWS: &[&str] = &[
     "replay_bar",
     "report",
     "statusbar",
+    "terminal",
     "text",
     "timeline",
 ];
@@ -139,6 +140,6 @@ fn the_checker_sees_a_forbidden_edge() {
 fn no_tui_file_is_much_over_500_lines() {
     for (name, text) in sources() {
         let n = text.lines().count();
-        assert!(n <= 620, "src/tui/{name}.rs has {n} lines");
+        assert!(n <= 600, "src/tui/{name}.rs has {n} lines");
     }
 }
