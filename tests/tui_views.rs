@@ -491,3 +491,24 @@ fn nothing_is_pending_after_the_session_is_cancelled() {
     assert!(text(&draw(&s)).contains("approval pending"));
     let _ = &mut s2;
 }
+
+#[test]
+fn chat_slash_commands_are_the_palette_commands() {
+    let mut s = fixtures::live(&fixtures::mid_gather(), 120, 40);
+    let effects = sitrep::tui::app::chat_command(&mut s, "/search kubernetes");
+    assert!(effects.is_empty());
+    assert_eq!(
+        s.filter.as_ref().map(|f| f.query.as_str()),
+        Some("kubernetes")
+    );
+    let _ = sitrep::tui::app::chat_command(&mut s, "/theme mono");
+    assert_eq!(s.theme.name, "mono");
+    // Anything else still goes to the agent.
+    let effects = sitrep::tui::app::chat_command(&mut s, "/why");
+    assert!(matches!(
+        effects.as_slice(),
+        [sitrep::tui::app::Effect::SendCommand(
+            sitrep::model::Command::Chat { .. }
+        )]
+    ));
+}

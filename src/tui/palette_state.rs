@@ -1,6 +1,6 @@
 //! The `:` command palette's state and keys: commands, completion and running a command line.
 
-use super::reducer::{chat_command, open_approval};
+use super::reducer::open_approval;
 use super::scroll::Scroll;
 use super::search::{Mode, apply};
 use super::state::{AppState, Effect, Overlay, Pane};
@@ -147,8 +147,19 @@ pub fn run_command(state: &mut AppState, line: &str) -> Vec<Effect> {
                 true,
             ),
         },
-        "runbook" if arg.is_empty() => state.set_status("usage: runbook NAME", true),
-        "runbook" => return chat_command(state, &format!("/runbook {arg}")),
+        "runbook" if arg.is_empty() => {
+            state.set_status("usage: :runbook NAME, or /runbook NAME in chat", true)
+        }
+        // The agent reads runbook requests from the conversation.
+        "runbook" if state.agent_done => state.set_status(
+            "the investigation has ended; the agent no longer listens",
+            true,
+        ),
+        "runbook" => {
+            return vec![Effect::SendCommand(Command::Chat {
+                text: format!("/runbook {arg}"),
+            })];
+        }
         "theme" => match Theme::resolve(Some(arg), false) {
             Ok(t) => {
                 let t = t.for_terminal(super::theme::truecolor_env());

@@ -339,28 +339,24 @@ fn on_chat_key(state: &mut AppState, key: KeyEvent, k: Key) -> Vec<Effect> {
 
 /// A line typed in the chat pane: slash commands are handled here, the rest goes to the agent.
 pub fn chat_command(state: &mut AppState, text: &str) -> Vec<Effect> {
-    let mut words = text.split_whitespace();
-    match words.next() {
-        Some("/help") => {
-            state.overlay = Some(Overlay::Help { scroll: 0 });
-            Vec::new()
+    // `/name args` runs the palette's command of that name: one table for both.
+    if let Some(line) = text.strip_prefix('/') {
+        let word = line.split_whitespace().next().unwrap_or("");
+        if super::palette_state::COMMANDS
+            .iter()
+            .any(|(n, _, _)| *n == word)
+        {
+            return super::palette_state::run_command(state, line.trim());
         }
-        Some("/export") => vec![Effect::ExportReport],
-        Some("/quit") => vec![Effect::Quit],
-        Some("/cancel") => vec![Effect::SendCommand(Command::Cancel)],
-        Some("/runbook") if words.next().is_none() => {
-            state.set_status("usage: /runbook NAME", true);
-            Vec::new()
-        }
-        _ if state.agent_done => {
-            state.set_status(
-                "the investigation has ended; the agent no longer listens",
-                true,
-            );
-            Vec::new()
-        }
-        _ => vec![Effect::SendCommand(Command::Chat {
-            text: text.to_string(),
-        })],
     }
+    if state.agent_done {
+        state.set_status(
+            "the investigation has ended; the agent no longer listens",
+            true,
+        );
+        return Vec::new();
+    }
+    vec![Effect::SendCommand(Command::Chat {
+        text: text.to_string(),
+    })]
 }
