@@ -2,8 +2,9 @@
 
 use crate::agent::{self, AgentHandle, AgentOptions, Trigger};
 use crate::config::Config;
+use crate::model::text::{escape_json_controls, sanitize};
 use crate::model::{Command, Outcome, Record, RunMode};
-use crate::session::{self, SessionLog};
+use crate::session;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::{BufRead, Write};
@@ -25,8 +26,9 @@ pub struct Cli {
     /// Colour theme (overrides `[ui] theme` in the config).
     #[arg(long, global = true, value_name = "NAME")]
     pub theme: Option<String>,
+    /// Without a command: the alert inbox when alert sources are configured.
     #[command(subcommand)]
-    pub command: Cmd,
+    pub command: Option<Cmd>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -97,6 +99,32 @@ pub enum Cmd {
         #[arg(long, default_value_t = 120)]
         timeout: u64,
     },
+    /// List what is firing in every configured source (Alertmanager, Prometheus, PagerDuty).
+    Alerts {
+        /// One JSON object a line (source, alertname, title, labels, state, starts_at, fingerprint, ...).
+        #[arg(long)]
+        json: bool,
+        /// Only alerts matching these label matchers, e.g. 'severity=critical service=~"api.*"'.
+        #[arg(long, value_name = "MATCHERS")]
+        filter: Option<String>,
+    },
+    /// Receive Alertmanager and PagerDuty webhooks, investigate new alerts headless, serve the remote API.
+    Serve(ServeArgs),
+    /// Follow a session `sitrep serve` is running, live in the console, and approve or deny there.
+    Follow {
+        /// Session file, or its id / file name from `sitrep sessions`.
+        session: String,
+        /// The server running it (e.g. http://127.0.0.1:9095): approvals and denials go to its API.
+        /// Without it, approvals of high and critical actions go through the approvals directory.
+        #[arg(long, value_name = "URL")]
+        server: Option<String>,
+        /// Environment variable holding the server's bearer token.
+        #[arg(long, value_name = "VAR", requires = "server")]
+        token_env: Option<String>,
+        /// Sessions directory (default: `<data dir>/sessions`).
+        #[arg(long, value_name = "DIR")]
+        sessions_dir: Option<PathBuf>,
+    },
     /// Runbook tools.
     Runbooks {
         #[command(subcommand)]
@@ -137,21 +165,85 @@ pub struct InvestigateArgs {
     pub record: Option<PathBuf>,
 }
 
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9095")]
+    pub listen: std::net::SocketAddr,
+    /// Environment variable holding the bearer token every request must carry. Required unless the
+    /// address is loopback.
+    #[arg(long, value_name = "VAR")]
+    pub token_env: Option<String>,
+    /// Sessions directory (default: `<data dir>/sessions`).
+    #[arg(long, value_name = "DIR")]
+    pub sessions_dir: Option<PathBuf>,
+    /// Investigate with recorded case DIR instead of the live systems (tests, demos).
+    #[arg(long, value_name = "DIR")]
+    pub case: Option<PathBuf>,
+}
+
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Markdown,
     Json,
 }
 
-/// Parse the command line and run it.
+/// Parse the command line and run it. An error is masked and sanitized before it is returned
+/// for printing: it may quote a response, an alert or a file.
 pub fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    dispatch(cli)
+    match dispatch(cli) {
+        // `sitrep sessions | head`: the reader has what it wanted; that is not an error.
+        Err(e) if is_closed_stdout(&e) => Ok(()),
+        other => other,
+    }
+    .map_err(|e| {
+        let text = format!("{e:#}");
+        let text = redactor(Config::load().ok().as_ref())
+            .redact(&text)
+            .into_owned();
+        anyhow::anyhow!(sanitize(&text).into_owned())
+    })
+}
+
+/// The error is a write to a pipe whose reader went away.
+fn is_closed_stdout(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Masks the known secret shapes and the current values of the configured credentials.
+pub fn redactor(config: Option<&Config>) -> crate::policy::redact::Redactor {
+    use secrecy::ExposeSecret;
+    let values = config.map(Config::secret_values).unwrap_or_default();
+    crate::policy::redact::Redactor::with_secrets(
+        values.iter().map(|v| v.expose_secret().to_string()),
+    )
 }
 
 /// Run an already-parsed command line.
 pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
-    match &cli.command {
+    let Some(command) = &cli.command else {
+        return inbox(&cli);
+    };
+    match command {
+        Cmd::Alerts { json, filter } => alerts(&cli, *json, filter.as_deref()),
+        Cmd::Serve(args) => serve(&cli, args),
+        Cmd::Follow {
+            session,
+            server,
+            token_env,
+            sessions_dir,
+        } => follow(
+            &cli,
+            session,
+            server.as_deref(),
+            token_env.as_deref(),
+            sessions_dir.as_deref(),
+        ),
         Cmd::Replay { file } => replay(&cli, file),
         Cmd::Sessions { dir } => sessions(dir.as_deref()),
         Cmd::Export {
@@ -179,6 +271,248 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// The alert sources of the config and nothing else: listing alerts must not wait on a cluster login.
+pub fn alert_sources_config(config: &Config) -> Config {
+    let mut c = config.clone();
+    c.integrations.kubernetes = None;
+    c.integrations.loki = None;
+    c.integrations.github = None;
+    c
+}
+
+/// Whether any alert source (Alertmanager, Prometheus, PagerDuty) is configured.
+pub fn has_alert_sources(config: &Config) -> bool {
+    let i = &config.integrations;
+    i.alertmanager.is_some() || i.prometheus.is_some() || i.pagerduty.is_some()
+}
+
+const HOW_TO_CONFIGURE: &str = "no alert source is configured. Add [integrations.alertmanager], \
+[integrations.prometheus] or [integrations.pagerduty] to the config (see config.example.toml; \
+SITREP_CONFIG points at another file), or try `sitrep demo`.";
+
+/// Time `sitrep alerts` gives each source: the whole command ends within 5 s.
+const ALERTS_BUDGET: Duration = Duration::from_secs(4);
+
+/// The inbox's sources over a live world made of the alert sources only.
+pub async fn inbox_sources(
+    config: &Config,
+    budget: Duration,
+) -> anyhow::Result<crate::inbox::Sources> {
+    let world = crate::world::World::live(&alert_sources_config(config)).await?;
+    let services = config
+        .integrations
+        .pagerduty
+        .as_ref()
+        .and_then(|p| p.service_id.clone())
+        .into_iter()
+        .collect();
+    Ok(crate::inbox::Sources::new(
+        Arc::new(world),
+        services,
+        budget,
+    ))
+}
+
+fn alerts(cli: &Cli, json: bool, filter: Option<&str>) -> anyhow::Result<()> {
+    let config = load_config(cli)?;
+    if !has_alert_sources(&config) {
+        bail!("{HOW_TO_CONFIGURE}");
+    }
+    let filter = crate::inbox::Filter::parse(filter.unwrap_or(""))?;
+    let snapshot = runtime()?.block_on(async {
+        let sources = inbox_sources(&config, ALERTS_BUDGET).await?;
+        anyhow::Ok(sources.poll().await)
+    })?;
+    for h in &snapshot.health {
+        if let Some(e) = &h.error {
+            eprintln!("sitrep: {} is unavailable: {e}", h.source.name());
+        }
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let shown: Vec<&crate::inbox::InboxAlert> = snapshot
+        .alerts
+        .iter()
+        .filter(|a| filter.matches(a))
+        .collect();
+    let result = (|| -> std::io::Result<()> {
+        if json {
+            for a in &shown {
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::to_string(a).map_err(std::io::Error::other)?
+                )?;
+            }
+            return out.flush();
+        }
+        let now = chrono::Utc::now();
+        writeln!(
+            out,
+            "{:<12} {:<9} {:>6}  {:<12} {:<32} LABELS",
+            "STATE", "SEVERITY", "AGE", "SOURCE", "ALERT"
+        )?;
+        for a in &shown {
+            let age = a
+                .starts_at
+                .map(|t| format_duration((now - t).num_seconds() as f64))
+                .unwrap_or_else(|| "-".into());
+            let labels = a
+                .labels
+                .iter()
+                .filter(|(k, _)| k.as_str() != "alertname")
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let name: String = a.alertname.chars().take(32).collect();
+            writeln!(
+                out,
+                "{:<12} {:<9} {:>6}  {:<12} {:<32} {}",
+                a.state.name(),
+                if a.severity.is_empty() {
+                    "-"
+                } else {
+                    &a.severity
+                },
+                age,
+                a.source.name(),
+                name.replace(['\n', '\r'], " "),
+                labels.replace(['\n', '\r'], " ")
+            )?;
+        }
+        out.flush()
+    })();
+    match result {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+fn follow(
+    cli: &Cli,
+    session_ref: &str,
+    server: Option<&str>,
+    token_env: Option<&str>,
+    sessions_dir: Option<&Path>,
+) -> anyhow::Result<()> {
+    let config = load_config(cli)?;
+    let dir = sessions_dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(session::sessions_dir);
+    let path = agent::approve::resolve_session(session_ref, &dir)?;
+    let token = match token_env {
+        Some(var) => match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => {
+                Some(secrecy::SecretString::from(v.trim().to_string()))
+            }
+            _ => bail!("environment variable {var} (from --token-env) is not set or empty"),
+        },
+        None => None,
+    };
+    let remote = server.map(|url| crate::tui::follow::Remote {
+        url: url.to_string(),
+        token,
+        session_id: path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    });
+    runtime()?.block_on(crate::tui::run_follow(path, remote, ui_options(&config)))
+}
+
+fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
+    let config = load_config(cli)?;
+    let token = crate::serve::token_for(args.listen, args.token_env.as_deref())?;
+    let config_path = config
+        .source
+        .clone()
+        .unwrap_or_else(crate::config::default_config_path);
+    let pagerduty_secret = match &config.integrations.pagerduty {
+        Some(p) => p.resolve_webhook_secret(&config_path)?,
+        None => None,
+    };
+    let sessions_dir = args
+        .sessions_dir
+        .clone()
+        .unwrap_or_else(session::sessions_dir);
+    runtime()?.block_on(async {
+        let sources = if has_alert_sources(&config) {
+            Some(inbox_sources(&config, ALERTS_BUDGET).await?)
+        } else {
+            None
+        };
+        // One live world for every investigation; a case is loaded afresh for each (its effects are per run).
+        let live = match &args.case {
+            Some(_) => None,
+            None => Some(Arc::new(crate::world::World::live(&config).await?)),
+        };
+        let case = args.case.clone();
+        let config = config.clone();
+        let starter: crate::serve::Starter = Arc::new(move |trigger, path| {
+            let (world, mode, case_name) = match (&live, &case) {
+                (Some(w), _) => (w.clone(), RunMode::Live, None),
+                (None, Some(dir)) => {
+                    let w = crate::world::World::from_case_dir(dir)?;
+                    let name = w.case().map(|c| c.id.clone());
+                    (Arc::new(w), RunMode::Case, name)
+                }
+                (None, None) => bail!("no world to investigate"),
+            };
+            let mut opts = agent_options(&config, mode, case_name, false, false);
+            opts.session_path = Some(path);
+            opts.unattended = true;
+            Ok(agent::spawn(world, trigger, opts))
+        });
+        crate::serve::run(crate::serve::Setup {
+            listen: args.listen,
+            token,
+            pagerduty_secret,
+            sessions_dir,
+            starter,
+            sources,
+        })
+        .await
+    })
+}
+
+/// Bare `sitrep`: the inbox when alert sources are configured; otherwise how to configure them.
+fn inbox(cli: &Cli) -> anyhow::Result<()> {
+    let config = load_config(cli)?;
+    if !has_alert_sources(&config) {
+        eprintln!("sitrep: {HOW_TO_CONFIGURE}");
+        eprintln!(
+            "        `sitrep demo` investigates a built-in scenario with no setup; `sitrep --help` lists the commands."
+        );
+        use std::io::IsTerminal;
+        if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !cli.headless {
+            eprint!("Open the demo now? [y/N] ");
+            let mut answer = String::new();
+            if std::io::stdin().lock().read_line(&mut answer).is_ok()
+                && matches!(answer.trim(), "y" | "Y" | "yes")
+            {
+                return demo(cli, None, false, false, false);
+            }
+        }
+        return Ok(());
+    }
+    if cli.headless {
+        return alerts(cli, true, None);
+    }
+    let rt = runtime()?;
+    rt.block_on(async {
+        let sources = inbox_sources(&config, Duration::from_secs(10)).await?;
+        let live = Arc::new(crate::world::World::live(&config).await?);
+        let start = |payload: crate::model::WebhookPayload,
+                     proposals: Vec<crate::model::Action>|
+         -> anyhow::Result<AgentHandle> {
+            let mut opts = agent_options(&config, RunMode::Live, None, true, false);
+            opts.proposals = proposals;
+            Ok(agent::spawn(live.clone(), Trigger::Alert(payload), opts))
+        };
+        crate::tui::run_inbox(sources, config.inbox.clone(), ui_options(&config), start).await
+    })
+}
+
 fn load_config(cli: &Cli) -> anyhow::Result<Config> {
     let mut config = Config::load()?;
     if cli.read_only {
@@ -190,35 +524,65 @@ fn load_config(cli: &Cli) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-fn read_session(file: &Path) -> anyhow::Result<SessionLog> {
-    let log = session::read_file(file)?;
+fn replay(cli: &Cli, file: &Path) -> anyhow::Result<()> {
+    if cli.headless {
+        return replay_headless(file);
+    }
+    // Opened from the file: the records stay on disk, read back as the replay plays or seeks.
+    let log = session::Replay::open(file)?;
+    let config = load_config(cli)?;
     if let Some(tear) = &log.tear {
         eprintln!(
-            "sitrep: {}: stopped reading at {tear}; showing the {} records before it",
-            file.display(),
-            log.records.len()
+            "sitrep: {}: stopped reading at {}; showing the {} records before it",
+            sanitize(&file.display().to_string()),
+            sanitize(&tear.to_string()),
+            log.replay.len()
         );
     }
-    Ok(log)
-}
-
-fn replay(cli: &Cli, file: &Path) -> anyhow::Result<()> {
-    let log = read_session(file)?;
-    if cli.headless {
-        let stdout = std::io::stdout();
-        let mut out = stdout.lock();
-        for record in &log.records {
-            if !write_record(&mut out, record)? {
-                break;
-            }
-        }
-        return Ok(());
-    }
-    let config = load_config(cli)?;
     let mut opts = ui_options(&config);
     // Replay never acts, whatever the config says.
     opts.read_only = true;
     runtime()?.block_on(crate::tui::run_replay(log, opts))
+}
+
+/// Copy a session's records to stdout as NDJSON, one at a time: memory stays flat whatever the
+/// file's length, and a reader that goes away ends it quietly.
+fn replay_headless(file: &Path) -> anyhow::Result<()> {
+    let input = std::fs::File::open(file)
+        .with_context(|| format!("cannot read session file {}", file.display()))?;
+    let mut reader = session::Reader::new(std::io::BufReader::with_capacity(1 << 16, input))
+        .map_err(|e| anyhow::anyhow!(e).context(format!("cannot replay {}", file.display())))?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut written = 0usize;
+    for record in reader.by_ref() {
+        let mut line = escape_json_controls(&serde_json::to_string(&record)?).into_owned();
+        line.push('\n');
+        if quiet_on_closed_pipe(out.write_all(line.as_bytes()))?.is_none() {
+            return Ok(());
+        }
+        written += 1;
+    }
+    if quiet_on_closed_pipe(out.flush())?.is_none() {
+        return Ok(());
+    }
+    if let Some(tear) = reader.tear() {
+        eprintln!(
+            "sitrep: {}: stopped reading at {}; replayed the {written} records before it",
+            sanitize(&file.display().to_string()),
+            sanitize(&tear.to_string())
+        );
+    }
+    Ok(())
+}
+
+/// A write's result, with a closed stdout (the reader went away) turned into `None`.
+fn quiet_on_closed_pipe<T>(r: std::io::Result<T>) -> anyhow::Result<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn ui_options(config: &Config) -> crate::tui::UiOptions {
@@ -265,8 +629,9 @@ fn demo(
     fast: bool,
 ) -> anyhow::Result<()> {
     if list {
+        let mut out = std::io::stdout().lock();
         for case in crate::world::demo::list() {
-            println!("{:<24} {}", case.name, case.title);
+            writeln!(out, "{:<24} {}", case.name, case.title)?;
         }
         return Ok(());
     }
@@ -334,8 +699,9 @@ fn demo(
 
 /// One record as one NDJSON line. Returns false when the reader went away (a closed pipe).
 fn write_record(out: &mut impl Write, record: &Record) -> anyhow::Result<bool> {
-    let mut line = serde_json::to_vec(record)?;
-    line.push(b'\n');
+    let mut line = escape_json_controls(&serde_json::to_string(record)?).into_owned();
+    line.push('\n');
+    let line = line.into_bytes();
     match out.write_all(&line).and_then(|()| out.flush()) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
@@ -349,12 +715,16 @@ fn sessions(dir: Option<&Path>) -> anyhow::Result<()> {
         .unwrap_or_else(session::sessions_dir);
     let (found, errors) = session::list_sessions(&dir);
     for e in &errors {
-        eprintln!("sitrep: skipped {e}");
+        eprintln!("sitrep: skipped {}", sanitize(&e.to_string()));
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if found.is_empty() {
-        writeln!(out, "no sessions in {}", dir.display())?;
+        writeln!(
+            out,
+            "no sessions in {}",
+            sanitize(&dir.display().to_string())
+        )?;
         return Ok(());
     }
     let rows: Vec<[String; 5]> = found
@@ -370,12 +740,14 @@ fn sessions(dir: Option<&Path>) -> anyhow::Result<()> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
+            // Titles come from alerts and file names from anyone who can write the directory:
+            // neither may carry a terminal escape sequence to the reader's terminal.
             [
                 s.started.format("%Y-%m-%d %H:%M").to_string(),
                 outcome,
                 format_duration(s.duration),
-                s.title.replace(['\n', '\r'], " "),
-                file,
+                sanitize(&s.title.replace(['\n', '\r'], " ")).into_owned(),
+                sanitize(&file).into_owned(),
             ]
         })
         .collect();
@@ -418,27 +790,51 @@ fn format_duration(secs: f64) -> String {
 }
 
 fn export(file: &Path, format: Format, output: Option<&Path>) -> anyhow::Result<()> {
-    let log = read_session(file)?;
-    let incident = log.incident();
-    let text = match format {
-        Format::Markdown => session::export::markdown(&incident),
-        Format::Json => {
-            let mut s = serde_json::to_string_pretty(&session::export::json(&incident))?;
-            s.push('\n');
-            s
+    // Folded while reading: the records are never all in memory at once, and markdown, which
+    // shows a text body as its line count, folds only the bodies' line structure.
+    let folded = match format {
+        Format::Markdown => session::fold_file_with(file, session::export::markdown_input)?,
+        Format::Json => session::fold_file(file)?,
+    };
+    if let Some(tear) = &folded.tear {
+        // A crash leaves a torn last line, and the postmortem of everything before it is whole;
+        // a damaged or invalid record elsewhere would make it silently incomplete.
+        if !tear.is_torn_write() {
+            bail!(
+                "{}: cannot export: {}",
+                sanitize(&file.display().to_string()),
+                sanitize(&tear.to_string())
+            );
         }
+        eprintln!(
+            "sitrep: {}: stopped reading at {}; showing the {} records before it",
+            sanitize(&file.display().to_string()),
+            sanitize(&tear.to_string()),
+            folded.records
+        );
+    }
+    let incident = folded.incident;
+    let write = |out: &mut dyn Write| -> std::io::Result<()> {
+        match format {
+            Format::Markdown => out.write_all(session::export::markdown(&incident).as_bytes())?,
+            Format::Json => {
+                session::export::write_json(&mut *out, &incident)?;
+                out.write_all(b"\n")?;
+            }
+        }
+        out.flush()
     };
     match output {
-        Some(path) => std::fs::write(path, text)
-            .with_context(|| format!("cannot write {}", path.display()))?,
+        Some(path) => {
+            let f = std::fs::File::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            write(&mut std::io::BufWriter::new(f))
+                .with_context(|| format!("cannot write {}", path.display()))?
+        }
         None => {
             let stdout = std::io::stdout();
-            let mut out = stdout.lock();
-            if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush())
-                && e.kind() != std::io::ErrorKind::BrokenPipe
-            {
-                return Err(e.into());
-            }
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+            quiet_on_closed_pipe(write(&mut out))?;
         }
     }
     Ok(())
@@ -590,7 +986,8 @@ fn verdict_text(
 fn approve(session_ref: &str, action: &str) -> anyhow::Result<()> {
     let done = agent::approve::submit_in(session_ref, action, &session::sessions_dir())
         .with_context(|| format!("approval of {action} refused"))?;
-    println!(
+    writeln!(
+        std::io::stdout().lock(),
         "approval of {action} by {} recorded ({})\n  {} {}\n  {}\n  version {}",
         agent::approve::current_user(),
         done.path.display(),
@@ -598,17 +995,18 @@ fn approve(session_ref: &str, action: &str) -> anyhow::Result<()> {
         crate::tui::sanitize::sanitize(&done.target),
         crate::tui::sanitize::sanitize(&done.operation),
         done.digest
-    );
+    )?;
     Ok(())
 }
 
 fn runbooks_check(path: &Path) -> anyhow::Result<()> {
     match crate::runbook::check(path) {
         Ok(names) => {
+            let mut out = std::io::stdout().lock();
             for name in &names {
-                println!("ok  {name}");
+                writeln!(out, "ok  {name}")?;
             }
-            println!("{} runbooks valid", names.len());
+            writeln!(out, "{} runbooks valid", names.len())?;
             Ok(())
         }
         Err(errors) => {
@@ -679,7 +1077,7 @@ fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
 fn read_alert(file: &Path) -> anyhow::Result<crate::model::WebhookPayload> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    serde_json::from_str(&text).with_context(|| {
+    crate::model::WebhookPayload::parse(&text).with_context(|| {
         format!(
             "{}: not an Alertmanager webhook payload (version 4)",
             file.display()
@@ -706,6 +1104,7 @@ pub fn agent_options(
         }),
         mode,
         case,
+        redactor: redactor(Some(config)),
         ..AgentOptions::default()
     }
 }
@@ -739,7 +1138,12 @@ pub async fn run_headless(handle: AgentHandle) -> anyhow::Result<Outcome> {
                         break;
                     }
                 }
-                Err(e) => eprintln!("sitrep: stdin line {}: {e}", n + 1),
+                // The message can quote the line, which may hold anything the operator pasted.
+                Err(e) => eprintln!(
+                    "sitrep: stdin line {}: {}",
+                    n + 1,
+                    sanitize(&crate::policy::redact::Redactor::new().redact(&e))
+                ),
             }
         }
     });

@@ -53,6 +53,8 @@ pub struct Config {
     pub policy: Policy,
     #[serde(default)]
     pub ui: Ui,
+    #[serde(default)]
+    pub inbox: Inbox,
     /// Action name -> key, e.g. `approve = "a"`, `quit = "q"`, `half_page_down = "ctrl-d"`.
     #[serde(default)]
     pub keys: BTreeMap<String, String>,
@@ -188,6 +190,71 @@ pub struct PagerDuty {
     /// Email sent as `From` on writes, as the PagerDuty API requires.
     #[serde(default)]
     pub from_email: Option<String>,
+    /// Where the V3 webhook signing secret is: `env:VAR` (never the secret itself).
+    #[serde(default)]
+    pub webhook_secret: Option<String>,
+}
+
+impl PagerDuty {
+    /// Reads the webhook signing secret from the environment variable `webhook_secret` names.
+    pub fn resolve_webhook_secret(
+        &self,
+        config_path: &Path,
+    ) -> Result<Option<SecretString>, ConfigError> {
+        let Some(reference) = &self.webhook_secret else {
+            return Ok(None);
+        };
+        let var = reference.strip_prefix("env:").unwrap_or(reference);
+        match std::env::var(var) {
+            Ok(v) if !v.is_empty() => Ok(Some(SecretString::from(v))),
+            _ => Err(ConfigError::MissingSecret {
+                path: config_path.to_path_buf(),
+                key: "integrations.pagerduty.webhook_secret".into(),
+                var: var.to_string(),
+            }),
+        }
+    }
+}
+
+fn default_poll_secs() -> u64 {
+    15
+}
+
+fn default_group_by() -> Vec<String> {
+    vec!["alertname".into()]
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// `[inbox]`: the alert inbox.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Inbox {
+    /// Seconds between polls of each source (a failing source backs off from there).
+    #[serde(default = "default_poll_secs")]
+    pub poll_secs: u64,
+    /// Labels whose values form a group, karma-style.
+    #[serde(default = "default_group_by")]
+    pub group_by: Vec<String>,
+    /// Ring the terminal bell when a new alert fires.
+    #[serde(default = "default_true")]
+    pub bell: bool,
+    /// Show the number of firing alerts in the terminal title.
+    #[serde(default = "default_true")]
+    pub title: bool,
+}
+
+impl Default for Inbox {
+    fn default() -> Self {
+        Inbox {
+            poll_secs: default_poll_secs(),
+            group_by: default_group_by(),
+            bell: true,
+            title: true,
+        }
+    }
 }
 
 /// How to authenticate. Only environment variable *names* appear here, never secrets.
@@ -220,6 +287,15 @@ pub enum ResolvedAuth {
 }
 
 impl Auth {
+    /// The environment variable holding this credential's secret.
+    pub fn secret_env(&self) -> &str {
+        match self {
+            Auth::Bearer { token_env } => token_env,
+            Auth::Basic { password_env, .. } => password_env,
+            Auth::Header { value_env, .. } => value_env,
+        }
+    }
+
     /// Read the secret from the named environment variable. `key` names the table in messages.
     pub fn resolve(&self, config_path: &Path, key: &str) -> Result<ResolvedAuth, ConfigError> {
         let read = |var: &str, field: &str| -> Result<SecretString, ConfigError> {
@@ -304,8 +380,32 @@ impl Default for Ui {
 }
 
 const MAX_TIMEOUT_SECS: u64 = 3600;
+/// An approval request lapses after at most a week: a larger value would leave a headless run
+/// waiting for ever (and past ~2^63 overflow the clock it waits on).
+pub const MAX_APPROVAL_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
 
 impl Config {
+    /// The current values of every configured credential (the environment variables the `auth`
+    /// tables name), so they can be masked wherever they turn up. Unset variables are skipped.
+    pub fn secret_values(&self) -> Vec<SecretString> {
+        let i = &self.integrations;
+        let auths = [
+            i.kubernetes.as_ref().and_then(|k| k.auth.as_ref()),
+            i.prometheus.as_ref().and_then(|p| p.auth.as_ref()),
+            i.loki.as_ref().and_then(|l| l.auth.as_ref()),
+            i.alertmanager.as_ref().and_then(|a| a.auth.as_ref()),
+            i.github.as_ref().and_then(|g| g.auth.as_ref()),
+            i.pagerduty.as_ref().and_then(|p| p.auth.as_ref()),
+        ];
+        auths
+            .into_iter()
+            .flatten()
+            .filter_map(|a| std::env::var(a.secret_env()).ok())
+            .filter(|v| !v.is_empty())
+            .map(SecretString::from)
+            .collect()
+    }
+
     /// Load from `$SITREP_CONFIG` if set (the file must exist), else from the platform config dir
     /// (a missing file there means defaults).
     pub fn load() -> Result<Config, ConfigError> {
@@ -459,6 +559,39 @@ impl Config {
             check_url("integrations.pagerduty.url", &p.url)?;
             check_timeout("integrations.pagerduty.timeout_secs", p.timeout_secs)?;
             check_auth("integrations.pagerduty", &p.auth)?;
+            if let Some(reference) = &p.webhook_secret {
+                let ok = reference.strip_prefix("env:").is_some_and(|v| {
+                    !v.is_empty()
+                        && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                        && !v.starts_with(|c: char| c.is_ascii_digit())
+                });
+                if !ok {
+                    return Err(invalid(
+                        "integrations.pagerduty.webhook_secret",
+                        "a reference such as \"env:PAGERDUTY_WEBHOOK_SECRET\", not the secret itself",
+                        format!("a value of {} characters", reference.chars().count()),
+                    ));
+                }
+            }
+        }
+        if !(1..=MAX_TIMEOUT_SECS).contains(&self.inbox.poll_secs) {
+            return Err(invalid(
+                "inbox.poll_secs",
+                "a poll interval between 1 and 3600 seconds",
+                self.inbox.poll_secs.to_string(),
+            ));
+        }
+        if let Some(bad) = self
+            .inbox
+            .group_by
+            .iter()
+            .find(|l| l.is_empty() || !l.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        {
+            return Err(invalid(
+                "inbox.group_by",
+                "label names (letters, digits, _)",
+                format!("{bad:?}"),
+            ));
         }
         if self.policy.veto_secs > MAX_TIMEOUT_SECS {
             return Err(invalid(
@@ -467,11 +600,11 @@ impl Config {
                 self.policy.veto_secs.to_string(),
             ));
         }
-        if self.policy.approval_timeout_secs == 0 {
+        if !(1..=MAX_APPROVAL_TIMEOUT_SECS).contains(&self.policy.approval_timeout_secs) {
             return Err(invalid(
                 "policy.approval_timeout_secs",
-                "a positive number of seconds",
-                "0".into(),
+                "a number of seconds between 1 and 604800 (one week)",
+                self.policy.approval_timeout_secs.to_string(),
             ));
         }
         let theme_ok = !self.ui.theme.is_empty()
@@ -749,6 +882,24 @@ half_page_down = "ctrl-d"
             ("[keys]\ndown = \"j hello\"\n", "keys.down"),
             ("[keys]\ndown = \" \"\n", "keys.down"),
             ("[policy]\nveto_secs = 99999\n", "policy.veto_secs"),
+            (
+                "[policy]\napproval_timeout_secs = 0\n",
+                "policy.approval_timeout_secs",
+            ),
+            (
+                "[policy]\napproval_timeout_secs = 604801\n",
+                "policy.approval_timeout_secs",
+            ),
+            (
+                "[policy]\napproval_timeout_secs = 9223372036854775807\n",
+                "policy.approval_timeout_secs",
+            ),
+            ("[inbox]\npoll_secs = 0\n", "inbox.poll_secs"),
+            ("[inbox]\ngroup_by = [\"a b\"]\n", "inbox.group_by"),
+            (
+                "[integrations.pagerduty]\nwebhook_secret = \"whsec-abc\"\n",
+                "integrations.pagerduty.webhook_secret",
+            ),
         ];
         for (text, key) in cases {
             let err = parse(text).map(|_| ()).unwrap_err().to_string();
@@ -812,6 +963,7 @@ half_page_down = "ctrl-d"
         );
         assert_eq!(c.policy, Policy::default());
         assert_eq!(c.ui, Ui::default());
+        assert_eq!(c.inbox, Inbox::default());
         assert_eq!(c.keys.get("approve").map(String::as_str), Some("a"));
         // Every key the example documents parses back to the same value it serializes to.
         let again: Config = match toml::to_string(&c).map(|t| toml::from_str(&t)) {

@@ -37,15 +37,17 @@ fn allowed_for(module: &str) -> Option<&'static [&'static str]> {
         "agent",
         "reason",
         "eval",
+        "inbox",
         "tui",
         "cli",
+        "serve",
     ];
     Some(match module {
         "model" => &[],
         "session" | "policy" | "runbook" | "config" => &["model"],
         "integrations" | "world" => TIER2_IO,
-        "agent" | "reason" | "eval" => TIER2,
-        "tui" | "cli" | "main" | "lib" => ALL,
+        "agent" | "reason" | "eval" | "inbox" => TIER2,
+        "tui" | "cli" | "serve" | "main" | "lib" => ALL,
         _ => return None,
     })
 }

@@ -185,3 +185,46 @@ fn every_subcommand_has_help() {
         assert!(stdout(&out).contains("Usage: sitrep"), "{args:?}");
     }
 }
+
+/// Every listing ends quietly when its reader goes away (`sitrep sessions | head`).
+#[test]
+fn a_closed_stdout_ends_listings_quietly() {
+    let data = tempdir();
+    let dir = data.path().join("sessions");
+    let _ = std::fs::create_dir_all(&dir);
+    for i in 0..40 {
+        let _ = std::fs::copy(
+            fixture(),
+            dir.join(format!("20261122T0900{i:02}Z-p.ndjson")),
+        );
+    }
+    let file = fixture().to_string_lossy().into_owned();
+    let runs: [&[&str]; 5] = [
+        &["sessions"],
+        &["export", &file],
+        &["export", "--format", "json", &file],
+        &["--headless", "replay", &file],
+        &["demo", "--list"],
+    ];
+    for args in runs {
+        let child = Command::new(env!("CARGO_BIN_EXE_sitrep"))
+            .args(args)
+            .env("SITREP_DATA_DIR", data.path())
+            .env("SITREP_CONFIG", data.path().join("absent.toml"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn();
+        let mut child = match child {
+            Ok(c) => c,
+            Err(e) => panic!("cannot run sitrep: {e}"),
+        };
+        // Close the read end before the child writes anything.
+        drop(child.stdout.take());
+        let out = match child.wait_with_output() {
+            Ok(o) => o,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{args:?}");
+    }
+}

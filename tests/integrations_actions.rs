@@ -530,4 +530,5 @@ async fn every_kind_analyzers_and_runbooks_propose_is_executable() {
     // And nothing outside the catalog is executable.
     assert!(!world::is_executable("kubernetes.pods"));
     assert!(!world::is_executable("pagerduty.escalate"));
+    assert!(world::is_executable("pagerduty.resolve"));
 }

@@ -245,13 +245,17 @@ fn event() -> impl Strategy<Value = Event> {
             text(),
             prop::option::of(text()),
             prop::collection::vec(text(), 0..3),
-            prop::option::of(time())
+            prop::option::of(time()),
+            prop::option::of(prop::collection::vec(text(), 0..3))
         )
-            .prop_map(|(summary, runbook, specialists, now)| Event::Triaged {
-                summary,
-                runbook,
-                specialists,
-                now,
+            .prop_map(|(summary, runbook, specialists, now, integrations)| {
+                Event::Triaged {
+                    summary,
+                    runbook,
+                    specialists,
+                    now,
+                    integrations,
+                }
             }),
         (id("c"), text(), prop::option::of(text()), params()).prop_map(
             |(call_id, tool, specialist, params)| Event::ToolCalled {

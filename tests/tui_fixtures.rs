@@ -93,6 +93,7 @@ pub fn mid_gather() -> Vec<Record> {
                     "changes".into(),
                 ],
                 now: None,
+                integrations: None,
             },
         ),
         ev(

@@ -131,6 +131,7 @@ impl Run {
             read_only: self.opts.read_only,
             diagnosis_only: self.opts.diagnosis_only,
             veto_secs: self.opts.veto_secs,
+            unattended: self.opts.unattended,
         };
         let mut approved: Vec<(usize, Action)> = Vec::new();
         let mut pending: Vec<Pending> = Vec::new();

@@ -2,6 +2,7 @@
 
 use super::observe::ObservationLog;
 use crate::model::{Event, Incident, Record, SessionHeader};
+use crate::policy::redact::Redactor;
 use crate::session::Writer;
 use std::io;
 use std::path::Path;
@@ -47,6 +48,8 @@ pub struct Journal {
     /// The first write error, reported once as a warning; the run goes on with the channel.
     write_failed: bool,
     next_id: u64,
+    /// Masks secrets in every free-text field before the event is folded, written or sent.
+    redactor: Redactor,
 }
 
 impl Journal {
@@ -59,7 +62,14 @@ impl Journal {
             observations: ObservationLog::new(),
             write_failed: false,
             next_id: 0,
+            redactor: Redactor::new(),
         }
+    }
+
+    /// Masks secrets (the patterns, and these credentials' exact values) in what is emitted.
+    pub fn with_redactor(mut self, redactor: Redactor) -> Journal {
+        self.redactor = redactor;
+        self
     }
 
     /// Seconds since the run started (tokio's clock, so paused-clock tests are exact).
@@ -73,7 +83,8 @@ impl Journal {
         format!("{prefix}-{}", self.next_id)
     }
 
-    pub fn emit(&mut self, event: Event) {
+    pub fn emit(&mut self, mut event: Event) {
+        redact_event(&self.redactor, &mut event);
         let t = (self.elapsed() * 1000.0).round() / 1000.0;
         self.incident.apply(t, &event);
         self.observations.apply(&event);
@@ -96,10 +107,94 @@ impl Journal {
         }
         self.write_failed = true;
         let t = self.elapsed();
-        let event = Event::Warning {
+        let mut event = Event::Warning {
             message: format!("session file write failed: {e}"),
         };
+        redact_event(&self.redactor, &mut event);
         self.incident.apply(t, &event);
         let _ = self.tx.send(Record { t, event });
+    }
+}
+
+/// The last line of defence before the session file, the screen and stdout: every field that
+/// carries free text (typed by the operator, quoted from the alert, an error message, a summary
+/// built from evidence) is masked. Evidence bodies are masked where they enter, at the
+/// integration boundary; actions are built from already-masked inputs and are left exactly as
+/// proposed, since an approval binds to them.
+fn redact_event(r: &Redactor, event: &mut Event) {
+    use serde_json::Value;
+    let params = |p: &mut std::collections::BTreeMap<String, Value>| {
+        for v in p.values_mut() {
+            r.redact_json(v);
+        }
+    };
+    match event {
+        Event::SessionStarted {
+            title,
+            alert,
+            problem,
+            ..
+        } => {
+            r.redact_string(title);
+            if let Some(alert) = alert {
+                r.redact_alert(alert);
+            }
+            if let Some(problem) = problem {
+                r.redact_string(problem);
+            }
+        }
+        Event::StageFinished { summary, .. }
+        | Event::Triaged { summary, .. }
+        | Event::ToolSucceeded { summary, .. } => r.redact_string(summary),
+        Event::ToolCalled { params: p, .. } => params(p),
+        Event::ToolFailed { error, .. } | Event::ActionFailed { error, .. } => {
+            r.redact_string(error)
+        }
+        Event::EvidenceAppended { text, .. } | Event::ChatMessage { text, .. } => {
+            r.redact_string(text)
+        }
+        Event::Finding { finding } => {
+            r.redact_string(&mut finding.summary);
+            r.redact_string(&mut finding.detail);
+        }
+        Event::HypothesesRanked {
+            hypotheses,
+            ruled_out,
+        } => {
+            for h in hypotheses {
+                r.redact_string(&mut h.statement);
+            }
+            for o in ruled_out {
+                r.redact_string(&mut o.statement);
+                r.redact_string(&mut o.reason);
+            }
+        }
+        Event::Diagnosis { root_cause, .. } => r.redact_string(root_cause),
+        Event::ApprovalDenied { reason, .. } | Event::ActionSkipped { reason, .. } => {
+            r.redact_string(reason)
+        }
+        Event::ActionExecuted { result, .. } => r.redact_string(result),
+        Event::Verified { verification } => r.redact_string(&mut verification.summary),
+        Event::Report { markdown } => r.redact_string(markdown),
+        Event::Warning { message } => r.redact_string(message),
+        Event::Observed { facts, .. } => {
+            // Facts are parsed from bodies already masked at the boundary; masking them again
+            // costs a round trip through JSON and guards against a parser that un-escapes.
+            if let Ok(mut v) = serde_json::to_value(&*facts) {
+                r.redact_json(&mut v);
+                if let Ok(masked) = serde_json::from_value(v) {
+                    *facts = masked;
+                }
+            }
+        }
+        Event::SessionEnded { .. }
+        | Event::ActionEdited { .. }
+        | Event::VetoPaused { .. }
+        | Event::StageStarted { .. }
+        | Event::EvidenceAdded { .. }
+        | Event::ActionProposed { .. }
+        | Event::ApprovalRequested { .. }
+        | Event::ApprovalGiven { .. }
+        | Event::ApprovalExpired { .. } => {}
     }
 }

@@ -64,6 +64,15 @@ pub struct AgentOptions {
     pub title: Option<String>,
     /// How often the approvals directory is checked for a second operator's approval.
     pub approval_poll: Duration,
+    /// Masks secrets in the trigger and in everything the session records; knows the exact
+    /// values of the configured credentials.
+    pub redactor: crate::policy::redact::Redactor,
+    /// Actions the operator proposed up front (from the inbox: silence, acknowledge, ...). They are
+    /// proposed at Recommend with the others and go through the same policy and approval.
+    pub proposals: Vec<crate::model::Action>,
+    /// Nobody watches this run (`sitrep serve`): medium risk waits for an approval instead of
+    /// running when its veto countdown ends.
+    pub unattended: bool,
 }
 
 impl Default for AgentOptions {
@@ -82,6 +91,9 @@ impl Default for AgentOptions {
             case: None,
             title: None,
             approval_poll: Duration::from_millis(500),
+            redactor: crate::policy::redact::Redactor::new(),
+            proposals: Vec::new(),
+            unattended: false,
         }
     }
 }

@@ -4,7 +4,7 @@
 use super::evidence::TRIGGER_KIND;
 use super::specialists::{self, Scope};
 use super::tools::{Params, ToolOutput};
-use crate::model::{Alert, Event, EvidenceId, Facts, Stage};
+use crate::model::{Alert, Event, EvidenceId, Facts, Stage, ToolCallState};
 use crate::reason::Observations;
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
@@ -77,6 +77,10 @@ pub struct ObservationLog {
     pub sealed: bool,
     /// `Observed` records that could not be tied to a tool call (a damaged or hand-made log).
     pub orphans: Vec<EvidenceId>,
+    /// The integrations the run had configured (from `Triaged`); `None` in older sessions.
+    pub integrations: Option<Vec<String>>,
+    /// Every tool call before Diagnose, with its outcome: what each integration answered.
+    tools: Vec<ToolCallState>,
 }
 
 impl ObservationLog {
@@ -103,10 +107,12 @@ impl ObservationLog {
                 runbook,
                 specialists,
                 now,
+                integrations,
                 ..
             } => {
                 self.triaged = true;
                 self.now = *now;
+                self.integrations = integrations.clone();
                 self.runbook = runbook.clone();
                 for s in specialists {
                     if !self.lanes.contains(s) {
@@ -127,7 +133,18 @@ impl ObservationLog {
                 let lane = specialist.clone().unwrap_or_default();
                 self.calls
                     .insert(call_id.clone(), (tool.clone(), lane, params.clone()));
+                self.tools.push(ToolCallState {
+                    call_id: call_id.clone(),
+                    tool: tool.clone(),
+                    specialist: specialist.clone(),
+                    params: params.clone(),
+                    ..ToolCallState::default()
+                });
             }
+            Event::ToolSucceeded {
+                call_id, summary, ..
+            } => self.outcome(call_id, Ok(summary.clone())),
+            Event::ToolFailed { call_id, error, .. } => self.outcome(call_id, Err(error.clone())),
             Event::EvidenceAdded { evidence } => match &evidence.call_id {
                 Some(call) => {
                     self.evidence.insert(evidence.id.clone(), call.clone());
@@ -170,12 +187,44 @@ impl ObservationLog {
         }
     }
 
-    /// What Triage worked out, rebuilt from the trigger and the recorded clock.
+    fn outcome(&mut self, call_id: &str, outcome: Result<String, String>) {
+        if let Some(t) = self.tools.iter_mut().rev().find(|t| t.call_id == call_id) {
+            t.outcome = Some(outcome);
+        }
+    }
+
+    /// What Triage worked out, rebuilt from the trigger and the recorded clock; a described
+    /// problem is matched again to the firing alerts Triage read, as the live run did.
     pub fn scope(&self) -> Option<Scope> {
         let now = self.now?;
         Some(match (&self.alert, &self.problem) {
             (Some(a), _) => Scope::from_alert(a, now),
-            (None, Some(p)) => Scope::from_problem(p, now),
+            (None, Some(p)) => {
+                let read = |tool: &str| -> Vec<&ToolOutput> {
+                    self.facts
+                        .get(specialists::TRIAGE_LANE)
+                        .into_iter()
+                        .flatten()
+                        .filter(|f| f.tool == tool)
+                        .map(|f| &f.output)
+                        .collect()
+                };
+                let mut alerts = Vec::new();
+                for tool in ["alertmanager.alerts", "prometheus.alerts"] {
+                    for out in read(tool) {
+                        if let ToolOutput::Alerts(v) = out {
+                            alerts.extend(v.iter().cloned());
+                        }
+                    }
+                }
+                let mut rules = Vec::new();
+                for out in read("prometheus.rules") {
+                    if let ToolOutput::Rules(v) = out {
+                        rules.extend(v.iter().cloned());
+                    }
+                }
+                specialists::match_problem(&Scope::from_problem(p, now), &alerts, &rules)
+            }
             (None, None) => Scope {
                 now,
                 onset: now,
@@ -207,10 +256,17 @@ impl ObservationLog {
                 );
             }
         }
-        obs.alert = self.alert.clone();
+        match self.scope() {
+            // A problem matched to a firing alert is investigated as that alert.
+            Some(scope) => {
+                obs.alert = scope.alert;
+                obs.now = scope.now;
+            }
+            None => obs.alert = self.alert.clone(),
+        }
         obs.problem = self.problem.clone();
-        if let Some(now) = self.now {
-            obs.now = now;
+        if let Some(configured) = &self.integrations {
+            obs.coverage = specialists::coverage(configured, &self.tools);
         }
         obs
     }
@@ -267,6 +323,7 @@ mod tests {
             runbook: None,
             specialists: lanes.iter().map(|s| s.to_string()).collect(),
             now: Some(Utc::now()),
+            integrations: None,
         }
     }
 

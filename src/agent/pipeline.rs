@@ -48,6 +48,9 @@ pub async fn run(
     cmd_rx: mpsc::UnboundedReceiver<Command>,
 ) -> anyhow::Result<Outcome> {
     let world_now = tools.now();
+    // Masked before anything reads it: scope, title, runbook parameters and the session all
+    // derive from the trigger.
+    let trigger = redact_trigger(&opts.redactor, trigger);
     let (scope, alert, problem) = match &trigger {
         Trigger::Alert(payload) => {
             let alert = payload.primary();
@@ -61,7 +64,8 @@ pub async fn run(
     };
     let title = opts
         .title
-        .clone()
+        .as_deref()
+        .map(|t| opts.redactor.redact(t).into_owned())
         .unwrap_or_else(|| match (&alert, &problem) {
             (Some(a), _) => a.title(),
             (None, Some(p)) => p.chars().take(80).collect(),
@@ -78,7 +82,9 @@ pub async fn run(
             .map_err(|e| anyhow::anyhow!("cannot create session file {}: {e}", path.display()))?,
         None => Sink::None,
     };
-    let journal = Arc::new(Mutex::new(Journal::new(sink, rec_tx)));
+    let journal = Arc::new(Mutex::new(
+        Journal::new(sink, rec_tx).with_redactor(opts.redactor.clone()),
+    ));
     lock(&journal).emit(Event::SessionStarted {
         id,
         title,
@@ -156,6 +162,16 @@ pub async fn run(
     }
     dispatcher.abort();
     Ok(outcome)
+}
+
+fn redact_trigger(redactor: &crate::policy::redact::Redactor, trigger: Trigger) -> Trigger {
+    match trigger {
+        Trigger::Alert(mut payload) => {
+            redactor.redact_payload(&mut payload);
+            Trigger::Alert(payload)
+        }
+        Trigger::Problem(text) => Trigger::Problem(redactor.redact(&text).into_owned()),
+    }
 }
 
 /// Commands from the operator: chat is answered at once, decisions are checked against what
@@ -252,6 +268,12 @@ impl Run {
                 },
             });
         }
+        // A described problem is matched to the firing alert it describes, then investigated as that alert.
+        self.scope = guard(
+            &self.token,
+            specialists::resolve_problem(&self.caller, &self.scope),
+        )
+        .await?;
         let specialists = specialists::pick(self.tools.as_ref());
         let runbook = runbook::best(
             &self.runbooks,
@@ -265,6 +287,13 @@ impl Run {
             runbook: runbook.as_ref().map(|r| r.name.clone()),
             specialists: specialists.iter().map(|s| s.to_string()).collect(),
             now: Some(self.scope.now),
+            integrations: Some(
+                specialists::INTEGRATIONS
+                    .iter()
+                    .filter(|i| self.tools.has(i))
+                    .map(|i| i.to_string())
+                    .collect(),
+            ),
         });
         self.finish(Stage::Triage, summary);
         self.check()?;
@@ -313,6 +342,7 @@ impl Run {
             runbook.as_ref(),
             &diagnosed.ctx,
             &obs,
+            &self.opts.proposals,
         );
         self.finish(
             Stage::Recommend,

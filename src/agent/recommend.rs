@@ -16,8 +16,10 @@ pub fn propose(
     runbook: Option<&Runbook>,
     ctx: &serde_json::Value,
     obs: &Observations,
+    proposals: &[Action],
 ) -> Vec<Action> {
-    let mut out: Vec<Action> = Vec::new();
+    // The operator's own proposals (from the inbox) come first.
+    let mut out: Vec<Action> = proposals.to_vec();
     if let Some(rb) = runbook {
         for step in runbook_steps::actions(rb, ctx, obs) {
             match step {

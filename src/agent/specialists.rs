@@ -134,30 +134,15 @@ impl Scope {
     }
 }
 
-/// An alert expression's comparison: `expr > 0.05` fires while the value is above 0.05.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Threshold {
-    pub op: &'static str,
-    pub value: f64,
-}
-
-impl Threshold {
-    /// Whether `v` would keep the alert firing.
-    pub fn breached(&self, v: f64) -> bool {
-        match self.op {
-            ">" => v > self.value,
-            ">=" => v >= self.value,
-            "<" => v < self.value,
-            "<=" => v <= self.value,
-            "==" => (v - self.value).abs() < f64::EPSILON,
-            _ => (v - self.value).abs() >= f64::EPSILON,
-        }
-    }
-}
+pub use crate::reason::promql::Threshold;
 
 /// Split a PromQL alert expression into the measured expression and its threshold:
-/// `rate(x[5m]) > 0.05` -> (`rate(x[5m])`, Some(> 0.05)).
+/// `rate(x[5m]) > 0.05` -> (`rate(x[5m])`, Some(> 0.05)). PromQL goes through the parser;
+/// other query languages (a vendor monitor's text) fall back to a trailing comparison.
 pub fn split_threshold(expr: &str) -> (String, Option<Threshold>) {
+    if let Ok(e) = crate::reason::promql::parse(expr) {
+        return (e.base, e.threshold);
+    }
     static CMP: OnceLock<Regex> = OnceLock::new();
     let re = regex(
         &CMP,
@@ -486,6 +471,9 @@ pub fn merge(into: &mut Observations, from: Observations) {
     });
     into.alerts.extend(from.alerts);
     into.changes.extend(from.changes);
+    if into.expr.is_none() {
+        into.expr = from.expr;
+    }
     for (k, ids) in from.evidence {
         let slot = into.evidence.entry(k).or_default();
         for id in ids {
@@ -505,11 +493,53 @@ pub fn pick(tools: &dyn Tools) -> Vec<&'static str> {
     if tools.has("prometheus") {
         out.push("metrics");
     }
+    if tools.has("alertmanager") {
+        out.push("alerts");
+    }
     if tools.has("loki") {
         out.push("logs");
     }
     if tools.has("kubernetes") || tools.has("github") {
         out.push("changes");
+    }
+    out
+}
+
+/// The integrations an investigation can draw on, in the order they are reported.
+pub const INTEGRATIONS: [&str; 5] = ["kubernetes", "prometheus", "alertmanager", "loki", "github"];
+
+/// Per integration, what the calls of this investigation got: configured, answered, empty, failed.
+pub fn coverage(
+    configured: &[String],
+    calls: &[crate::model::ToolCallState],
+) -> std::collections::BTreeMap<String, crate::reason::Coverage> {
+    let mut out = std::collections::BTreeMap::new();
+    for name in INTEGRATIONS {
+        let mut c = crate::reason::Coverage {
+            configured: configured.iter().any(|c| c == name),
+            ..Default::default()
+        };
+        for call in calls
+            .iter()
+            .filter(|t| t.tool.split('.').next() == Some(name))
+        {
+            match &call.outcome {
+                Some(Ok(summary)) => {
+                    c.answered += 1;
+                    if summary.starts_with("0 ") {
+                        c.empty += 1;
+                    }
+                }
+                Some(Err(e)) => {
+                    c.failed += 1;
+                    if c.error.is_none() {
+                        c.error = Some(e.lines().next().unwrap_or("").chars().take(160).collect());
+                    }
+                }
+                None => {}
+            }
+        }
+        out.insert(name.to_string(), c);
     }
     out
 }
@@ -523,6 +553,7 @@ pub async fn run(name: &str, caller: Caller, scope: &Scope) -> Observations {
         "metrics" => metrics(&c, scope, &obs).await,
         "logs" => logs(&c, scope, &obs).await,
         "changes" => changes(&c, scope, &obs).await,
+        "alerts" => alerts(&c, scope, &obs).await,
         other => c.emit(Event::Warning {
             message: format!("unknown specialist {other}"),
         }),
@@ -597,10 +628,17 @@ async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
     let none = &none;
     let calls = picked.iter().map(|p| async move {
         let restarted = p.restarts() > 0;
+        // A failing init container holds the pod back: its logs first; a container still
+        // waiting for the init phase has none.
         let container = p
             .containers
             .iter()
-            .find(|ct| !ct.ready)
+            .find(|ct| ct.init && !ct.ready)
+            .or_else(|| {
+                p.containers
+                    .iter()
+                    .find(|ct| !ct.ready && ct.reason.as_deref() != Some("PodInitializing"))
+            })
             .or(p.containers.first())
             .map(|ct| ct.name.clone());
         let logs = |previous: bool| {
@@ -641,6 +679,9 @@ async fn metrics(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
     let Some(expr) = expr else {
         return;
     };
+    if scope.alert.is_none() {
+        obs.lock().unwrap_or_else(|e| e.into_inner()).expr = Some(expr.clone());
+    }
     let (base, threshold) = split_threshold(&expr);
     let chart = Chart {
         threshold: threshold.map(|t| t.value),
@@ -677,6 +718,267 @@ async fn metrics(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
         obs,
     )
     .await;
+    // Its siblings for the same subject (error ratio, latency, throttling, versions), over a
+    // window that starts well before the onset so a step and the change before it both show.
+    let Ok(parsed) = crate::reason::promql::parse(&expr) else {
+        return;
+    };
+    let start = scope.onset - ChronoDuration::minutes(60);
+    let end = (scope.onset + ChronoDuration::minutes(30)).min(scope.now);
+    let end = if end <= start { scope.now } else { end };
+    let marker = Chart {
+        threshold: None,
+        markers: chart.markers.clone(),
+    };
+    let calls = crate::reason::promql::siblings(&parsed)
+        .into_iter()
+        .map(|(_, query)| {
+            let marker = &marker;
+            async move {
+                c.call(
+                    "prometheus.query_range",
+                    params([
+                        ("query", s(query)),
+                        ("start", rfc3339(start)),
+                        ("end", rfc3339(end)),
+                        ("step", Some(json!(30))),
+                    ]),
+                    marker,
+                    obs,
+                )
+                .await;
+            }
+        });
+    futures::future::join_all(calls).await;
+}
+
+/// Firing alerts from Alertmanager: the trigger's own state (still firing, resolved, silenced) and its neighbours.
+async fn alerts(c: &Caller, _scope: &Scope, obs: &Mutex<Observations>) {
+    c.call("alertmanager.alerts", Params::new(), &Chart::default(), obs)
+        .await;
+}
+
+/// Words of a problem statement that can name something (lowercase, 3+ characters, no filler).
+fn problem_words(text: &str) -> Vec<String> {
+    const FILLER: [&str; 24] = [
+        "the",
+        "and",
+        "are",
+        "is",
+        "was",
+        "our",
+        "has",
+        "have",
+        "been",
+        "with",
+        "for",
+        "from",
+        "that",
+        "this",
+        "since",
+        "returning",
+        "returns",
+        "seems",
+        "very",
+        "some",
+        "all",
+        "not",
+        "any",
+        "users",
+    ];
+    text.to_lowercase()
+        .split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '-' || ch == '_'))
+        .filter(|w| w.len() >= 3 && !FILLER.contains(w))
+        .map(str::to_string)
+        .collect()
+}
+
+/// How strongly an alert matches a problem statement: its subject named (label values) and its
+/// symptom described (errors, latency, restarts, ...). Zero when the subject is not named.
+fn problem_score(words: &[String], labels: &std::collections::BTreeMap<String, String>) -> u32 {
+    let subject_keys = [
+        "service",
+        "app",
+        "job",
+        "deployment",
+        "workload_name",
+        "namespace",
+        "pod",
+        "container",
+        "statefulset",
+        "node",
+    ];
+    let mut subject = 0;
+    for (k, v) in labels {
+        let v = v.to_lowercase();
+        if subject_keys.contains(&k.as_str()) && !v.is_empty() && words.contains(&v) {
+            subject += if k == "namespace" { 1 } else { 3 };
+        }
+    }
+    if subject == 0 {
+        return 0;
+    }
+    let name = labels
+        .get("alertname")
+        .map(|n| n.to_lowercase())
+        .unwrap_or_default();
+    let symptoms: [(&[&str], &[&str]); 5] = [
+        (
+            &[
+                "error", "errors", "5xx", "500", "502", "503", "failing", "fail", "failures",
+            ],
+            &["error", "5xx", "fail"],
+        ),
+        (
+            &["slow", "latency", "timeout", "timeouts", "timing"],
+            &["latency", "duration", "slow"],
+        ),
+        (
+            &["down", "unavailable", "unreachable"],
+            &["down", "unavailable", "absent"],
+        ),
+        (
+            &["restarting", "crashing", "crash", "restarts", "crashloop"],
+            &["restart", "crash"],
+        ),
+        (
+            &["memory", "oom", "cpu", "throttled", "saturated"],
+            &["memory", "oom", "cpu", "throttl"],
+        ),
+    ];
+    let symptom = symptoms
+        .iter()
+        .filter(|(said, named)| {
+            words.iter().any(|w| said.contains(&w.as_str()))
+                && named.iter().any(|n| name.contains(n))
+        })
+        .count() as u32;
+    subject + 2 * symptom
+}
+
+/// Problem mode: find the firing alert the operator is describing (Alertmanager, Prometheus), and
+/// investigate as for that alert, with its rule's expression; otherwise keep the problem's own scope.
+pub async fn resolve_problem(caller: &Caller, scope: &Scope) -> Scope {
+    let obs = Mutex::new(Observations::default());
+    if scope.problem.is_none() || scope.alert.is_some() {
+        return scope.clone();
+    }
+    let c = caller.for_specialist(TRIAGE_LANE);
+    let none = Chart::default();
+    let has_prom = c.tools.has("prometheus");
+    let (am, prom, rules) = futures::join!(
+        async {
+            if c.tools.has("alertmanager") {
+                c.call("alertmanager.alerts", Params::new(), &none, &obs)
+                    .await
+            } else {
+                None
+            }
+        },
+        async {
+            if has_prom {
+                c.call("prometheus.alerts", Params::new(), &none, &obs)
+                    .await
+            } else {
+                None
+            }
+        },
+        async {
+            if has_prom {
+                c.call("prometheus.rules", Params::new(), &none, &obs).await
+            } else {
+                None
+            }
+        },
+    );
+    let alerts = |got: Option<(ToolOutput, EvidenceId)>| match got {
+        Some((ToolOutput::Alerts(v), _)) => v,
+        _ => Vec::new(),
+    };
+    let rules = match rules {
+        Some((ToolOutput::Rules(r), _)) => r,
+        _ => Vec::new(),
+    };
+    match_problem(scope, &[alerts(am), alerts(prom)].concat(), &rules)
+}
+
+/// The lane name of the reads Triage makes to match a described problem to a firing alert.
+pub const TRIAGE_LANE: &str = "triage";
+
+/// The pure half of [`resolve_problem`]: the scope for a described problem, given the alerts
+/// (Alertmanager's, then Prometheus') and rules Triage read. Re-diagnosis runs it on the same
+/// facts from the log, so both reach the same scope.
+pub fn match_problem(
+    scope: &Scope,
+    alerts: &[crate::model::AlertInfo],
+    rules: &[crate::model::RuleInfo],
+) -> Scope {
+    let Some(text) = scope.problem.clone().filter(|_| scope.alert.is_none()) else {
+        return scope.clone();
+    };
+    let candidates: Vec<&crate::model::AlertInfo> = alerts
+        .iter()
+        .filter(|a| matches!(a.state.as_str(), "active" | "firing" | "pending"))
+        .collect();
+    let words = problem_words(&text);
+    let best = candidates
+        .iter()
+        .map(|a| (problem_score(&words, &a.labels), *a))
+        .filter(|(score, _)| *score > 0)
+        .max_by_key(|(score, a)| (*score, std::cmp::Reverse(a.active_at)));
+    let Some((_, info)) = best else {
+        // No alert matches: a word that is a known subject label value names the workload, and
+        // that subject's own alert rule (inactive now) is the expression to re-run.
+        let mut out = scope.clone();
+        if out.expr.is_none() {
+            out.expr = rules
+                .iter()
+                .filter(|r| r.rule_type != "recording" && !r.query.is_empty())
+                .map(|r| {
+                    let mut labels = r.labels.clone();
+                    labels.insert("alertname".into(), r.name.clone());
+                    if let Ok(e) = crate::reason::promql::parse(&r.query) {
+                        for m in e.subject() {
+                            labels.entry(m.name).or_insert(m.value);
+                        }
+                    }
+                    (problem_score(&words, &labels), r)
+                })
+                .filter(|(score, _)| *score > 0)
+                .max_by_key(|(score, _)| *score)
+                .map(|(_, r)| r.query.clone());
+        }
+        if out.workload.is_none() {
+            out.workload = rules
+                .iter()
+                .flat_map(|r| r.labels.iter())
+                .chain(candidates.iter().flat_map(|a| a.labels.iter()))
+                .filter(|(k, _)| ["service", "app", "job", "deployment"].contains(&k.as_str()))
+                .map(|(_, v)| v.to_lowercase())
+                .find(|v| words.contains(v));
+        }
+        return out;
+    };
+    let alert = Alert {
+        status: crate::model::AlertStatus::Firing,
+        labels: info.labels.clone(),
+        annotations: info.annotations.clone(),
+        starts_at: info.active_at,
+        ..Alert::default()
+    };
+    let mut out = Scope::from_alert(&alert, scope.now);
+    out.problem = scope.problem.clone();
+    if out.expr.is_none() {
+        out.expr = rules
+            .iter()
+            .find(|r| r.name == info.name && !r.query.is_empty() && r.rule_type != "recording")
+            .map(|r| r.query.clone());
+    }
+    out.namespace = out.namespace.or_else(|| scope.namespace.clone());
+    out.workload = out.workload.or_else(|| scope.workload.clone());
+    out.node = out.node.or_else(|| scope.node.clone());
+    out.repo = out.repo.or_else(|| scope.repo.clone());
+    out
 }
 
 /// The LogQL stream selector for the scope.

@@ -288,6 +288,7 @@ mod tests {
                         text: String::new(),
                     },
                 })
+                .map(std::sync::Arc::new)
                 .collect(),
             ruled_out: ruled
                 .iter()

@@ -5,6 +5,7 @@ use crate::agent::{self, AgentOptions, Trigger};
 use crate::model::{Incident, RunMode};
 use crate::world::World;
 use anyhow::{Context, bail};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -39,20 +40,43 @@ pub fn find_cases(dirs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 
 /// Runs every case found under `dirs` and scores it; prints a row per case and the totals when `opts.print`.
 pub async fn run(dirs: &[PathBuf], opts: &EvalOptions) -> anyhow::Result<EvalSummary> {
-    let cases = find_cases(dirs)?;
+    // Every set is checked before any case runs, so a typo fails fast.
+    let sets: Vec<(PathBuf, Vec<PathBuf>)> = dirs
+        .iter()
+        .map(|d| find_cases(std::slice::from_ref(d)).map(|c| (d.clone(), c)))
+        .collect::<anyhow::Result<_>>()?;
     let mut summary = EvalSummary::default();
-    for dir in cases {
-        let result = run_case(&dir, opts).await;
-        if opts.print {
-            println!("{result}");
+    let mut per_set: Vec<(PathBuf, usize, usize)> = Vec::new();
+    for (set, cases) in sets {
+        let mut passed = 0;
+        let total = cases.len();
+        for dir in cases {
+            let result = run_case(&dir, opts).await;
+            if opts.print {
+                // A closed stdout (`sitrep eval ... | head`) stops the run; the caller ends quietly.
+                writeln!(std::io::stdout().lock(), "{result}")?;
+            }
+            passed += usize::from(result.passed());
+            summary.results.push(result);
         }
-        summary.results.push(result);
+        per_set.push((set, passed, total));
     }
     if opts.print {
+        let mut out = std::io::stdout().lock();
         if let Some(m) = summary.mean_recall() {
-            println!("mean ruling-out recall {:.0}%", m * 100.0);
+            writeln!(out, "mean ruling-out recall {:.0}%", m * 100.0)?;
         }
-        println!("{}", summary.totals());
+        if per_set.len() > 1 {
+            for (set, passed, total) in &per_set {
+                writeln!(
+                    out,
+                    "set {}: {passed}/{total} passed ({:.0}%)",
+                    set.display(),
+                    100.0 * *passed as f64 / (*total).max(1) as f64
+                )?;
+            }
+        }
+        writeln!(out, "{}", summary.totals())?;
     }
     Ok(summary)
 }

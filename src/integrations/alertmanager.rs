@@ -1,4 +1,4 @@
-//! Alertmanager API v2 client: list alerts with filters, create and expire silences.
+//! Alertmanager API v2 client: alerts and alert groups (with silenced/inhibited state), silences.
 
 use super::error::{ErrorKind, IntegrationError};
 use super::prometheus::{parse_time, string_map};
@@ -6,6 +6,7 @@ use super::transport::{Request, RequestBody, Transport};
 use crate::model::AlertInfo;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 const NAME: &str = "alertmanager";
@@ -38,6 +39,40 @@ pub struct SilenceSpec {
     pub comment: String,
 }
 
+/// One alert as `/api/v2/alerts/groups` reports it, with why it is suppressed.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct GroupedAlert {
+    pub fingerprint: String,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    /// `active`, `suppressed` or `unprocessed`.
+    pub state: String,
+    pub silenced_by: Vec<String>,
+    pub inhibited_by: Vec<String>,
+    pub starts_at: Option<DateTime<Utc>>,
+    pub generator_url: String,
+}
+
+/// An Alertmanager aggregation group: its group labels, receiver and alerts.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct AlertGroup {
+    pub labels: BTreeMap<String, String>,
+    pub receiver: String,
+    pub alerts: Vec<GroupedAlert>,
+}
+
+/// A silence as `/api/v2/silences` reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Silence {
+    pub id: String,
+    /// `active`, `pending` or `expired`.
+    pub state: String,
+    pub matchers: Vec<(String, String)>,
+    pub created_by: String,
+    pub comment: String,
+    pub ends_at: Option<DateTime<Utc>>,
+}
+
 #[derive(Clone)]
 pub struct AlertmanagerClient {
     transport: Arc<dyn Transport>,
@@ -63,6 +98,63 @@ impl AlertmanagerClient {
             .as_array()
             .ok_or_else(|| req.error(ErrorKind::Decode("expected an array of alerts".into())))?;
         Ok(items.iter().map(parse_alert).collect())
+    }
+
+    /// Alert groups as Alertmanager aggregates them for its receivers, suppressed alerts included.
+    pub async fn alert_groups(&self) -> Result<Vec<AlertGroup>, IntegrationError> {
+        let req = Request::get(NAME, "/api/v2/alerts/groups");
+        let v = self.transport.send(&req).await?.json(&req)?;
+        let groups = v
+            .as_array()
+            .ok_or_else(|| req.error(ErrorKind::Decode("expected an array of groups".into())))?;
+        Ok(groups
+            .iter()
+            .map(|g| AlertGroup {
+                labels: string_map(g.get("labels")),
+                receiver: g
+                    .get("receiver")
+                    .and_then(|r| r.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                alerts: g
+                    .get("alerts")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().map(parse_grouped).collect())
+                    .unwrap_or_default(),
+            })
+            .collect())
+    }
+
+    /// Every silence Alertmanager knows, expired ones included.
+    pub async fn silences(&self) -> Result<Vec<Silence>, IntegrationError> {
+        let req = Request::get(NAME, "/api/v2/silences");
+        let v = self.transport.send(&req).await?.json(&req)?;
+        let items = v
+            .as_array()
+            .ok_or_else(|| req.error(ErrorKind::Decode("expected an array of silences".into())))?;
+        Ok(items
+            .iter()
+            .map(|s| Silence {
+                id: str_at(s, "id"),
+                state: s
+                    .get("status")
+                    .map(|st| str_at(st, "state"))
+                    .unwrap_or_default(),
+                matchers: s
+                    .get("matchers")
+                    .and_then(Value::as_array)
+                    .map(|ms| {
+                        ms.iter()
+                            .map(|m| (str_at(m, "name"), str_at(m, "value")))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                created_by: str_at(s, "createdBy"),
+                comment: str_at(s, "comment"),
+                ends_at: s.get("endsAt").and_then(Value::as_str).and_then(parse_time),
+            })
+            .collect())
     }
 
     /// Creates a silence and returns its id.
@@ -99,6 +191,42 @@ impl AlertmanagerClient {
             return Err(req.error(ErrorKind::Invalid(format!("bad silence id {id:?}"))));
         }
         self.transport.send(&req).await?.success(&req).map(|_| ())
+    }
+}
+
+fn str_at(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn strings_at(v: Option<&Value>, key: &str) -> Vec<String> {
+    v.and_then(|s| s.get(key))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn parse_grouped(a: &Value) -> GroupedAlert {
+    let status = a.get("status");
+    GroupedAlert {
+        fingerprint: str_at(a, "fingerprint"),
+        labels: string_map(a.get("labels")),
+        annotations: string_map(a.get("annotations")),
+        state: status.map(|s| str_at(s, "state")).unwrap_or_default(),
+        silenced_by: strings_at(status, "silencedBy"),
+        inhibited_by: strings_at(status, "inhibitedBy"),
+        starts_at: a
+            .get("startsAt")
+            .and_then(Value::as_str)
+            .and_then(parse_time),
+        generator_url: str_at(a, "generatorURL"),
     }
 }
 
@@ -149,5 +277,17 @@ mod tests {
         assert_eq!(info.state, "silenced");
         assert_eq!(info.name, "X");
         assert!(info.active_at.is_some());
+    }
+
+    #[test]
+    fn grouped_alerts_keep_fingerprint_and_suppressors() {
+        let a = json!({"fingerprint": "abc", "labels": {"alertname": "X"},
+            "status": {"state": "suppressed", "silencedBy": ["s1"], "inhibitedBy": ["i1", 3]},
+            "startsAt": "bad time"});
+        let g = parse_grouped(&a);
+        assert_eq!(g.fingerprint, "abc");
+        assert_eq!(g.silenced_by, vec!["s1"]);
+        assert_eq!(g.inhibited_by, vec!["i1"]);
+        assert_eq!(g.starts_at, None);
     }
 }

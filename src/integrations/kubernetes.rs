@@ -95,6 +95,22 @@ pub fn selector_matches(selector: &str, labels: &BTreeMap<String, String>) -> bo
 }
 
 fn container_facts(spec: &Container, pod: &Pod) -> ContainerFacts {
+    container_facts_of(spec, pod, false)
+}
+
+/// Init containers that have not completed successfully: the reason a pod stays in `Init:`.
+fn unfinished_init_containers(pod: &Pod) -> Vec<ContainerFacts> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.init_containers.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|c| container_facts_of(c, pod, true))
+        .filter(|c| !(c.state == "terminated" && c.exit_code == Some(0)))
+        .collect()
+}
+
+fn container_facts_of(spec: &Container, pod: &Pod, init: bool) -> ContainerFacts {
     let resources = spec.resources.as_ref();
     let q =
         |m: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
@@ -111,12 +127,19 @@ fn container_facts(spec: &Container, pod: &Pod) -> ContainerFacts {
         cpu_request: q(requests, "cpu"),
         has_liveness_probe: spec.liveness_probe.is_some(),
         has_readiness_probe: spec.readiness_probe.is_some(),
+        init,
         ..ContainerFacts::default()
     };
     let status = pod
         .status
         .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|s| {
+            if init {
+                s.init_container_statuses.as_ref()
+            } else {
+                s.container_statuses.as_ref()
+            }
+        })
         .and_then(|all| all.iter().find(|cs| cs.name == spec.name));
     if let Some(cs) = status {
         c.ready = cs.ready;
@@ -191,7 +214,7 @@ pub fn pod_facts(pod: &Pod) -> PodFacts {
         |_, status| status != "True",
     );
     let spec = pod.spec.as_ref();
-    let containers = spec
+    let mut containers: Vec<ContainerFacts> = spec
         .map(|s| {
             s.containers
                 .iter()
@@ -199,6 +222,7 @@ pub fn pod_facts(pod: &Pod) -> PodFacts {
                 .collect()
         })
         .unwrap_or_default();
+    containers.extend(unfinished_init_containers(pod));
     PodFacts {
         name: meta.name.clone().unwrap_or_default(),
         namespace: meta.namespace.clone().unwrap_or_default(),

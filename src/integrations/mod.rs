@@ -5,14 +5,18 @@ pub mod error;
 pub mod github;
 pub mod kubernetes;
 pub mod loki;
+pub mod pagerduty;
 pub mod prometheus;
 pub mod transport;
 
-pub use alertmanager::{AlertFilter, AlertmanagerClient, SilenceSpec};
+pub use alertmanager::{
+    AlertFilter, AlertGroup, AlertmanagerClient, GroupedAlert, Silence, SilenceSpec,
+};
 pub use error::{ErrorKind, IntegrationError};
 pub use github::GitHubClient;
 pub use kubernetes::{DrainReport, KubernetesClient, ResourceChange};
 pub use loki::{Direction, LokiClient};
+pub use pagerduty::{PagerDutyClient, PdIncident};
 pub use prometheus::PrometheusClient;
 pub use transport::{
     Body, BoxFuture, Endpoint, LiveTransport, Recording, RecordingTransport, ReplayTransport,

@@ -297,6 +297,9 @@ impl LiveTransport {
     pub fn new() -> Result<Self, IntegrationError> {
         let http = reqwest::Client::builder()
             .user_agent(concat!("sitrep/", env!("CARGO_PKG_VERSION")))
+            // Redirects are followed in `send_http`, which decides per hop which headers may go:
+            // reqwest's own policy keeps custom credential headers such as X-Api-Key.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| {
                 IntegrationError::new("http", "client setup", ErrorKind::Other(e.to_string()))
@@ -339,60 +342,107 @@ impl LiveTransport {
     }
 
     async fn send_http(&self, ep: &Endpoint, req: &Request) -> Result<Response, IntegrationError> {
-        let url = format!("{}{}", ep.base_url.trim_end_matches('/'), req.path);
-        let method = reqwest::Method::from_bytes(req.method.as_bytes())
-            .map_err(|_| req.error(ErrorKind::Invalid(format!("bad method {}", req.method))))?;
-        let mut b = self.http.request(method, url).timeout(ep.timeout);
+        let invalid = |m: String| req.error(ErrorKind::Invalid(m));
+        let mut url = reqwest::Url::parse(&format!(
+            "{}{}",
+            ep.base_url.trim_end_matches('/'),
+            req.path
+        ))
+        .map_err(|e| invalid(format!("bad URL: {e}")))?;
         if !req.query.is_empty() {
-            b = b.query(&req.query);
+            url.query_pairs_mut()
+                .extend_pairs(req.query.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         }
-        for (k, v) in &ep.headers {
-            b = b.header(k, v);
-        }
-        b = match &ep.auth {
-            None => b,
-            Some(ResolvedAuth::Bearer(t)) => b.bearer_auth(t.expose_secret()),
-            Some(ResolvedAuth::Basic { username, password }) => {
-                b.basic_auth(username, Some(password.expose_secret()))
-            }
-            Some(ResolvedAuth::Header { name, value }) => b.header(name, value.expose_secret()),
-        };
-        if let Some(body) = &req.body {
-            b = b
-                .header(reqwest::header::CONTENT_TYPE, body.content_type())
-                .body(body.value().to_string());
-        }
+        let mut method = reqwest::Method::from_bytes(req.method.as_bytes())
+            .map_err(|_| invalid(format!("bad method {}", req.method)))?;
+        let mut body = req.body.as_ref();
+        let origin = url.origin();
+        // Credentials go only to the configured origin: once a redirect leaves it, no later hop gets
+        // them, even one that comes back (the chain is no longer the one the operator configured).
+        let mut trusted = true;
         let timeout = ep.timeout;
         let exchange = async {
-            let mut resp = b
-                .send()
-                .await
-                .map_err(|e| self.reqwest_error(req, e, timeout))?;
-            let status = resp.status().as_u16();
-            if resp
-                .content_length()
-                .is_some_and(|n| n > self.max_body as u64)
-            {
-                return Err(req.error(ErrorKind::TooLarge {
-                    limit: self.max_body,
-                }));
-            }
-            let mut bytes: Vec<u8> = Vec::new();
-            while let Some(chunk) = resp
-                .chunk()
-                .await
-                .map_err(|e| self.reqwest_error(req, e, timeout))?
-            {
-                if bytes.len() + chunk.len() > self.max_body {
+            let mut hops = 0;
+            loop {
+                trusted &= url.origin() == origin;
+                let mut b = self
+                    .http
+                    .request(method.clone(), url.clone())
+                    .timeout(ep.timeout);
+                for (k, v) in &ep.headers {
+                    if trusted || !is_credential_header(k) {
+                        b = b.header(k, v);
+                    }
+                }
+                if trusted {
+                    b = match &ep.auth {
+                        None => b,
+                        Some(ResolvedAuth::Bearer(t)) => b.bearer_auth(t.expose_secret()),
+                        Some(ResolvedAuth::Basic { username, password }) => {
+                            b.basic_auth(username, Some(password.expose_secret()))
+                        }
+                        Some(ResolvedAuth::Header { name, value }) => {
+                            b.header(name, value.expose_secret())
+                        }
+                    };
+                }
+                if let Some(body) = body {
+                    b = b
+                        .header(reqwest::header::CONTENT_TYPE, body.content_type())
+                        .body(body.value().to_string());
+                }
+                let mut resp = b
+                    .send()
+                    .await
+                    .map_err(|e| self.reqwest_error(req, e, timeout))?;
+                let status = resp.status();
+                if let Some(next) = redirect_target(&url, &resp) {
+                    hops += 1;
+                    if hops > MAX_REDIRECTS {
+                        return Err(req.error(ErrorKind::Other(format!(
+                            "more than {MAX_REDIRECTS} redirects"
+                        ))));
+                    }
+                    let next = next.map_err(|m| req.error(ErrorKind::Other(m)))?;
+                    // 301/302/303 turn a write into a GET without a body, as browsers and curl do;
+                    // 307/308 repeat the request as it was.
+                    if matches!(status.as_u16(), 301..=303)
+                        && method != reqwest::Method::GET
+                        && method != reqwest::Method::HEAD
+                    {
+                        method = reqwest::Method::GET;
+                        body = None;
+                    }
+                    url = next;
+                    continue;
+                }
+                let status = status.as_u16();
+                if resp
+                    .content_length()
+                    .is_some_and(|n| n > self.max_body as u64)
+                {
                     return Err(req.error(ErrorKind::TooLarge {
                         limit: self.max_body,
                     }));
                 }
-                bytes.extend_from_slice(&chunk);
+                let mut bytes: Vec<u8> = Vec::new();
+                while let Some(chunk) = resp
+                    .chunk()
+                    .await
+                    .map_err(|e| self.reqwest_error(req, e, timeout))?
+                {
+                    if bytes.len() + chunk.len() > self.max_body {
+                        return Err(req.error(ErrorKind::TooLarge {
+                            limit: self.max_body,
+                        }));
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                return Ok((status, bytes));
             }
-            Ok((status, bytes))
         };
-        // reqwest's own timeout covers the exchange too; this one also bounds a slow trickling body.
+        // reqwest's own timeout covers the exchange too; this one also bounds a slow trickling body
+        // and the whole chain of redirects.
         let (status, bytes) = tokio::time::timeout(timeout, exchange)
             .await
             .map_err(|_| req.error(ErrorKind::Timeout(timeout)))??;
@@ -510,6 +560,45 @@ impl Transport for LiveTransport {
     }
 }
 
+/// Redirects followed per request before giving up.
+const MAX_REDIRECTS: usize = 10;
+
+/// Headers that carry a credential and so never follow a redirect to another origin.
+fn is_credential_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    matches!(
+        n.as_str(),
+        "authorization" | "proxy-authorization" | "cookie" | "cookie2"
+    ) || ["token", "key", "secret", "auth", "password"]
+        .iter()
+        .any(|w| n.contains(w))
+}
+
+/// Where a redirect response points: None when it is not a redirect to follow (not 301, 302, 303,
+/// 307 or 308, or no Location), else the absolute next URL or why it cannot be followed.
+fn redirect_target(
+    current: &reqwest::Url,
+    resp: &reqwest::Response,
+) -> Option<Result<reqwest::Url, String>> {
+    if !matches!(resp.status().as_u16(), 301 | 302 | 303 | 307 | 308) {
+        return None;
+    }
+    let location = resp.headers().get(reqwest::header::LOCATION)?;
+    let next = location
+        .to_str()
+        .map_err(|_| "redirect with a Location that is not text".to_string())
+        .and_then(|l| {
+            current
+                .join(l)
+                .map_err(|e| format!("redirect to a bad Location: {e}"))
+        })
+        .and_then(|u| match u.scheme() {
+            "http" | "https" => Ok(u),
+            other => Err(format!("redirect to a {other}: URL refused")),
+        });
+    Some(next)
+}
+
 /// Percent-encodes query pairs (`application/x-www-form-urlencoded`).
 pub fn encode_query(pairs: &[(String, String)]) -> String {
     let mut url = match reqwest::Url::parse("http://localhost/") {
@@ -580,6 +669,8 @@ pub struct RecordingTransport {
     inner: Arc<dyn Transport>,
     path: PathBuf,
     file: Mutex<std::fs::File>,
+    /// Masks the request side (path and query carry alert values); bodies arrive masked.
+    redactor: Redactor,
 }
 
 impl RecordingTransport {
@@ -595,7 +686,14 @@ impl RecordingTransport {
             inner,
             path,
             file: Mutex::new(file),
+            redactor: Redactor::new(),
         })
+    }
+
+    /// Masks with this redactor (the live transport's, which knows the credentials in use).
+    pub fn with_redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -607,15 +705,22 @@ impl RecordingTransport {
             .query
             .iter()
             .filter(|(k, _)| !VOLATILE_QUERY_KEYS.contains(&k.as_str()))
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .map(|(k, v)| {
+                let mut value = Value::String(v.clone());
+                self.redactor.redact_json(&mut value);
+                (k.clone(), value)
+            })
             .collect();
+        let mut body = resp.body.clone();
+        // Already masked by a live transport; masked again in case the inner one is not.
+        body.redact(&self.redactor);
         let rec = Recording {
             integration: req.integration.clone(),
             method: req.method.clone(),
-            path: req.path.clone(),
+            path: self.redactor.redact(&req.path).into_owned(),
             query,
             status: resp.status,
-            body: resp.body.clone(),
+            body,
         };
         let write_err = |e: String| {
             req.error(ErrorKind::Other(format!(

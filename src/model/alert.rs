@@ -77,6 +77,17 @@ impl Alert {
     }
 }
 
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
 fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -125,7 +136,64 @@ pub struct WebhookPayload {
     pub alerts: Vec<Alert>,
 }
 
+/// Why a webhook payload was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PayloadError(pub String);
+
+impl std::fmt::Display for PayloadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PayloadError {}
+
 impl WebhookPayload {
+    /// Parses and checks an Alertmanager webhook payload (version 4). `{}`, `[]` or a payload
+    /// without alerts is refused: there would be nothing to investigate, and an investigation of
+    /// a made-up empty alert would look like a real one.
+    pub fn parse(text: &str) -> Result<WebhookPayload, PayloadError> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            PayloadError(format!(
+                "not JSON (line {}, column {}): {e}",
+                e.line(),
+                e.column()
+            ))
+        })?;
+        if !value.is_object() {
+            return Err(PayloadError(format!(
+                "expected a JSON object with an `alerts` array, found {}",
+                json_kind(&value)
+            )));
+        }
+        let payload: WebhookPayload = serde_json::from_value(value)
+            .map_err(|e| PayloadError(format!("not an Alertmanager webhook payload: {e}")))?;
+        payload.validate()?;
+        Ok(payload)
+    }
+
+    /// Checks what serde cannot: version 4 (when given), at least one alert, labels on each.
+    pub fn validate(&self) -> Result<(), PayloadError> {
+        if !self.version.is_empty() && self.version != "4" {
+            return Err(PayloadError(format!(
+                "webhook payload version {:?} is not supported (expected \"4\")",
+                self.version.chars().take(20).collect::<String>()
+            )));
+        }
+        if self.alerts.is_empty() {
+            return Err(PayloadError(
+                "the payload has no alerts: a version 4 webhook carries at least one in `alerts`"
+                    .into(),
+            ));
+        }
+        if let Some(i) = self.alerts.iter().position(|a| a.labels.is_empty()) {
+            return Err(PayloadError(format!(
+                "alerts[{i}] has no labels (an alert is identified by its labels, e.g. alertname)"
+            )));
+        }
+        Ok(())
+    }
+
     /// The alert to investigate: the first firing one, else the first, else one built from the common labels.
     pub fn primary(&self) -> Alert {
         self.alerts
@@ -156,6 +224,31 @@ mod tests {
             alert.expr().as_deref(),
             Some("rate(http_errors_total[5m]) > 0.05")
         );
+    }
+
+    #[test]
+    fn empty_and_non_object_payloads_are_refused() {
+        for (text, want) in [
+            ("{}", "no alerts"),
+            ("[]", "found an array"),
+            ("null", "found null"),
+            (r#"{"alerts": []}"#, "no alerts"),
+            (r#"{"alerts": [{}]}"#, "alerts[0] has no labels"),
+            (
+                r#"{"version": "3", "alerts": [{"labels": {"a": "b"}}]}"#,
+                "version",
+            ),
+            ("{\"alerts\": [", "not JSON"),
+        ] {
+            let err = WebhookPayload::parse(text)
+                .map(|_| ())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(want), "{text}: {err}");
+        }
+        let ok =
+            WebhookPayload::parse(r#"{"version":"4","alerts":[{"labels":{"alertname":"X"}}]}"#);
+        assert_eq!(ok.map(|p| p.primary().name().to_string()), Ok("X".into()));
     }
 
     #[test]

@@ -182,11 +182,15 @@ pub enum ActionKind {
     Cordon,
     Drain,
     Silence,
+    ExpireSilence,
     RevertPr,
+    PagerDutyAcknowledge,
+    PagerDutyResolve,
+    PagerDutyAddNote,
 }
 
 impl ActionKind {
-    pub const ALL: [ActionKind; 9] = [
+    pub const ALL: [ActionKind; 13] = [
         ActionKind::RolloutRestart,
         ActionKind::RolloutUndo,
         ActionKind::Scale,
@@ -195,7 +199,11 @@ impl ActionKind {
         ActionKind::Cordon,
         ActionKind::Drain,
         ActionKind::Silence,
+        ActionKind::ExpireSilence,
         ActionKind::RevertPr,
+        ActionKind::PagerDutyAcknowledge,
+        ActionKind::PagerDutyResolve,
+        ActionKind::PagerDutyAddNote,
     ];
 }
 
@@ -856,6 +864,94 @@ pub static ENTRIES: &[Entry] = &[
         },
         handler: Handler::Act(ActionKind::RevertPr),
     },
+    // Ending a silence lets its alerts page again: medium, a visible countdown, like creating one.
+    Entry {
+        name: "alertmanager.expire_silence",
+        integration: "alertmanager",
+        mutating: true,
+        floor: Risk::Medium,
+        summary: "end a silence now, so its alerts notify again",
+        params: &[req(
+            "silence_id",
+            Str,
+            "the silence's id (or given by a silence/ID target)",
+        )],
+        target: Target::Named {
+            prefix: "silence",
+            param: "silence_id",
+        },
+        usage: "amtool silence expire ID",
+        render: |op| format!("amtool silence expire {}", op.must("silence_id")),
+        handler: Handler::Act(ActionKind::ExpireSilence),
+    },
+    // Acknowledging stops the escalation policy from paging the next responder: medium.
+    Entry {
+        name: "pagerduty.acknowledge",
+        integration: "pagerduty",
+        mutating: true,
+        floor: Risk::Medium,
+        summary: "acknowledge a PagerDuty incident (stops its escalation)",
+        params: &[req(
+            "incident_id",
+            Str,
+            "the incident's id (or given by an incident/ID target)",
+        )],
+        target: Target::Named {
+            prefix: "incident",
+            param: "incident_id",
+        },
+        usage: "PUT /incidents/ID {status: acknowledged} (From: the configured email)",
+        render: |op| {
+            format!(
+                "PUT /incidents/{} status=acknowledged",
+                op.must("incident_id")
+            )
+        },
+        handler: Handler::Act(ActionKind::PagerDutyAcknowledge),
+    },
+    // Resolving closes the page for everyone on it; if the problem is not over, nobody is paged.
+    Entry {
+        name: "pagerduty.resolve",
+        integration: "pagerduty",
+        mutating: true,
+        floor: Risk::High,
+        summary: "resolve a PagerDuty incident",
+        params: &[req(
+            "incident_id",
+            Str,
+            "the incident's id (or given by an incident/ID target)",
+        )],
+        target: Target::Named {
+            prefix: "incident",
+            param: "incident_id",
+        },
+        usage: "PUT /incidents/ID {status: resolved} (From: the configured email)",
+        render: |op| format!("PUT /incidents/{} status=resolved", op.must("incident_id")),
+        handler: Handler::Act(ActionKind::PagerDutyResolve),
+    },
+    // A note only adds to the incident's record; it changes nobody's pager.
+    Entry {
+        name: "pagerduty.add_note",
+        integration: "pagerduty",
+        mutating: true,
+        floor: Risk::Low,
+        summary: "add a note to a PagerDuty incident's timeline",
+        params: &[
+            req(
+                "incident_id",
+                Str,
+                "the incident's id (or given by an incident/ID target)",
+            ),
+            req("content", Str, "the note's text"),
+        ],
+        target: Target::Named {
+            prefix: "incident",
+            param: "incident_id",
+        },
+        usage: "POST /incidents/ID/notes {content} (From: the configured email)",
+        render: |op| format!("POST /incidents/{}/notes", op.must("incident_id")),
+        handler: Handler::Act(ActionKind::PagerDutyAddNote),
+    },
 ];
 
 /// The name after `kind/` in a target (`deployment/web` -> `web`), or the whole target.
@@ -1329,20 +1425,26 @@ mod tests {
             blast_radius: String::new(),
             evidence: Vec::new(),
         };
-        a.params.insert("namespace".into(), json!("kube-system"));
-        a.params.insert("deployment".into(), json!("coredns"));
+        a.params.insert("namespace".into(), json!("shop"));
+        a.params.insert("deployment".into(), json!("web"));
         a.params.insert("replicas".into(), json!(0));
         settle(&mut a);
-        assert_eq!(a.target, "deployment/coredns");
-        assert_eq!(a.risk, Risk::High);
+        assert_eq!(a.target, "deployment/web");
+        assert_eq!(a.risk, Risk::High, "scaling to zero is an outage");
         assert_eq!(
             a.operation,
-            "kubectl -n kube-system scale deployment/coredns --replicas=0"
+            "kubectl -n shop scale deployment/web --replicas=0"
         );
         // A lower declared risk never comes back down by editing.
         a.params.insert("replicas".into(), json!(3));
         settle(&mut a);
         assert_eq!(a.risk, Risk::High);
+        // Retargeting into the cluster's own namespaces needs two people.
+        a.params.insert("namespace".into(), json!("kube-system"));
+        a.params.insert("deployment".into(), json!("coredns"));
+        settle(&mut a);
+        assert_eq!(a.target, "deployment/coredns");
+        assert_eq!(a.risk, Risk::Critical);
     }
 
     #[test]

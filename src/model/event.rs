@@ -97,6 +97,10 @@ pub enum Event {
         /// time); absent in sessions written before it was recorded.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         now: Option<DateTime<Utc>>,
+        /// The integrations this run had configured, so a saved session knows what was absent
+        /// (missing evidence) from what answered; absent in sessions written before it was.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        integrations: Option<Vec<String>>,
     },
     ToolCalled {
         call_id: CallId,

@@ -28,6 +28,9 @@ pub struct ContainerFacts {
     pub cpu_request: Option<String>,
     pub has_liveness_probe: bool,
     pub has_readiness_probe: bool,
+    /// An init container (runs to completion before the others start); only unfinished or failed ones are listed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub init: bool,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]

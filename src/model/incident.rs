@@ -8,7 +8,8 @@ use super::types::{
 };
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
@@ -27,7 +28,7 @@ pub struct StageState {
     pub summary: String,
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct ToolCallState {
     pub call_id: CallId,
     pub tool: String,
@@ -160,7 +161,10 @@ pub struct Incident {
     pub runbook: Option<String>,
     pub specialists: Vec<String>,
     pub tools: Vec<ToolCallState>,
-    pub evidence: Vec<Evidence>,
+    /// Evidence items in arrival order. Bodies are immutable behind `Arc`: a copy of the fold
+    /// (a replay keyframe) shares them instead of duplicating them; an append copies one body.
+    #[serde(with = "shared_list")]
+    pub evidence: Vec<Arc<Evidence>>,
     pub findings: Vec<Finding>,
     pub hypotheses: Vec<Hypothesis>,
     pub ruled_out: Vec<RuledOut>,
@@ -172,6 +176,53 @@ pub struct Incident {
     pub warnings: Vec<String>,
     pub outcome: Option<Outcome>,
     pub timeline: Vec<TimelineItem>,
+    /// Evidence id -> position in `evidence`, so lookups stay O(1) on long sessions.
+    #[serde(skip)]
+    pub(crate) evidence_at: IdIndex,
+    /// Call id -> position in `tools` of its latest call.
+    #[serde(skip)]
+    pub(crate) tool_at: IdIndex,
+}
+
+/// A list of shared items (de)serialized as the plain list it stands for.
+mod shared_list {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::sync::Arc;
+
+    pub fn serialize<T: Serialize, S: Serializer>(
+        items: &[Arc<T>],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(items.iter().map(|item| &**item))
+    }
+
+    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<Arc<T>>, D::Error> {
+        Ok(Vec::<T>::deserialize(d)?
+            .into_iter()
+            .map(Arc::new)
+            .collect())
+    }
+}
+
+/// A lookup index derived from the fold's own lists. It is not part of the incident's value:
+/// two incidents with equal lists are equal whatever their indexes hold, and an incident built
+/// without the fold (deserialized, or by hand) falls back to a scan.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct IdIndex(HashMap<String, usize>);
+
+impl PartialEq for IdIndex {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl IdIndex {
+    /// The position recorded for `id`, if `check` confirms it still holds that id.
+    fn find(&self, id: &str, check: impl Fn(usize) -> bool) -> Option<usize> {
+        self.0.get(id).copied().filter(|&i| check(i))
+    }
 }
 
 impl Incident {
@@ -277,6 +328,7 @@ impl Incident {
                 specialist,
                 params,
             } => {
+                self.tool_at.0.insert(call_id.clone(), self.tools.len());
                 self.tools.push(ToolCallState {
                     call_id: call_id.clone(),
                     tool: tool.clone(),
@@ -333,7 +385,12 @@ impl Incident {
                     call.evidence.push(evidence.id.clone());
                 }
                 let text = format!("◆ {} [{}]", evidence.title, evidence.kind);
-                self.evidence.push(evidence.clone());
+                // A repeated id replaces nothing: lookups keep answering with the first item.
+                self.evidence_at
+                    .0
+                    .entry(evidence.id.clone())
+                    .or_insert(self.evidence.len());
+                self.evidence.push(Arc::new(evidence.clone()));
                 push(
                     self,
                     TimelineKind::Evidence {
@@ -346,8 +403,10 @@ impl Incident {
             // already shows what they were parsed from.
             Event::Observed { .. } => {}
             Event::EvidenceAppended { evidence_id, text } => {
-                if let Some(ev) = self.evidence.iter_mut().find(|e| &e.id == evidence_id)
-                    && let EvidenceBody::Text { text: body, .. } = &mut ev.body
+                if let Some(i) = self.evidence_position(evidence_id)
+                    && matches!(self.evidence[i].body, EvidenceBody::Text { .. })
+                    && let EvidenceBody::Text { text: body, .. } =
+                        &mut Arc::make_mut(&mut self.evidence[i]).body
                 {
                     if !body.is_empty() && !body.ends_with('\n') {
                         body.push('\n');
@@ -621,6 +680,27 @@ impl Incident {
         }
     }
 
+    /// Forget the lookup indexes (a stored copy of the fold need not carry them); lookups scan
+    /// until [`Incident::reindex`].
+    pub fn drop_index(&mut self) {
+        self.evidence_at = IdIndex::default();
+        self.tool_at = IdIndex::default();
+    }
+
+    /// Rebuild the lookup indexes from the lists, as the fold would have left them.
+    pub fn reindex(&mut self) {
+        let mut evidence = HashMap::with_capacity(self.evidence.len());
+        for (i, e) in self.evidence.iter().enumerate() {
+            evidence.entry(e.id.clone()).or_insert(i);
+        }
+        let mut tools = HashMap::with_capacity(self.tools.len());
+        for (i, c) in self.tools.iter().enumerate() {
+            tools.insert(c.call_id.clone(), i);
+        }
+        self.evidence_at = IdIndex(evidence);
+        self.tool_at = IdIndex(tools);
+    }
+
     /// Fold a whole sequence of (t, event).
     pub fn fold<'a>(records: impl IntoIterator<Item = (f64, &'a Event)>) -> Self {
         let mut incident = Self::new();
@@ -631,11 +711,29 @@ impl Incident {
     }
 
     pub fn tool(&self, call_id: &str) -> Option<&ToolCallState> {
-        self.tools.iter().rev().find(|c| c.call_id == call_id)
+        self.tool_position(call_id).map(|i| &self.tools[i])
     }
 
     fn tool_mut(&mut self, call_id: &str) -> Option<&mut ToolCallState> {
-        self.tools.iter_mut().rev().find(|c| c.call_id == call_id)
+        self.tool_position(call_id).map(|i| &mut self.tools[i])
+    }
+
+    /// The latest call with this id.
+    fn tool_position(&self, call_id: &str) -> Option<usize> {
+        let tools = &self.tools;
+        self.tool_at
+            .find(call_id, |i| {
+                tools.get(i).is_some_and(|c| c.call_id == call_id)
+            })
+            .or_else(|| tools.iter().rposition(|c| c.call_id == call_id))
+    }
+
+    /// The first evidence item with this id.
+    fn evidence_position(&self, id: &str) -> Option<usize> {
+        let items = &self.evidence;
+        self.evidence_at
+            .find(id, |i| items.get(i).is_some_and(|e| e.id == id))
+            .or_else(|| items.iter().position(|e| e.id == id))
     }
 
     pub fn action(&self, id: &str) -> Option<&ActionState> {
@@ -647,7 +745,7 @@ impl Incident {
     }
 
     pub fn evidence(&self, id: &str) -> Option<&Evidence> {
-        self.evidence.iter().find(|e| e.id == id)
+        self.evidence_position(id).map(|i| &*self.evidence[i])
     }
 
     /// The oldest action still waiting for a decision.
@@ -699,6 +797,71 @@ mod tests {
             read_only: false,
             operator: "alice".into(),
         }
+    }
+
+    fn evidence(id: &str, text: &str) -> Event {
+        Event::EvidenceAdded {
+            evidence: Evidence {
+                id: id.into(),
+                kind: "logs".into(),
+                title: id.into(),
+                source: "loki.query_range".into(),
+                call_id: None,
+                body: EvidenceBody::Text {
+                    language: "log".into(),
+                    text: text.into(),
+                },
+            },
+        }
+    }
+
+    fn body(inc: &Incident, id: &str) -> String {
+        match inc.evidence(id).map(|e| &e.body) {
+            Some(EvidenceBody::Text { text, .. }) => text.clone(),
+            other => panic!("{id}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn copies_of_the_fold_share_evidence_until_one_appends() {
+        let mut inc = Incident::new();
+        inc.apply(0.0, &evidence("e1", "a"));
+        inc.apply(0.1, &evidence("e2", "x"));
+        let snapshot = inc.clone();
+        assert!(Arc::ptr_eq(&inc.evidence[0], &snapshot.evidence[0]));
+        inc.apply(
+            0.2,
+            &Event::EvidenceAppended {
+                evidence_id: "e1".into(),
+                text: "b".into(),
+            },
+        );
+        assert_eq!(body(&inc, "e1"), "a\nb");
+        assert_eq!(body(&snapshot, "e1"), "a", "the copy keeps what it saw");
+        assert!(Arc::ptr_eq(&inc.evidence[1], &snapshot.evidence[1]));
+    }
+
+    #[test]
+    fn lookups_work_with_and_without_the_index() {
+        let mut inc = Incident::new();
+        for i in 0..500 {
+            inc.apply(i as f64, &evidence(&format!("e{i}"), &format!("line {i}")));
+        }
+        // A repeated id: lookups answer with the first item, as a scan would.
+        inc.apply(600.0, &evidence("e7", "again"));
+        assert_eq!(body(&inc, "e499"), "line 499");
+        assert_eq!(body(&inc, "e7"), "line 7");
+        assert!(inc.evidence("nope").is_none());
+        let indexed = inc.clone();
+        inc.drop_index();
+        assert_eq!(body(&inc, "e7"), "line 7");
+        assert_eq!(inc, indexed, "the index is not part of the value");
+        inc.reindex();
+        assert_eq!(body(&inc, "e250"), "line 250");
+        // Deserialized incidents carry no index and still answer.
+        let json = serde_json::to_string(&indexed).unwrap_or_default();
+        let back: Incident = serde_json::from_str(&json).unwrap_or_default();
+        assert_eq!(body(&back, "e499"), "line 499");
     }
 
     #[test]

@@ -5,9 +5,10 @@ pub mod catalog;
 mod event;
 mod facts;
 mod incident;
+pub mod text;
 mod types;
 
-pub use alert::{Alert, AlertStatus, WebhookPayload};
+pub use alert::{Alert, AlertStatus, PayloadError, WebhookPayload};
 pub use event::{Command, Event, Outcome, Record, RunMode, SessionHeader};
 pub use facts::{
     AlertInfo, Change, ChangeKind, ContainerFacts, DeploymentFacts, Facts, K8sEventFacts, LogLine,

@@ -18,6 +18,9 @@ pub struct PolicyConfig {
     pub diagnosis_only: bool,
     /// Medium risk: seconds the operator has to veto before the action runs.
     pub veto_secs: f64,
+    /// Nobody is watching (a session `sitrep serve` started): a veto countdown would run the
+    /// action with no one to veto it, so medium risk waits for an explicit approval too.
+    pub unattended: bool,
 }
 
 impl Default for PolicyConfig {
@@ -26,6 +29,7 @@ impl Default for PolicyConfig {
             read_only: false,
             diagnosis_only: false,
             veto_secs: DEFAULT_VETO_SECS,
+            unattended: false,
         }
     }
 }
@@ -58,6 +62,7 @@ pub fn rule(kind: &str, risk: Risk, cfg: &PolicyConfig) -> Rule {
     // The catalog's floor holds even when a caller forgot to apply it to the proposal.
     match risk.max(risk_floor(kind)) {
         Risk::Low => Rule::Run,
+        Risk::Medium if cfg.unattended => Rule::Approve { approvals: 1 },
         Risk::Medium => Rule::Veto {
             secs: cfg.veto_secs.max(0.0),
         },
@@ -105,6 +110,19 @@ mod tests {
             rule(k, Risk::Critical, &cfg()),
             Rule::Approve { approvals: 2 }
         );
+    }
+
+    #[test]
+    fn unattended_medium_waits_for_an_approval() {
+        let c = PolicyConfig {
+            unattended: true,
+            ..cfg()
+        };
+        assert_eq!(
+            rule("kubernetes.rollout_restart", Risk::Medium, &c),
+            Rule::Approve { approvals: 1 }
+        );
+        assert_eq!(rule("pagerduty.add_note", Risk::Low, &c), Rule::Run);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Redaction of secrets from anything an integration returns, before it becomes evidence or a recording.
+//! Redaction of secrets: from anything an integration returns (before it becomes evidence or a
+//! recording), from the trigger (alert, problem text), chat, warnings and errors.
 
 use regex::{Captures, Regex};
 use serde_json::Value;
@@ -27,6 +28,25 @@ fn rules() -> &'static [Rule] {
                 r#"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[^"]*?-----END [A-Z0-9 ]*PRIVATE KEY-----"#,
                 MASK,
             ),
+            // A private key block cut short (no END line, e.g. a truncated log line): mask to the end
+            // of the base64 run.
+            (
+                r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:[A-Za-z0-9+/=\s]|\\n|\\r)*",
+                MASK,
+            ),
+            // GitHub tokens: personal, OAuth, user-to-server, server-to-server, refresh, fine-grained.
+            (r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,255}\b", MASK),
+            (r"\bgithub_pat_[A-Za-z0-9_]{20,255}", MASK),
+            // Slack tokens: bot, user, workspace, refresh, legacy, app-level.
+            (r"\bxox[abposr]-[A-Za-z0-9-]{10,}", MASK),
+            (r"\bxapp-[0-9]+-[A-Za-z0-9-]{10,}", MASK),
+            // AWS secret access keys: 40 base64 characters after a name that says what they are,
+            // in any of the forms configs, env dumps and logs use (`aws_secret_access_key = `,
+            // `"SecretAccessKey": "`, `AWS secret key: `).
+            (
+                r#"(?i)((?:aws|secret)[A-Za-z0-9_ .\-]{0,24}?(?:secret|access)[A-Za-z0-9_ .\-]{0,12}?key[^A-Za-z0-9/+]{1,6})[A-Za-z0-9/+]{40}\b"#,
+                "${1}[REDACTED]",
+            ),
             // AWS access key ids.
             (
                 r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b",
@@ -47,7 +67,8 @@ fn rules() -> &'static [Rule] {
                 r#"([A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@"'<>]*:)[^@\s/"'<>]+@"#,
                 "${1}[REDACTED]@",
             ),
-            // key=value and key: value pairs whose key names a secret (also AWS secret keys).
+            // key=value and key: value pairs whose key names a secret (also AWS secret keys), and
+            // the same keys in URL queries (`?token=`, `&access_token=`, `api_key=`, `password=`).
             (
                 r#"(?i)\b([A-Za-z0-9_.\-]*(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credentials?)[A-Za-z0-9_.\-]*)("?'?\s*[=:]\s*"?'?)([^\s&"',;}{\]\[<>]{2,})"#,
                 "${1}${2}[REDACTED]",
@@ -60,6 +81,28 @@ fn rules() -> &'static [Rule] {
             })
             .collect()
     })
+}
+
+/// Whether an environment variable name (`{"name": N, "value": V}` in a pod spec) says its value
+/// is a secret. Connection strings (`DB_DSN`) are not masked whole: the URL rule takes their
+/// password and leaves host and database, which are evidence.
+fn is_secret_env_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    [
+        "password",
+        "passwd",
+        "secret",
+        "token",
+        "api_key",
+        "apikey",
+        "api-key",
+        "access_key",
+        "private_key",
+        "credential",
+        "webhook",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
 }
 
 /// Names of JSON object keys whose values are always secret.
@@ -174,6 +217,15 @@ impl Redactor {
             }
             Value::Array(items) => items.iter_mut().for_each(|v| self.redact_json(v)),
             Value::Object(map) => {
+                // `{"name": "DB_PASSWORD", "value": "..."}`: how Kubernetes (and most APIs) list
+                // environment variables; the value is secret when the name says so.
+                let secret_pair = map
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(is_secret_env_name);
+                if secret_pair && let Some(v @ Value::String(_)) = map.get_mut("value") {
+                    *v = Value::String(MASK.to_string());
+                }
                 for (key, v) in map.iter_mut() {
                     if is_secret_key(key) && matches!(v, Value::String(_) | Value::Number(_)) {
                         *v = Value::String(MASK.to_string());
@@ -187,6 +239,52 @@ impl Redactor {
     }
 }
 
+impl Redactor {
+    /// Masks secrets in an alert: every label and annotation (a value under a secret-named key
+    /// whole), and the generator URL.
+    pub fn redact_alert(&self, alert: &mut crate::model::Alert) {
+        self.redact_map(&mut alert.labels);
+        self.redact_map(&mut alert.annotations);
+        self.redact_string(&mut alert.generator_url);
+        self.redact_string(&mut alert.fingerprint);
+    }
+
+    /// Masks secrets in a whole webhook payload: every alert, the group and common labels and
+    /// annotations, the external URL.
+    pub fn redact_payload(&self, payload: &mut crate::model::WebhookPayload) {
+        for alert in &mut payload.alerts {
+            self.redact_alert(alert);
+        }
+        self.redact_map(&mut payload.group_labels);
+        self.redact_map(&mut payload.common_labels);
+        self.redact_map(&mut payload.common_annotations);
+        self.redact_string(&mut payload.external_url);
+        self.redact_string(&mut payload.group_key);
+        self.redact_string(&mut payload.receiver);
+    }
+
+    /// Masks secrets in one string in place.
+    pub fn redact_string(&self, text: &mut String) {
+        if let Cow::Owned(r) = self.redact(text) {
+            *text = r;
+        }
+    }
+
+    fn redact_map(&self, map: &mut std::collections::BTreeMap<String, String>) {
+        let taken = std::mem::take(map);
+        for (key, mut value) in taken {
+            if is_secret_key(&key) || is_secret_env_name(&key) {
+                value = MASK.to_string();
+            } else {
+                self.redact_string(&mut value);
+            }
+            // A key can hold a secret too (`token=abc` pasted as a label name).
+            let key = self.redact(&key).into_owned();
+            map.insert(key, value);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,7 +292,7 @@ mod tests {
 
     #[test]
     fn every_rule_compiles() {
-        assert_eq!(rules().len(), 6);
+        assert_eq!(rules().len(), 12);
     }
 
     #[test]
@@ -208,6 +306,16 @@ mod tests {
             "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
             "connect password=s3cr3tvalue host=db",
             "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "AWS secret key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "using ghp_abcdefghijklmnopqrstuvwxyz0123456789 for the api",
+            "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+            "gho_abcdefghijklmnopqrstuvwxyz0123456789 ghs_abcdefghijklmnopqrstuvwxyz0123456789",
+            "slack xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+            "slack xoxp-123456789012-1234567890123-1234567890123-abcdef",
+            "app xapp-1-A0123456789-1234567890123-abcdef0123456789",
+            "https://hooks.example.com/x?token=abc123secret&ok=1",
+            "GET /api?access_token=abc123secret",
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA",
         ];
         for c in cases {
             let out = r.redact(c);
@@ -216,6 +324,70 @@ mod tests {
         assert!(!r.redact(cases[3]).contains("hunter22"));
         assert!(r.redact(cases[3]).contains("db.internal"));
         assert!(!r.redact(cases[5]).contains("s3cr3tvalue"));
+    }
+
+    #[test]
+    fn secret_parts_are_gone_and_context_stays() {
+        let r = Redactor::new();
+        for (text, secret, kept) in [
+            (
+                "AWS secret key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                "wJalrXUtnFEMI",
+                "AWS secret key",
+            ),
+            (
+                "tok ghp_abcdefghijklmnopqrstuvwxyz0123456789.",
+                "abcdefghijklmnop",
+                "tok",
+            ),
+            (
+                "x xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrSt y",
+                "AbCdEfGh",
+                " y",
+            ),
+            (
+                "https://h/x?token=abc123secret&ok=1",
+                "abc123secret",
+                "ok=1",
+            ),
+            ("ASIAABCDEFGHIJKLMNOP", "ASIAABCDEFGHIJKLMNOP", ""),
+        ] {
+            let out = r.redact(text);
+            assert!(!out.contains(secret), "{text} -> {out}");
+            assert!(out.contains(kept), "{text} -> {out}");
+        }
+    }
+
+    #[test]
+    fn secret_environment_pairs_are_masked() {
+        let r = Redactor::new();
+        let mut v = json!({"env": [{"name": "SLACK_WEBHOOK", "value": "plainvalue123"},
+            {"name": "API_KEY", "value": "plainvalue456"}, {"name": "LOG_LEVEL", "value": "debug"}]});
+        r.redact_json(&mut v);
+        assert_eq!(v["env"][0]["value"], MASK);
+        assert_eq!(v["env"][1]["value"], MASK);
+        assert_eq!(v["env"][2]["value"], "debug");
+    }
+
+    #[test]
+    fn alerts_are_masked_in_labels_annotations_and_urls() {
+        let r = Redactor::with_secrets(["exact-canary-value"]);
+        let mut alert = crate::model::Alert::default();
+        alert.labels.insert("alertname".into(), "HighErrors".into());
+        alert
+            .labels
+            .insert("db".into(), "postgres://u:pw12345@db/x".into());
+        alert.labels.insert("api_token".into(), "opaque".into());
+        alert
+            .annotations
+            .insert("description".into(), "saw exact-canary-value".into());
+        alert.generator_url = "http://prom/graph?g0.expr=up&access_token=abcdef123".into();
+        r.redact_alert(&mut alert);
+        let text = format!("{alert:?}");
+        for secret in ["pw12345", "opaque", "exact-canary-value", "abcdef123"] {
+            assert!(!text.contains(secret), "{secret}: {text}");
+        }
+        assert_eq!(alert.name(), "HighErrors");
     }
 
     #[test]

@@ -8,6 +8,8 @@ use std::sync::LazyLock;
 /// A family of log lines that points at a mechanism.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Sig {
+    Pool,
+    Cert,
     Dns,
     ConnRefused,
     Timeout,
@@ -20,6 +22,8 @@ pub(crate) enum Sig {
 impl Sig {
     pub(crate) fn label(self) -> &'static str {
         match self {
+            Sig::Pool => "connection pool exhaustion errors",
+            Sig::Cert => "TLS certificate errors",
             Sig::Dns => "DNS resolution failures",
             Sig::ConnRefused => "connection refused errors",
             Sig::Timeout => "timeouts",
@@ -35,13 +39,22 @@ impl Sig {
             Sig::Dns | Sig::ConnRefused | Sig::Timeout => Category::DependencyFailure,
             Sig::Panic | Sig::Http5xx => Category::CodeDefect,
             Sig::Oom => Category::ResourceExhaustion,
-            Sig::Config => Category::ConfigurationError,
+            Sig::Config | Sig::Cert => Category::ConfigurationError,
+            Sig::Pool => Category::ResourceExhaustion,
         }
     }
 }
 
 static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
-    let table: [(Sig, &str); 7] = [
+    let table: [(Sig, &str); 9] = [
+        (
+            Sig::Pool,
+            r"(?i)pool (?:is )?exhausted|connection pool (?:is )?(?:full|exhausted)|too many (?:connections|clients)|remaining connection slots|could not acquire (?:a )?connection|timeout acquiring (?:a )?connection|no available connections?|max_connections",
+        ),
+        (
+            Sig::Cert,
+            r"(?i)x509:|certificate (?:has )?expired|certificate is not yet valid|certificate verify failed|unable to verify the first certificate|ssl certificate problem|tls: (?:bad|expired|unknown) certificate",
+        ),
         (
             Sig::Dns,
             r"(?i)no such host|nxdomain|could not resolve|temporary failure in name resolution|name or service not known|getaddrinfo|dns lookup failed|unknown host|servfail",
@@ -79,7 +92,7 @@ static ERROR_LEVEL: LazyLock<Option<Regex>> = LazyLock::new(|| {
 });
 
 static TARGET: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:dial tcp|connect(?:ing)? to|lookup|upstream|host[=:])\s*\x22?([a-z0-9][a-z0-9._-]*(?::\d+)?)").ok()
+    Regex::new(r"(?i)(?:dial tcp|connect(?:ing)? to|lookup|upstream(?: request to)?|host[=:]|\(host)\s*\x22?([a-z0-9][a-z0-9._-]*(?::\d+)?)").ok()
 });
 
 /// The signatures a line shows.
@@ -121,6 +134,8 @@ pub(crate) struct Hits {
     pub count: usize,
     pub example: String,
     pub targets: Vec<String>,
+    /// Where the lines came from (app, service, container or pod label), to group services failing alike.
+    pub sources: Vec<String>,
 }
 
 /// Counts each signature over the lines, most frequent first.
@@ -136,12 +151,26 @@ pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits
                         count: 0,
                         example: short(&l.line),
                         targets: Vec::new(),
+                        sources: Vec::new(),
                     });
                     let last = hits.len() - 1;
                     &mut hits[last]
                 }
             };
             slot.count += 1;
+            if let Some(src) = [
+                "app",
+                "service",
+                "app_kubernetes_io_name",
+                "container",
+                "pod",
+            ]
+            .iter()
+            .find_map(|k| l.labels.get(*k))
+                && !slot.sources.contains(src)
+            {
+                slot.sources.push(src.clone());
+            }
             if let Some(t) = target(&l.line)
                 && !slot.targets.contains(&t)
             {
@@ -223,7 +252,24 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             [] => String::new(),
             t => format!(" (to {})", list_names(t, 3)),
         };
+        // Several workloads failing the same way on the same dependency: one cause, named first.
+        let services: Vec<&String> = h
+            .sources
+            .iter()
+            .filter(|s| ctx.obs.deployments.iter().any(|d| &d.name == *s))
+            .collect();
         let (cause, confidence) = match h.sig {
+            Sig::Dns | Sig::ConnRefused | Sig::Timeout if h.count >= 2 && services.len() >= 2 => (
+                Some(format!(
+                    "One dependency{dep} fails {} services at once ({}): {} {} in their logs, e.g. \"{}\"; the services are symptoms, the unreachable dependency is the cause",
+                    services.len(),
+                    list_names(&services, 5),
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                (0.55 + 0.05 * services.len().min(4) as f32).min(0.8),
+            ),
             Sig::Dns | Sig::ConnRefused | Sig::Timeout if h.count >= 2 => (
                 Some(format!(
                     "{scope} cannot reach a dependency{dep}: {} {} in its logs, e.g. \"{}\"; requests fail because the downstream service is unreachable, not because of {scope}'s own code",
@@ -241,6 +287,24 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     h.example
                 )),
                 0.55,
+            ),
+            Sig::Cert if h.count >= 2 => (
+                Some(format!(
+                    "{scope}'s TLS connections fail on a certificate{dep}: {} {} in its logs, e.g. \"{}\"; the certificate has expired or is not trusted and must be renewed or its CA configured",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                0.65,
+            ),
+            Sig::Pool if h.count >= 2 => (
+                Some(format!(
+                    "{scope} runs out of database/client connections{dep}: {} {} in its logs, e.g. \"{}\"; requests wait for or are refused a connection from the pool",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                0.6,
             ),
             Sig::Config => (
                 Some(format!(

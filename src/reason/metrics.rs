@@ -1,6 +1,7 @@
 //! Metric analyzers: threshold breaches (against the alert rule's threshold) and step changes that line up with a change.
 
-use super::{Ctx, Signal, actions};
+use super::{Ctx, Signal, actions, promql};
+use crate::model::Change;
 use crate::model::{Category, RuledOut, Series};
 use chrono::DateTime;
 use regex::Regex;
@@ -10,22 +11,8 @@ static COMPARISON: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(>=|<=|>|<|==|!=)\s*(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*\)?\s*$").ok()
 });
 
-/// A rule threshold: the comparison and its value, from `expr > 0.5`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Threshold {
-    pub above: bool,
-    pub value: f64,
-}
-
-impl Threshold {
-    fn breached(self, v: f64) -> bool {
-        if self.above {
-            v > self.value
-        } else {
-            v < self.value
-        }
-    }
-}
+/// A rule threshold: the comparison and its value, from `expr > 0.5` (every comparison PromQL has).
+pub(crate) use promql::Threshold;
 
 pub(crate) fn parse_threshold(expr: &str) -> Option<(String, Threshold)> {
     let re = COMPARISON.as_ref()?;
@@ -33,25 +20,60 @@ pub(crate) fn parse_threshold(expr: &str) -> Option<(String, Threshold)> {
     let op = caps.get(1)?.as_str();
     let value: f64 = caps.get(2)?.as_str().parse().ok()?;
     let lhs = expr[..caps.get(0)?.start()].trim().to_string();
-    let above = match op {
-        ">" | ">=" => true,
-        "<" | "<=" => false,
-        _ => return None,
+    let op = match op {
+        ">" => ">",
+        ">=" => ">=",
+        "<" => "<",
+        "<=" => "<=",
+        "==" => "==",
+        _ => "!=",
     };
-    Some((lhs, Threshold { above, value }))
+    Some((lhs, Threshold { op, value }))
 }
 
-/// The alert's own expression and threshold: `g0.expr` of its generator URL, else its rule's query.
+/// The alert's own expression: `g0.expr` of its generator URL, else its rule's query.
+pub(crate) fn alert_expr(ctx: &Ctx) -> Option<String> {
+    let Some(alert) = ctx.obs.alert.as_ref() else {
+        return ctx.obs.expr.clone().filter(|e| !e.trim().is_empty());
+    };
+    alert.expr().filter(|e| !e.trim().is_empty()).or_else(|| {
+        ctx.obs
+            .rules
+            .iter()
+            .filter(|r| r.name == alert.name() && !r.query.is_empty())
+            .map(|r| r.query.clone())
+            .next()
+    })
+}
+
+/// The alert's expression and threshold: PromQL through the parser, other monitor languages by their trailing comparison.
 fn alert_threshold(ctx: &Ctx) -> Option<(String, Threshold)> {
-    let alert = ctx.obs.alert.as_ref()?;
-    if let Some(t) = alert.expr().and_then(|e| parse_threshold(&e)) {
-        return Some(t);
+    let expr = alert_expr(ctx)?;
+    if let Ok(e) = promql::parse(&expr) {
+        return Some((e.base, e.threshold?));
     }
+    parse_threshold(&expr)
+}
+
+/// The series the alert's own expression returned: named by the expression (aggregations drop
+/// the metric name) or, for a bare selector, the metric it selects.
+pub(crate) fn own_series<'a>(ctx: &Ctx<'a>, p: &promql::AlertExpr) -> Vec<&'a Series> {
     ctx.obs
-        .rules
+        .metrics
         .iter()
-        .filter(|r| r.name == alert.name())
-        .find_map(|r| parse_threshold(&r.query))
+        .filter(|s| !s.points.is_empty())
+        .filter(|s| {
+            s.name == p.base
+                || (p.selectors.len() == 1
+                    && p.primary()
+                        .is_some_and(|sel| sel.matches(&s.name, &s.labels)))
+        })
+        .collect()
+}
+
+/// The alert's expression parsed as PromQL.
+pub(crate) fn parsed_alert(ctx: &Ctx) -> Option<promql::AlertExpr> {
+    alert_expr(ctx).and_then(|e| promql::parse(&e).ok())
 }
 
 static METRIC_NAME: LazyLock<Option<Regex>> =
@@ -157,12 +179,25 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
     let Some((lhs, th)) = alert_threshold(ctx) else {
         return Vec::new();
     };
+    let parsed = parsed_alert(ctx);
+    let siblings: Vec<String> = parsed
+        .as_ref()
+        .map(|p| promql::siblings(p).into_iter().map(|(_, q)| q).collect())
+        .unwrap_or_default();
     let applies = |s: &Series| {
+        if siblings.contains(&s.name) || s.name.ends_with("_build_info") {
+            return false;
+        }
         s.name.is_empty()
+            || s.name == lhs
             || lhs.contains(&s.name)
             || s.name.contains(&lhs)
             || ctx.obs.metrics.len() == 1
     };
+    let is_ratio = parsed
+        .as_ref()
+        .is_some_and(|p| p.counts_errors() && p.base.contains('/'));
+    let show = |v: f64| if is_ratio { pct(v) } else { fmt(v) };
     let evidence = ctx.ev(&["metrics", "alert_rules"]);
     let mut out = Vec::new();
     for s in ctx
@@ -179,15 +214,40 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
             .iter()
             .map(|(_, v)| *v)
             .fold(None, |m: Option<f64>, v| {
-                Some(m.map_or(v, |m| if th.above { m.max(v) } else { m.min(v) }))
+                Some(m.map_or(v, |m| if th.above() { m.max(v) } else { m.min(v) }))
             });
-        let op = if th.above { ">" } else { "<" };
-        let name = series_label(s);
+        let op = th.op;
+        let name = match &parsed {
+            Some(p) if is_ratio && s.name == p.base => {
+                let subject: Vec<String> = p
+                    .subject()
+                    .iter()
+                    .map(|m| format!("{}=\"{}\"", m.name, m.value))
+                    .collect();
+                format!("{} {{{}}}", error_label(p), subject.join(","))
+            }
+            _ => series_label(s),
+        };
         if th.breached(last) {
             let since = breaches.first().map(|(t, _)| hhmm(*t)).unwrap_or_default();
             let text = format!("{} {lhs}", s.name);
-            let category = category_for(&text);
-            let metric = metric_name(&lhs).unwrap_or_else(|| name.clone());
+            let category = match &parsed {
+                Some(p) if p.counts_errors() => Category::CodeDefect,
+                Some(p) if p.measures_latency() => Category::DependencyFailure,
+                _ => match category_for(&text) {
+                    Category::Unknown => ctx
+                        .obs
+                        .alert
+                        .as_ref()
+                        .map(|a| category_for(a.name()))
+                        .unwrap_or(Category::Unknown),
+                    c => c,
+                },
+            };
+            let metric = match &parsed {
+                Some(p) if p.counts_errors() => error_label(p),
+                _ => metric_name(&lhs).unwrap_or_else(|| name.clone()),
+            };
             let scope = ctx
                 .focus_deployment
                 .clone()
@@ -195,17 +255,31 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
             let mechanism = mechanism_for(&text, &scope);
             let mut sig = Signal {
                 analyzer: "metric_threshold",
-                summary: format!("{name} = {} breaches the alert threshold {op} {} (since {since})", fmt(last), fmt(th.value)),
+                summary: format!(
+                    "{name} = {} breaches the alert threshold {op} {} (since {since})",
+                    show(last),
+                    show(th.value)
+                ),
                 detail: format!("expression: {lhs} {op} {}", fmt(th.value)),
                 category,
                 confidence: 0.6,
                 evidence: evidence.clone(),
-                cause: (category != Category::Unknown).then(|| {
+                // Slow answers are a saturated service's symptom when saturation is found alongside.
+                symptom_of: (category == Category::DependencyFailure)
+                    .then_some(Category::ResourceExhaustion),
+                // Breaching now is a live failure even when no mechanism is known: never health.
+                cause: Some(if category != Category::Unknown {
                     format!(
                         "{scope}: {metric} is at {} against the alert threshold {op} {} since {since} (peak {}); {mechanism}",
-                        fmt(last),
-                        fmt(th.value),
-                        peak.map(fmt).unwrap_or_else(|| fmt(last))
+                        show(last),
+                        show(th.value),
+                        show(peak.unwrap_or(last))
+                    )
+                } else {
+                    format!(
+                        "{scope}: the alert's own expression {metric} is breaching now ({} against {op} {}, since {since}); the failure is real, but no analyzer found its mechanism in the gathered evidence",
+                        show(last),
+                        show(th.value)
                     )
                 }),
                 ..Signal::default()
@@ -231,6 +305,38 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 ));
             }
             out.push(sig);
+        } else if peak.is_none() && ctx.obs.alert.is_none() && s.points.len() >= 3 {
+            // Problem mode: the service's own alert rule never fired in the window.
+            out.push(Signal {
+                analyzer: "metric_within_bounds",
+                summary: format!(
+                    "{name} stayed within the rule's threshold {op} {} over {} points ({} at {})",
+                    show(th.value),
+                    s.points.len(),
+                    show(last),
+                    hhmm(t_last)
+                ),
+                category: Category::Healthy,
+                confidence: 0.55,
+                evidence: evidence.clone(),
+                benign: true,
+                cause: Some(format!(
+                    "No sign of the reported problem in the service's own alert expression: {name} stayed within {op} {} from {} to {} ({} now)",
+                    show(th.value),
+                    s.points.first().map(|p| hhmm(p.0)).unwrap_or_default(),
+                    hhmm(t_last),
+                    show(last)
+                )),
+                ruled_out: vec![RuledOut {
+                    statement: format!("A breach of {lhs}"),
+                    reason: format!(
+                        "metric within threshold: {name} never crossed {op} {} in the window",
+                        show(th.value)
+                    ),
+                    evidence: evidence.clone(),
+                }],
+                ..Signal::default()
+            });
         } else if let Some(peak) = peak {
             let back = s
                 .points
@@ -239,28 +345,82 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 .take_while(|(_, v)| !th.breached(*v))
                 .count();
             let evidence = evidence.clone();
+            // Episodes over the threshold: many short ones with the series back under is flapping.
+            let mut episodes: Vec<(f64, f64)> = Vec::new();
+            let mut open: Option<f64> = None;
+            for (t, v) in &s.points {
+                match (th.breached(*v), open) {
+                    (true, None) => open = Some(*t),
+                    (false, Some(start)) => {
+                        episodes.push((start, *t));
+                        open = None;
+                    }
+                    _ => {}
+                }
+            }
+            let breaching_share = breaches.len() as f64 / s.points.len().max(1) as f64;
+            let flapping = episodes.len() >= 3 && breaching_share < 0.5;
+            let recovered_at = episodes
+                .last()
+                .map(|(_, end)| hhmm(*end))
+                .unwrap_or_default();
+            let (summary, cause) = if flapping {
+                let longest = episodes
+                    .iter()
+                    .map(|(a, b)| (b - a) / 60.0)
+                    .fold(0.0f64, f64::max);
+                (
+                    format!(
+                        "{name} flaps around the threshold {op} {}: {} short breaches (longest {longest:.0} min, {:.0}% of the range), under it now at {} ({})",
+                        show(th.value),
+                        episodes.len(),
+                        breaching_share * 100.0,
+                        show(last),
+                        hhmm(t_last)
+                    ),
+                    format!(
+                        "Flapping alert, no sustained impact: {name} crossed {op} {} {} times for at most {longest:.0} min each and is back at {} since {recovered_at}; the threshold or its `for` duration is too tight for this signal's noise",
+                        show(th.value),
+                        episodes.len(),
+                        show(last)
+                    ),
+                )
+            } else {
+                (
+                    format!(
+                        "{name} peaked at {} (threshold {op} {}) and is back under it since {recovered_at}: {} at {} ({back} points in range)",
+                        show(peak),
+                        show(th.value),
+                        show(last),
+                        hhmm(t_last)
+                    ),
+                    format!(
+                        "The alert's metric has recovered: {name} crossed {op} {} (peak {}) but is back within bounds since {recovered_at} ({} now); the condition is resolved",
+                        show(th.value),
+                        show(peak),
+                        show(last)
+                    ),
+                )
+            };
             out.push(Signal {
-                analyzer: "metric_recovered",
-                summary: format!(
-                    "{name} peaked at {} (threshold {op} {}) and is back under it: {} at {} ({back} points in range)",
-                    fmt(peak),
-                    fmt(th.value),
-                    fmt(last),
-                    hhmm(t_last)
-                ),
+                analyzer: if flapping {
+                    "metric_flapping"
+                } else {
+                    "metric_recovered"
+                },
+                summary,
                 category: Category::Healthy,
                 confidence: if back >= 3 { 0.65 } else { 0.45 },
                 evidence: evidence.clone(),
                 benign: true,
-                cause: Some(format!(
-                    "The alert's metric has recovered: {name} crossed {op} {} (peak {}) but is back within bounds at {}; the condition is resolved",
-                    fmt(th.value),
-                    fmt(peak),
-                    fmt(last)
-                )),
+                cause: Some(cause),
                 ruled_out: vec![RuledOut {
                     statement: format!("Ongoing breach of {lhs}"),
-                    reason: format!("metric back under threshold: {name} is {} now vs threshold {op} {}", fmt(last), fmt(th.value)),
+                    reason: format!(
+                        "metric back under threshold: {name} is {} now vs threshold {op} {}",
+                        fmt(last),
+                        fmt(th.value)
+                    ),
                     evidence,
                 }],
                 ..Signal::default()
@@ -295,61 +455,371 @@ pub(crate) fn step(points: &[(f64, f64)]) -> Option<(usize, f64, f64)> {
     } else {
         (mb / ma).abs()
     };
-    (score >= 3.0 && !(0.5..=2.0).contains(&ratio)).then_some((i, ma, mb))
+    if score < 3.0 || (0.5..=2.0).contains(&ratio) {
+        return None;
+    }
+    // A rate over a window ramps up rather than jumps: the onset is where the series first leaves
+    // its old level, not the middle of the ramp the best split lands in.
+    let left = |v: f64| {
+        if mb > ma {
+            v > ma + 0.1 * (mb - ma)
+        } else {
+            v < ma - 0.1 * (ma - mb)
+        }
+    };
+    let mut onset = i;
+    while onset > 1 && left(points[onset - 1].1) {
+        onset -= 1;
+    }
+    // Levels are medians: robust to the ramp's first points on either side.
+    let median = |xs: &[(f64, f64)]| {
+        let mut v: Vec<f64> = xs.iter().map(|p| p.1).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Some((onset, median(&points[..onset]), median(&points[i..])))
 }
 
-/// Level shifts in any gathered series; when one lines up with a recorded change, that change is the suspect.
+/// HorizontalPodAutoscalers pinned at their maximum (kube-state-metrics series): they cannot add capacity.
+pub(crate) fn hpa_at_max(ctx: &Ctx) -> Vec<Signal> {
+    let mut out = Vec::new();
+    let key = |s: &Series| {
+        (
+            s.labels.get("namespace").cloned().unwrap_or_default(),
+            s.labels
+                .get("horizontalpodautoscaler")
+                .cloned()
+                .unwrap_or_default(),
+        )
+    };
+    for cur in ctx
+        .obs
+        .metrics
+        .iter()
+        .filter(|s| s.name == "kube_horizontalpodautoscaler_status_current_replicas")
+    {
+        let Some(max) = ctx
+            .obs
+            .metrics
+            .iter()
+            .find(|s| {
+                s.name == "kube_horizontalpodautoscaler_spec_max_replicas" && key(s) == key(cur)
+            })
+            .and_then(|s| s.points.last().map(|p| p.1))
+        else {
+            continue;
+        };
+        let pinned = cur
+            .points
+            .iter()
+            .rev()
+            .take_while(|(_, v)| *v >= max)
+            .count();
+        if pinned < 3 || max <= 0.0 {
+            continue;
+        }
+        let since = cur.points[cur.points.len() - pinned].0;
+        let (_, hpa) = key(cur);
+        out.push(Signal {
+            analyzer: "hpa_at_max",
+            summary: format!(
+                "HPA {hpa} at its maximum of {} replicas since {} ({pinned} points)",
+                fmt(max),
+                hhmm(since)
+            ),
+            category: Category::ResourceExhaustion,
+            confidence: 0.5,
+            evidence: ctx.ev(&["metrics"]),
+            cause: Some(format!(
+                "Capacity ceiling: HorizontalPodAutoscaler {hpa} has been at its maxReplicas of {} since {}, so it cannot add pods; load beyond what {} replicas serve saturates them (raise maxReplicas or the per-pod capacity)",
+                fmt(max),
+                hhmm(since),
+                fmt(max)
+            )),
+            objects: vec![format!("horizontalpodautoscaler/{hpa}")],
+            ..Signal::default()
+        });
+    }
+    out
+}
+
+/// `5xx ratio` or `error ratio`, from the outcome matcher of an error-counting expression.
+fn error_label(p: &promql::AlertExpr) -> String {
+    let five = p.selectors.iter().any(|s| {
+        s.outcome_matchers()
+            .iter()
+            .any(|m| m.matches(Some("503")) && !m.matches(Some("404")))
+    });
+    if five { "5xx ratio" } else { "error ratio" }.to_string()
+}
+
+/// A ratio as a percentage (`0.18` -> `18%`, `0.002` -> `0.2%`).
+fn pct(v: f64) -> String {
+    let p = v * 100.0;
+    let text = if p.abs() >= 10.0 {
+        format!("{p:.0}")
+    } else if p.abs() >= 1.0 {
+        format!("{p:.1}")
+    } else {
+        format!("{p:.2}")
+    };
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    };
+    format!("{text}%")
+}
+
+fn hhmmss(t: f64) -> String {
+    DateTime::from_timestamp(t as i64, 0)
+        .map(|d| d.format("%H:%M:%S").to_string())
+        .unwrap_or_default()
+}
+
+/// Labels that carry a build's identity in `*_build_info`.
+const VERSION_LABELS: [&str; 7] = [
+    "version",
+    "revision",
+    "git_commit",
+    "commit",
+    "image",
+    "tag",
+    "build",
+];
+
+/// Version changes seen in `*_build_info` series: for each subject, when a new version first
+/// reported, and which one it replaced.
+pub(crate) fn build_info_changes(ctx: &Ctx) -> Vec<Change> {
+    // subject (metric + identity labels) -> version -> first time seen
+    let mut seen: std::collections::BTreeMap<(String, String), Vec<(f64, String)>> =
+        Default::default();
+    for s in ctx
+        .obs
+        .metrics
+        .iter()
+        .filter(|s| s.name.ends_with("_build_info"))
+    {
+        let Some(version) = VERSION_LABELS
+            .iter()
+            .find_map(|k| s.labels.get(*k).filter(|v| !v.is_empty()))
+        else {
+            continue;
+        };
+        let subject = [
+            "service",
+            "job",
+            "app",
+            "deployment",
+            "namespace",
+            "container",
+        ]
+        .iter()
+        .find_map(|k| s.labels.get(*k))
+        .cloned()
+        .unwrap_or_else(|| s.name.trim_end_matches("_build_info").to_string());
+        let Some(first) = s.points.iter().find(|(_, v)| *v > 0.0).map(|(t, _)| *t) else {
+            continue;
+        };
+        let slot = seen.entry((s.name.clone(), subject)).or_default();
+        match slot.iter_mut().find(|(_, v)| v == version) {
+            Some(e) => e.0 = e.0.min(first),
+            None => slot.push((first, version.clone())),
+        }
+    }
+    let mut out = Vec::new();
+    for ((_, subject), mut versions) in seen {
+        versions.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for pair in versions.windows(2) {
+            let (_, old) = &pair[0];
+            let (at, new) = &pair[1];
+            out.push(Change {
+                kind: crate::model::ChangeKind::Deployment,
+                at: DateTime::from_timestamp(*at as i64, 0),
+                id: new.clone(),
+                title: format!("{subject} {old} → {new}"),
+                author: None,
+                target: subject.clone(),
+                url: None,
+            });
+        }
+    }
+    out
+}
+
+/// The change that best explains a shift at `at`: it precedes it closely (or lands within two
+/// minutes after, for clock skew) and, better, touches the subject. Returns it with its lead in seconds.
+fn correlate(ctx: &Ctx, changes: &[Change], at: f64, subject: &[String]) -> Option<(Change, f64)> {
+    changes
+        .iter()
+        .filter_map(|c| c.at.map(|t| (c, at - t.timestamp() as f64)))
+        .filter(|(_, lead)| *lead >= -120.0 && *lead <= 20.0 * 60.0)
+        .map(|(c, lead)| {
+            let touches = subject.iter().any(|s| {
+                !s.is_empty()
+                    && (c.target.contains(s.as_str())
+                        || c.title.contains(s.as_str())
+                        || ctx
+                            .focus_deployment
+                            .as_deref()
+                            .is_some_and(|d| c.target.contains(d)))
+            });
+            // Closeness in minutes, halved when the change touches the failing service.
+            let score = lead.abs() / 60.0 * if touches { 0.5 } else { 1.0 }
+                + if touches { 0.0 } else { 5.0 };
+            (c, lead, score)
+        })
+        .min_by(|a, b| a.2.total_cmp(&b.2))
+        .map(|(c, lead, _)| (c.clone(), lead))
+}
+
+fn lag_text(lead: f64) -> String {
+    if lead < 0.0 {
+        format!("{:.0} s before", -lead)
+    } else if lead < 120.0 {
+        format!("{lead:.0} s after")
+    } else {
+        format!("{:.0} min after", lead / 60.0)
+    }
+}
+
+/// Level shifts in the alert's series and its siblings (error ratio, latency, throttling); when
+/// one lines up with a change (a version in `*_build_info`, a rollout, a deploy), that change is the suspect.
 pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
     let mut out = Vec::new();
+    let parsed = parsed_alert(ctx);
+    let roles: Vec<(promql::Role, String)> =
+        parsed.as_ref().map(promql::siblings).unwrap_or_default();
+    let base_is_ratio = parsed
+        .as_ref()
+        .is_some_and(|p| p.counts_errors() && p.base.contains('/'));
+    let mut subject: Vec<String> = parsed
+        .as_ref()
+        .map(|p| p.subject().into_iter().map(|m| m.value).collect())
+        .unwrap_or_default();
+    subject.extend(ctx.focus_deployment.clone());
+    let mut changes: Vec<Change> = ctx.obs.changes.clone();
+    changes.extend(build_info_changes(ctx));
     let evidence = ctx.ev(&["metrics", "changes"]);
+    let base_points = parsed.as_ref().and_then(|p| {
+        ctx.obs
+            .metrics
+            .iter()
+            .find(|s| s.name == p.base)
+            .map(|s| &s.points)
+    });
     for s in &ctx.obs.metrics {
+        if s.name.ends_with("_build_info") {
+            continue;
+        }
+        let role = roles.iter().find(|(_, q)| *q == s.name).map(|(r, _)| *r);
+        // Replica counts move on purpose (hpa_at_max reads them); versions are changes, not levels.
+        if matches!(
+            role,
+            Some(promql::Role::HpaCurrent | promql::Role::HpaMax | promql::Role::BuildInfo)
+        ) || s.name.starts_with("kube_horizontalpodautoscaler_")
+        {
+            continue;
+        }
+        // A sibling that answers with exactly the alert's own series is no independent evidence
+        // (a recording that ignores the query, a proxy that caches by path).
+        if role.is_some() && base_points.is_some_and(|b| s.points.iter().all(|p| b.contains(p))) {
+            continue;
+        }
+        // The alert's own error ratio already says what the ratio sibling would.
+        if role == Some(promql::Role::ErrorRatio) && base_is_ratio {
+            continue;
+        }
         let Some((i, before, after)) = step(&s.points) else {
             continue;
         };
         let at = s.points[i].0;
-        let name = series_label(s);
-        let direction = if after > before { "rose" } else { "fell" };
-        let change = ctx
-            .obs
-            .changes
-            .iter()
-            .filter_map(|c| c.at.map(|t| (c, t.timestamp() as f64)))
-            .filter(|(_, t)| (at - t) >= -120.0 && (at - t) <= 20.0 * 60.0)
-            .min_by(|a, b| (at - a.1).abs().total_cmp(&(at - b.1).abs()));
+        let is_base = parsed.as_ref().is_some_and(|p| p.base == s.name);
+        let (name, ratio) = match (role, &parsed) {
+            (Some(promql::Role::ErrorRatio), Some(p)) => (error_label(p), true),
+            (Some(promql::Role::Latency), _) => ("p99 latency".to_string(), false),
+            (Some(promql::Role::Saturation), _) => ("CPU throttling ratio".to_string(), true),
+            (_, Some(p)) if is_base && p.counts_errors() => (error_label(p), base_is_ratio),
+            _ => (series_label(s), false),
+        };
+        let show = |v: f64| if ratio { pct(v) } else { fmt(v) };
+        let category = match role {
+            Some(promql::Role::ErrorRatio) => Category::CodeDefect,
+            Some(promql::Role::Latency) => Category::DependencyFailure,
+            Some(promql::Role::Saturation) => Category::ResourceExhaustion,
+            _ if is_base && parsed.as_ref().is_some_and(|p| p.counts_errors()) => {
+                Category::CodeDefect
+            }
+            _ => category_for(&s.name),
+        };
+        let level = |v: f64| {
+            if role == Some(promql::Role::Latency) {
+                format!("{}s", fmt(v))
+            } else {
+                show(v)
+            }
+        };
+        let last = s.points.last().map(|p| p.1).unwrap_or(after);
+        let still = if (after > before) == (last > (before + after) / 2.0) {
+            format!(
+                "; {} at {} (end of range)",
+                level(last),
+                hhmm(s.points.last().map(|p| p.0).unwrap_or(at))
+            )
+        } else {
+            format!(
+                "; back to {} by {}",
+                level(last),
+                hhmm(s.points.last().map(|p| p.0).unwrap_or(at))
+            )
+        };
         let mut sig = Signal {
             analyzer: "metric_step",
+            symptom_of: (role == Some(promql::Role::Latency))
+                .then_some(Category::ResourceExhaustion),
             summary: format!(
-                "{name} {direction} from {} to {} at {}",
-                fmt(before),
-                fmt(after),
+                "{name} {} → {} at {}{still}",
+                level(before),
+                level(after),
                 hhmm(at)
             ),
-            category: category_for(&s.name),
+            category,
             confidence: 0.3,
             evidence: evidence.clone(),
             ..Signal::default()
         };
-        if let Some((c, t)) = change {
-            let lag = ((at - t) / 60.0).max(0.0);
-            sig.summary.push_str(&format!(
-                ", {lag:.0} min after change {} \"{}\"",
-                c.id, c.title
-            ));
-            let bad_direction = match category_for(&s.name) {
-                Category::Unknown => true,
-                _ => after > before,
-            };
-            if bad_direction {
-                sig.category = Category::CodeDefect;
-                sig.confidence = 0.7;
+        let worse = match category {
+            Category::Unknown => true,
+            _ => after > before,
+        };
+        let change = correlate(ctx, &changes, at, &subject);
+        match change {
+            Some((c, lead)) if worse => {
+                let lag = lag_text(lead);
+                let what = if c.title.contains('→') {
+                    c.title.clone()
+                } else {
+                    format!("change {} \"{}\" on {}", c.id, c.title, c.target)
+                };
+                sig.summary = format!(
+                    "{name} {} → {} at {}, {lag} {what}",
+                    level(before),
+                    level(after),
+                    hhmmss(at)
+                );
+                sig.category = if category == Category::ResourceExhaustion {
+                    category
+                } else {
+                    Category::CodeDefect
+                };
+                sig.confidence = if role.is_some() || is_base { 0.75 } else { 0.7 };
                 sig.cause = Some(format!(
-                    "Regression from change {} \"{}\" on {} at {}: {name} {direction} from {} to {} within {lag:.0} min of it",
-                    c.id,
-                    c.title,
-                    c.target,
-                    hhmm(t),
-                    fmt(before),
-                    fmt(after)
+                    "Regression from {what} (at {}): {name} {} → {} at {}, {lag} it{still}",
+                    c.at.map(|t| t.format("%H:%M:%S").to_string())
+                        .unwrap_or_default(),
+                    level(before),
+                    level(after),
+                    hhmmss(at)
                 ));
                 if let Some(d) = ctx.focus_deployment.as_deref() {
                     let ns = ctx
@@ -360,11 +830,33 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
                     sig.actions.push(actions::rollout_undo(
                         ns,
                         d,
-                        format!("{name} shifted right after change {}; rolling back to the previous revision removes it", c.id),
+                        format!("{name} shifted right after {what}; rolling back to the previous revision removes it"),
                         evidence.clone(),
                     ));
                 }
             }
+            _ if worse && (role.is_some() || is_base) && category != Category::Unknown => {
+                // A step with no change before it: still the alert's subject getting worse.
+                sig.confidence = 0.5;
+                let why = match category {
+                    Category::DependencyFailure => {
+                        "requests wait on something slower downstream (no change recorded before it)"
+                    }
+                    Category::ResourceExhaustion => {
+                        "the containers hit their CPU limit (no change recorded before it)"
+                    }
+                    _ => {
+                        "no change was recorded before it, so the failing requests' own errors say why"
+                    }
+                };
+                sig.cause = Some(format!(
+                    "{name} stepped {} → {} at {}{still}; {why}",
+                    level(before),
+                    level(after),
+                    hhmmss(at)
+                ));
+            }
+            _ => {}
         }
         out.push(sig);
     }
@@ -407,14 +899,14 @@ mod tests {
         assert_eq!(
             parse_threshold("rate(x[5m]) > 0.05").map(|t| t.1),
             Some(Threshold {
-                above: true,
+                op: ">",
                 value: 0.05
             })
         );
         assert_eq!(
             parse_threshold("up < 1").map(|t| t.1),
             Some(Threshold {
-                above: false,
+                op: "<",
                 value: 1.0
             })
         );

@@ -8,14 +8,17 @@ use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 
 mod actions;
+mod coverage;
 mod logs;
 mod metrics;
 mod nodes;
 mod pods;
+pub mod promql;
 mod rank;
 mod recovery;
 mod rollout;
 mod scheduling;
+mod storm;
 
 /// Everything the Gather stage learned, as typed facts, plus which evidence items hold them.
 #[derive(Clone, Debug, Default)]
@@ -24,6 +27,8 @@ pub struct Observations {
     pub alert: Option<Alert>,
     /// The operator's problem statement, when started from a description.
     pub problem: Option<String>,
+    /// The alert rule expression investigated when no alert carries one (problem mode).
+    pub expr: Option<String>,
     /// The world's clock (a case's `now`, or the real time).
     pub now: DateTime<Utc>,
     pub pods: Vec<PodFacts>,
@@ -42,6 +47,38 @@ pub struct Observations {
     pub changes: Vec<Change>,
     /// Evidence kind (`kubernetes/pods`, `metrics`, ...) -> ids of the evidence items of that kind.
     pub evidence: BTreeMap<String, Vec<EvidenceId>>,
+    /// Per integration: configured, how many calls answered, failed or came back empty.
+    /// Empty when unknown (observations built by hand), which the analyzers do not hold against anyone.
+    pub coverage: BTreeMap<String, Coverage>,
+}
+
+/// What one integration gave the investigation.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Coverage {
+    pub configured: bool,
+    pub answered: u32,
+    /// Answers that held nothing (0 pods, 0 series, ...).
+    pub empty: u32,
+    pub failed: u32,
+    /// The first failure, one line.
+    pub error: Option<String>,
+}
+
+impl Coverage {
+    /// `absent`, `failed`, `answered`, `empty` or `not asked`.
+    pub fn status(&self) -> &'static str {
+        if !self.configured {
+            "absent"
+        } else if self.answered > self.empty {
+            "answered"
+        } else if self.failed > 0 {
+            "failed"
+        } else if self.answered > 0 {
+            "empty"
+        } else {
+            "not asked"
+        }
+    }
 }
 
 impl Observations {
@@ -96,6 +133,9 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(pods::probe_failures(&ctx));
     signals.extend(scheduling::failed_scheduling(&ctx));
     signals.extend(scheduling::quota_exceeded(&ctx));
+    signals.extend(scheduling::limit_range(&ctx));
+    signals.extend(scheduling::scheduling_recovered(&ctx));
+    signals.extend(pods::container_config(&ctx));
     signals.extend(nodes::node_not_ready(&ctx));
     signals.extend(nodes::node_pressure(&ctx));
     signals.extend(rollout::rollout_stuck(&ctx));
@@ -103,7 +143,10 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(recovery::recovered(&ctx));
     signals.extend(metrics::threshold_breaches(&ctx));
     signals.extend(metrics::step_changes(&ctx));
+    signals.extend(metrics::hpa_at_max(&ctx));
     signals.extend(logs::signatures(&ctx));
+    signals.extend(storm::storm(&ctx));
+    signals.extend(coverage::report(&ctx));
     rank::rank(&ctx, signals)
 }
 

@@ -76,6 +76,15 @@ fn owner_phrase(pod: &PodFacts) -> String {
 }
 
 /// Pods in scope, live (not being deleted).
+/// `init container` or `container`, so a statement says which kind failed.
+fn role(c: &ContainerFacts) -> &'static str {
+    if c.init {
+        "init container"
+    } else {
+        "container"
+    }
+}
+
 fn live_pods<'a>(ctx: &Ctx<'a>) -> Vec<&'a PodFacts> {
     ctx.pods()
         .into_iter()
@@ -90,6 +99,58 @@ fn healthy_siblings(ctx: &Ctx, pod: &PodFacts) -> Vec<String> {
         .filter(|p| p.ready() && !p.deleting)
         .map(|p| p.name.clone())
         .collect()
+}
+
+/// Containers the kubelet cannot even create or start: a missing Secret or ConfigMap (key), a bad
+/// command or mount. The message names what is missing.
+pub(crate) fn container_config(ctx: &Ctx) -> Vec<Signal> {
+    const REASONS: [&str; 4] = [
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+        "InvalidImageName",
+    ];
+    let mut out = Vec::new();
+    for pod in live_pods(ctx) {
+        for c in &pod.containers {
+            let Some(reason) = c.reason.as_deref().filter(|r| REASONS.contains(r)) else {
+                continue;
+            };
+            let message = c
+                .message
+                .clone()
+                .or_else(|| {
+                    ctx.events_for(&pod.name)
+                        .into_iter()
+                        .filter(|e| e.event_type == "Warning")
+                        .max_by_key(|e| e.last_seen)
+                        .map(|e| e.message.clone())
+                })
+                .unwrap_or_else(|| "no message recorded".into());
+            let evidence = ctx.ev(&["kubernetes/pods", "kubernetes/events"]);
+            out.push(Signal {
+                analyzer: "container_config",
+                summary: format!(
+                    "{}: {} {} is waiting with {reason}: {message}",
+                    owner_phrase(pod),
+                    role(c),
+                    c.name
+                ),
+                category: Category::ConfigurationError,
+                confidence: 0.85,
+                evidence,
+                cause: Some(format!(
+                    "{}: the kubelet cannot start {} {} ({reason}): {message}; the pod spec references something that is missing or invalid",
+                    owner_phrase(pod),
+                    role(c),
+                    c.name
+                )),
+                objects: vec![format!("pod/{}", pod.name)],
+                ..Signal::default()
+            });
+        }
+    }
+    out
 }
 
 /// CrashLoopBackOff whose cause is not a more specific analyzer's (OOM, liveness kill).
@@ -110,8 +171,9 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
                 (None, None) => "an unknown exit".into(),
             };
             let summary = format!(
-                "{} is in CrashLoopBackOff: container {} restarted {} times, last {how}",
+                "{} is in CrashLoopBackOff: {} {} restarted {} times, last {how}",
                 owner_phrase(pod),
+                role(c),
                 c.name,
                 c.restart_count
             );
@@ -159,10 +221,16 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
                 sig.confidence = if hits.is_empty() { 0.5 } else { 0.65 };
                 sig.detail = mechanism.clone();
                 sig.cause = Some(format!(
-                    "{} crash-loops: container {} exits with {how} on start and kubelet restarts it with back-off ({} restarts); {mechanism}",
+                    "{} crash-loops: {} {} exits with {how} on start and kubelet restarts it with back-off ({} restarts); {mechanism}{}",
                     owner_phrase(pod),
+                    role(c),
                     c.name,
-                    c.restart_count
+                    c.restart_count,
+                    if c.init {
+                        "; the pod's other containers cannot start until this init container succeeds"
+                    } else {
+                        ""
+                    }
                 ));
                 if let Some(d) = pod_deployment(pod) {
                     if ctx
@@ -529,21 +597,43 @@ pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
                 "the probe times out: either the app answers too slowly (saturated) or the probe's timeoutSeconds is too tight".to_string(),
                 0.5,
             ),
-            None if !lines.is_empty() => (
-                Category::ConfigurationError,
-                format!("the application logs show normal request handling{until}, so the probe itself (endpoint, port, timeout or threshold) is misconfigured for this app"),
-                0.8,
-            ),
+            // Only say the logs are clean when they were read and are: no error line, no failure signature.
+            None if !lines.is_empty()
+                && hits.is_empty()
+                && !lines.iter().any(|l| logs::is_error(l)) =>
+            {
+                (
+                    Category::ConfigurationError,
+                    format!("the application's {} log lines show no errors{until}, so the probe itself (endpoint, port, timeout or threshold) is misconfigured for this app", lines.len()),
+                    0.8,
+                )
+            }
+            None if !lines.is_empty() => {
+                let errors: Vec<&&crate::model::LogLine> =
+                    lines.iter().filter(|l| logs::is_error(l)).collect();
+                let example = errors
+                    .first()
+                    .map(|l| logs::short(&l.line))
+                    .or_else(|| hits.first().map(|h| h.example.clone()))
+                    .unwrap_or_default();
+                (
+                    Category::ConfigurationError,
+                    format!("the application logs {} error line(s) (e.g. \"{example}\"), so the probe may be reporting a real application fault or be misconfigured", errors.len().max(hits.len())),
+                    0.55,
+                )
+            }
             None => (
                 Category::ConfigurationError,
                 "no application error explains it, which points at the probe configuration (endpoint, port, timeout or threshold)".to_string(),
                 0.65,
             ),
         };
-        let effect = if liveness {
+        let effect = if liveness && restarts > 0 {
             format!(
                 "kubelet kills and restarts the container after repeated failures ({restarts} restarts)"
             )
+        } else if liveness {
+            "kubelet restarts the container once the failure threshold is reached (no restart recorded yet)".to_string()
         } else {
             "the pod is kept out of the Service endpoints (not Ready)".to_string()
         };

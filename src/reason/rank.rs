@@ -96,13 +96,28 @@ pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
     }
     hypotheses.truncate(5);
 
+    let covered = super::coverage::fraction(ctx);
     let (category, root_cause, confidence) = match top {
-        Some(t) => (t.category, t.cause.clone().unwrap_or_default(), t.confidence),
-        None => (
-            Category::Unknown,
-            "No analyzer found a cause in the gathered evidence: the signals present do not match a known failure mode".to_string(),
-            0.2,
+        Some(t) if t.benign => (
+            t.category,
+            t.cause.clone().unwrap_or_default(),
+            // A verdict of health is only as good as what could be looked at.
+            t.confidence * (0.6 + 0.4 * covered as f32),
         ),
+        Some(t) => (
+            t.category,
+            t.cause.clone().unwrap_or_default(),
+            t.confidence,
+        ),
+        None => {
+            let gaps = super::coverage::gaps(ctx);
+            let text = if gaps.is_empty() {
+                "No analyzer found a cause in the gathered evidence: the signals present do not match a known failure mode".to_string()
+            } else {
+                format!("insufficient evidence: {}", gaps.join("; "))
+            };
+            (Category::Unknown, text, 0.1 + 0.2 * covered as f32)
+        }
     };
 
     let mut ruled_out: Vec<RuledOut> = Vec::new();
@@ -116,6 +131,8 @@ pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
         }
     }
     ruled_out.extend(general_ruled_out(ctx, &signals, top));
+    // A hypothesis is ruled out by evidence or not at all.
+    ruled_out.retain(|r| !r.evidence.is_empty());
 
     let mut suggested_actions: Vec<Action> = top.map(|t| t.actions.clone()).unwrap_or_default();
     if category == Category::Healthy
@@ -398,10 +415,15 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
         });
     }
 
-    // Scheduling and capacity.
+    // Scheduling and capacity: claimed only when no pod in scope is Pending.
     if !has(signals, "failed_scheduling")
         && !has(signals, "quota_exceeded")
+        && !has(signals, "limit_range")
         && !ctx.obs.events.is_empty()
+        && !pods.is_empty()
+        && pods
+            .iter()
+            .all(|p| p.phase != "Pending" && p.node.is_some())
     {
         out.push(RuledOut {
             statement: "Scheduling or quota limits".into(),
@@ -496,6 +518,15 @@ mod tests {
         }
     }
 
+    /// The evidence a Gather stage would have recorded for these observations.
+    fn gathered() -> BTreeMap<String, Vec<String>> {
+        ["kubernetes/pods", "kubernetes/events", "kubernetes/nodes"]
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.to_string(), vec![format!("ev-{i}")]))
+            .collect()
+    }
+
     fn node() -> NodeFacts {
         NodeFacts {
             name: "node-1".into(),
@@ -516,10 +547,12 @@ mod tests {
             now: Utc::now(),
             pods: vec![pod("a-1-x", "a-1", true, ok)],
             nodes: vec![node()],
+            evidence: gathered(),
             ..Observations::default()
         };
         let a = analyze(&obs);
         assert_eq!(a.category, Category::Healthy);
+        assert!(a.ruled_out.iter().all(|r| !r.evidence.is_empty()));
         assert!(
             a.root_cause.contains("No failure found"),
             "{}",
@@ -563,6 +596,7 @@ mod tests {
                 pod("a-1-y", "a-1", true, ok),
             ],
             nodes: vec![node()],
+            evidence: gathered(),
             ..Observations::default()
         };
         let a = analyze(&obs);

@@ -200,6 +200,36 @@ fn all_clear(ctx: &Ctx) -> Option<Signal> {
     if !not_ready.is_empty() || ctx.obs.nodes.iter().any(|n| !n.ready()) {
         return None;
     }
+    // Health needs positive evidence about the subject: Ready pods of it, or the node it names Ready.
+    // Nothing seen is not the same as nothing wrong.
+    let named_nodes_ready = !ctx.focus_nodes.is_empty()
+        && ctx
+            .focus_nodes
+            .iter()
+            .all(|n| ctx.obs.nodes.iter().any(|m| &m.name == n && m.ready()));
+    if ready.is_empty() && !named_nodes_ready {
+        return None;
+    }
+    // A metric alert is healthy on its own expression's word: Ready pods do not say errors stopped.
+    if let Some(p) = super::metrics::parsed_alert(ctx)
+        && ctx
+            .obs
+            .coverage
+            .get("prometheus")
+            .is_some_and(|c| c.configured)
+    {
+        let own = super::metrics::own_series(ctx, &p);
+        if own.is_empty() {
+            return None;
+        }
+        if let Some(t) = p.threshold
+            && own
+                .iter()
+                .any(|s| s.points.last().is_some_and(|(_, v)| t.breached(*v)))
+        {
+            return None;
+        }
+    }
     let recent_warnings = ctx.events().into_iter().any(|e| {
         e.event_type == "Warning"
             && e.last_seen

@@ -90,10 +90,48 @@ pub(crate) fn failed_scheduling(ctx: &Ctx) -> Vec<Signal> {
             }
         })
         .collect();
+    // Events expire (one hour by default); the pod's PodScheduled condition keeps the scheduler's word.
+    let from_conditions: Vec<crate::model::K8sEventFacts> = pods
+        .iter()
+        .filter(|p| ctx.pod_in_scope(p) && !p.deleting && p.phase == "Pending")
+        .filter(|p| {
+            p.conditions
+                .get("PodScheduled")
+                .is_some_and(|s| s == "False")
+        })
+        .filter(|p| !events.iter().any(|e| object_name(&e.object) == p.name))
+        .filter_map(|p| {
+            let text = p.condition_messages.get("PodScheduled")?;
+            let message = text
+                .split_once(": ")
+                .map(|(_, m)| m)
+                .unwrap_or(text)
+                .to_string();
+            Some(crate::model::K8sEventFacts {
+                event_type: "Warning".into(),
+                reason: "FailedScheduling".into(),
+                message,
+                object: format!("Pod/{}", p.name),
+                namespace: p.namespace.clone(),
+                count: 1,
+                first_seen: p.created_at,
+                last_seen: p.created_at,
+            })
+        })
+        .collect();
+    let mut events = events;
+    events.extend(from_conditions.iter());
     let Some(latest) = events.iter().max_by_key(|e| e.last_seen) else {
         return Vec::new();
     };
-    let (category, mechanism) = classify(&latest.message);
+    let (category, mut mechanism) = classify(&latest.message);
+    if latest
+        .message
+        .to_lowercase()
+        .contains("persistentvolumeclaim")
+    {
+        mechanism.push_str(&claim_detail(ctx));
+    }
     let names: Vec<String> = {
         let mut n: Vec<String> = events
             .iter()
@@ -146,6 +184,141 @@ pub(crate) fn failed_scheduling(ctx: &Ctx) -> Vec<Signal> {
         ));
     }
     vec![sig]
+}
+
+/// Why a claim stays unbound, from the PersistentVolumeClaim's own events (the StorageClass, the provisioner).
+fn claim_detail(ctx: &Ctx) -> String {
+    let claims: Vec<String> = ctx
+        .events()
+        .into_iter()
+        .filter(|e| e.object.starts_with("PersistentVolumeClaim/") && e.event_type == "Warning")
+        .map(|e| {
+            format!(
+                "PersistentVolumeClaim {} is unbound: {} ({})",
+                object_name(&e.object),
+                e.message,
+                e.reason
+            )
+        })
+        .collect();
+    if claims.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", claims.join("; "))
+    }
+}
+
+/// FailedCreate forbidden by a LimitRange: the pod's requests or limits fall outside the namespace's bounds.
+pub(crate) fn limit_range(ctx: &Ctx) -> Vec<Signal> {
+    let Some(e) = ctx
+        .events()
+        .into_iter()
+        .filter(|e| e.reason == "FailedCreate" || e.message.contains("forbidden"))
+        .filter(|e| {
+            let m = e.message.to_lowercase();
+            (m.contains("maximum") || m.contains("minimum")) && m.contains("per container")
+                || m.contains("per pod")
+                || m.contains("limitrange")
+        })
+        .filter(|e| {
+            let owner = object_name(&e.object);
+            ctx.focus_deployment
+                .as_ref()
+                .is_none_or(|d| rs_deployment(owner).as_deref() == Some(d.as_str()) || owner == d)
+        })
+        .max_by_key(|e| e.last_seen)
+    else {
+        return Vec::new();
+    };
+    let bound = e
+        .message
+        .split_once("forbidden: ")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_else(|| e.message.clone());
+    let owner = object_name(&e.object).to_string();
+    vec![Signal {
+        analyzer: "limit_range",
+        summary: format!("FailedCreate on {owner}: {bound}"),
+        detail: e.message.clone(),
+        category: Category::ConfigurationError,
+        confidence: 0.85,
+        evidence: ctx.ev(&["kubernetes/events", "kubernetes/deployments"]),
+        cause: Some(format!(
+            "A LimitRange in namespace {} rejects {owner}'s pods: {bound}; the pod template's resources must fit the namespace's LimitRange",
+            e.namespace
+        )),
+        objects: vec![format!("replicaset/{owner}")],
+        ..Signal::default()
+    }]
+}
+
+/// Pods the scheduler once could not place that are Running and Ready now: recovered, with when.
+pub(crate) fn scheduling_recovered(ctx: &Ctx) -> Vec<Signal> {
+    let pods = ctx.pods();
+    let mut placed: Vec<(String, String, Option<chrono::DateTime<chrono::Utc>>)> = Vec::new();
+    for e in ctx
+        .events()
+        .into_iter()
+        .filter(|e| e.reason == "FailedScheduling")
+    {
+        let name = object_name(&e.object);
+        if let Some(p) = pods.iter().find(|p| p.name == name)
+            && ctx.pod_in_scope(p)
+            && p.phase == "Running"
+            && p.ready()
+            && !placed.iter().any(|(n, _, _)| n == name)
+        {
+            placed.push((name.to_string(), e.message.clone(), e.last_seen));
+        }
+    }
+    let still_pending = pods
+        .iter()
+        .any(|p| ctx.pod_in_scope(p) && p.phase == "Pending" && !p.deleting);
+    if placed.is_empty() || still_pending {
+        return Vec::new();
+    }
+    let names: Vec<String> = placed.iter().map(|(n, _, _)| n.clone()).collect();
+    let last = placed.iter().filter_map(|(_, _, t)| *t).max();
+    let when = last
+        .map(|t| {
+            format!(
+                "last at {} ({:.0} min ago)",
+                t.format("%H:%M"),
+                ctx.minutes_ago(t)
+            )
+        })
+        .unwrap_or_else(|| "time unknown".into());
+    let evidence = ctx.ev(&["kubernetes/events", "kubernetes/pods"]);
+    vec![Signal {
+        analyzer: "scheduling_recovered",
+        summary: format!(
+            "{} pod(s) were Pending (FailedScheduling, {when}) and are Running and Ready now",
+            names.len()
+        ),
+        category: Category::Healthy,
+        confidence: if last.is_some_and(|t| ctx.minutes_ago(t) >= 5.0) {
+            0.7
+        } else {
+            0.5
+        },
+        evidence: evidence.clone(),
+        benign: true,
+        cause: Some(format!(
+            "Recovered: pod(s) {} could not be scheduled earlier (\"{}\", {when}) and have been Running and Ready since; nothing is Pending now",
+            list_names(&names, 3),
+            placed[0].1
+        )),
+        ruled_out: vec![crate::model::RuledOut {
+            statement: "Pods still unschedulable".into(),
+            reason: format!(
+                "scheduled since: {} Running and Ready, no pod of the workload Pending",
+                list_names(&names, 3)
+            ),
+            evidence,
+        }],
+        objects: names.iter().map(|n| format!("pod/{n}")).collect(),
+        ..Signal::default()
+    }]
 }
 
 /// FailedCreate with "exceeded quota": a ResourceQuota stops the controller creating pods.

@@ -1,5 +1,6 @@
 //! Postmortem export of a folded incident: markdown for people, JSON for tools.
 
+use crate::model::text::{sanitize, sanitize_lines};
 use crate::model::{ActionStatus, ChatRole, EvidenceBody, Incident, Outcome, StageStatus};
 use chrono::{DateTime, Duration, Utc};
 use std::fmt::Write;
@@ -10,7 +11,12 @@ pub fn markdown(incident: &Incident) -> String {
     let mut out = String::new();
     // Writing to a String cannot fail; the results are ignored on purpose.
     let _ = write_markdown(&mut out, incident);
-    out
+    // Every value went through `one_line`/`cell`, which sanitize; this pass also covers anything
+    // written without them, so no escape sequence from alert or evidence text reaches a terminal.
+    match sanitize_lines(&out) {
+        std::borrow::Cow::Borrowed(_) => out,
+        std::borrow::Cow::Owned(clean) => clean,
+    }
 }
 
 fn write_markdown(out: &mut String, inc: &Incident) -> std::fmt::Result {
@@ -423,13 +429,157 @@ pub fn json(incident: &Incident) -> serde_json::Value {
     })
 }
 
-fn clock(started: Option<DateTime<Utc>>, t: f64) -> String {
-    match started {
-        Some(s) if t.is_finite() => {
-            let at = s + Duration::milliseconds((t * 1000.0).round() as i64);
-            at.format("%H:%M:%S").to_string()
+/// [`json`], pretty-printed straight into `out`: the same document, without first copying the
+/// incident (evidence bodies included) into a JSON tree.
+pub fn write_json(out: &mut dyn std::io::Write, incident: &Incident) -> std::io::Result<()> {
+    #[derive(serde::Serialize)]
+    struct Diagnosis<'a> {
+        category: crate::model::Category,
+        confidence: f64,
+        root_cause: &'a str,
+    }
+    // Fields in the order `json` prints them (a JSON object's keys sorted).
+    #[derive(serde::Serialize)]
+    struct Postmortem<'a> {
+        diagnosis: Option<Diagnosis<'a>>,
+        duration_secs: f64,
+        evidence_kinds: Vec<&'a str>,
+        id: &'a str,
+        incident: &'a Incident,
+        outcome: Option<Outcome>,
+        sitrep_postmortem: u32,
+        started: Option<DateTime<Utc>>,
+        title: &'a str,
+    }
+    let doc = Postmortem {
+        diagnosis: incident
+            .diagnosis
+            .as_ref()
+            .map(|(category, root_cause, conf)| Diagnosis {
+                category: *category,
+                confidence: shortest(*conf),
+                root_cause,
+            }),
+        duration_secs: incident.now,
+        evidence_kinds: incident.evidence_kinds(),
+        id: &incident.id,
+        incident,
+        outcome: incident.outcome,
+        sitrep_postmortem: 1,
+        started: incident.started,
+        title: &incident.title,
+    };
+    let mut ser = serde_json::Serializer::with_formatter(out, TerminalSafe::default());
+    serde::Serialize::serialize(&doc, &mut ser).map_err(std::io::Error::other)
+}
+
+/// Pretty JSON whose strings are safe to print to a terminal: the characters serde_json leaves
+/// raw inside strings (DEL, C1 controls, bidi overrides) are written as `\uXXXX`, so the
+/// document parses to the same values and cannot drive the reader's terminal.
+#[derive(Default)]
+struct TerminalSafe(serde_json::ser::PrettyFormatter<'static>);
+
+impl serde_json::ser::Formatter for TerminalSafe {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        writer.write_all(crate::model::text::escape_json_controls(fragment).as_bytes())
+    }
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(w)
+    }
+}
+
+/// Through the shortest decimal form, so 0.86f32 exports as 0.86 rather than 0.8600000143.
+fn shortest(conf: f32) -> f64 {
+    conf.to_string().parse::<f64>().unwrap_or(f64::from(conf))
+}
+
+/// `event` with every text evidence body reduced to its line structure: one byte a line. The
+/// markdown postmortem shows a text body only as its line count, so folding this instead keeps
+/// a million log lines in a few megabytes and gives the same document.
+pub fn markdown_input(event: crate::model::Event) -> crate::model::Event {
+    use crate::model::Event;
+    match event {
+        Event::EvidenceAdded { mut evidence } => {
+            if let EvidenceBody::Text { text, .. } = &mut evidence.body {
+                *text = line_skeleton(text);
+            }
+            Event::EvidenceAdded { evidence }
         }
-        _ => offset(t),
+        Event::EvidenceAppended { evidence_id, text } => Event::EvidenceAppended {
+            evidence_id,
+            text: line_skeleton(&text),
+        },
+        other => other,
+    }
+}
+
+/// A text with the same `lines()` count, and the same ending, as `text`, in a byte a line.
+fn line_skeleton(text: &str) -> String {
+    let mut out = String::new();
+    let mut segments = text.split('\n').peekable();
+    let mut first = true;
+    while let Some(segment) = segments.next() {
+        if !first {
+            out.push('\n');
+        }
+        first = false;
+        // `lines()` drops a `\r` before each newline; a line that held only that is empty.
+        let content = match segments.peek() {
+            Some(_) => segment.strip_suffix('\r').unwrap_or(segment),
+            None => segment,
+        };
+        if !content.is_empty() {
+            out.push('x');
+        }
+    }
+    out
+}
+
+fn clock(started: Option<DateTime<Utc>>, t: f64) -> String {
+    // A damaged or hostile file can hold any `t`; past chrono's range the offset is shown instead.
+    let at = started.filter(|_| t.is_finite()).and_then(|s| {
+        Duration::try_milliseconds((t * 1000.0).round() as i64)
+            .and_then(|d| s.checked_add_signed(d))
+    });
+    match at {
+        Some(at) => at.format("%H:%M:%S").to_string(),
+        None => offset(t),
     }
 }
 
@@ -467,10 +617,12 @@ fn ids(list: &[String]) -> String {
         .join(", ")
 }
 
-/// Collapse line breaks so one value stays one markdown line.
+/// Collapse line breaks so one value stays one markdown line, without control characters or
+/// terminal escape sequences (a hostile alert must not rewrite the reader's terminal).
 fn one_line(s: &str) -> String {
     s.split(['\n', '\r'])
-        .map(str::trim)
+        .map(sanitize)
+        .map(|l| l.trim().to_string())
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(" ")
@@ -491,6 +643,94 @@ mod tests {
         assert!(md.starts_with("# Postmortem: Untitled incident"));
         assert!(md.contains("No diagnosis was reached."));
         assert_eq!(json(&Incident::new())["sitrep_postmortem"], 1);
+    }
+
+    #[test]
+    fn written_json_is_the_json_document() {
+        use crate::model::{Category, Event, Evidence, EvidenceBody};
+        let mut inc = Incident::new();
+        inc.apply(
+            0.5,
+            &Event::EvidenceAdded {
+                evidence: Evidence {
+                    id: "e1".into(),
+                    kind: "logs".into(),
+                    title: "tail".into(),
+                    source: "loki.query_range".into(),
+                    call_id: None,
+                    body: EvidenceBody::Text {
+                        language: "log".into(),
+                        text: "a\nb".into(),
+                    },
+                },
+            },
+        );
+        inc.apply(
+            1.0,
+            &Event::Diagnosis {
+                category: Category::CodeDefect,
+                root_cause: "bad deploy".into(),
+                confidence: 0.86,
+            },
+        );
+        let mut out = Vec::new();
+        assert!(write_json(&mut out, &inc).is_ok());
+        let mut written: serde_json::Value = serde_json::from_slice(&out).unwrap_or_default();
+        assert_eq!(written["diagnosis"]["confidence"], 0.86);
+        // Written directly, the fold's f32 keeps its shortest form; through a JSON tree it
+        // widens to 0.8600000143051147. Everything else is the same document.
+        assert_eq!(written["incident"]["diagnosis"][2], 0.86);
+        let mut tree = json(&inc);
+        written["incident"]["diagnosis"] = serde_json::Value::Null;
+        tree["incident"]["diagnosis"] = serde_json::Value::Null;
+        assert_eq!(written, tree);
+    }
+
+    #[test]
+    fn markdown_from_line_skeletons_is_the_same_document() {
+        use crate::model::{Event, Evidence};
+        let texts = [
+            "",
+            "a",
+            "a\n",
+            "a\nb",
+            "\n\n",
+            "a\r\nb\r\n",
+            "\r",
+            "x\r\n\r\ny",
+            "\n",
+        ];
+        for first in texts {
+            for more in texts {
+                let events = [
+                    Event::EvidenceAdded {
+                        evidence: Evidence {
+                            id: "e1".into(),
+                            kind: "logs".into(),
+                            title: "tail".into(),
+                            source: "loki.query_range".into(),
+                            call_id: None,
+                            body: EvidenceBody::Text {
+                                language: "log".into(),
+                                text: first.into(),
+                            },
+                        },
+                    },
+                    Event::EvidenceAppended {
+                        evidence_id: "e1".into(),
+                        text: more.into(),
+                    },
+                    Event::EvidenceAppended {
+                        evidence_id: "e1".into(),
+                        text: first.into(),
+                    },
+                ];
+                let full = Incident::fold(events.iter().map(|e| (1.0, e)));
+                let light: Vec<Event> = events.iter().cloned().map(markdown_input).collect();
+                let light = Incident::fold(light.iter().map(|e| (1.0, e)));
+                assert_eq!(markdown(&full), markdown(&light), "{first:?} + {more:?}");
+            }
+        }
     }
 
     #[test]

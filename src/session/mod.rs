@@ -8,8 +8,11 @@ mod reader;
 pub mod replay;
 mod writer;
 
-pub use reader::{FORMAT_VERSION, Reader, SessionLog, Tear, read_file};
-pub use replay::Replay;
+pub use reader::{
+    FORMAT_VERSION, FoldedSession, Reader, SessionLog, SessionTail, Tear, fold_file,
+    fold_file_with, read_file, read_tail,
+};
+pub use replay::{OpenedReplay, Replay};
 pub use writer::Writer;
 
 use crate::model::{Outcome, SessionHeader};
@@ -114,12 +117,13 @@ pub struct SessionSummary {
     /// None while the session is still running (or it stopped without an end record).
     pub outcome: Option<Outcome>,
     pub duration: f64,
-    pub events: usize,
+    /// Set when the file's last line is torn or corrupt.
     pub tear: Option<Tear>,
 }
 
 /// Summaries of every `*.ndjson` session in `dir`, newest first. Unreadable files are returned
-/// as errors next to the good ones so one bad file never hides the rest.
+/// as errors next to the good ones so one bad file never hides the rest. Each file is read at its
+/// header and its tail only, so listing costs the same for short and million-event sessions.
 pub fn list_sessions(dir: &Path) -> (Vec<SessionSummary>, Vec<SessionError>) {
     let mut found = Vec::new();
     let mut errors = Vec::new();
@@ -139,16 +143,14 @@ pub fn list_sessions(dir: &Path) -> (Vec<SessionSummary>, Vec<SessionError>) {
         if path.extension().and_then(|e| e.to_str()) != Some("ndjson") {
             continue;
         }
-        match read_file(&path) {
-            Ok(log) => {
-                let incident = log.incident();
+        match read_tail(&path) {
+            Ok(tail) => {
                 found.push(SessionSummary {
-                    started: log.header.started,
-                    title: log.header.title.clone(),
-                    outcome: incident.outcome,
-                    duration: log.duration(),
-                    events: log.records.len(),
-                    tear: log.tear.clone(),
+                    started: tail.header.started,
+                    title: tail.header.title,
+                    outcome: tail.outcome,
+                    duration: tail.duration,
+                    tear: tail.tear,
                     path,
                 });
             }

@@ -4,7 +4,7 @@
 use super::SessionError;
 use crate::model::{Incident, Record, SessionHeader};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// The session format version this build writes and reads.
@@ -12,6 +12,10 @@ pub const FORMAT_VERSION: u32 = 1;
 
 /// Lines longer than this are treated as corrupt rather than buffered without bound.
 const MAX_LINE_BYTES: usize = 256 * 1024 * 1024;
+
+/// The largest `t` a record may carry (about 31 years): the writer stamps seconds since the start,
+/// so anything larger (or negative) is damage, and would overflow date arithmetic downstream.
+pub const MAX_T: f64 = 1e9;
 
 /// Where a session file stopped being readable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +26,17 @@ pub struct Tear {
     pub byte_offset: u64,
     pub reason: String,
 }
+
+impl Tear {
+    /// Whether reading stopped at a last line cut short by a crash (expected after one), rather
+    /// than at a damaged or invalid record in the file.
+    pub fn is_torn_write(&self) -> bool {
+        self.reason.starts_with(TORN)
+    }
+}
+
+/// How the reason of a tear at a write cut short begins.
+const TORN: &str = "torn line";
 
 impl std::fmt::Display for Tear {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -73,6 +88,209 @@ pub fn read_file(path: &Path) -> Result<SessionLog, SessionError> {
         source,
     })?;
     SessionLog::from_reader(file).map_err(|e| e.with_path(path))
+}
+
+/// A session folded straight from its file, without keeping its records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoldedSession {
+    pub header: SessionHeader,
+    pub incident: Incident,
+    /// Records read (up to the tear, if any).
+    pub records: usize,
+    pub tear: Option<Tear>,
+}
+
+/// Read a session file record by record into its fold: memory holds the incident, never the
+/// log, so a million-event file folds in the space of its result.
+pub fn fold_file(path: &Path) -> Result<FoldedSession, SessionError> {
+    fold_file_with(path, |event| event)
+}
+
+/// As [`fold_file`], with every event passed through `prepare` before it is folded (to fold
+/// only what a consumer needs).
+pub fn fold_file_with(
+    path: &Path,
+    mut prepare: impl FnMut(crate::model::Event) -> crate::model::Event,
+) -> Result<FoldedSession, SessionError> {
+    let file = File::open(path).map_err(|source| SessionError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut reader =
+        Reader::new(BufReader::with_capacity(1 << 16, file)).map_err(|e| e.with_path(path))?;
+    let mut incident = Incident::new();
+    let mut records = 0;
+    for record in reader.by_ref() {
+        incident.apply(record.t, &prepare(record.event));
+        records += 1;
+    }
+    Ok(FoldedSession {
+        header: reader.header().clone(),
+        incident,
+        records,
+        tear: reader.tear().cloned(),
+    })
+}
+
+/// What a listing needs from a session file, read from its first line and its tail only.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionTail {
+    pub header: SessionHeader,
+    /// The outcome of the last `session_ended` record near the end of the file.
+    pub outcome: Option<crate::model::Outcome>,
+    /// `t` of the last readable record (0 when there is none).
+    pub duration: f64,
+    /// Set when the file's last line is torn or corrupt.
+    pub tear: Option<Tear>,
+}
+
+/// Bytes read from the end of a file at first; doubled until a whole record is found.
+const TAIL_CHUNK: u64 = 4 * 1024;
+
+/// Read a session file's header and its last records, seeking from the end: the cost does not
+/// grow with the file's length.
+pub fn read_tail(path: &Path) -> Result<SessionTail, SessionError> {
+    let io = |source| SessionError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    // A small buffer: the header is one short line, and the listing opens thousands of files.
+    let reader =
+        Reader::new(BufReader::with_capacity(1024, &mut file)).map_err(|e| e.with_path(path))?;
+    let header = reader.header().clone();
+    let body_start = reader.offset;
+    drop(reader);
+    let mut chunk = TAIL_CHUNK;
+    loop {
+        let from = size.saturating_sub(chunk).max(body_start);
+        file.seek(SeekFrom::Start(from)).map_err(io)?;
+        let mut buf = Vec::with_capacity((size - from) as usize);
+        (&mut file)
+            .take(size - from)
+            .read_to_end(&mut buf)
+            .map_err(io)?;
+        let whole = from == body_start;
+        if let Some(mut tail) = scan_tail(&buf, whole) {
+            if let Some(tear) = &mut tail.tear {
+                tear.byte_offset += from;
+                tear.line = count_lines_before(path, tear.byte_offset).map_err(io)?;
+            }
+            return Ok(SessionTail {
+                header,
+                outcome: tail.outcome,
+                duration: tail.duration,
+                tear: tail.tear,
+            });
+        }
+        chunk = chunk.saturating_mul(2);
+    }
+}
+
+struct Scanned {
+    outcome: Option<crate::model::Outcome>,
+    duration: f64,
+    tear: Option<Tear>,
+}
+
+/// The last records in `buf` (the tail of a file). `whole` says `buf` starts on a line boundary;
+/// otherwise its first, partial line is skipped. None when no complete record was seen and more
+/// of the file could help.
+fn scan_tail(buf: &[u8], whole: bool) -> Option<Scanned> {
+    let mut lines: Vec<(usize, &[u8])> = Vec::new();
+    let mut start = 0;
+    for (i, b) in buf.iter().enumerate() {
+        if *b == b'\n' {
+            lines.push((start, &buf[start..i]));
+            start = i + 1;
+        }
+    }
+    if !whole && lines.is_empty() {
+        // Inside one long last line: only more of the file can tell.
+        return None;
+    }
+    let unterminated = (start < buf.len()).then(|| (start, &buf[start..]));
+    if !whole {
+        lines.remove(0);
+    }
+    let parse = |l: &[u8]| -> Option<Record> {
+        let l = l.strip_suffix(b"\r").unwrap_or(l);
+        serde_json::from_slice::<Record>(l)
+            .ok()
+            .filter(|r| r.t.is_finite())
+    };
+    let blank = |l: &[u8]| l.iter().all(u8::is_ascii_whitespace);
+    let mut tear = None;
+    if let Some((at, l)) = unterminated
+        && !blank(l)
+        && parse(l).is_none()
+    {
+        tear = Some(Tear {
+            line: 0,
+            byte_offset: at as u64,
+            reason: "torn line (the file ends mid-record)".into(),
+        });
+    }
+    let mut records = lines.iter().rev().filter(|(_, l)| !blank(l));
+    let last = match unterminated.and_then(|(_, l)| parse(l)) {
+        Some(r) => Some(r),
+        None => match records.next() {
+            Some((at, l)) => match parse(l) {
+                Some(r) => Some(r),
+                None if tear.is_none() => {
+                    tear = Some(Tear {
+                        line: 0,
+                        byte_offset: *at as u64,
+                        reason: "corrupt record".into(),
+                    });
+                    // Anything before a corrupt line is what a reader keeps: find the last good one.
+                    records.find_map(|(_, l)| parse(l))
+                }
+                None => None,
+            },
+            None => None,
+        },
+    };
+    let Some(last) = last else {
+        return whole.then_some(Scanned {
+            outcome: None,
+            duration: 0.0,
+            tear,
+        });
+    };
+    let ended = |r: &Record| match r.event {
+        crate::model::Event::SessionEnded { outcome } => Some(outcome),
+        _ => None,
+    };
+    // A note or warning can follow the end record; look back a few lines for it.
+    let outcome = ended(&last).or_else(|| {
+        lines
+            .iter()
+            .rev()
+            .take(16)
+            .filter_map(|(_, l)| parse(l))
+            .find_map(|r| ended(&r))
+    });
+    Some(Scanned {
+        outcome,
+        duration: last.t.max(0.0),
+        tear,
+    })
+}
+
+/// 1-based number of the line starting at `offset` (only needed for a damaged file).
+fn count_lines_before(path: &Path, offset: u64) -> std::io::Result<usize> {
+    let mut input = BufReader::new(File::open(path)?).take(offset);
+    let mut buf = [0u8; 1 << 16];
+    let mut lines = 1;
+    loop {
+        let n = input.read(&mut buf)?;
+        if n == 0 {
+            return Ok(lines);
+        }
+        lines += buf[..n].iter().filter(|b| **b == b'\n').count();
+    }
 }
 
 /// Streaming reader: yields records one at a time; after the iterator ends, [`Reader::tear`]
@@ -154,6 +372,16 @@ impl<R: BufRead> Reader<R> {
         self.line
     }
 
+    /// Byte offset where the line of the record last returned starts.
+    pub fn record_offset(&self) -> u64 {
+        self.line_start
+    }
+
+    /// Bytes consumed so far.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
     fn next_line(&mut self) -> Line {
         self.buf.clear();
         self.line_start = self.offset;
@@ -215,19 +443,124 @@ impl<R: BufRead> Iterator for Reader<R> {
             }
             // The writer ends every line with a newline, so a last line without one that does not
             // parse is a write cut short by a crash, not corruption.
-            let torn = |detail: String| format!("torn line (the file ends mid-record): {detail}");
+            let torn = |detail: String| format!("{TORN} (the file ends mid-record): {detail}");
             let text = match std::str::from_utf8(&self.buf) {
                 Ok(t) => t,
                 Err(e) if !terminated => return self.stop(torn(format!("not UTF-8: {e}"))),
                 Err(e) => return self.stop(format!("corrupt record: not UTF-8: {e}")),
             };
             return match serde_json::from_str::<Record>(text) {
-                Ok(record) if record.t.is_finite() => Some(record),
-                Ok(_) => self.stop("corrupt record: the time `t` is not a finite number".into()),
+                Ok(record) if (0.0..=MAX_T).contains(&record.t) => Some(record),
+                Ok(record) => self.stop(format!(
+                    "corrupt record: the time `t` = {} is not between 0 and {MAX_T:e} seconds",
+                    record.t
+                )),
                 Err(e) if !terminated => self.stop(torn(e.to_string())),
                 Err(e) => self.stop(format!("corrupt record: {e}")),
             };
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str =
+        r#"{"sitrep_session":1,"id":"s","started":"2026-11-22T09:00:00Z","title":"t"}"#;
+
+    fn file(name: &str, body: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join(name);
+        std::fs::write(&path, format!("{HEADER}\n{body}")).unwrap_or_else(|e| panic!("{e}"));
+        (dir, path)
+    }
+
+    fn tail(path: &Path) -> SessionTail {
+        read_tail(path).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn tail_finds_the_outcome_and_duration_without_reading_the_body() {
+        // A body far larger than the first chunk read from the end, with a note after the end.
+        let mut body = String::new();
+        for i in 0..5000 {
+            body.push_str(&format!(
+                "{{\"t\":{i}.5,\"event\":{{\"type\":\"warning\",\"message\":\"w{i}\"}}}}\n"
+            ));
+        }
+        body.push_str(r#"{"t":6000.0,"event":{"type":"session_ended","outcome":"resolved"}}"#);
+        body.push('\n');
+        body.push_str(
+            r#"{"t":6001.0,"event":{"type":"chat_message","from":"operator","text":"bye"}}"#,
+        );
+        body.push('\n');
+        let (_d, path) = file("a.ndjson", &body);
+        let t = tail(&path);
+        assert_eq!(t.outcome, Some(crate::model::Outcome::Resolved));
+        assert_eq!(t.duration, 6001.0);
+        assert_eq!(t.tear, None);
+        let whole = read_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(whole.duration(), t.duration);
+        assert_eq!(whole.incident().outcome, t.outcome);
+    }
+
+    #[test]
+    fn tail_reports_a_torn_last_line_with_its_line_number() {
+        let body = concat!(
+            r#"{"t":1.0,"event":{"type":"stage_started","stage":"triage"}}"#,
+            "\n",
+            r#"{"t":2.0,"event":{"type":"warn"#
+        );
+        let (_d, path) = file("torn.ndjson", body);
+        let t = tail(&path);
+        assert_eq!(t.outcome, None);
+        assert_eq!(t.duration, 1.0);
+        let tear = t.tear.unwrap_or_else(|| panic!("no tear"));
+        let whole = read_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        let expected = whole.tear.unwrap_or_else(|| panic!("no tear"));
+        assert_eq!(tear.line, expected.line);
+        assert_eq!(tear.byte_offset, expected.byte_offset);
+    }
+
+    #[test]
+    fn tail_reads_back_over_a_last_line_longer_than_a_chunk() {
+        let text = "x".repeat(3 * TAIL_CHUNK as usize);
+        let body = format!(
+            "{}\n{}\n",
+            r#"{"t":1.0,"event":{"type":"stage_started","stage":"triage"}}"#,
+            serde_json::json!({"t": 7.25, "event": {"type": "warning", "message": text}})
+        );
+        let (_d, path) = file("long.ndjson", &body);
+        let t = tail(&path);
+        assert_eq!(t.duration, 7.25);
+        assert_eq!(t.tear, None);
+    }
+
+    #[test]
+    fn tail_of_a_header_only_file_and_of_garbage() {
+        let (_d, path) = file("empty.ndjson", "");
+        let t = tail(&path);
+        assert_eq!((t.outcome, t.duration, t.tear), (None, 0.0, None));
+        let (_d2, bad) = file("bad.ndjson", "");
+        std::fs::write(&bad, "not a session\n").unwrap_or_else(|e| panic!("{e}"));
+        assert!(read_tail(&bad).is_err());
+    }
+
+    #[test]
+    fn folding_a_file_matches_reading_then_folding() {
+        let body = concat!(
+            r#"{"t":1.0,"event":{"type":"stage_started","stage":"triage"}}"#,
+            "\n",
+            r#"{"t":2.0,"event":{"type":"session_ended","outcome":"diagnosed"}}"#,
+            "\n"
+        );
+        let (_d, path) = file("f.ndjson", body);
+        let folded = fold_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        let log = read_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(folded.incident, log.incident());
+        assert_eq!(folded.records, 2);
+        assert_eq!(folded.tear, None);
     }
 }

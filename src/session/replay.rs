@@ -3,8 +3,22 @@
 //! Two time lines are involved. Session time is each record's `t`. Play time is session time with
 //! every idle gap longer than [`Replay::gap_cap`] shortened to it, so a ten-minute wait for an
 //! approval replays in two seconds. The clock runs in play time, scaled by the speed.
+//!
+//! Memory stays near one fold of the session, whatever its length. A replay opened from a file
+//! keeps only each record's byte offset and time and reads records back as it plays or seeks.
+//! Keyframes share what the fold only appends: each stores its lists as a difference from the
+//! next keyframe's (the last from the final fold), so a million-event session keeps one copy of
+//! its timeline, tool calls and evidence, and evidence bodies are shared behind `Arc`.
 
-use crate::model::{Event, Incident, Record, Stage};
+use super::{SessionError, Tear};
+use crate::model::{
+    ActionState, ChatEntry, Event, Evidence, Finding, Incident, Record, SessionHeader, Stage,
+    TimelineItem, ToolCallState, Verification,
+};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Slowest and fastest replay speeds.
@@ -12,21 +26,29 @@ pub const MIN_SPEED: f64 = 0.25;
 pub const MAX_SPEED: f64 = 64.0;
 /// Default cap on an idle gap, in play-time seconds.
 pub const DEFAULT_GAP_CAP: f64 = 2.0;
-/// Fewest records between keyframes; long sessions space them wider to bound memory.
+/// Fewest records between keyframes.
 const MIN_KEYFRAME_EVERY: usize = 64;
-/// Most keyframes kept, whatever the session length.
+/// Keyframes kept at most (about), whatever the session length: seeking folds at most
+/// 1/`MAX_KEYFRAMES` of the session.
 const MAX_KEYFRAMES: usize = 64;
 
 /// A replay of recorded events with its own clock.
 #[derive(Debug, Clone)]
 pub struct Replay {
-    records: Vec<Record>,
+    source: Source,
+    /// Session time of each record.
+    times: Vec<f64>,
     /// Play time at which each record is applied.
     play_at: Vec<f64>,
+    /// Records that start a stage, in order.
+    stage_starts: Vec<(usize, Stage)>,
     gap_cap: f64,
-    /// `keyframes[i]` is the fold of the first `i * keyframe_every` records.
-    keyframes: Vec<Incident>,
-    keyframe_every: usize,
+    /// Keyframes in record order; the first is at 0.
+    keyframes: Vec<Keyframe>,
+    /// The fold of every record: the head every keyframe's difference chain starts from.
+    last: Incident,
+    /// The file lost records since it was opened: `last` is only a chain head now.
+    truncated: bool,
     /// Records applied so far.
     pos: usize,
     incident: Incident,
@@ -34,6 +56,301 @@ pub struct Replay {
     play: f64,
     speed: f64,
     paused: bool,
+}
+
+/// Where records are read back from.
+#[derive(Debug)]
+enum Source {
+    Memory(Vec<Record>),
+    File(FileRecords),
+}
+
+impl Clone for Source {
+    fn clone(&self) -> Source {
+        match self {
+            Source::Memory(records) => Source::Memory(records.clone()),
+            Source::File(f) => Source::File(FileRecords {
+                path: f.path.clone(),
+                offsets: f.offsets.clone(),
+                // The copy opens its own reader when it first needs one.
+                reader: None,
+                next: usize::MAX,
+            }),
+        }
+    }
+}
+
+/// Records of a session file, found by the byte offset of their line.
+#[derive(Debug)]
+struct FileRecords {
+    path: PathBuf,
+    offsets: Vec<u64>,
+    reader: Option<BufReader<File>>,
+    /// Index of the record `reader` is positioned at.
+    next: usize,
+}
+
+impl FileRecords {
+    /// Record `i`, read from the file. None when the file no longer holds it (changed since).
+    fn read(&mut self, i: usize) -> Option<Record> {
+        let offset = *self.offsets.get(i)?;
+        if self.reader.is_none() || self.next != i {
+            let reader = match self.reader.as_mut() {
+                Some(r) => r,
+                None => self.reader.insert(BufReader::with_capacity(
+                    1 << 16,
+                    File::open(&self.path).ok()?,
+                )),
+            };
+            reader.seek(SeekFrom::Start(offset)).ok()?;
+            self.next = i;
+        }
+        let reader = self.reader.as_mut()?;
+        let mut line = Vec::new();
+        reader.read_until(b'\n', &mut line).ok()?;
+        self.next = i + 1;
+        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        let text = text.strip_suffix(b"\r").unwrap_or(text);
+        serde_json::from_slice::<Record>(text)
+            .ok()
+            .filter(|r| r.t.is_finite())
+    }
+}
+
+/// The fold after the first `at` records, its long lists kept as differences.
+#[derive(Debug, Clone)]
+struct Keyframe {
+    at: usize,
+    /// The fold with its long lists empty and no lookup index.
+    base: Incident,
+    lists: Lists,
+}
+
+/// One list of a keyframe: the first `keep` items of the next keyframe's list, then `rest`.
+#[derive(Debug, Clone)]
+struct Delta<T> {
+    keep: usize,
+    rest: Vec<T>,
+}
+
+impl<T: Clone> Delta<T> {
+    /// `mine` as a difference from `later`, the same list further on in the fold.
+    fn between(mut mine: Vec<T>, later: &[T], same: impl Fn(&T, &T) -> bool) -> Delta<T> {
+        let keep = mine
+            .iter()
+            .zip(later)
+            .take_while(|(a, b)| same(a, b))
+            .count();
+        let rest = mine.split_off(keep);
+        Delta { keep, rest }
+    }
+
+    /// Rebuild a list from the chain of differences that leads to it, nearest the head first.
+    fn rebuild<'a>(head: &[T], chain: impl Iterator<Item = &'a Delta<T>>) -> Vec<T>
+    where
+        T: 'a,
+    {
+        // The list so far is head[..from_head] followed by `tail`.
+        let mut from_head = head.len();
+        let mut tail: Vec<T> = Vec::new();
+        for d in chain {
+            if d.keep <= from_head {
+                from_head = d.keep;
+                tail.clear();
+            } else {
+                tail.truncate(d.keep - from_head);
+            }
+            tail.extend(d.rest.iter().cloned());
+        }
+        let mut out = Vec::with_capacity(from_head + tail.len());
+        out.extend_from_slice(&head[..from_head]);
+        out.extend(tail);
+        out
+    }
+}
+
+/// The long lists of the fold, one field each. `changed` lists can change after an item is
+/// pushed (a tool call finishing, evidence growing); `appended` lists only ever grow, so a
+/// keyframe needs only their length.
+macro_rules! lists {
+    (changed { $($name:ident: $t:ty, $same:expr;)* } appended { $($app:ident: $at:ty;)* }) => {
+        #[derive(Debug, Clone)]
+        struct Lists {
+            $($name: Delta<$t>,)*
+            $($app: Delta<$at>,)*
+        }
+
+        /// Lengths of the appended lists when a keyframe was taken.
+        #[derive(Debug, Clone, Copy, Default)]
+        struct Lens {
+            $($app: usize,)*
+        }
+
+        impl Lists {
+            /// Move the lists out of `inc`, as differences from `later`'s.
+            fn take(inc: &mut Incident, lens: Lens, later: &Incident) -> Lists {
+                Lists {
+                    $($name: Delta::between(std::mem::take(&mut inc.$name), &later.$name, $same),)*
+                    $($app: Delta { keep: lens.$app.min(later.$app.len()), rest: Vec::new() },)*
+                }
+            }
+
+            /// Put back into `inc` the lists of the keyframe at the end of `chain`, which lists
+            /// every keyframe from it to the head, nearest the head first.
+            fn restore(inc: &mut Incident, head: &Incident, chain: &[&Lists]) {
+                $(inc.$name = Delta::rebuild(&head.$name, chain.iter().map(|l| &l.$name));)*
+                $(inc.$app = Delta::rebuild(&head.$app, chain.iter().map(|l| &l.$app));)*
+            }
+        }
+
+        /// A copy of `inc` without its appended lists (a later fold holds them whole), and
+        /// their lengths.
+        fn snapshot(inc: &mut Incident) -> (Incident, Lens) {
+            let lens = Lens { $($app: inc.$app.len(),)* };
+            let moved = ($(std::mem::take(&mut inc.$app),)*);
+            let copy = inc.clone();
+            let ($($app,)*) = moved;
+            $(inc.$app = $app;)*
+            (copy, lens)
+        }
+    };
+}
+
+lists! {
+    changed {
+    tools: ToolCallState, |a: &ToolCallState, b: &ToolCallState| a == b;
+    // Bodies are shared: the same allocation is the same item, and comparing bodies would cost
+    // as much as copying them.
+    evidence: Arc<Evidence>, |a: &Arc<Evidence>, b: &Arc<Evidence>| Arc::ptr_eq(a, b);
+    actions: ActionState, |a: &ActionState, b: &ActionState| a == b;
+    }
+    appended {
+    timeline: TimelineItem;
+    chat: ChatEntry;
+    findings: Finding;
+    warnings: String;
+    verifications: Verification;
+    }
+}
+
+/// Builds the index and the keyframes in one pass over the records.
+struct Builder {
+    gap_cap: f64,
+    times: Vec<f64>,
+    play_at: Vec<f64>,
+    stage_starts: Vec<(usize, Stage)>,
+    keyframes: Vec<Keyframe>,
+    /// The latest keyframe, until the next one is known to diff it against.
+    pending: Option<(usize, Incident, Lens)>,
+    fold: Incident,
+    prev_t: f64,
+    play: f64,
+    since_keyframe: usize,
+    bytes_at_keyframe: u64,
+}
+
+impl Builder {
+    fn new(gap_cap: f64) -> Builder {
+        Builder {
+            gap_cap,
+            times: Vec::new(),
+            play_at: Vec::new(),
+            stage_starts: Vec::new(),
+            keyframes: Vec::new(),
+            pending: Some((0, Incident::new(), Lens::default())),
+            fold: Incident::new(),
+            prev_t: 0.0,
+            play: 0.0,
+            since_keyframe: 0,
+            bytes_at_keyframe: 0,
+        }
+    }
+
+    /// Fold record number `self.times.len()`; `cut` says a keyframe is due after it.
+    fn push(&mut self, t: f64, event: &Event, cut: impl Fn(usize, u64) -> bool, bytes: u64) {
+        let i = self.times.len();
+        let tt = if t.is_finite() { t } else { self.prev_t };
+        // Out-of-order times replay as simultaneous rather than going backwards.
+        self.play += (tt - self.prev_t).clamp(0.0, self.gap_cap);
+        self.prev_t = self.prev_t.max(tt);
+        self.play_at.push(self.play);
+        self.times.push(t);
+        if let Event::StageStarted { stage } = event {
+            self.stage_starts.push((i, *stage));
+        }
+        self.fold.apply(t, event);
+        self.since_keyframe += 1;
+        if self.since_keyframe >= MIN_KEYFRAME_EVERY
+            && cut(self.since_keyframe, bytes - self.bytes_at_keyframe)
+        {
+            self.since_keyframe = 0;
+            self.bytes_at_keyframe = bytes;
+            self.settle_pending();
+            let (mut copy, lens) = snapshot(&mut self.fold);
+            copy.drop_index();
+            self.pending = Some((i + 1, copy, lens));
+        }
+    }
+
+    /// Store the pending keyframe as a difference from the fold as it stands now.
+    fn settle_pending(&mut self) {
+        if let Some((at, mut base, lens)) = self.pending.take() {
+            let lists = Lists::take(&mut base, lens, &self.fold);
+            self.keyframes.push(Keyframe { at, base, lists });
+        }
+    }
+
+    fn finish(mut self, source: Source) -> Replay {
+        self.settle_pending();
+        // Nothing grows any more: give back what doubling reserved (bodies grown by appends
+        // hold up to twice their text).
+        self.times.shrink_to_fit();
+        self.play_at.shrink_to_fit();
+        for e in &mut self.fold.evidence {
+            if let Some(e) = Arc::get_mut(e)
+                && let crate::model::EvidenceBody::Text { text, .. } = &mut e.body
+            {
+                text.shrink_to_fit();
+            }
+        }
+        Replay {
+            source,
+            times: self.times,
+            play_at: self.play_at,
+            stage_starts: self.stage_starts,
+            gap_cap: self.gap_cap,
+            keyframes: self.keyframes,
+            last: self.fold,
+            truncated: false,
+            pos: 0,
+            incident: Incident::new(),
+            play: 0.0,
+            speed: 1.0,
+            paused: false,
+        }
+    }
+}
+
+/// A session file opened for replay: the clock, and what the file's first line and any damage say.
+#[derive(Debug)]
+pub struct OpenedReplay {
+    pub replay: Replay,
+    pub header: SessionHeader,
+    pub tear: Option<Tear>,
+}
+
+fn sanitize_gap_cap(gap_cap: f64) -> f64 {
+    if gap_cap.is_finite() && gap_cap > 0.0 {
+        gap_cap
+    } else {
+        DEFAULT_GAP_CAP
+    }
+}
+
+impl From<Vec<Record>> for Replay {
+    fn from(records: Vec<Record>) -> Replay {
+        Replay::new(records)
+    }
 }
 
 impl Replay {
@@ -48,42 +365,47 @@ impl Replay {
 
     /// A replay where idle gaps longer than `gap_cap` seconds are shortened to it.
     pub fn with_gap_cap(records: Vec<Record>, gap_cap: f64) -> Replay {
-        let gap_cap = if gap_cap.is_finite() && gap_cap > 0.0 {
-            gap_cap
-        } else {
-            DEFAULT_GAP_CAP
-        };
-        let mut play_at = Vec::with_capacity(records.len());
-        let mut prev_t = 0.0_f64;
-        let mut play = 0.0_f64;
+        let mut b = Builder::new(sanitize_gap_cap(gap_cap));
+        let every = records.len().div_ceil(MAX_KEYFRAMES);
         for r in &records {
-            let t = if r.t.is_finite() { r.t } else { prev_t };
-            // Out-of-order times replay as simultaneous rather than going backwards.
-            play += (t - prev_t).clamp(0.0, gap_cap);
-            prev_t = prev_t.max(t);
-            play_at.push(play);
+            b.push(r.t, &r.event, |n, _| n >= every, 0);
         }
-        let keyframe_every = MIN_KEYFRAME_EVERY.max(records.len().div_ceil(MAX_KEYFRAMES));
-        let mut keyframes = vec![Incident::new()];
-        let mut fold = Incident::new();
-        for (i, r) in records.iter().enumerate() {
-            fold.apply(r.t, &r.event);
-            if (i + 1) % keyframe_every == 0 {
-                keyframes.push(fold.clone());
-            }
+        b.finish(Source::Memory(records))
+    }
+
+    /// Open a session file for replay without holding its records: one pass reads the file,
+    /// keeping each record's offset and time, and folds it to build the keyframes. Damage after
+    /// the header ends the replay there, as [`super::read_file`] does.
+    pub fn open(path: &Path) -> Result<OpenedReplay, SessionError> {
+        let io = |source| SessionError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(io)?;
+        let size = file.metadata().map_err(io)?.len();
+        let mut reader = super::Reader::new(BufReader::with_capacity(1 << 16, file))
+            .map_err(|e| e.with_path(path))?;
+        let mut b = Builder::new(DEFAULT_GAP_CAP);
+        let step = size.div_ceil(MAX_KEYFRAMES as u64).max(1);
+        let mut offsets = Vec::new();
+        while let Some(r) = reader.next() {
+            offsets.push(reader.record_offset());
+            b.push(r.t, &r.event, |_, bytes| bytes >= step, reader.offset());
         }
-        Replay {
-            records,
-            play_at,
-            gap_cap,
-            keyframes,
-            keyframe_every,
-            pos: 0,
-            incident: Incident::new(),
-            play: 0.0,
-            speed: 1.0,
-            paused: false,
-        }
+        offsets.shrink_to_fit();
+        let header = reader.header().clone();
+        let tear = reader.tear().cloned();
+        let replay = b.finish(Source::File(FileRecords {
+            path: path.to_path_buf(),
+            offsets,
+            reader: None,
+            next: usize::MAX,
+        }));
+        Ok(OpenedReplay {
+            replay,
+            header,
+            tear,
+        })
     }
 
     /// The fold of every record applied so far.
@@ -91,8 +413,17 @@ impl Replay {
         &self.incident
     }
 
-    pub fn records(&self) -> &[Record] {
-        &self.records
+    /// Record `index`, read back from where the replay keeps it.
+    pub fn record(&mut self, index: usize) -> Option<Record> {
+        match &mut self.source {
+            Source::Memory(records) => records.get(index).cloned(),
+            Source::File(f) => f.read(index),
+        }
+    }
+
+    /// Where each stage began (record index and stage), in order.
+    pub fn stage_starts(&self) -> &[(usize, Stage)] {
+        &self.stage_starts
     }
 
     /// Records applied so far.
@@ -101,24 +432,25 @@ impl Replay {
     }
 
     pub fn len(&self) -> usize {
-        self.records.len()
+        self.times.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+        self.times.is_empty()
     }
 
     /// Every record has been applied.
     pub fn is_finished(&self) -> bool {
-        self.pos >= self.records.len()
+        self.pos >= self.len()
     }
 
     pub fn gap_cap(&self) -> f64 {
         self.gap_cap
     }
 
+    /// Records between keyframes, on average.
     pub fn keyframe_every(&self) -> usize {
-        self.keyframe_every
+        self.len().div_ceil(self.keyframes.len().max(1)).max(1)
     }
 
     pub fn speed(&self) -> f64 {
@@ -167,7 +499,7 @@ impl Replay {
 
     /// Session time of the last record.
     pub fn duration(&self) -> f64 {
-        self.records.iter().map(|r| r.t).fold(0.0, f64::max)
+        self.times.iter().copied().fold(0.0, f64::max)
     }
 
     /// Current play time.
@@ -186,9 +518,9 @@ impl Replay {
             None => 0.0,
             Some(last) => {
                 let since = (self.play - self.play_at[last]).max(0.0);
-                let t = self.records[last].t;
-                match self.records.get(self.pos) {
-                    Some(next) => (t + since).min(next.t.max(t)),
+                let t = self.times[last];
+                match self.times.get(self.pos) {
+                    Some(next) => (t + since).min(next.max(t)),
                     None => t,
                 }
             }
@@ -213,7 +545,7 @@ impl Replay {
         }
         self.play = (self.play + wall.as_secs_f64() * self.speed).min(self.play_duration());
         let before = self.pos;
-        while self.pos < self.records.len() && self.play_at[self.pos] <= self.play {
+        while self.pos < self.len() && self.play_at[self.pos] <= self.play {
             self.apply_next();
         }
         self.pos - before
@@ -236,7 +568,9 @@ impl Replay {
             return false;
         }
         self.apply_next();
-        self.play = self.play_at[self.pos - 1];
+        if let Some(last) = self.pos.checked_sub(1) {
+            self.play = self.play_at[last];
+        }
         true
     }
 
@@ -253,27 +587,85 @@ impl Replay {
     }
 
     fn apply_next(&mut self) {
-        let r = &self.records[self.pos];
-        self.incident.apply(r.t, &r.event);
-        self.pos += 1;
+        let record = match &mut self.source {
+            Source::Memory(records) => {
+                if let Some(r) = records.get(self.pos) {
+                    self.incident.apply(r.t, &r.event);
+                    self.pos += 1;
+                }
+                return;
+            }
+            Source::File(f) => f.read(self.pos),
+        };
+        match record {
+            Some(r) => {
+                self.incident.apply(r.t, &r.event);
+                self.pos += 1;
+            }
+            // The file changed under the replay: it ends where the file stopped making sense.
+            None => self.truncate(self.pos),
+        }
+    }
+
+    /// Forget records from `n` on. Keyframes stay: those past `n` are never chosen again but
+    /// still link the earlier ones to `last`, which no longer describes the end.
+    fn truncate(&mut self, n: usize) {
+        self.times.truncate(n);
+        self.play_at.truncate(n);
+        self.stage_starts.retain(|(i, _)| *i < n);
+        if let Source::File(f) = &mut self.source {
+            f.offsets.truncate(n);
+        }
+        self.truncated = true;
+        self.pos = self.pos.min(n);
+    }
+
+    /// The fold after the first `keyframes[k].at` records.
+    fn keyframe(&self, k: usize) -> Incident {
+        let Some(kf) = self.keyframes.get(k) else {
+            return Incident::new();
+        };
+        let mut inc = kf.base.clone();
+        let chain: Vec<&Lists> = self.keyframes[k..]
+            .iter()
+            .rev()
+            .map(|kf| &kf.lists)
+            .collect();
+        Lists::restore(&mut inc, &self.last, &chain);
+        inc.reindex();
+        inc
     }
 
     /// Position the replay after the first `n` records (clamped), rebuilding the fold from the
     /// nearest keyframe at or before `n`.
     pub fn seek_index(&mut self, n: usize) {
-        let n = n.min(self.records.len());
-        let forward_cost = n.checked_sub(self.pos);
-        let k = (n / self.keyframe_every).min(self.keyframes.len() - 1);
-        let from_keyframe = n - k * self.keyframe_every;
-        // Folding forward from here is cheaper than restarting from a keyframe when close by.
-        if forward_cost.is_none_or(|c| c > from_keyframe) {
-            self.incident = self.keyframes[k].clone();
-            self.pos = k * self.keyframe_every;
+        let n = n.min(self.len());
+        // The end is kept whole: jumping there is a copy, not a fold.
+        if n == self.len() && !self.truncated && (self.pos > n || n - self.pos > MIN_KEYFRAME_EVERY)
+        {
+            self.incident = self.last.clone();
+            self.pos = n;
+        } else {
+            let forward_cost = n.checked_sub(self.pos);
+            let k = self
+                .keyframes
+                .partition_point(|kf| kf.at <= n)
+                .saturating_sub(1);
+            let at = self.keyframes.get(k).map(|kf| kf.at).unwrap_or(0);
+            // Folding forward from here is cheaper than restarting from a keyframe when close by.
+            if forward_cost.is_none_or(|c| c > n - at) {
+                self.incident = self.keyframe(k);
+                self.pos = at;
+            }
+            while self.pos < n {
+                let before = self.pos;
+                self.apply_next();
+                if self.pos == before {
+                    break;
+                }
+            }
         }
-        while self.pos < n {
-            self.apply_next();
-        }
-        self.play = match n.checked_sub(1) {
+        self.play = match self.pos.checked_sub(1) {
             Some(last) => self.play_at[last],
             None => 0.0,
         };
@@ -281,10 +673,11 @@ impl Replay {
 
     /// Position at session time `t`: every record with `r.t <= t` applied.
     pub fn seek_time(&mut self, t: f64) {
-        let n = self.records.iter().take_while(|r| r.t <= t).count();
+        let n = self.times.iter().take_while(|rt| **rt <= t).count();
         self.seek_index(n);
+        let n = self.pos;
         if let Some(last) = n.checked_sub(1) {
-            let since = (t - self.records[last].t).clamp(0.0, self.gap_cap);
+            let since = (t - self.times[last]).clamp(0.0, self.gap_cap);
             let limit = self.play_at.get(n).copied().unwrap_or(self.play_at[last]);
             self.play = (self.play_at[last] + since).min(limit);
         }
@@ -298,16 +691,17 @@ impl Replay {
             0.0
         };
         let target = fraction * self.play_duration();
-        let n = self.play_at.iter().take_while(|p| **p <= target).count();
+        let n = self.play_at.partition_point(|p| *p <= target);
         self.seek_index(n);
-        self.play = target;
+        self.play = target.min(self.play_duration());
     }
 
     /// Index of the record that starts `stage` (its first start), if the session reached it.
     pub fn stage_index(&self, stage: Stage) -> Option<usize> {
-        self.records
+        self.stage_starts
             .iter()
-            .position(|r| matches!(r.event, Event::StageStarted { stage: s } if s == stage))
+            .find(|(_, s)| *s == stage)
+            .map(|(i, _)| *i)
     }
 
     /// Position just after `stage` started. Returns false when the session never reached it.
@@ -323,12 +717,10 @@ impl Replay {
 
     /// Jump to the start of the next stage after the current position.
     pub fn next_stage(&mut self) -> bool {
-        let found = self.records[self.pos.min(self.records.len())..]
-            .iter()
-            .position(|r| matches!(r.event, Event::StageStarted { .. }));
-        match found {
-            Some(i) => {
-                self.seek_index(self.pos + i + 1);
+        let from = self.pos;
+        match self.stage_starts.iter().find(|(i, _)| *i >= from) {
+            Some(&(i, _)) => {
+                self.seek_index(i + 1);
                 true
             }
             None => false,
@@ -339,11 +731,8 @@ impl Replay {
     pub fn prev_stage(&mut self) -> bool {
         // The stage start that produced the current position is at index pos - 1; skip it.
         let upto = self.pos.saturating_sub(1);
-        let found = self.records[..upto]
-            .iter()
-            .rposition(|r| matches!(r.event, Event::StageStarted { .. }));
-        match found {
-            Some(i) => {
+        match self.stage_starts.iter().rev().find(|(i, _)| *i < upto) {
+            Some(&(i, _)) => {
                 self.seek_index(i + 1);
                 true
             }
@@ -461,5 +850,146 @@ mod tests {
         r.seek_fraction(0.5);
         r.seek_time(10.0);
         assert_eq!(r.session_time(), 0.0);
+    }
+
+    /// Tool calls that finish long after they start, evidence that grows while keyframes are
+    /// taken, warnings and stages: every list of the fold changes between keyframes.
+    fn busy_session(n: usize) -> Vec<Record> {
+        use crate::model::{Evidence, EvidenceBody};
+        let mut out = Vec::new();
+        let mut i = 0;
+        while out.len() < n {
+            let t = out.len() as f64 * 0.05;
+            let call = format!("c{}", i % 37);
+            let event = match i % 9 {
+                0 => Event::ToolCalled {
+                    call_id: call,
+                    tool: "loki.query_range".into(),
+                    specialist: None,
+                    params: Default::default(),
+                },
+                1 => Event::EvidenceAdded {
+                    evidence: Evidence {
+                        id: format!("e{}", i % 53),
+                        kind: "logs".into(),
+                        title: format!("logs {i}"),
+                        source: "loki.query_range".into(),
+                        call_id: Some(format!("c{}", (i + 11) % 37)),
+                        body: EvidenceBody::Text {
+                            language: "log".into(),
+                            text: format!("first {i}"),
+                        },
+                    },
+                },
+                2 | 4 | 5 => Event::EvidenceAppended {
+                    evidence_id: format!("e{}", (i * 7) % 53),
+                    text: format!("line {i}"),
+                },
+                3 => Event::ToolSucceeded {
+                    call_id: format!("c{}", (i * 5) % 37),
+                    duration_ms: i as u64,
+                    summary: format!("done {i}"),
+                },
+                6 => Event::StageStarted {
+                    stage: Stage::ALL[(i / 9) % 8],
+                },
+                _ => Event::Warning {
+                    message: format!("w{i}"),
+                },
+            };
+            out.push(Record { t, event });
+            i += 1;
+        }
+        out
+    }
+
+    fn check_seeks(r: &mut Replay, records: &[Record]) {
+        let len = records.len();
+        let mut targets: Vec<usize> = (0..=len).step_by(13).collect();
+        targets.extend([len, 0, len - 1, 64, 63, 65, 128, len / 2, 1, len]);
+        for n in targets {
+            r.seek_index(n);
+            let expect = Incident::fold(records[..n].iter().map(|r| (r.t, &r.event)));
+            assert_eq!(r.incident(), &expect, "n = {n}");
+            for e in &expect.evidence {
+                assert_eq!(
+                    r.incident().evidence(&e.id),
+                    expect.evidence(&e.id),
+                    "n = {n}"
+                );
+            }
+        }
+        r.seek_fraction(1.0);
+        assert!(r.is_finished());
+    }
+
+    #[test]
+    fn keyframes_rebuild_every_list_of_the_fold() {
+        let records = busy_session(5000);
+        let mut r = Replay::new(records.clone());
+        assert!(r.keyframes.len() > 20, "{}", r.keyframes.len());
+        check_seeks(&mut r, &records);
+    }
+
+    #[test]
+    fn a_replay_opened_from_a_file_matches_one_in_memory() {
+        let records = busy_session(3000);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("s.ndjson");
+        let mut text = String::from(
+            r#"{"sitrep_session":1,"id":"s","started":"2026-11-22T09:00:00Z","title":"t"}"#,
+        );
+        text.push('\n');
+        for r in &records {
+            text.push_str(&serde_json::to_string(r).unwrap_or_default());
+            text.push('\n');
+        }
+        // A torn last line: the replay ends before it.
+        text.push_str(r#"{"t":999.0,"event":{"type":"warn"#);
+        std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{e}"));
+        let opened = Replay::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(opened.header.id, "s");
+        assert!(opened.tear.is_some());
+        let mut r = opened.replay;
+        assert_eq!(r.len(), records.len());
+        let memory = Replay::new(records.clone());
+        assert_eq!(r.stage_starts(), memory.stage_starts());
+        assert_eq!(r.play_duration(), memory.play_duration());
+        assert_eq!(r.record(17).as_ref(), records.get(17));
+        check_seeks(&mut r, &records);
+        // Playing through reads the records in order.
+        r.seek_index(0);
+        r.resume();
+        r.set_speed(MAX_SPEED);
+        while !r.is_finished() {
+            r.advance(Duration::from_secs(60));
+        }
+        let all = Incident::fold(records.iter().map(|r| (r.t, &r.event)));
+        assert_eq!(r.incident(), &all);
+    }
+
+    #[test]
+    fn a_replay_survives_its_file_shrinking() {
+        let records = busy_session(400);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("s.ndjson");
+        let mut text = String::from(
+            r#"{"sitrep_session":1,"id":"s","started":"2026-11-22T09:00:00Z","title":"t"}"#,
+        );
+        text.push('\n');
+        for r in &records {
+            text.push_str(&serde_json::to_string(r).unwrap_or_default());
+            text.push('\n');
+        }
+        std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{e}"));
+        let mut r = Replay::open(&path)
+            .map(|o| o.replay)
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&path, &text[..text.len() / 2]).unwrap_or_else(|e| panic!("{e}"));
+        r.seek_index(r.len() - 1);
+        assert!(r.len() < records.len());
+        assert!(r.position() <= r.len());
+        let expect = Incident::fold(records[..r.position()].iter().map(|r| (r.t, &r.event)));
+        assert_eq!(r.incident(), &expect);
     }
 }

@@ -137,6 +137,7 @@ impl Index {
         self.evidence
             .get(id)
             .and_then(|i| inc.evidence.get(*i))
+            .map(|e| &**e)
             .filter(|e| e.id == id)
             .or_else(|| inc.evidence(id))
     }

@@ -1,6 +1,6 @@
 //! A replay on screen: the session's replay clock plus the progress bar's stage marks.
 
-use crate::model::{Event, Record, Stage};
+use crate::model::Stage;
 use crate::session::replay::Replay;
 use std::time::Duration;
 
@@ -13,21 +13,17 @@ pub struct ReplayUi {
 
 impl ReplayUi {
     /// Positioned at the start and paused; the event loop starts playback.
-    pub fn new(records: Vec<Record>) -> ReplayUi {
-        let mut clock = Replay::new(records);
+    pub fn new(records: impl Into<Replay>) -> ReplayUi {
+        let mut clock: Replay = records.into();
         clock.pause();
         let total = clock.play_duration();
         let marks = clock
-            .records()
+            .stage_starts()
             .iter()
-            .enumerate()
-            .filter_map(|(i, r)| match r.event {
-                Event::StageStarted { stage } => {
-                    let at = clock.play_time_at(i).unwrap_or(0.0);
-                    let frac = if total > 0.0 { at / total } else { 0.0 };
-                    Some((frac.clamp(0.0, 1.0), stage))
-                }
-                _ => None,
+            .map(|&(i, stage)| {
+                let at = clock.play_time_at(i).unwrap_or(0.0);
+                let frac = if total > 0.0 { at / total } else { 0.0 };
+                (frac.clamp(0.0, 1.0), stage)
             })
             .collect();
         ReplayUi { clock, marks }

@@ -172,7 +172,11 @@ impl AppState {
     }
 
     /// A read-only replay over recorded events.
-    pub fn new_replay(theme: Theme, keymap: Keymap, records: Vec<Record>) -> AppState {
+    pub fn new_replay(
+        theme: Theme,
+        keymap: Keymap,
+        records: impl Into<crate::session::replay::Replay>,
+    ) -> AppState {
         let mut s = AppState::new(theme, keymap);
         s.read_only = true;
         s.replay = Some(ReplayUi::new(records));

@@ -3,7 +3,7 @@
 
 use crate::integrations::transport::{Recording, parse_recordings};
 use crate::model::{Category, WebhookPayload};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -103,6 +103,10 @@ pub struct LoadedCase {
     pub overlays: BTreeMap<String, Vec<Recording>>,
 }
 
+/// The years a case's clock may take.
+const MIN_YEAR: i32 = 1970;
+const MAX_YEAR: i32 = 2200;
+
 fn line_of(text: &str, offset: usize) -> usize {
     text.get(..offset.min(text.len()))
         .map(|s| s.matches('\n').count() + 1)
@@ -135,18 +139,37 @@ pub fn load(
         file: name("case.toml"),
     })?;
     let meta: CaseMeta = toml_parse(&name("case.toml"), meta_text)?;
+    // The clock feeds query windows, Loki's nanosecond timestamps and date arithmetic; a year
+    // outside this range would overflow one of them.
+    if !(MIN_YEAR..=MAX_YEAR).contains(&meta.now.year()) {
+        return Err(CaseError::Invalid {
+            file: name("case.toml"),
+            message: format!(
+                "`now` = {} is outside the years {MIN_YEAR}..={MAX_YEAR} a world clock may take",
+                meta.now.to_rfc3339()
+            ),
+        });
+    }
 
-    let alert =
-        match files.get("alert.json") {
-            None => None,
-            Some(text) => Some(serde_json::from_str::<WebhookPayload>(text).map_err(|e| {
-                CaseError::Parse {
+    let alert = match files.get("alert.json") {
+        None => None,
+        Some(text) => {
+            let payload =
+                serde_json::from_str::<WebhookPayload>(text).map_err(|e| CaseError::Parse {
                     file: name("alert.json"),
                     line: e.line().max(1),
                     message: e.to_string(),
-                }
-            })?),
-        };
+                })?;
+            // `{}` or `[]` deserialize (every field has a default); an alert file still needs alerts.
+            if let Err(e) = WebhookPayload::parse(text) {
+                return Err(CaseError::Invalid {
+                    file: name("alert.json"),
+                    message: e.to_string(),
+                });
+            }
+            Some(payload)
+        }
+    };
 
     let expect = match files.get("expect.toml") {
         None => None,

@@ -11,7 +11,7 @@ use crate::integrations::transport::{
 };
 use crate::integrations::{
     AlertmanagerClient, ErrorKind, GitHubClient, IntegrationError, KubernetesClient, LokiClient,
-    PrometheusClient, ResourceChange, SilenceSpec,
+    PagerDutyClient, PrometheusClient, ResourceChange, SilenceSpec,
 };
 use crate::model::catalog::{self, ActionKind, Handler};
 use crate::model::{Action, WebhookPayload};
@@ -63,6 +63,7 @@ pub struct World {
     loki: LokiClient,
     alertmanager: AlertmanagerClient,
     github: GitHubClient,
+    pagerduty: PagerDutyClient,
 }
 
 impl std::fmt::Debug for World {
@@ -106,6 +107,7 @@ impl World {
             loki: LokiClient::new(transport.clone()),
             alertmanager: AlertmanagerClient::new(transport.clone()),
             github: GitHubClient::new(transport.clone()),
+            pagerduty: PagerDutyClient::new(transport.clone()),
             transport,
         }
     }
@@ -177,6 +179,8 @@ impl World {
         alert: Option<&WebhookPayload>,
     ) -> Result<World, WorldError> {
         let (live, namespace, repo) = live_transport(config).await?;
+        // Everything written to the case is masked like a response: it is shared with others.
+        let redactor = live.redactor().clone();
         let io = |path: PathBuf| move |source| WorldError::Io { path, source };
         std::fs::create_dir_all(dir).map_err(io(dir.to_path_buf()))?;
         let now = Utc::now();
@@ -187,7 +191,7 @@ impl World {
             .to_string();
         let meta = case::CaseMeta {
             id,
-            title: title.to_string(),
+            title: redactor.redact(title).into_owned(),
             now,
             difficulty: None,
             source: Some("recorded with sitrep investigate --record".into()),
@@ -196,13 +200,16 @@ impl World {
         let case_path = dir.join("case.toml");
         std::fs::write(&case_path, meta_text).map_err(io(case_path))?;
         if let Some(alert) = alert {
-            let text = serde_json::to_string_pretty(alert)
+            let mut alert = alert.clone();
+            redactor.redact_payload(&mut alert);
+            let text = serde_json::to_string_pretty(&alert)
                 .map_err(|e| WorldError::Config(e.to_string()))?;
             let alert_path = dir.join("alert.json");
             std::fs::write(&alert_path, text).map_err(io(alert_path))?;
         }
         let recording = RecordingTransport::new(Arc::new(live), dir)
-            .map_err(io(dir.join("recordings.ndjson")))?;
+            .map_err(io(dir.join("recordings.ndjson")))?
+            .with_redactor(redactor);
         Ok(World::with_transport(
             Arc::new(recording),
             Mode::Recording,
@@ -256,6 +263,9 @@ impl World {
     }
     pub fn github(&self) -> &GitHubClient {
         &self.github
+    }
+    pub fn pagerduty(&self) -> &PagerDutyClient {
+        &self.pagerduty
     }
 
     /// Runs a mutating action. In replay the call is answered from the recordings when it can be, is
@@ -443,6 +453,26 @@ impl World {
                 let id = self.alertmanager.create_silence(&spec).await?;
                 Ok(format!("silence {id} created for {minutes} minutes"))
             }
+            ActionKind::ExpireSilence => {
+                let id = name("silence_id")?;
+                self.alertmanager.expire_silence(id).await?;
+                Ok(format!("silence {id} expired"))
+            }
+            ActionKind::PagerDutyAcknowledge | ActionKind::PagerDutyResolve => {
+                let id = name("incident_id")?;
+                let wanted = if kind == ActionKind::PagerDutyAcknowledge {
+                    "acknowledged"
+                } else {
+                    "resolved"
+                };
+                let status = self.pagerduty.set_status(id, wanted).await?;
+                Ok(format!("incident {id} is now {status}"))
+            }
+            ActionKind::PagerDutyAddNote => {
+                let id = name("incident_id")?;
+                let note = self.pagerduty.add_note(id, name("content")?).await?;
+                Ok(format!("note {note} added to incident {id}"))
+            }
             ActionKind::RevertPr => {
                 let repo = param_str("repo")
                     .or(self.github_repo.as_deref())
@@ -559,6 +589,31 @@ async fn live_transport(
             ep.headers.push(("X-Scope-OrgID".into(), org.clone()));
         }
         t = t.with_endpoint("loki", ep);
+    }
+    if let Some(p) = &int.pagerduty {
+        // PagerDuty wants `Authorization: Token token=KEY`: a bearer-kind secret is sent that way.
+        let auth = match resolve_auth(config, "integrations.pagerduty", p.auth.as_ref())? {
+            Some(ResolvedAuth::Bearer(key)) => {
+                let key = secrecy::ExposeSecret::expose_secret(&key).to_string();
+                let value = secrecy::SecretString::from(format!("Token token={key}"));
+                // The bare key is masked too, should an answer echo it.
+                t = t.with_secrets(vec![key]);
+                Some(ResolvedAuth::Header {
+                    name: "Authorization".into(),
+                    value,
+                })
+            }
+            other => other,
+        };
+        let mut ep = endpoint(&p.url, p.timeout_secs, auth);
+        ep.headers.push((
+            "Accept".into(),
+            "application/vnd.pagerduty+json;version=2".into(),
+        ));
+        if let Some(from) = &p.from_email {
+            ep.headers.push(("From".into(), from.clone()));
+        }
+        t = t.with_endpoint("pagerduty", ep);
     }
     let mut repo = None;
     if let Some(g) = &int.github {

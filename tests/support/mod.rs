@@ -998,6 +998,16 @@ pub fn metric_history(end: i64) -> (String, Vec<(i64, f64)>) {
 /// Starts a real Prometheus on a free port over a TSDB made from `openmetrics` by promtool, with
 /// `rules` (a rule file's YAML) loaded.
 pub async fn prometheus(openmetrics: &str, rules: &str) -> Result<Proc, String> {
+    prometheus_alerting(openmetrics, rules, None).await
+}
+
+/// As [`prometheus`], sending its firing alerts to the Alertmanager at `alertmanager` (a URL), and
+/// re-sending them every second so a receiver sees repeated deliveries.
+pub async fn prometheus_alerting(
+    openmetrics: &str,
+    rules: &str,
+    alertmanager: Option<&str>,
+) -> Result<Proc, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let data = dir.path().join("data");
     let om = dir.path().join("history.om");
@@ -1017,17 +1027,21 @@ pub async fn prometheus(openmetrics: &str, rules: &str) -> Result<Proc, String> 
     let rules_path = dir.path().join("rules.yml");
     std::fs::write(&rules_path, rules).map_err(|e| e.to_string())?;
     let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  evaluation_interval: 1s\nrule_files:\n  - {}\n",
-            rules_path.display()
-        ),
-    )
-    .map_err(|e| e.to_string())?;
+    let mut text = format!(
+        "global:\n  evaluation_interval: 1s\nrule_files:\n  - {}\n",
+        rules_path.display()
+    );
+    if let Some(am) = alertmanager {
+        let target = am.trim_start_matches("http://");
+        text.push_str(&format!(
+            "alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['{target}']\n"
+        ));
+    }
+    std::fs::write(&config, text).map_err(|e| e.to_string())?;
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
     let mut child = Command::new("prometheus")
+        .arg("--rules.alert.resend-delay=1s")
         .arg(format!("--config.file={}", config.display()))
         .arg(format!("--storage.tsdb.path={}", data.display()))
         .arg(format!("--web.listen-address=127.0.0.1:{port}"))
@@ -1042,13 +1056,30 @@ pub async fn prometheus(openmetrics: &str, rules: &str) -> Result<Proc, String> 
 
 /// Starts a real Alertmanager on a free port, clustering off.
 pub async fn alertmanager() -> Result<Proc, String> {
+    alertmanager_with("route:\n  receiver: 'null'\nreceivers:\n  - name: 'null'\n").await
+}
+
+/// An Alertmanager configuration that sends every group, quickly and repeatedly, to a webhook
+/// receiver at `url` (with `bearer` as its token, when given).
+pub fn webhook_config(url: &str, bearer: Option<&str>) -> String {
+    let auth = bearer
+        .map(|t| {
+            format!(
+                "        http_config:\n          authorization:\n            credentials: '{t}'\n"
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "route:\n  receiver: sitrep\n  group_by: ['alertname']\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 2s\n\
+receivers:\n  - name: sitrep\n    webhook_configs:\n      - url: '{url}'\n        send_resolved: true\n{auth}"
+    )
+}
+
+/// Starts a real Alertmanager on a free port with `config` (its YAML), clustering off.
+pub async fn alertmanager_with(config_yaml: &str) -> Result<Proc, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let config = dir.path().join("alertmanager.yml");
-    std::fs::write(
-        &config,
-        "route:\n  receiver: 'null'\nreceivers:\n  - name: 'null'\n",
-    )
-    .map_err(|e| e.to_string())?;
+    std::fs::write(&config, config_yaml).map_err(|e| e.to_string())?;
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
     let mut child = Command::new("prometheus-alertmanager")
@@ -1173,4 +1204,116 @@ pub async fn exercise(
         }
     };
     Ok(n)
+}
+
+// ---------------------------------------------------------------------------------------------
+// `sitrep serve`, the real binary
+
+/// A running `sitrep serve`; killed on drop.
+pub struct Served {
+    pub url: String,
+    pub child: Child,
+    pub sessions: PathBuf,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `sitrep serve` on a free loopback port and waits until it answers.
+pub async fn sitrep_serve(
+    port: u16,
+    dir: &Path,
+    config: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Served {
+    let port = if port == 0 { free_port() } else { port };
+    let sessions = dir.join("sessions");
+    let config_path = dir.join("config.toml");
+    std::fs::write(&config_path, config).expect("config");
+    let listen = format!("127.0.0.1:{port}");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sitrep"));
+    cmd.args(["serve", "--listen", &listen, "--sessions-dir"])
+        .arg(&sessions)
+        .args(extra)
+        .env("SITREP_CONFIG", &config_path)
+        .env("SITREP_DATA_DIR", dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn sitrep serve");
+    let url = format!("http://{listen}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            panic!("sitrep serve exited early ({status}): {err}");
+        }
+        if tokio::net::TcpStream::connect(&listen).await.is_ok() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "sitrep serve never listened");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Served {
+        url,
+        child,
+        sessions,
+    }
+}
+
+pub fn session_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "ndjson"))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// Waits (up to 20 s) until `dir` holds `n` session files.
+pub async fn wait_for_sessions(dir: &Path, n: usize) -> Vec<PathBuf> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let files = session_files(dir);
+        if files.len() >= n {
+            return files;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} of {n} session files",
+            files.len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Sends SIGTERM and waits for a clean exit.
+pub fn terminate(served: &mut Served) -> std::process::ExitStatus {
+    // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+    unsafe {
+        libc::kill(served.child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(Some(status)) = served.child.try_wait() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

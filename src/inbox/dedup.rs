@@ -1,0 +1,134 @@
+//! Deduplication: Alertmanager-compatible label fingerprints, and which alerts already have an investigation.
+
+use std::collections::{BTreeMap, HashMap};
+
+/// The fingerprint Alertmanager gives a label set (FNV-1a 64 over sorted `name 0xff value 0xff`),
+/// so the same alert seen in Prometheus and in Alertmanager is recognised as one.
+pub fn fingerprint(labels: &BTreeMap<String, String>) -> String {
+    const OFFSET: u64 = 14_695_981_039_346_656_037;
+    const PRIME: u64 = 1_099_511_628_211;
+    let mut h = OFFSET;
+    let mut add = |bytes: &[u8]| {
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(PRIME);
+        }
+    };
+    // A BTreeMap iterates in name order, as Alertmanager sorts them.
+    for (name, value) in labels {
+        add(name.as_bytes());
+        add(&[0xff]);
+        add(value.as_bytes());
+        add(&[0xff]);
+    }
+    format!("{h:016x}")
+}
+
+/// Whether a delivery needs a new investigation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Claim {
+    /// These fingerprints are new: start one investigation for them.
+    New(Vec<String>),
+    /// Everything in the delivery is already under investigation in this session.
+    Known(String),
+}
+
+/// Alerts (by fingerprint) and groups (by group key) already under investigation, and the session
+/// investigating them. A repeated webhook delivery claims nothing new.
+#[derive(Debug, Default)]
+pub struct Deduper {
+    by_fingerprint: HashMap<String, String>,
+    by_group: HashMap<String, String>,
+}
+
+impl Deduper {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Which of `fingerprints` (delivered under `group_key`) nobody investigates yet. An empty delivery
+    /// counts as new only when its group is.
+    pub fn check(&self, group_key: &str, fingerprints: &[String]) -> Claim {
+        let new: Vec<String> = fingerprints
+            .iter()
+            .filter(|f| !self.by_fingerprint.contains_key(*f))
+            .cloned()
+            .collect();
+        if !new.is_empty() {
+            return Claim::New(new);
+        }
+        let known = fingerprints
+            .iter()
+            .find_map(|f| self.by_fingerprint.get(f))
+            .or_else(|| self.by_group.get(group_key));
+        match known {
+            Some(session) => Claim::Known(session.clone()),
+            None => Claim::New(Vec::new()),
+        }
+    }
+
+    /// Records that `session` investigates these alerts and this group.
+    pub fn record(&mut self, group_key: &str, fingerprints: &[String], session: &str) {
+        for f in fingerprints {
+            self.by_fingerprint.insert(f.clone(), session.to_string());
+        }
+        if !group_key.is_empty() {
+            self.by_group
+                .entry(group_key.to_string())
+                .or_insert_with(|| session.to_string());
+        }
+    }
+
+    /// The session investigating an alert, if any.
+    pub fn session_of(&self, fingerprint: &str) -> Option<&str> {
+        self.by_fingerprint.get(fingerprint).map(String::as_str)
+    }
+
+    /// Every (fingerprint, session) pair.
+    pub fn sessions(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.by_fingerprint
+            .iter()
+            .map(|(f, s)| (f.as_str(), s.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn fingerprint_is_fnv1a_over_sorted_labels() {
+        // The empty set hashes to the FNV-64 offset basis, as in Prometheus' common/model.
+        assert_eq!(fingerprint(&BTreeMap::new()), "cbf29ce484222325");
+        let a = fingerprint(&labels(&[("alertname", "X"), ("severity", "critical")]));
+        let b = fingerprint(&labels(&[("severity", "critical"), ("alertname", "X")]));
+        assert_eq!(a, b);
+        assert_ne!(a, fingerprint(&labels(&[("alertname", "X")])));
+        // The separator keeps `a=bc` and `ab=c` apart.
+        assert_ne!(
+            fingerprint(&labels(&[("a", "bc")])),
+            fingerprint(&labels(&[("ab", "c")]))
+        );
+    }
+
+    #[test]
+    fn repeated_deliveries_claim_nothing() {
+        let mut d = Deduper::new();
+        let fps = vec!["f1".to_string(), "f2".to_string()];
+        assert_eq!(d.check("g", &fps), Claim::New(fps.clone()));
+        d.record("g", &fps, "s1");
+        assert_eq!(d.check("g", &fps), Claim::Known("s1".into()));
+        let grown = vec!["f1".to_string(), "f3".to_string()];
+        assert_eq!(d.check("g", &grown), Claim::New(vec!["f3".into()]));
+        assert_eq!(d.check("g", &[]), Claim::Known("s1".into()));
+        assert_eq!(d.check("other", &[]), Claim::New(vec![]));
+        assert_eq!(d.session_of("f2"), Some("s1"));
+    }
+}
