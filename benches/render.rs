@@ -104,7 +104,7 @@ fn big_session() -> AppState {
         &mut s,
         Msg::Key(KeyEvent::new(KeyCode::Char('2'), KeyModifiers::NONE)),
     );
-    s.evidence_scroll = 500_000;
+    s.evidence.show(500_000);
     assert_eq!(s.focus, Pane::Evidence);
     s
 }
@@ -244,7 +244,7 @@ fn bench(c: &mut Criterion) {
     // Bytes to the terminal when one line arrives.
     state.timeline_sel = 1;
     state.focus = Pane::Evidence;
-    state.evidence_scroll = usize::MAX;
+    state.evidence.follow = true;
     let line = |n: usize| {
         Msg::Record(Box::new(Record {
             t: 2000.0 + n as f64,
@@ -255,7 +255,7 @@ fn bench(c: &mut Criterion) {
         }))
     };
     let following = bytes_for(&mut state, line(1));
-    state.evidence_scroll = 10;
+    state.evidence.show(10);
     let elsewhere = bytes_for(&mut state, line(2));
     state.follow = true;
     state.focus = Pane::Timeline;
@@ -275,7 +275,7 @@ fn bench(c: &mut Criterion) {
     state.follow = false;
     state.timeline_sel = 1;
     state.focus = Pane::Evidence;
-    state.evidence_scroll = 500_000;
+    state.evidence.show(500_000);
     c.bench_function("frame_200x50_100k_events_1M_lines", |b| {
         b.iter(|| {
             update(&mut state, j());

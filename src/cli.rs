@@ -596,20 +596,29 @@ fn ui_options(config: &Config) -> crate::tui::UiOptions {
 
 /// Run an investigation in the console, or headless, until it ends.
 async fn drive(cli: &Cli, config: &Config, handle: AgentHandle) -> anyhow::Result<()> {
+    drive_with(cli, handle, ui_options(config)).await
+}
+
+async fn drive_with(
+    cli: &Cli,
+    handle: AgentHandle,
+    opts: crate::tui::UiOptions,
+) -> anyhow::Result<()> {
     if cli.headless {
         let outcome = run_headless(handle).await?;
         eprintln!("sitrep: session ended: {}", outcome.name());
         Ok(())
     } else {
-        crate::tui::run_live(handle, ui_options(config)).await
+        crate::tui::run_live(handle, opts).await
     }
 }
 
 /// Simulated latency of each call in a watched demo: what Kubernetes, Prometheus and Loki
-/// typically take over a VPN from a bastion.
+/// take over a VPN from a bastion under load. About ten calls follow one another in a run
+/// (specialists run side by side), so a demo takes 20-40 s; `f` in the console skips ahead.
 const DEMO_PACE: (std::time::Duration, std::time::Duration) = (
-    std::time::Duration::from_millis(150),
-    std::time::Duration::from_millis(900),
+    std::time::Duration::from_millis(1200),
+    std::time::Duration::from_millis(3800),
 );
 
 fn demo(
@@ -627,11 +636,25 @@ fn demo(
         return Ok(());
     }
     let config = load_config(cli)?;
+    // The paced world, once started, so the console's skip-ahead key can drop the pacing.
+    let paced: Arc<std::sync::Mutex<Option<Arc<crate::world::World>>>> = Arc::default();
+    let mut opts = ui_options(&config);
+    if !fast && !cli.headless {
+        let paced = paced.clone();
+        opts.skip_ahead = Some(Arc::new(move || {
+            if let Some(w) = paced.lock().ok().and_then(|g| g.clone()) {
+                w.set_pace(std::time::Duration::ZERO, std::time::Duration::ZERO);
+            }
+        }));
+    }
     let start = |name: &str| -> anyhow::Result<AgentHandle> {
-        let world = crate::world::demo::load(name)?;
+        let world = Arc::new(crate::world::demo::load(name)?);
         if !fast && !cli.headless {
             // Recorded answers arrive in microseconds; someone watching needs the rhythm of live calls.
             world.set_pace(DEMO_PACE.0, DEMO_PACE.1);
+            if let Ok(mut p) = paced.lock() {
+                *p = Some(world.clone());
+            }
         }
         let trigger = match world.case().and_then(|c| c.alert.clone()) {
             Some(payload) => Trigger::Alert(payload),
@@ -642,25 +665,21 @@ fn demo(
                     .unwrap_or_else(|| name.to_string()),
             ),
         };
-        let opts = agent_options(
+        let agent_opts = agent_options(
             &config,
             RunMode::Demo,
             Some(name.to_string()),
             !no_save,
             false,
         );
-        Ok(agent::spawn(Arc::new(world), trigger, opts))
+        Ok(agent::spawn(world, trigger, agent_opts))
     };
     let name = match name {
         Some(n) => n.to_string(),
         None if !cli.headless => {
             // No name at a terminal: let the operator pick, in the console session that then runs it.
             let entries = crate::tui::chooser_state::Entry::builtin();
-            return runtime()?.block_on(crate::tui::run_demo_chooser(
-                entries,
-                ui_options(&config),
-                start,
-            ));
+            return runtime()?.block_on(crate::tui::run_demo_chooser(entries, opts, start));
         }
         None => match crate::world::demo::names().first() {
             Some(n) => {
@@ -674,7 +693,7 @@ fn demo(
     };
     runtime()?.block_on(async {
         let handle = start(&name)?;
-        drive(cli, &config, handle).await
+        drive_with(cli, handle, opts).await
     })
 }
 

@@ -268,3 +268,61 @@ fn demo_chooser_quits_without_starting_anything() {
         .unwrap_or(0);
     assert_eq!(saved, 0, "quitting the chooser started an investigation");
 }
+
+#[test]
+fn search_in_the_evidence_pane_shows_the_match_count_in_tmux() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_sitrep"));
+    if !tmux_available() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    if !demo_available(bin) {
+        eprintln!("skipping: `sitrep demo --list` does not offer {SCENARIO}");
+        return;
+    }
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("tempdir: {e}"),
+    };
+    let tmux = start_shell("search", dir.path());
+    tmux.keys(&[
+        &format!(
+            "unset SITREP_CONFIG; {} demo {SCENARIO} --fast --no-save",
+            bin.display()
+        ),
+        "Enter",
+    ]);
+    tmux.wait_for("the approval modal", Duration::from_secs(60), |s| {
+        s.contains("APPROVAL REQUIRED")
+    });
+    // Past the modal's key guard, look around instead of deciding.
+    std::thread::sleep(Duration::from_millis(600));
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the modal to close", Duration::from_secs(10), |s| {
+        !s.contains("APPROVAL REQUIRED")
+    });
+    // Find the log call on the timeline, open its evidence, search it.
+    tmux.keys(&["/", "[logs]", "Enter"]);
+    tmux.wait_for("the timeline search", Duration::from_secs(10), |s| {
+        s.contains("/[logs]")
+    });
+    tmux.keys(&["Enter"]);
+    std::thread::sleep(Duration::from_millis(300));
+    tmux.keys(&["/", "error", "Enter"]);
+    let screen = tmux.wait_for("the match count", Duration::from_secs(10), |s| {
+        s.lines().any(|l| {
+            l.split("search error ")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .is_some_and(|n| {
+                    n.split_once('/')
+                        .is_some_and(|(a, b)| a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok())
+                })
+        })
+    });
+    assert!(
+        screen.contains("┏ 2 Logs:"),
+        "the search ran in the focused log evidence: {screen}"
+    );
+    quit_to_shell(&tmux);
+}

@@ -424,7 +424,7 @@ fn palette_completes_and_runs() {
 #[test]
 fn filter_and_matches_on_the_timeline() {
     let mut s = fixtures::live(&fixtures::mid_gather(), 120, 40);
-    press(&mut s, [key('/')]);
+    press(&mut s, [key('&')]);
     press(&mut s, "kubernetes".chars().map(key));
     press(&mut s, [code(KeyCode::Enter)]);
     let n = s.timeline_len();
@@ -434,6 +434,39 @@ fn filter_and_matches_on_the_timeline() {
     assert_eq!(s.timeline_sel, last - 1);
     press(&mut s, [code(KeyCode::Esc)]);
     assert_eq!(s.timeline_len(), s.incident().timeline.len());
+}
+
+#[test]
+fn search_on_the_timeline_keeps_every_row_and_jumps_between_matches() {
+    let mut s = fixtures::live(&fixtures::mid_gather(), 120, 40);
+    let all = s.incident().timeline.len();
+    press(&mut s, [key('/')]);
+    press(&mut s, "kubernetes".chars().map(key));
+    press(&mut s, [code(KeyCode::Enter)]);
+    assert_eq!(s.timeline_len(), all, "a search hides nothing");
+    let f = s.filter.as_ref().expect("search applied");
+    let hits = f.rows.clone();
+    assert!(hits.len() >= 3, "{hits:?}");
+    let at = s.timeline_sel;
+    assert!(hits.contains(&at), "lands on a match: {at} in {hits:?}");
+    let pos = hits.iter().position(|h| *h == at).unwrap();
+    press(&mut s, [key('N')]);
+    let prev = hits[(pos + hits.len() - 1) % hits.len()];
+    assert_eq!(s.timeline_sel, prev);
+    press(&mut s, [key('n')]);
+    assert_eq!(s.timeline_sel, at);
+    let shown = s.filter.as_ref().unwrap().position();
+    assert_eq!(shown, format!("{}/{}", pos + 1, hits.len()));
+    for (i, item) in s.incident().timeline.iter().enumerate() {
+        assert_eq!(
+            hits.contains(&i),
+            item.text.to_lowercase().contains("kubernetes"),
+            "row {i}: {}",
+            item.text
+        );
+    }
+    press(&mut s, [code(KeyCode::Esc)]);
+    assert!(s.filter.is_none());
 }
 
 #[test]

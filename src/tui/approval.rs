@@ -62,36 +62,8 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
             th.get(Role::for_risk(act.risk)),
         ),
     ]));
-    lines.push(Line::from(vec![
-        label("rationale"),
-        Span::raw(sanitize(&act.rationale).into_owned()),
-    ]));
-    if !act.evidence.is_empty() {
-        let refs: Vec<String> = act
-            .evidence
-            .iter()
-            .map(|id| {
-                state
-                    .index
-                    .evidence(state.incident(), id)
-                    .map(|e| format!("{} [{}]", sanitize(&e.title), e.kind))
-                    .unwrap_or_else(|| id.clone())
-            })
-            .collect();
-        // The first few are enough to judge; the full list is on the timeline.
-        let mut shown = refs.iter().take(3).cloned().collect::<Vec<_>>().join("; ");
-        if refs.len() > 3 {
-            shown.push_str(&format!(" (+{} more)", refs.len() - 3));
-        }
-        lines.push(Line::from(vec![label("evidence"), Span::raw(shown)]));
-    }
-    let blast = if act.blast_radius.is_empty() {
-        "(not stated)".to_string()
-    } else {
-        sanitize(&act.blast_radius).into_owned()
-    };
-    lines.push(Line::from(vec![label("blast"), Span::raw(blast)]));
-    lines.push(Line::raw(""));
+    // What the risk means for this operator comes right under it, so a short terminal never
+    // cuts it off (the `sitrep approve …` line a second operator needs, the countdown).
     match act.risk {
         Risk::Medium => {
             let text = match state.veto_left(a) {
@@ -124,6 +96,36 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
         }
         _ => {}
     }
+    lines.push(Line::from(vec![
+        label("rationale"),
+        Span::raw(sanitize(&act.rationale).into_owned()),
+    ]));
+    if !act.evidence.is_empty() {
+        let refs: Vec<String> = act
+            .evidence
+            .iter()
+            .map(|id| {
+                state
+                    .index
+                    .evidence(state.incident(), id)
+                    .map(|e| format!("{} [{}]", sanitize(&e.title), e.kind))
+                    .unwrap_or_else(|| id.clone())
+            })
+            .collect();
+        // The first few are enough to judge; the full list is on the timeline.
+        let mut shown = refs.iter().take(3).cloned().collect::<Vec<_>>().join("; ");
+        if refs.len() > 3 {
+            shown.push_str(&format!(" (+{} more)", refs.len() - 3));
+        }
+        lines.push(Line::from(vec![label("evidence"), Span::raw(shown)]));
+    }
+    let blast = if act.blast_radius.is_empty() {
+        "(not stated)".to_string()
+    } else {
+        sanitize(&act.blast_radius).into_owned()
+    };
+    lines.push(Line::from(vec![label("blast"), Span::raw(blast)]));
+    lines.push(Line::raw(""));
     if state.read_only || state.is_replay() {
         let why = if state.is_replay() {
             "replay: read-only, decisions cannot be made here"

@@ -29,35 +29,44 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         ..inner
     };
 
-    // Newest messages at the bottom; only as many as fit are built.
-    let h = usize::from(convo.height);
+    // Newest messages at the bottom, wrapped to the width; the scroll follows new ones until
+    // the operator pages up (pgup/pgdn while typing).
     let chat = &state.incident().chat;
-    let mut lines: Vec<Line> = Vec::with_capacity(h);
-    for e in chat.iter().rev().take(h).rev() {
+    let mut lines: Vec<Line> = Vec::new();
+    for e in chat {
         let (who, role) = match e.from {
             ChatRole::Operator => ("you", Role::ChatOperator),
             ChatRole::Agent => ("agent", Role::ChatAgent),
             ChatRole::System => ("system", Role::ChatSystem),
         };
-        let text = e
-            .text
-            .lines()
-            .map(|l| sanitize(l).into_owned())
-            .collect::<Vec<_>>()
-            .join(" ⏎ ");
-        lines.push(Line::from(vec![
-            Span::styled(format!("{} ", fmt_t(e.t)), th.get(Role::Dim)),
-            Span::styled(format!("{who}: "), th.get(role)),
-            Span::raw(text),
-        ]));
+        for (i, l) in e.text.lines().enumerate() {
+            let head = if i == 0 {
+                vec![
+                    Span::styled(format!("{} ", fmt_t(e.t)), th.get(Role::Dim)),
+                    Span::styled(format!("{who}: "), th.get(role)),
+                ]
+            } else {
+                vec![Span::raw("  ")]
+            };
+            let mut spans = head;
+            spans.push(Span::raw(sanitize(l).into_owned()));
+            lines.push(Line::from(spans));
+        }
     }
-    if chat.is_empty() && h > 0 {
+    if chat.is_empty() && convo.height > 0 {
         lines.push(Line::from(Span::styled(
             "no messages yet",
             th.get(Role::Dim),
         )));
     }
-    frame.render_widget(Paragraph::new(lines).style(th.get(Role::Text)), convo);
+    super::details::render_rows(
+        frame,
+        convo,
+        lines,
+        &state.chat,
+        state.chat.wrap,
+        th.get(Role::Text),
+    );
     if input_h == 0 {
         return;
     }

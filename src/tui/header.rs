@@ -40,10 +40,11 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         };
         right.push(Span::styled(text, th.get(Role::ApprovalKey)));
         right.push(Span::raw(" "));
-    } else if inc
-        .actions
-        .iter()
-        .any(|a| a.status == ActionStatus::AwaitingApproval)
+    } else if !inc.is_finished()
+        && inc
+            .actions
+            .iter()
+            .any(|a| a.status == ActionStatus::AwaitingApproval)
     {
         right.push(Span::styled(
             " ⚑ approval pending ",
@@ -120,7 +121,18 @@ fn pipeline_line(state: &AppState, width: usize) -> Line<'static> {
     for (i, stage) in Stage::ALL.iter().enumerate() {
         let st = &inc.stages[stage.index()];
         let current = inc.current_stage == Some(*stage);
+        // A stage that finished with a failure (a verification that did not pass, an action
+        // that failed) is done, but not well: it shows a red cross, never a green tick.
+        let failed = match stage {
+            Stage::Verify => inc.verifications.iter().any(|v| !v.passed),
+            Stage::Execute => inc
+                .actions
+                .iter()
+                .any(|a| a.status == crate::model::ActionStatus::Failed),
+            _ => false,
+        };
         let (mark, role) = match st.status {
+            StageStatus::Done if failed => ("✗", Role::Error),
             StageStatus::Done => ("✓", Role::Ok),
             StageStatus::Running if current => ("●", Role::Running),
             StageStatus::Running => ("●", Role::Running),

@@ -1,6 +1,6 @@
 //! The `?` overlay: every key, generated from the live keymap so remapped keys show correctly.
 
-use super::app::AppState;
+use super::app::{AppState, COMMANDS};
 use super::theme::Role;
 use super::{centered, pane_block};
 use crate::model::catalog;
@@ -25,16 +25,20 @@ pub fn lines(state: &AppState) -> Vec<Line<'static>> {
         }
     }
     out.push(Line::raw(""));
-    out.push(Line::from(Span::styled("Chat", th.get(Role::Title))));
-    for (k, d) in [
-        ("/help", "this help"),
-        ("/export", "write the report"),
-        ("/runbook NAME", "ask the agent to run a runbook"),
-        ("/cancel", "cancel the investigation"),
-    ] {
+    // One table of commands: the palette (`:`) and chat slash commands (`/`) both run it.
+    out.push(Line::from(Span::styled(
+        "Commands (: in the console, / in chat)",
+        th.get(Role::Title),
+    )));
+    for (name, arg, desc) in COMMANDS {
+        let k = if arg.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name} {arg}")
+        };
         out.push(Line::from(vec![
             Span::styled(format!("  {k:<16}"), th.get(Role::KeyhintKey)),
-            Span::raw(d),
+            Span::raw(*desc),
         ]));
     }
     // From the catalog, so the list and the floors are the ones policy enforces.

@@ -48,7 +48,8 @@ actions! {
     Quit => "quit", Global, ["q", "ctrl-c"], "quit (the session file is kept)";
     Help => "help", Global, ["?"], "this help";
     Palette => "palette", Global, [":"], "command palette";
-    Filter => "filter", Global, ["/"], "filter the focused pane";
+    Filter => "filter", Global, ["/"], "search the focused pane (n/N jump)";
+    FilterRows => "filter_rows", Global, ["&"], "filter: keep only matching rows";
     NextMatch => "next_match", Global, ["n"], "next match";
     PrevMatch => "prev_match", Global, ["N"], "previous match";
     Back => "back", Global, ["esc"], "back / close / clear filter";
@@ -65,6 +66,12 @@ actions! {
     Bottom => "bottom", Navigation, ["G", "end"], "bottom (timeline: follow live)";
     PageDown => "half_page_down", Navigation, ["ctrl-d", "pagedown"], "half page down";
     PageUp => "half_page_up", Navigation, ["ctrl-u", "pageup"], "half page up";
+    PanLeft => "pan_left", Navigation, ["h", "left"], "pan left (evidence)";
+    PanRight => "pan_right", Navigation, ["l", "right"], "pan right (evidence)";
+    Wrap => "wrap", Navigation, ["w"], "wrap long lines on/off";
+    Zoom => "zoom", Navigation, ["z"], "zoom the focused pane to full screen";
+    Report => "report", Global, ["r"], "show the report";
+    SkipAhead => "skip_ahead", Global, ["f"], "demo: skip ahead (calls answer at once)";
     Approve => "approve", Approval, ["a"], "approve";
     Confirm => "confirm", Approval, ["ctrl-y"], "confirm high risk (or type the target name + enter)";
     Deny => "deny", Approval, ["d"], "deny, with a reason";

@@ -99,6 +99,33 @@ pub fn compute(area: Rect, replay: bool, evidence_focused: bool) -> Areas {
     }
 }
 
+/// Which pane a zoom gives the whole body to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Zoom {
+    Timeline,
+    Evidence,
+    Chat,
+}
+
+/// The same screen with one pane filling the body (timeline, evidence and chat areas).
+pub fn zoom(mut a: Areas, pane: Zoom) -> Areas {
+    if a.too_small {
+        return a;
+    }
+    let body = a.timeline.union(a.evidence).union(a.chat);
+    let none = Rect {
+        width: 0,
+        height: 0,
+        ..body
+    };
+    (a.timeline, a.evidence, a.chat) = match pane {
+        Zoom::Timeline => (body, none, none),
+        Zoom::Evidence => (none, body, none),
+        Zoom::Chat => (none, none, body),
+    };
+    a
+}
+
 /// Rows inside a bordered block.
 pub fn inner_height(r: Rect) -> usize {
     usize::from(r.height.saturating_sub(2))

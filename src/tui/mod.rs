@@ -2,9 +2,12 @@
 
 pub mod app;
 pub mod approval;
+pub mod approval_state;
+pub mod chart;
 pub mod chat;
 pub mod chooser;
 pub mod chooser_state;
+pub mod details;
 pub mod evidence;
 pub mod follow;
 pub mod header;
@@ -12,28 +15,37 @@ pub mod help;
 pub mod highlight;
 pub mod inbox;
 pub mod inbox_state;
+pub mod index;
 pub mod keymap;
 pub mod layout;
 pub mod palette;
+pub mod palette_state;
+pub mod reducer;
 pub mod replay_bar;
+pub mod replay_state;
+pub mod report;
 pub mod sanitize;
+pub mod scroll;
+pub mod search;
+pub mod state;
 pub mod statusbar;
+pub mod terminal;
+pub mod text;
 pub mod theme;
 pub mod timeline;
 
 use crate::model::{Command, Record};
-use anyhow::Context;
 use app::{AppState, Effect, Msg, Overlay};
-use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
+use crossterm::event::{Event as TermEvent, KeyEventKind};
 use futures::StreamExt;
+use ratatui::Frame;
 use ratatui::layout::{Alignment, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, BorderType, Borders, Paragraph};
-use ratatui::{Frame, Terminal};
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use terminal::{Screen, draw_frame, draw_with};
 use theme::{Role, Theme};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
@@ -43,7 +55,7 @@ const FRAME: Duration = Duration::from_millis(16);
 const MAX_TICK: Duration = Duration::from_secs(5);
 
 /// How the console is set up; the CLI fills it from flags and config.toml.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct UiOptions {
     /// `--theme NAME|PATH` (or `[ui] theme`); None or "default" lets NO_COLOR pick mono.
     pub theme: Option<String>,
@@ -53,6 +65,8 @@ pub struct UiOptions {
     pub session_id: Option<String>,
     /// Override the NO_COLOR environment check (tests); None reads the environment.
     pub no_color: Option<bool>,
+    /// A paced demo: drops the pacing so the rest answers at once (the skip-ahead key).
+    pub skip_ahead: Option<state::SkipAhead>,
 }
 
 impl UiOptions {
@@ -61,11 +75,13 @@ impl UiOptions {
         let no_color = self
             .no_color
             .unwrap_or_else(|| std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()));
-        let theme = Theme::resolve(self.theme.as_deref(), no_color)?;
+        let theme =
+            Theme::resolve(self.theme.as_deref(), no_color)?.for_terminal(theme::truecolor_env());
         let keymap = keymap::Keymap::with_overrides(&self.keys)?;
         let mut state = AppState::new(theme, keymap);
         state.read_only = self.read_only;
         state.session_id = self.session_id.clone();
+        state.skip_ahead = self.skip_ahead.clone();
         Ok(state)
     }
 }
@@ -114,11 +130,7 @@ pub(crate) fn centered(area: Rect, w: u16, h: u16) -> Rect {
 /// Draw the whole screen from the state.
 pub fn draw(state: &AppState, frame: &mut Frame) {
     let area = frame.area();
-    let a = layout::compute(
-        area,
-        state.is_replay(),
-        matches!(state.focus, app::Pane::Evidence | app::Pane::Summary),
-    );
+    let a = state.layout(area);
     if a.too_small {
         let msg = Paragraph::new(vec![
             Line::raw("terminal too small"),
@@ -148,92 +160,12 @@ pub fn draw(state: &AppState, frame: &mut Frame) {
         Some(Overlay::Approval(ui)) => approval::render(state, ui, frame, area),
         Some(Overlay::Help { scroll }) => help::render(state, *scroll, frame, area),
         Some(Overlay::Palette(p)) => palette::render(state, p, frame, area),
+        Some(Overlay::Report(scroll)) => report::render(state, scroll, frame, area),
         None => {}
     }
     if state.focus == app::Pane::Chat && state.overlay.is_none() && !state.is_replay() {
         // The textarea draws its own cursor cell; the terminal cursor stays hidden.
     }
-}
-
-/// Restores the terminal on drop: normal exit, error, unwinding panic or signal.
-struct TerminalGuard;
-
-impl TerminalGuard {
-    fn enter() -> anyhow::Result<TerminalGuard> {
-        if !std::io::stdout().is_terminal() {
-            anyhow::bail!(
-                "the console needs a terminal on stdout (use --headless to stream events instead)"
-            );
-        }
-        crossterm::terminal::enable_raw_mode().context("cannot switch the terminal to raw mode")?;
-        let guard = TerminalGuard;
-        crossterm::execute!(
-            std::io::stdout(),
-            crossterm::terminal::EnterAlternateScreen,
-            crossterm::cursor::Hide
-        )
-        .context("cannot enter the alternate screen")?;
-        install_panic_hook();
-        Ok(guard)
-    }
-}
-
-fn restore_terminal() {
-    let _ = crossterm::terminal::disable_raw_mode();
-    let _ = crossterm::execute!(
-        std::io::stdout(),
-        crossterm::terminal::EndSynchronizedUpdate,
-        crossterm::terminal::LeaveAlternateScreen,
-        crossterm::cursor::Show
-    );
-}
-
-impl Drop for TerminalGuard {
-    fn drop(&mut self) {
-        restore_terminal();
-    }
-}
-
-fn install_panic_hook() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    let ui_thread = std::thread::current().id();
-    ONCE.call_once(move || {
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            // Restore before the message prints, or it lands on the alternate screen and vanishes.
-            if std::thread::current().id() == ui_thread {
-                restore_terminal();
-            }
-            prev(info);
-        }));
-    });
-}
-
-type Term = Terminal<ratatui::backend::CrosstermBackend<std::io::Stdout>>;
-
-fn new_terminal() -> anyhow::Result<Term> {
-    Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))
-        .context("cannot open the terminal")
-}
-
-fn draw_frame(terminal: &mut Term, state: &AppState) -> anyhow::Result<()> {
-    draw_with(terminal, |f| draw(state, f))
-}
-
-fn draw_with(terminal: &mut Term, render: impl FnOnce(&mut Frame)) -> anyhow::Result<()> {
-    use std::io::Write;
-    // One synchronized update per frame: terminals that support it show no half-drawn screens.
-    crossterm::queue!(
-        terminal.backend_mut(),
-        crossterm::terminal::BeginSynchronizedUpdate
-    )?;
-    terminal.draw(render)?;
-    crossterm::queue!(
-        terminal.backend_mut(),
-        crossterm::terminal::EndSynchronizedUpdate
-    )?;
-    terminal.backend_mut().flush()?;
-    Ok(())
 }
 
 /// Run the console over a live investigation until the operator quits or a signal arrives.
@@ -353,63 +285,6 @@ pub async fn run_loop(
     event_loop(&mut screen, state, records, commands, task).await
 }
 
-/// The terminal for one console session: raw mode and the alternate screen until dropped, with
-/// one input stream and the signal listeners, so successive views share it without flicker.
-struct Screen {
-    terminal: Term,
-    events: EventStream,
-    signals: Signals,
-    // Dropped last: the terminal is restored after everything drawing on it is gone.
-    _guard: TerminalGuard,
-}
-
-impl Screen {
-    fn enter() -> anyhow::Result<Screen> {
-        let signals = Signals::listen()?;
-        let guard = TerminalGuard::enter()?;
-        Ok(Screen {
-            terminal: new_terminal()?,
-            events: EventStream::new(),
-            signals,
-            _guard: guard,
-        })
-    }
-}
-
-/// The signals that end the console: the terminal is restored and the session ends as
-/// `interrupted` instead of the process dying in the alternate screen with no end record.
-struct Signals {
-    int: tokio::signal::unix::Signal,
-    quit: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
-    hup: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn listen() -> anyhow::Result<Signals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        let on = |kind: SignalKind, name: &str| {
-            signal(kind).with_context(|| format!("cannot listen for {name}"))
-        };
-        Ok(Signals {
-            int: on(SignalKind::interrupt(), "SIGINT")?,
-            quit: on(SignalKind::quit(), "SIGQUIT")?,
-            term: on(SignalKind::terminate(), "SIGTERM")?,
-            hup: on(SignalKind::hangup(), "SIGHUP")?,
-        })
-    }
-
-    /// The name of the next signal received.
-    async fn recv(&mut self) -> &'static str {
-        tokio::select! {
-            _ = self.int.recv() => "SIGINT",
-            _ = self.quit.recv() => "SIGQUIT",
-            _ = self.term.recv() => "SIGTERM",
-            _ = self.hup.recv() => "SIGHUP",
-        }
-    }
-}
-
 async fn event_loop(
     screen: &mut Screen,
     mut state: AppState,
@@ -526,6 +401,17 @@ async fn event_loop(
                     }
                 },
                 Effect::ExportReport => export_report(&mut state),
+                Effect::SkipAhead => match &state.skip_ahead {
+                    Some(skip) if !state.agent_done => {
+                        skip();
+                        state.skip_ahead = None;
+                        state.set_status(
+                            "skipping ahead: the remaining calls answer at once",
+                            false,
+                        );
+                    }
+                    _ => state.set_status("nothing to skip: calls already answer at once", false),
+                },
             }
         }
     }

@@ -3,6 +3,7 @@
 use super::app::{AppState, ApprovalStage, Overlay, Pane};
 use super::keymap::Action;
 use super::sanitize::sanitize;
+use super::search::Mode;
 use super::theme::Role;
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -15,8 +16,12 @@ pub fn render_status(state: &AppState, frame: &mut Frame, area: Rect) {
     }
     let th = &state.theme;
     let line = if let Some(input) = &state.filter_input {
+        let prompt = match state.search_mode {
+            Mode::Search => "/",
+            Mode::Filter => "&",
+        };
         Line::from(vec![
-            Span::styled("/", th.get(Role::KeyhintKey)),
+            Span::styled(prompt, th.get(Role::KeyhintKey)),
             Span::raw(sanitize(input).into_owned()),
             Span::styled("▏", th.get(Role::BorderFocus)),
             Span::styled("  enter applies · esc cancels", th.get(Role::Dim)),
@@ -28,6 +33,22 @@ pub fn render_status(state: &AppState, frame: &mut Frame, area: Rect) {
             Role::StatusInfo
         };
         Line::from(Span::styled(sanitize(&s.text).into_owned(), th.get(role)))
+    } else if let Some(f) = &state.filter {
+        // lnav's status: the query and where the operator is among its matches.
+        let what = if f.hides() { "filter" } else { "search" };
+        Line::from(vec![
+            Span::styled(format!("{what} "), th.get(Role::Dim)),
+            Span::styled(sanitize(&f.query).into_owned(), th.get(Role::Match)),
+            Span::styled(format!(" {} ", f.position()), th.get(Role::StatusInfo)),
+            Span::styled(
+                if f.hides() {
+                    " esc clears"
+                } else {
+                    " n/N jump · esc clears"
+                },
+                th.get(Role::Dim),
+            ),
+        ])
     } else {
         Line::raw("")
     };
@@ -40,7 +61,9 @@ pub fn render_keyhints(state: &AppState, frame: &mut Frame, area: Rect, with_sta
     }
     let th = &state.theme;
     // One-line layouts: the status (or filter prompt) takes the key-hint row while it is shown.
-    if with_status && (state.filter_input.is_some() || state.status.is_some()) {
+    if with_status
+        && (state.filter_input.is_some() || state.status.is_some() || state.filter.is_some())
+    {
         render_status(state, frame, area);
         return;
     }
@@ -62,6 +85,11 @@ pub fn render_keyhints(state: &AppState, frame: &mut Frame, area: Rect, with_sta
             _ => hints.push(("esc".into(), "back")),
         },
         Some(Overlay::Help { .. }) => hints.push(("esc".into(), "close")),
+        Some(Overlay::Report(_)) => {
+            hints.push(("j/k".into(), "scroll"));
+            hints.push(("w".into(), "wrap"));
+            hints.push(("esc".into(), "close"));
+        }
         Some(Overlay::Palette(_)) => {
             hints.push(("tab".into(), "complete"));
             hints.push(("enter".into(), "run"));
@@ -91,6 +119,12 @@ pub fn render_keyhints(state: &AppState, frame: &mut Frame, area: Rect, with_sta
                 hints.push(("0-9".into(), "seek"));
             } else if state.pending().is_some() {
                 hints.push((km.label(Action::OpenApproval), "approval"));
+            }
+            if state.skip_ahead.is_some() && !state.agent_done {
+                hints.push((km.label(Action::SkipAhead), "skip ahead"));
+            }
+            if state.incident().report.is_some() {
+                hints.push((km.label(Action::Report), "report"));
             }
             hints.push((km.label(Action::Help), "help"));
             hints.push((km.label(Action::Palette), "cmd"));

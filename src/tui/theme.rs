@@ -219,6 +219,20 @@ impl Theme {
         }
     }
 
+    /// The theme as this terminal can show it: without true colour (`COLORTERM` is not
+    /// `truecolor`/`24bit`), every `#rrggbb` becomes the nearest of the 256 xterm colours.
+    pub fn for_terminal(mut self, truecolor: bool) -> Theme {
+        if truecolor {
+            return self;
+        }
+        for st in &mut self.styles {
+            st.fg = st.fg.map(to_256);
+            st.bg = st.bg.map(to_256);
+            st.underline_color = st.underline_color.map(to_256);
+        }
+        self
+    }
+
     pub fn from_file(path: &Path) -> Result<Theme, ThemeError> {
         let file = path.display().to_string();
         let src = std::fs::read_to_string(path).map_err(|cause| ThemeError::Read {
@@ -511,5 +525,65 @@ mod tests {
             Theme::resolve(Some("nope"), false),
             Err(ThemeError::Unknown(_))
         ));
+    }
+}
+
+/// Whether the terminal says it shows 24-bit colour.
+pub fn truecolor_env() -> bool {
+    std::env::var("COLORTERM")
+        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "truecolor" | "24bit"))
+}
+
+/// The nearest xterm-256 colour: the 6x6x6 cube or the grey ramp, whichever is closer.
+pub fn to_256(c: Color) -> Color {
+    let Color::Rgb(r, g, b) = c else {
+        return c;
+    };
+    const LEVELS: [u8; 6] = [0, 95, 135, 175, 215, 255];
+    let near = |v: u8| {
+        LEVELS
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, l)| (i32::from(**l) - i32::from(v)).abs())
+            .map_or(0, |(i, _)| i)
+    };
+    let (ri, gi, bi) = (near(r), near(g), near(b));
+    let cube = (LEVELS[ri], LEVELS[gi], LEVELS[bi]);
+    let avg = (u32::from(r) + u32::from(g) + u32::from(b)) / 3;
+    let gi_ramp = ((avg.saturating_sub(8)) / 10).min(23) as u8;
+    let grey = 8 + 10 * gi_ramp;
+    let dist = |(x, y, z): (u8, u8, u8)| {
+        let d = |a: u8, b: u8| (i32::from(a) - i32::from(b)).pow(2);
+        d(x, r) + d(y, g) + d(z, b)
+    };
+    if dist((grey, grey, grey)) < dist(cube) {
+        Color::Indexed(232 + gi_ramp)
+    } else {
+        Color::Indexed(16 + 36 * ri as u8 + 6 * gi as u8 + bi as u8)
+    }
+}
+
+#[cfg(test)]
+mod downsample_tests {
+    use super::*;
+
+    #[test]
+    fn light_without_truecolor_has_no_rgb_left() {
+        let th = Theme::resolve(Some("light"), false).unwrap();
+        let has_rgb = |t: &Theme| {
+            Role::ALL.iter().any(|r| {
+                let st = t.get(*r);
+                [st.fg, st.bg]
+                    .iter()
+                    .any(|c| matches!(c, Some(Color::Rgb(..))))
+            })
+        };
+        assert!(has_rgb(&th), "the light theme uses #rrggbb colours");
+        let down = th.clone().for_terminal(false);
+        assert!(!has_rgb(&down));
+        assert_eq!(th.clone().for_terminal(true), th);
+        assert_eq!(to_256(Color::Rgb(255, 0, 0)), Color::Indexed(196));
+        assert_eq!(to_256(Color::Rgb(128, 128, 128)), Color::Indexed(244));
+        assert_eq!(to_256(Color::Red), Color::Red);
     }
 }

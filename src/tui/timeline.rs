@@ -29,15 +29,18 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     }
     let focused = state.focus == Pane::Timeline;
     let mut title = format!(" 1 timeline · {} ", state.incident().timeline.len());
-    if let Some(f) = &state.filter
-        && f.pane == Pane::Timeline
-    {
-        title = format!(
-            " 1 timeline · /{} · {} of {} ",
-            sanitize(&f.query),
-            f.rows.len(),
-            state.incident().timeline.len()
-        );
+    let search = state.filter.as_ref().filter(|f| f.pane == Pane::Timeline);
+    if let Some(f) = search {
+        title = if f.hides() {
+            format!(
+                " 1 timeline · &{} · {} of {} ",
+                sanitize(&f.query),
+                f.rows.len(),
+                state.incident().timeline.len()
+            )
+        } else {
+            format!(" 1 timeline · /{} {} ", sanitize(&f.query), f.position())
+        };
     }
     let follow = if state.follow {
         " following "
@@ -61,7 +64,11 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         else {
             continue;
         };
-        let (line, suffix) = row(state, item, inner_w);
+        let (mut line, suffix) = row(state, item, inner_w);
+        if let Some(f) = search.filter(|f| !f.hides()) {
+            let marks = f.ranges(&line.to_string());
+            line = super::text::mark(line, &marks, th.get(Role::Match));
+        }
         let (end, _) = buf.set_line(inner.x, y, &line, inner.width);
         if let Some((text, style)) = suffix {
             let w = u16::try_from(text.chars().count()).unwrap_or(u16::MAX);

@@ -275,7 +275,7 @@ impl World {
         if self.mode != Mode::Replay {
             return outcome;
         }
-        let mut message = match outcome {
+        let message = match outcome {
             Ok(m) => m,
             Err(e) if e.is_no_recording() => {
                 format!("{} {}: simulated (replay)", action.kind, action.target)
@@ -284,7 +284,9 @@ impl World {
         };
         let applied = self.apply_effects(action);
         if !applied.is_empty() {
-            message.push_str(&format!("; world now follows {}", applied.join(", ")));
+            // How the recorded world switches recordings is ours, not the operator's: it goes to
+            // the log file, never into the action's result.
+            tracing::debug!(action = %action.kind, recordings = %applied.join(", "), "effects applied");
         }
         Ok(message)
     }

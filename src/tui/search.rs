@@ -1,0 +1,346 @@
+//! Search and filter, lnav's way: `/` marks every match in the focused pane and `n`/`N` jump
+//! between them; `&` (or `:filter`) hides what does not match. A large body is scanned in
+//! bounded steps between frames, so typing never waits, and a new query drops the old scan.
+
+use super::keymap::Action;
+use super::scroll::Move;
+use super::state::{AppState, Pane, shown};
+use crate::model::EvidenceBody;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// Bytes of a text body scanned per step (a few milliseconds at most).
+pub const STEP_BYTES: usize = 4 << 20;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Mark matches, keep every row.
+    Search,
+    /// Keep only the matching rows.
+    Filter,
+}
+
+/// An applied query over one pane.
+pub struct Filter {
+    pub pane: Pane,
+    pub mode: Mode,
+    pub query: String,
+    pub(crate) lowered: String,
+    finder: Option<regex::bytes::Regex>,
+    /// Matching timeline rows, evidence lines or table rows, ascending.
+    pub rows: Vec<usize>,
+    /// Rows (timeline, tables) or bytes (text) looked at so far.
+    pub(crate) scanned: usize,
+    /// The evidence item the rows belong to.
+    pub target: Option<String>,
+    /// Index into `rows` of the match the operator is on.
+    pub current: Option<usize>,
+    /// Every row has been looked at.
+    pub done: bool,
+    /// Jump to the first match once the scan finds one.
+    jump: bool,
+}
+
+impl Filter {
+    pub fn new(pane: Pane, mode: Mode, query: &str) -> Filter {
+        let lowered = query.to_lowercase();
+        let finder = regex::bytes::RegexBuilder::new(&regex::escape(query))
+            .case_insensitive(true)
+            .unicode(true)
+            .build()
+            .ok();
+        Filter {
+            pane,
+            mode,
+            query: query.to_string(),
+            lowered,
+            finder,
+            rows: Vec::new(),
+            scanned: 0,
+            target: None,
+            current: None,
+            done: false,
+            jump: true,
+        }
+    }
+
+    pub fn matches(&self, text: &str) -> bool {
+        contains_ci(text, &self.lowered)
+    }
+
+    /// Hides rows (a filter) rather than marking them (a search).
+    pub fn hides(&self) -> bool {
+        self.mode == Mode::Filter
+    }
+
+    /// Byte ranges of every match in `text`, for highlighting.
+    pub fn ranges(&self, text: &str) -> Vec<(usize, usize)> {
+        match &self.finder {
+            Some(re) if !self.query.is_empty() => re
+                .find_iter(text.as_bytes())
+                .map(|m| (m.start(), m.end()))
+                .filter(|(s, e)| text.is_char_boundary(*s) && text.is_char_boundary(*e))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// "3/41" for the status bar; "3/41+" while still scanning.
+    pub fn position(&self) -> String {
+        let cur = self.current.map_or(0, |c| c + 1);
+        let more = if self.done { "" } else { "+" };
+        format!("{cur}/{}{more}", self.rows.len())
+    }
+
+    /// Scan up to [`STEP_BYTES`] more of `text`, recording matching lines.
+    fn scan_text(&mut self, text: &str, lines: &super::index::LineIndex) {
+        let Some(re) = &self.finder else {
+            self.done = true;
+            return;
+        };
+        let bytes = text.as_bytes();
+        if self.scanned >= bytes.len() {
+            self.done = true;
+            return;
+        }
+        // Stop at a line end so no line is split between two steps.
+        let mut end = (self.scanned + STEP_BYTES).min(bytes.len());
+        if end < bytes.len() {
+            end = match bytes[end..].iter().position(|b| *b == b'\n') {
+                Some(p) => end + p + 1,
+                None => bytes.len(),
+            };
+        }
+        let mut at = self.scanned;
+        while let Some(m) = re.find_at(&bytes[..end], at) {
+            let line = lines.line_of(m.start());
+            if self.rows.last() != Some(&line) {
+                self.rows.push(line);
+            }
+            // Next line: one hit per line is enough to list it.
+            at = lines
+                .starts
+                .get(line + 1)
+                .copied()
+                .unwrap_or(end)
+                .max(m.end());
+            if at >= end {
+                break;
+            }
+        }
+        self.scanned = end;
+        self.done = end >= bytes.len();
+    }
+}
+
+pub fn contains_ci(text: &str, lowered_query: &str) -> bool {
+    if lowered_query.is_empty() {
+        return true;
+    }
+    if text.is_ascii() && lowered_query.is_ascii() {
+        let (h, n) = (text.as_bytes(), lowered_query.as_bytes());
+        return h
+            .windows(n.len())
+            .any(|w| w.iter().zip(n).all(|(a, b)| a.to_ascii_lowercase() == *b));
+    }
+    text.to_lowercase().contains(lowered_query)
+}
+
+impl AppState {
+    /// Bring the applied query up to date with the fold: new timeline rows, one more step of a
+    /// long text scan. Called after every message.
+    pub(crate) fn sync_filter(&mut self) {
+        let inc = shown(&self.live, &self.replay);
+        let Some(f) = &mut self.filter else {
+            return;
+        };
+        match f.pane {
+            Pane::Timeline => {
+                let timeline = &inc.timeline;
+                if f.scanned > timeline.len() {
+                    f.rows.clear();
+                    f.scanned = 0;
+                }
+                for (i, item) in timeline.iter().enumerate().skip(f.scanned) {
+                    if contains_ci(&item.text, &f.lowered) {
+                        f.rows.push(i);
+                    }
+                }
+                f.scanned = timeline.len();
+                f.done = true;
+            }
+            _ => {
+                let Some(id) = f.target.clone() else {
+                    f.done = true;
+                    return;
+                };
+                if let Some(doc) = self.index.doc(inc, &id) {
+                    if f.scanned > doc.text.len() {
+                        f.rows.clear();
+                        f.scanned = 0;
+                    }
+                    let before = f.scanned;
+                    f.scan_text(doc.text, doc.lines);
+                    // A streaming log grew: the scan resumes on the next message.
+                    if f.scanned == before && f.scanned < doc.text.len() {
+                        f.done = false;
+                    }
+                } else if let Some(EvidenceBody::Table { rows, .. }) =
+                    self.index.evidence(inc, &id).map(|e| &e.body)
+                {
+                    for (i, r) in rows.iter().enumerate().skip(f.scanned) {
+                        if r.iter().any(|c| contains_ci(c, &f.lowered)) {
+                            f.rows.push(i);
+                        }
+                    }
+                    f.scanned = rows.len();
+                    f.done = true;
+                } else {
+                    f.done = true;
+                }
+            }
+        }
+        if f.jump && !f.rows.is_empty() {
+            f.jump = false;
+            if f.pane == Pane::Evidence {
+                let top = self.evidence.top();
+                let i = f.rows.partition_point(|r| *r < top).min(f.rows.len() - 1);
+                f.current = Some(i);
+                let row = if f.hides() { i } else { f.rows[i] };
+                self.evidence.show(row);
+            }
+        }
+    }
+
+    /// A search scan still has work to do: the loop keeps ticking until it is done.
+    pub fn searching(&self) -> bool {
+        self.filter.as_ref().is_some_and(|f| !f.done)
+    }
+}
+
+/// `n` / `N`: the next or previous match in the pane searched.
+pub(crate) fn next_match(state: &mut AppState, forward: bool) {
+    let Some(f) = &mut state.filter else {
+        state.set_status("no search: press / first", false);
+        return;
+    };
+    if f.rows.is_empty() {
+        let msg = if f.done {
+            format!("no match for {:?}", f.query)
+        } else {
+            format!("searching for {:?}…", f.query)
+        };
+        state.set_status(msg, false);
+        return;
+    }
+    match f.pane {
+        Pane::Timeline if f.hides() => {
+            super::reducer::navigate(state, if forward { Action::Down } else { Action::Up });
+        }
+        Pane::Timeline => {
+            let sel = state.timeline_sel;
+            let n = f.rows.len();
+            let i = if forward {
+                f.rows.iter().position(|r| *r > sel).unwrap_or(0)
+            } else {
+                f.rows.iter().rposition(|r| *r < sel).unwrap_or(n - 1)
+            };
+            f.current = Some(i);
+            state.timeline_sel = f.rows[i];
+            state.follow = false;
+            state.selection_changed();
+        }
+        _ => {
+            let n = f.rows.len();
+            let i = match f.current {
+                Some(c) if forward => (c + 1) % n,
+                Some(c) => (c + n - 1) % n,
+                None => 0,
+            };
+            f.current = Some(i);
+            let row = if f.hides() { i } else { f.rows[i] };
+            state.evidence.show(row);
+        }
+    }
+}
+
+/// Keys while the `/` or `&` prompt is open.
+pub(crate) fn on_search_key(state: &mut AppState, key: KeyEvent) {
+    let Some(input) = &mut state.filter_input else {
+        return;
+    };
+    match key.code {
+        KeyCode::Esc => {
+            state.filter_input = None;
+        }
+        KeyCode::Enter => {
+            let query = std::mem::take(input);
+            state.filter_input = None;
+            apply(state, &query, state.search_mode);
+        }
+        KeyCode::Backspace => {
+            input.pop();
+        }
+        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => input.push(c),
+        _ => {}
+    }
+}
+
+/// Start a search or filter of the focused pane (the timeline when the pane has no rows).
+pub(crate) fn apply(state: &mut AppState, query: &str, mode: Mode) {
+    if query.is_empty() {
+        state.filter = None;
+        return;
+    }
+    let target = (state.focus == Pane::Evidence)
+        .then(|| state.displayed_evidence_id())
+        .flatten()
+        .filter(|id| {
+            state
+                .index
+                .evidence(state.incident(), id)
+                .is_some_and(|e| !matches!(e.body, EvidenceBody::TimeSeries { .. }))
+        });
+    let pane = if target.is_some() {
+        Pane::Evidence
+    } else {
+        Pane::Timeline
+    };
+    let mut f = Filter::new(pane, mode, query);
+    f.target = target.clone();
+    if let Some(id) = &target {
+        state
+            .index
+            .ensure_lines(shown(&state.live, &state.replay), id);
+    }
+    state.filter = Some(f);
+    if pane == Pane::Timeline {
+        state.follow = false;
+        state.sync_filter();
+        let Some(f) = &mut state.filter else { return };
+        if f.rows.is_empty() {
+            let q = f.query.clone();
+            state.set_status(format!("no timeline rows match {q:?}"), false);
+        } else if f.hides() {
+            // Land on the match nearest the end: the newest activity matters most on call.
+            state.timeline_sel = f.rows.len() - 1;
+            f.current = Some(f.rows.len() - 1);
+            state.timeline_offset = 0;
+            state.selection_changed();
+        } else {
+            let sel = state.timeline_sel;
+            let i = f
+                .rows
+                .iter()
+                .rposition(|r| *r <= sel)
+                .unwrap_or(f.rows.len() - 1);
+            f.current = Some(i);
+            state.timeline_sel = f.rows[i];
+            state.selection_changed();
+        }
+    } else {
+        if mode == Mode::Filter {
+            state.evidence.apply(Move::Top);
+        }
+        state.sync_filter();
+    }
+}
