@@ -4,6 +4,7 @@ pub mod alertmanager;
 pub mod error;
 pub mod github;
 pub mod kubernetes;
+pub mod llm;
 pub mod loki;
 pub mod prometheus;
 pub mod transport;
