@@ -96,6 +96,10 @@ pub enum Cmd {
         /// Seconds one case may take.
         #[arg(long, default_value_t = 120)]
         timeout: u64,
+        /// Who reasons: the rules, the configured model after them, or the model when `[llm]`
+        /// is configured.
+        #[arg(long, value_enum, default_value_t = Reasoner::Auto)]
+        reasoner: Reasoner,
     },
     /// Runbook tools.
     Runbooks {
@@ -135,6 +139,40 @@ pub struct InvestigateArgs {
     /// `sitrep investigate --case DIR` replays offline to the same evidence.
     #[arg(long, value_name = "DIR", conflicts_with = "case")]
     pub record: Option<PathBuf>,
+    /// Who reasons: the rules, the configured model after them, or the model when `[llm]` is
+    /// configured. With `--case`, integrations answer from recordings while the model is live.
+    #[arg(long, value_enum, default_value_t = Reasoner::Auto)]
+    pub reasoner: Reasoner,
+}
+
+/// `--reasoner`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reasoner {
+    Rules,
+    Llm,
+    Auto,
+}
+
+/// The model `--reasoner` asks for: `None` for the rules; `llm` without `[llm]` is an error
+/// naming the missing section.
+pub fn pick_model(
+    config: &Config,
+    reasoner: Reasoner,
+) -> anyhow::Result<Option<crate::reason::llm::Model>> {
+    match (reasoner, &config.llm) {
+        (Reasoner::Rules, _) | (Reasoner::Auto, None) => Ok(None),
+        (Reasoner::Llm, None) => bail!(
+            "--reasoner llm needs an [llm] section in the config ({}): provider, base_url, model",
+            config
+                .source
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| crate::config::default_config_path().display().to_string())
+        ),
+        (_, Some(llm)) => Ok(Some(
+            crate::reason::llm::Model::from_config(llm).context("[llm]")?,
+        )),
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,7 +206,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Cmd::Runbooks {
             command: RunbooksCmd::Check { path },
         } => runbooks_check(path),
-        Cmd::Eval { dirs, timeout } => eval(dirs, *timeout),
+        Cmd::Eval {
+            dirs,
+            timeout,
+            reasoner,
+        } => eval(&cli, dirs, *timeout, *reasoner),
         Cmd::Investigate(args) => investigate(&cli, args),
         Cmd::Demo {
             name,
@@ -608,10 +650,15 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-fn eval(dirs: &[PathBuf], timeout: u64) -> anyhow::Result<()> {
+fn eval(cli: &Cli, dirs: &[PathBuf], timeout: u64, reasoner: Reasoner) -> anyhow::Result<()> {
+    let model = match reasoner {
+        Reasoner::Rules => None,
+        _ => pick_model(&load_config(cli)?, reasoner)?,
+    };
     let opts = crate::eval::EvalOptions {
         case_timeout: Duration::from_secs(timeout.max(1)),
         print: true,
+        model,
     };
     let summary = runtime()?.block_on(crate::eval::run(dirs, &opts))?;
     if summary.failed() > 0 {
@@ -622,6 +669,7 @@ fn eval(dirs: &[PathBuf], timeout: u64) -> anyhow::Result<()> {
 
 fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
     let config = load_config(cli)?;
+    let model = pick_model(&config, args.reasoner)?;
     let rt = runtime()?;
     rt.block_on(async {
         let alert = args.alert.as_deref().map(read_alert).transpose()?;
@@ -651,7 +699,8 @@ fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
             RunMode::Live
         };
         let case = world.case().map(|c| c.id.clone());
-        let opts = agent_options(&config, mode, case, !args.no_save, args.diagnosis_only);
+        let mut opts = agent_options(&config, mode, case, !args.no_save, args.diagnosis_only);
+        opts.model = model;
         let handle = agent::spawn(Arc::new(world), trigger, opts);
         drive(cli, &config, handle).await
     })

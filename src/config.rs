@@ -53,6 +53,12 @@ pub struct Config {
     pub policy: Policy,
     #[serde(default)]
     pub ui: Ui,
+    /// `[llm]`: the model that investigates and chats; absent means the rules alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<Llm>,
+    /// `[mcp]`: MCP servers whose tools join the catalog.
+    #[serde(default, skip_serializing_if = "Mcp::is_empty")]
+    pub mcp: Mcp,
     /// Action name -> key, e.g. `approve = "a"`, `quit = "q"`, `half_page_down = "ctrl-d"`.
     #[serde(default)]
     pub keys: BTreeMap<String, String>,
@@ -282,6 +288,63 @@ impl Default for Policy {
     }
 }
 
+fn default_max_steps() -> u32 {
+    20
+}
+
+/// The providers `[llm] provider` accepts.
+pub const LLM_PROVIDERS: [&str; 3] = ["openai", "anthropic", "ollama"];
+
+/// `[llm]`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Llm {
+    /// `openai` (any OpenAI-compatible /v1), `anthropic`, or `ollama` (native /api/chat).
+    pub provider: String,
+    /// openai: POST {base_url}/chat/completions; anthropic: POST {base_url}/v1/messages;
+    /// ollama: POST {base_url}/api/chat.
+    pub base_url: String,
+    pub model: String,
+    /// The environment variable holding the API key; its value stays in memory only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Model turns per investigation.
+    #[serde(default = "default_max_steps")]
+    pub max_steps: u32,
+}
+
+/// `[mcp]`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Mcp {
+    #[serde(default)]
+    pub servers: Vec<McpServer>,
+}
+
+impl Mcp {
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+}
+
+/// `[[mcp.servers]]`: a stdio server (`command`, `args`, `env`) or a streamable HTTP one (`url`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct McpServer {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Tools that change the world: proposals needing approval, never run by the model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mutating: Vec<String>,
+}
+
 fn default_theme() -> String {
     "default".into()
 }
@@ -496,6 +559,43 @@ impl Config {
                     "one or more keys separated by spaces, such as \"a\", \"G\", \"ctrl-d\", \"j down\", \"enter\", \"f1\"",
                     format!("{keys:?}"),
                 ));
+            }
+        }
+        if let Some(llm) = &self.llm {
+            if !LLM_PROVIDERS.contains(&llm.provider.as_str()) {
+                return Err(invalid(
+                    "llm.provider",
+                    "one of \"openai\", \"anthropic\", \"ollama\"",
+                    format!("{:?}", llm.provider),
+                ));
+            }
+            check_url("llm.base_url", &llm.base_url)?;
+            if llm.model.trim().is_empty() {
+                return Err(invalid("llm.model", "a model name", "\"\"".into()));
+            }
+            if llm.max_steps == 0 || llm.max_steps > 200 {
+                return Err(invalid(
+                    "llm.max_steps",
+                    "1 to 200",
+                    llm.max_steps.to_string(),
+                ));
+            }
+        }
+        for (n, server) in self.mcp.servers.iter().enumerate() {
+            let key = format!("mcp.servers[{n}]");
+            match (&server.command, &server.url) {
+                (Some(_), None) => {}
+                (None, Some(url)) => check_url(&format!("{key}.url"), url)?,
+                _ => {
+                    return Err(invalid(
+                        &key,
+                        "exactly one of `command` (stdio) or `url` (streamable HTTP)",
+                        server.name.clone(),
+                    ));
+                }
+            }
+            if server.name.trim().is_empty() {
+                return Err(invalid(&format!("{key}.name"), "a name", "\"\"".into()));
             }
         }
         Ok(())

@@ -6,6 +6,7 @@ mod chat;
 pub mod diagnose;
 pub mod evidence;
 mod journal;
+mod model;
 pub mod observe;
 mod pipeline;
 mod recommend;
@@ -64,6 +65,8 @@ pub struct AgentOptions {
     pub title: Option<String>,
     /// How often the approvals directory is checked for a second operator's approval.
     pub approval_poll: Duration,
+    /// The model that reasons after the analyzers and answers chat; `None` is the rules alone.
+    pub model: Option<crate::reason::llm::Model>,
 }
 
 impl Default for AgentOptions {
@@ -82,6 +85,7 @@ impl Default for AgentOptions {
             case: None,
             title: None,
             approval_poll: Duration::from_millis(500),
+            model: None,
         }
     }
 }

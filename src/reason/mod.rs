@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 
 mod actions;
+pub mod llm;
 mod logs;
 mod metrics;
 mod nodes;

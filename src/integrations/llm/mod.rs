@@ -207,6 +207,8 @@ pub struct ClientConfig {
     /// Longest wait honoured from a `retry-after` header.
     pub max_wait: Duration,
     pub timeout: Duration,
+    /// Applied to every request body before it leaves: nothing secret reaches a model.
+    pub redactor: crate::policy::redact::Redactor,
 }
 
 impl ClientConfig {
@@ -220,6 +222,7 @@ impl ClientConfig {
             backoff: Duration::from_millis(500),
             max_wait: Duration::from_secs(30),
             timeout: Duration::from_secs(300),
+            redactor: crate::policy::redact::Redactor::new(),
         }
     }
 }
@@ -290,11 +293,12 @@ impl Client {
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Exchange {
         let names = ToolNames::new(req.tools.iter().map(|t| t.name.as_str()));
-        let body = match self.cfg.provider {
+        let mut body = match self.cfg.provider {
             Provider::Openai => openai::body(&self.cfg.model, req, &names),
             Provider::Anthropic => anthropic::body(&self.cfg.model, req, &names),
             Provider::Ollama => ollama::body(&self.cfg.model, req, &names),
         };
+        self.cfg.redactor.redact_json(&mut body);
         let mut attempts = 0;
         let mut raw = String::new();
         let reply = loop {
