@@ -56,9 +56,6 @@ pub struct Config {
     /// `[llm]`: the model that investigates and chats; absent means the rules alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<Llm>,
-    /// `[mcp]`: MCP servers whose tools join the catalog.
-    #[serde(default, skip_serializing_if = "Mcp::is_empty")]
-    pub mcp: Mcp,
     /// Action name -> key, e.g. `approve = "a"`, `quit = "q"`, `half_page_down = "ctrl-d"`.
     #[serde(default)]
     pub keys: BTreeMap<String, String>,
@@ -313,38 +310,6 @@ pub struct Llm {
     pub max_steps: u32,
 }
 
-/// `[mcp]`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Mcp {
-    #[serde(default)]
-    pub servers: Vec<McpServer>,
-}
-
-impl Mcp {
-    pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
-    }
-}
-
-/// `[[mcp.servers]]`: a stdio server (`command`, `args`, `env`) or a streamable HTTP one (`url`).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct McpServer {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub args: Vec<String>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub env: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    /// Tools that change the world: proposals needing approval, never run by the model.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub mutating: Vec<String>,
-}
-
 fn default_theme() -> String {
     "default".into()
 }
@@ -579,23 +544,6 @@ impl Config {
                     "1 to 200",
                     llm.max_steps.to_string(),
                 ));
-            }
-        }
-        for (n, server) in self.mcp.servers.iter().enumerate() {
-            let key = format!("mcp.servers[{n}]");
-            match (&server.command, &server.url) {
-                (Some(_), None) => {}
-                (None, Some(url)) => check_url(&format!("{key}.url"), url)?,
-                _ => {
-                    return Err(invalid(
-                        &key,
-                        "exactly one of `command` (stdio) or `url` (streamable HTTP)",
-                        server.name.clone(),
-                    ));
-                }
-            }
-            if server.name.trim().is_empty() {
-                return Err(invalid(&format!("{key}.name"), "a name", "\"\"".into()));
             }
         }
         Ok(())
@@ -919,6 +867,40 @@ half_page_down = "ctrl-d"
             other => panic!("{other:?}"),
         };
         assert_eq!(again.integrations, c.integrations);
+        assert_eq!(again.llm, c.llm);
+        let llm = c.llm.as_ref().map(|l| (l.provider.as_str(), l.max_steps));
+        assert_eq!(llm, Some(("openai", 20)));
+    }
+
+    #[test]
+    fn llm_section_is_checked() {
+        let ok = parse(
+            "[llm]\nprovider = \"anthropic\"\nbase_url = \"https://api.anthropic.com\"\nmodel = \"m\"\n",
+        );
+        assert_eq!(
+            ok.map(|c| c.llm.map(|l| l.max_steps)).ok().flatten(),
+            Some(20)
+        );
+        for (bad, key) in [
+            (
+                "provider = \"gemini\"\nbase_url = \"http://x\"\nmodel = \"m\"",
+                "llm.provider",
+            ),
+            (
+                "provider = \"openai\"\nbase_url = \"x\"\nmodel = \"m\"",
+                "llm.base_url",
+            ),
+            (
+                "provider = \"openai\"\nbase_url = \"http://x\"\nmodel = \"m\"\nmax_steps = 0",
+                "llm.max_steps",
+            ),
+        ] {
+            let err = parse(&format!("[llm]\n{bad}\n"))
+                .map(|_| ())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{err}");
+        }
     }
 
     #[test]
