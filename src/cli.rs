@@ -155,12 +155,24 @@ pub enum Reasoner {
 
 /// The model `--reasoner` asks for: `None` for the rules; `llm` without `[llm]` is an error
 /// naming the missing section.
+///
+/// `--reasoner llm --case DIR` with no `[llm]` replays the model from `DIR/llm.ndjson` when the
+/// case holds recorded exchanges; `record` appends live exchanges to a file.
 pub fn pick_model(
     config: &Config,
     reasoner: Reasoner,
+    case: Option<&Path>,
+    record: Option<PathBuf>,
 ) -> anyhow::Result<Option<crate::reason::llm::Model>> {
+    use crate::reason::llm::{Model, RECORDED_FILE};
     match (reasoner, &config.llm) {
         (Reasoner::Rules, _) | (Reasoner::Auto, None) => Ok(None),
+        (Reasoner::Llm, None) if case.is_some_and(|d| d.join(RECORDED_FILE).is_file()) => {
+            let dir = case.unwrap_or(Path::new("."));
+            Ok(Some(
+                Model::replaying(dir, 200).map_err(anyhow::Error::msg)?,
+            ))
+        }
         (Reasoner::Llm, None) => bail!(
             "--reasoner llm needs an [llm] section in the config ({}): provider, base_url, model",
             config
@@ -169,9 +181,7 @@ pub fn pick_model(
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|| crate::config::default_config_path().display().to_string())
         ),
-        (_, Some(llm)) => Ok(Some(
-            crate::reason::llm::Model::from_config(llm).context("[llm]")?,
-        )),
+        (_, Some(llm)) => Ok(Some(Model::from_config(llm, record).context("[llm]")?)),
     }
 }
 
@@ -651,14 +661,22 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 fn eval(cli: &Cli, dirs: &[PathBuf], timeout: u64, reasoner: Reasoner) -> anyhow::Result<()> {
-    let model = match reasoner {
-        Reasoner::Rules => None,
-        _ => pick_model(&load_config(cli)?, reasoner)?,
+    let config = match reasoner {
+        Reasoner::Rules => Config::default(),
+        _ => load_config(cli)?,
+    };
+    // No [llm] with --reasoner llm: each case answers from its own recorded exchanges.
+    let replay_llm = reasoner == Reasoner::Llm && config.llm.is_none();
+    let model = if replay_llm {
+        None
+    } else {
+        pick_model(&config, reasoner, None, None)?
     };
     let opts = crate::eval::EvalOptions {
         case_timeout: Duration::from_secs(timeout.max(1)),
         print: true,
         model,
+        replay_llm,
     };
     let summary = runtime()?.block_on(crate::eval::run(dirs, &opts))?;
     if summary.failed() > 0 {
@@ -669,7 +687,14 @@ fn eval(cli: &Cli, dirs: &[PathBuf], timeout: u64, reasoner: Reasoner) -> anyhow
 
 fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
     let config = load_config(cli)?;
-    let model = pick_model(&config, args.reasoner)?;
+    let model = pick_model(
+        &config,
+        args.reasoner,
+        args.case.as_deref(),
+        args.record
+            .as_ref()
+            .map(|d| d.join(crate::reason::llm::RECORDED_FILE)),
+    )?;
     let rt = runtime()?;
     rt.block_on(async {
         let alert = args.alert.as_deref().map(read_alert).transpose()?;

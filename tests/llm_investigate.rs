@@ -332,11 +332,78 @@ async fn chat_streams_the_models_answer_into_the_pane() {
 #[test]
 fn reasoner_llm_without_a_section_names_it() {
     let config = sitrep::config::Config::default();
-    let err = sitrep::cli::pick_model(&config, sitrep::cli::Reasoner::Llm).unwrap_err();
+    let err = sitrep::cli::pick_model(&config, sitrep::cli::Reasoner::Llm, None, None).unwrap_err();
     assert!(err.to_string().contains("[llm]"), "{err}");
     assert!(
-        sitrep::cli::pick_model(&config, sitrep::cli::Reasoner::Auto)
+        sitrep::cli::pick_model(&config, sitrep::cli::Reasoner::Auto, None, None)
             .unwrap()
             .is_none()
     );
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn exchanges(records: &[Record]) -> Vec<(Value, Option<String>)> {
+    records
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::ModelExchange { request, error, .. } => Some((request.clone(), error.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_recorded_llm_investigation_replays_and_evaluates_offline() {
+    let (base, bodies) = fake_model(false).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let case = tmp.path().join("checkout-bad-deploy");
+    copy_dir(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/checkout-bad-deploy"),
+        &case,
+    );
+    let mut cfg = ClientConfig::new(Provider::Openai, &base, "fake");
+    cfg.record = Some(case.join(sitrep::reason::llm::RECORDED_FILE));
+    let live = collect(start(Model::new(Client::new(cfg).unwrap(), 8), false), None).await;
+    let sent = bodies.lock().unwrap().len();
+    assert_eq!(sent, 3);
+
+    // Offline: nothing reaches the fake, and the same requests get the same verdict.
+    let replay = Model::replaying(&case, 8).unwrap();
+    assert!(replay.client.is_replay());
+    let again = collect(start(replay, false), None).await;
+    assert_eq!(
+        bodies.lock().unwrap().len(),
+        sent,
+        "the replay sent a request"
+    );
+    let fold = |r: &[Record]| Incident::fold(r.iter().map(|r| (r.t, &r.event)));
+    let (a, b) = (fold(&live), fold(&again));
+    assert_eq!(a.diagnosis, b.diagnosis);
+    let model_finding = |i: &Incident| i.findings.iter().find(|f| f.analyzer == "model").cloned();
+    assert!(model_finding(&a).is_some());
+    assert_eq!(model_finding(&a), model_finding(&b));
+    assert_eq!(exchanges(&live), exchanges(&again));
+    assert_eq!(b.model_tokens, (300, 30));
+
+    // `sitrep eval --reasoner llm` with no model: each case replays its own exchanges.
+    let opts = sitrep::eval::EvalOptions {
+        print: false,
+        replay_llm: true,
+        ..Default::default()
+    };
+    let r = sitrep::eval::run_case(&case, &opts).await;
+    assert_eq!(r.error, None);
+    assert_eq!(r.model_steps, 3);
+    assert_eq!(r.tokens, (300, 30));
+    assert!(r.to_string().contains("model steps 3 tokens 300/30"), "{r}");
+    assert_eq!(bodies.lock().unwrap().len(), sent);
 }

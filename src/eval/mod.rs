@@ -19,6 +19,8 @@ pub struct EvalOptions {
     pub print: bool,
     /// The model that reasons after the rules (`--reasoner llm`); `None` is the rules alone.
     pub model: Option<crate::reason::llm::Model>,
+    /// Each case's model answers from its recorded exchanges (`llm.ndjson`), offline.
+    pub replay_llm: bool,
 }
 
 impl Default for EvalOptions {
@@ -26,6 +28,7 @@ impl Default for EvalOptions {
         EvalOptions {
             case_timeout: Duration::from_secs(120),
             model: None,
+            replay_llm: false,
             print: true,
         }
     }

@@ -103,6 +103,11 @@ async fn investigate(
         Some(payload) => Trigger::Alert(payload.clone()),
         None => Trigger::Problem(case.title.clone()),
     };
+    let model = if opts.replay_llm {
+        Some(crate::reason::llm::Model::replaying(dir, 200).map_err(anyhow::Error::msg)?)
+    } else {
+        opts.model.clone()
+    };
     let agent_opts = AgentOptions {
         read_only: true,
         diagnosis_only: true,
@@ -110,7 +115,7 @@ async fn investigate(
         mode: RunMode::Case,
         case: Some(case.id.clone()),
         approval_timeout: Some(std::time::Duration::ZERO),
-        model: opts.model.clone(),
+        model,
         ..AgentOptions::default()
     };
     let mut handle = agent::spawn(Arc::new(world), trigger, agent_opts);

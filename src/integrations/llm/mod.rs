@@ -209,6 +209,8 @@ pub struct ClientConfig {
     pub timeout: Duration,
     /// Applied to every request body before it leaves: nothing secret reaches a model.
     pub redactor: crate::policy::redact::Redactor,
+    /// Append every exchange to this NDJSON file (a case directory's `llm.ndjson`).
+    pub record: Option<std::path::PathBuf>,
 }
 
 impl ClientConfig {
@@ -223,15 +225,42 @@ impl ClientConfig {
             max_wait: Duration::from_secs(30),
             timeout: Duration::from_secs(300),
             redactor: crate::policy::redact::Redactor::new(),
+            record: None,
         }
     }
 }
 
-/// A model client for one provider.
+/// One recorded exchange as a case directory's `llm.ndjson` holds it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Recorded {
+    pub provider: Provider,
+    pub model: String,
+    pub request: Value,
+    pub raw: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Read a `llm.ndjson` file.
+pub fn load_recorded(path: &std::path::Path) -> Result<Vec<Recorded>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(n, l)| {
+            serde_json::from_str(l)
+                .map_err(|e| format!("{}:{}: not a recorded exchange: {e}", path.display(), n + 1))
+        })
+        .collect()
+}
+
+/// A model client for one provider, live or answering from recorded exchanges in order.
 #[derive(Clone)]
 pub struct Client {
     cfg: ClientConfig,
     http: reqwest::Client,
+    replay: Option<std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<Recorded>>>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -255,7 +284,32 @@ impl Client {
                 url: cfg.base_url.clone(),
                 message: e.to_string(),
             })?;
-        Ok(Client { cfg, http })
+        Ok(Client {
+            cfg,
+            http,
+            replay: None,
+        })
+    }
+
+    /// A client that sends nothing: each request is answered by the next recorded exchange,
+    /// parsed by the same code as a live stream.
+    pub fn replaying(recorded: Vec<Recorded>) -> Client {
+        let first = recorded.first();
+        let cfg = ClientConfig::new(
+            first.map(|r| r.provider).unwrap_or_default(),
+            "http://replay.invalid",
+            first.map(|r| r.model.as_str()).unwrap_or("recorded"),
+        );
+        Client {
+            cfg,
+            http: reqwest::Client::new(),
+            replay: Some(std::sync::Arc::new(std::sync::Mutex::new(recorded.into()))),
+        }
+    }
+
+    /// Whether this client answers from recordings.
+    pub fn is_replay(&self) -> bool {
+        self.replay.is_some()
     }
 
     pub fn provider(&self) -> Provider {
@@ -299,6 +353,30 @@ impl Client {
             Provider::Ollama => ollama::body(&self.cfg.model, req, &names),
         };
         self.cfg.redactor.redact_json(&mut body);
+        if let Some(queue) = &self.replay {
+            let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+            let (raw, reply) = match next {
+                Some(r) => {
+                    let reply = match &r.error {
+                        Some(e) => Err(e.clone()),
+                        None => self.parse_raw(&r.raw, req.stream, &names, on_text),
+                    };
+                    (r.raw, reply)
+                }
+                None => (
+                    String::new(),
+                    Err("no recorded model exchange left to replay".into()),
+                ),
+            };
+            return Exchange {
+                provider: self.cfg.provider,
+                model: self.cfg.model.clone(),
+                request: body,
+                raw,
+                reply,
+                attempts: 1,
+            };
+        }
         let mut attempts = 0;
         let mut raw = String::new();
         let reply = loop {
@@ -318,13 +396,64 @@ impl Client {
                 Err((e, _)) => break Err(self.scrub(&e.to_string())),
             }
         };
-        Exchange {
+        let ex = Exchange {
             provider: self.cfg.provider,
             model: self.cfg.model.clone(),
             request: body,
             raw: self.scrub(&raw),
             reply,
             attempts,
+        };
+        if let Some(path) = &self.cfg.record {
+            let line = Recorded {
+                provider: ex.provider,
+                model: ex.model.clone(),
+                request: ex.request.clone(),
+                raw: ex.raw.clone(),
+                error: ex.reply.as_ref().err().cloned(),
+            };
+            if let Err(e) = append_line(path, &line) {
+                tracing::warn!(
+                    "cannot record the model exchange to {}: {e}",
+                    path.display()
+                );
+            }
+        }
+        ex
+    }
+
+    /// A recorded response text through the provider's parser.
+    fn parse_raw(
+        &self,
+        raw: &str,
+        stream: bool,
+        names: &ToolNames,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Reply, String> {
+        let mut asm = self.assembler();
+        let mut reply = if stream {
+            let mut lines = stream::Lines::default();
+            let mut all = lines.push(raw.as_bytes());
+            all.extend(lines.finish());
+            for line in all {
+                if let Some(d) = asm.line(&line).map_err(|e| e.to_string())? {
+                    on_text(&d);
+                }
+            }
+            asm.finish().map_err(|e| e.to_string())?
+        } else {
+            let v: Value = serde_json::from_str(raw).map_err(|e| e.to_string())?;
+            asm.whole(&v).map_err(|e| e.to_string())?
+        };
+        names.map_back(&mut reply.tool_calls);
+        Ok(reply)
+    }
+
+    fn assembler(&self) -> Box<dyn stream::Assembler> {
+        match self.cfg.provider {
+            Provider::Openai => Box::new(openai::Stream::default()),
+            Provider::Anthropic => Box::new(anthropic::Stream::default()),
+            Provider::Ollama => Box::new(ollama::Stream::default()),
         }
     }
 
@@ -371,11 +500,7 @@ impl Client {
             ));
         }
         let provider = self.cfg.provider;
-        let mut asm: Box<dyn stream::Assembler> = match provider {
-            Provider::Openai => Box::new(openai::Stream::default()),
-            Provider::Anthropic => Box::new(anthropic::Stream::default()),
-            Provider::Ollama => Box::new(ollama::Stream::default()),
-        };
+        let mut asm = self.assembler();
         if !stream {
             let text = resp.text().await.map_err(transport)?;
             raw.push_str(&text);
@@ -424,6 +549,16 @@ impl Client {
         names.map_back(&mut reply.tool_calls);
         Ok(reply)
     }
+}
+
+fn append_line(path: &std::path::Path, line: &Recorded) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    let text = serde_json::to_string(line).map_err(std::io::Error::other)?;
+    writeln!(f, "{text}")
 }
 
 /// `retry-after` as seconds (the form rate limiters send) or an HTTP date.

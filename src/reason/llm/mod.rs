@@ -18,6 +18,9 @@ pub use answer::Answer;
 /// Parameters of a tool call.
 pub type Params = BTreeMap<String, serde_json::Value>;
 
+/// Where a case directory keeps its recorded model exchanges.
+pub const RECORDED_FILE: &str = "llm.ndjson";
+
 /// A configured model and how far it may go.
 #[derive(Clone, Debug)]
 pub struct Model {
@@ -44,7 +47,11 @@ pub enum SetupError {
 
 impl Model {
     /// The model from `[llm]`; the key is read from the named variable and kept in memory.
-    pub fn from_config(llm: &config::Llm) -> Result<Model, SetupError> {
+    /// With `record`, every exchange is also appended to that file (`<case dir>/llm.ndjson`).
+    pub fn from_config(
+        llm: &config::Llm,
+        record: Option<std::path::PathBuf>,
+    ) -> Result<Model, SetupError> {
         let provider = match llm.provider.as_str() {
             "openai" => Provider::Openai,
             "anthropic" => Provider::Anthropic,
@@ -56,8 +63,16 @@ impl Model {
             let value = std::env::var(var).map_err(|_| SetupError::MissingKey(var.clone()))?;
             cfg.api_key = Some(SecretString::from(value));
         }
+        cfg.record = record;
         let client = Client::new(cfg).map_err(|e| SetupError::Client(e.to_string()))?;
         Ok(Model::new(client, llm.max_steps))
+    }
+
+    /// A model that answers from a case directory's recorded exchanges (`llm.ndjson`), offline.
+    pub fn replaying(case_dir: &std::path::Path, max_steps: u32) -> Result<Model, String> {
+        let path = case_dir.join(RECORDED_FILE);
+        let recorded = crate::integrations::llm::load_recorded(&path)?;
+        Ok(Model::new(Client::replaying(recorded), max_steps))
     }
 
     pub fn new(client: Client, max_steps: u32) -> Model {
