@@ -352,7 +352,7 @@ impl Client {
             Provider::Anthropic => anthropic::body(&self.cfg.model, req, &names),
             Provider::Ollama => ollama::body(&self.cfg.model, req, &names),
         };
-        self.cfg.redactor.redact_json(&mut body);
+        redact_strings(&self.cfg.redactor, &mut body);
         if let Some(queue) = &self.replay {
             let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
             let (raw, reply) = match next {
@@ -548,6 +548,21 @@ impl Client {
         let mut reply = asm.finish().map_err(|e| (e, None))?;
         names.map_back(&mut reply.tool_calls);
         Ok(reply)
+    }
+}
+
+/// Mask secrets in every string of a request body. Key-based masking would hit the wire
+/// format's own fields (`max_tokens`), so only the text is scanned.
+fn redact_strings(r: &crate::policy::redact::Redactor, v: &mut Value) {
+    match v {
+        Value::String(s) => {
+            if let std::borrow::Cow::Owned(masked) = r.redact(s) {
+                *s = masked;
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| redact_strings(r, x)),
+        Value::Object(o) => o.values_mut().for_each(|x| redact_strings(r, x)),
+        _ => {}
     }
 }
 
