@@ -164,7 +164,7 @@ mod tests {
         let text = "Here:\n```json\n{\"category\":\"code_defect\",\"root_cause\":\"bad deploy\",\"confidence\":0.9,\
             \"evidence\":[\"ev-1\",\"ev-7\"],\"ruled_out\":[{\"statement\":\"node\",\"reason\":\"ready\",\"evidence\":[\"ev-0\"]}],\
             \"actions\":[{\"kind\":\"kubernetes.rollout_undo\",\"params\":{\"deployment\":\"api\",\"namespace\":\"p\"},\"rationale\":\"r\"},\
-            {\"kind\":\"kubernetes.nuke\",\"params\":{}}]}\n```";
+            {\"kind\":\"shell.nuke\",\"params\":{}}]}\n```";
         let c = check(text, &known(), &BTreeSet::new()).unwrap();
         assert_eq!(c.answer.category, Category::CodeDefect);
         assert_eq!(c.answer.evidence, vec!["ev-1"]);
@@ -173,7 +173,7 @@ mod tests {
         assert_eq!(c.answer.actions[0].target, "deployment/api");
         assert_eq!(c.problems.len(), 2, "{:?}", c.problems);
         assert!(c.problems[0].contains("ev-7"));
-        assert!(c.problems[1].contains("kubernetes.nuke"));
+        assert!(c.problems[1].contains("shell.nuke"));
     }
 
     #[test]
