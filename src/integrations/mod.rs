@@ -6,6 +6,7 @@ pub mod github;
 pub mod kubernetes;
 pub mod llm;
 pub mod loki;
+pub mod mcp;
 pub mod prometheus;
 pub mod transport;
 
