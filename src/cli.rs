@@ -98,6 +98,10 @@ pub enum Cmd {
         /// Seconds one case may take.
         #[arg(long, default_value_t = 120)]
         timeout: u64,
+        /// Who reasons: the rules, the configured model after them, or the model when `[llm]`
+        /// is configured.
+        #[arg(long, value_enum, default_value_t = Reasoner::Auto)]
+        reasoner: Reasoner,
     },
     /// List what is firing in every configured source (Alertmanager, Prometheus, PagerDuty).
     Alerts {
@@ -163,6 +167,50 @@ pub struct InvestigateArgs {
     /// `sitrep investigate --case DIR` replays offline to the same evidence.
     #[arg(long, value_name = "DIR", conflicts_with = "case")]
     pub record: Option<PathBuf>,
+    /// Who reasons: the rules, the configured model after them, or the model when `[llm]` is
+    /// configured. With `--case`, integrations answer from recordings while the model is live.
+    #[arg(long, value_enum, default_value_t = Reasoner::Auto)]
+    pub reasoner: Reasoner,
+}
+
+/// `--reasoner`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reasoner {
+    Rules,
+    Llm,
+    Auto,
+}
+
+/// The model `--reasoner` asks for: `None` for the rules; `llm` without `[llm]` is an error
+/// naming the missing section.
+///
+/// `--reasoner llm --case DIR` with no `[llm]` replays the model from `DIR/llm.ndjson` when the
+/// case holds recorded exchanges; `record` appends live exchanges to a file.
+pub fn pick_model(
+    config: &Config,
+    reasoner: Reasoner,
+    case: Option<&Path>,
+    record: Option<PathBuf>,
+) -> anyhow::Result<Option<crate::reason::llm::Model>> {
+    use crate::reason::llm::{Model, RECORDED_FILE};
+    match (reasoner, &config.llm) {
+        (Reasoner::Rules, _) | (Reasoner::Auto, None) => Ok(None),
+        (Reasoner::Llm, None) if case.is_some_and(|d| d.join(RECORDED_FILE).is_file()) => {
+            let dir = case.unwrap_or(Path::new("."));
+            Ok(Some(
+                Model::replaying(dir, 200).map_err(anyhow::Error::msg)?,
+            ))
+        }
+        (Reasoner::Llm, None) => bail!(
+            "--reasoner llm needs an [llm] section in the config ({}): provider, base_url, model",
+            config
+                .source
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| crate::config::default_config_path().display().to_string())
+        ),
+        (_, Some(llm)) => Ok(Some(Model::from_config(llm, record).context("[llm]")?)),
+    }
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -260,7 +308,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Cmd::Runbooks {
             command: RunbooksCmd::Check { path },
         } => runbooks_check(path),
-        Cmd::Eval { dirs, timeout } => eval(dirs, *timeout),
+        Cmd::Eval {
+            dirs,
+            timeout,
+            reasoner,
+        } => eval(&cli, dirs, *timeout, *reasoner),
         Cmd::Investigate(args) => investigate(&cli, args),
         Cmd::Demo {
             name,
@@ -1025,10 +1077,23 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-fn eval(dirs: &[PathBuf], timeout: u64) -> anyhow::Result<()> {
+fn eval(cli: &Cli, dirs: &[PathBuf], timeout: u64, reasoner: Reasoner) -> anyhow::Result<()> {
+    let config = match reasoner {
+        Reasoner::Rules => Config::default(),
+        _ => load_config(cli)?,
+    };
+    // No [llm] with --reasoner llm: each case answers from its own recorded exchanges.
+    let replay_llm = reasoner == Reasoner::Llm && config.llm.is_none();
+    let model = if replay_llm {
+        None
+    } else {
+        pick_model(&config, reasoner, None, None)?
+    };
     let opts = crate::eval::EvalOptions {
         case_timeout: Duration::from_secs(timeout.max(1)),
         print: true,
+        model,
+        replay_llm,
     };
     let summary = runtime()?.block_on(crate::eval::run(dirs, &opts))?;
     if summary.failed() > 0 {
@@ -1039,6 +1104,14 @@ fn eval(dirs: &[PathBuf], timeout: u64) -> anyhow::Result<()> {
 
 fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
     let config = load_config(cli)?;
+    let model = pick_model(
+        &config,
+        args.reasoner,
+        args.case.as_deref(),
+        args.record
+            .as_ref()
+            .map(|d| d.join(crate::reason::llm::RECORDED_FILE)),
+    )?;
     let rt = runtime()?;
     rt.block_on(async {
         let alert = args.alert.as_deref().map(read_alert).transpose()?;
@@ -1068,7 +1141,8 @@ fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
             RunMode::Live
         };
         let case = world.case().map(|c| c.id.clone());
-        let opts = agent_options(&config, mode, case, !args.no_save, args.diagnosis_only);
+        let mut opts = agent_options(&config, mode, case, !args.no_save, args.diagnosis_only);
+        opts.model = model;
         let handle = agent::spawn(Arc::new(world), trigger, opts);
         drive(cli, &config, handle).await
     })

@@ -55,6 +55,9 @@ pub struct Config {
     pub ui: Ui,
     #[serde(default)]
     pub inbox: Inbox,
+    /// `[llm]`: the model that investigates and chats; absent means the rules alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<Llm>,
     /// Action name -> key, e.g. `approve = "a"`, `quit = "q"`, `half_page_down = "ctrl-d"`.
     #[serde(default)]
     pub keys: BTreeMap<String, String>,
@@ -358,6 +361,31 @@ impl Default for Policy {
     }
 }
 
+fn default_max_steps() -> u32 {
+    20
+}
+
+/// The providers `[llm] provider` accepts.
+pub const LLM_PROVIDERS: [&str; 3] = ["openai", "anthropic", "ollama"];
+
+/// `[llm]`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Llm {
+    /// `openai` (any OpenAI-compatible /v1), `anthropic`, or `ollama` (native /api/chat).
+    pub provider: String,
+    /// openai: POST {base_url}/chat/completions; anthropic: POST {base_url}/v1/messages;
+    /// ollama: POST {base_url}/api/chat.
+    pub base_url: String,
+    pub model: String,
+    /// The environment variable holding the API key; its value stays in memory only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Model turns per investigation.
+    #[serde(default = "default_max_steps")]
+    pub max_steps: u32,
+}
+
 fn default_theme() -> String {
     "default".into()
 }
@@ -628,6 +656,26 @@ impl Config {
                     &format!("keys.{action}"),
                     "one or more keys separated by spaces, such as \"a\", \"G\", \"ctrl-d\", \"j down\", \"enter\", \"f1\"",
                     format!("{keys:?}"),
+                ));
+            }
+        }
+        if let Some(llm) = &self.llm {
+            if !LLM_PROVIDERS.contains(&llm.provider.as_str()) {
+                return Err(invalid(
+                    "llm.provider",
+                    "one of \"openai\", \"anthropic\", \"ollama\"",
+                    format!("{:?}", llm.provider),
+                ));
+            }
+            check_url("llm.base_url", &llm.base_url)?;
+            if llm.model.trim().is_empty() {
+                return Err(invalid("llm.model", "a model name", "\"\"".into()));
+            }
+            if llm.max_steps == 0 || llm.max_steps > 200 {
+                return Err(invalid(
+                    "llm.max_steps",
+                    "1 to 200",
+                    llm.max_steps.to_string(),
                 ));
             }
         }
@@ -971,6 +1019,40 @@ half_page_down = "ctrl-d"
             other => panic!("{other:?}"),
         };
         assert_eq!(again.integrations, c.integrations);
+        assert_eq!(again.llm, c.llm);
+        let llm = c.llm.as_ref().map(|l| (l.provider.as_str(), l.max_steps));
+        assert_eq!(llm, Some(("openai", 20)));
+    }
+
+    #[test]
+    fn llm_section_is_checked() {
+        let ok = parse(
+            "[llm]\nprovider = \"anthropic\"\nbase_url = \"https://api.anthropic.com\"\nmodel = \"m\"\n",
+        );
+        assert_eq!(
+            ok.map(|c| c.llm.map(|l| l.max_steps)).ok().flatten(),
+            Some(20)
+        );
+        for (bad, key) in [
+            (
+                "provider = \"gemini\"\nbase_url = \"http://x\"\nmodel = \"m\"",
+                "llm.provider",
+            ),
+            (
+                "provider = \"openai\"\nbase_url = \"x\"\nmodel = \"m\"",
+                "llm.base_url",
+            ),
+            (
+                "provider = \"openai\"\nbase_url = \"http://x\"\nmodel = \"m\"\nmax_steps = 0",
+                "llm.max_steps",
+            ),
+        ] {
+            let err = parse(&format!("[llm]\n{bad}\n"))
+                .map(|_| ())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{err}");
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ fn quiet() -> EvalOptions {
     EvalOptions {
         case_timeout: Duration::from_secs(60),
         print: false,
+        ..EvalOptions::default()
     }
 }
 

@@ -3,8 +3,23 @@
 use crate::model::{ActionStatus, Incident, StageStatus};
 use crate::runbook::{Runbook, Step};
 
-const HELP: &str = "Ask: `why` (diagnosis and its evidence), `evidence`, `status`, `actions`, \
+pub(super) const HELP: &str = "Ask: `why` (diagnosis and its evidence), `evidence`, `status`, `actions`, \
 `ruled out`, `runbooks`, `/runbook NAME`. Approve or deny actions in the approval panel.";
+
+/// The rules' answer when no model is configured: a free question that the rules do not
+/// recognise says so plainly, then gives the rules' own explanation.
+pub fn answer_without_model(text: &str, incident: &Incident, runbooks: &[Runbook]) -> String {
+    let reply = answer(text, incident, runbooks);
+    if reply == HELP && !text.trim().starts_with('/') {
+        format!(
+            "No model configured (add an [llm] section to the config to ask free questions). \
+             From the rules: {}\n{reply}",
+            why(incident)
+        )
+    } else {
+        reply
+    }
+}
 
 /// Answer one operator message from what the investigation knows so far.
 pub fn answer(text: &str, incident: &Incident, runbooks: &[Runbook]) -> String {

@@ -177,6 +177,29 @@ fn redact_event(r: &Redactor, event: &mut Event) {
         Event::Verified { verification } => r.redact_string(&mut verification.summary),
         Event::Report { markdown } => r.redact_string(markdown),
         Event::Warning { message } => r.redact_string(message),
+        Event::ChatDelta { text } => r.redact_string(text),
+        Event::ModelExchange {
+            request,
+            raw,
+            error,
+            ..
+        } => {
+            // Only the strings: key-name masking would hide the wire format's own fields
+            // (`max_tokens`), which replay needs and which hold no secret.
+            fn strings(r: &Redactor, v: &mut serde_json::Value) {
+                match v {
+                    serde_json::Value::String(s) => r.redact_string(s),
+                    serde_json::Value::Array(a) => a.iter_mut().for_each(|v| strings(r, v)),
+                    serde_json::Value::Object(o) => o.values_mut().for_each(|v| strings(r, v)),
+                    _ => {}
+                }
+            }
+            strings(r, request);
+            r.redact_string(raw);
+            if let Some(e) = error {
+                r.redact_string(e);
+            }
+        }
         Event::Observed { facts, .. } => {
             // Facts are parsed from bodies already masked at the boundary; masking them again
             // costs a round trip through JSON and guards against a parser that un-escapes.

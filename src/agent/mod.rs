@@ -6,6 +6,7 @@ mod chat;
 pub mod diagnose;
 pub mod evidence;
 mod journal;
+mod model;
 pub mod observe;
 mod pipeline;
 mod recommend;
@@ -73,6 +74,8 @@ pub struct AgentOptions {
     /// Nobody watches this run (`sitrep serve`): medium risk waits for an approval instead of
     /// running when its veto countdown ends.
     pub unattended: bool,
+    /// The model that reasons after the analyzers and answers chat; `None` is the rules alone.
+    pub model: Option<crate::reason::llm::Model>,
 }
 
 impl Default for AgentOptions {
@@ -94,6 +97,7 @@ impl Default for AgentOptions {
             redactor: crate::policy::redact::Redactor::new(),
             proposals: Vec::new(),
             unattended: false,
+            model: None,
         }
     }
 }

@@ -116,6 +116,7 @@ pub async fn run(
         runbooks.clone(),
         token.clone(),
         interrupted.clone(),
+        opts.model.clone(),
     ));
     let caller = Caller {
         tools: tools.clone(),
@@ -186,6 +187,7 @@ async fn dispatch(
     runbooks: Arc<Vec<Runbook>>,
     token: CancellationToken,
     interrupted: Arc<AtomicBool>,
+    model: Option<crate::reason::llm::Model>,
 ) {
     while let Some(cmd) = cmds.recv().await {
         match cmd {
@@ -195,11 +197,21 @@ async fn dispatch(
                     from: crate::model::ChatRole::Operator,
                     text: text.clone(),
                 });
-                let reply = chat::answer(&text, &j.incident, &runbooks);
-                j.emit(Event::ChatMessage {
-                    from: crate::model::ChatRole::Agent,
-                    text: reply,
-                });
+                match &model {
+                    // Slash commands are the rules' own, model or not.
+                    Some(m) if !text.trim().starts_with('/') => {
+                        let rules = chat::answer(&text, &j.incident, &runbooks);
+                        drop(j);
+                        tokio::spawn(super::model::chat(m.clone(), journal.clone(), text, rules));
+                    }
+                    _ => {
+                        let reply = chat::answer_without_model(&text, &j.incident, &runbooks);
+                        j.emit(Event::ChatMessage {
+                            from: crate::model::ChatRole::Agent,
+                            text: reply,
+                        });
+                    }
+                }
             }
             cmd @ (Command::Approve { .. } | Command::Deny { .. } | Command::PauseVeto { .. }) => {
                 let mut j = lock(&journal);
@@ -326,7 +338,15 @@ impl Run {
 
         // Diagnose
         self.start(Stage::Diagnose);
-        let diagnosed = diagnose::diagnose(&obs, &self.scope, runbook.as_ref());
+        let mut diagnosed = diagnose::diagnose(&obs, &self.scope, runbook.as_ref());
+        if let Some(model) = self.opts.model.clone() {
+            // The model reasons after the analyzers; its tool calls land in this stage.
+            guard(
+                &self.token,
+                super::model::diagnose(&model, &self.caller, obs.clone(), &mut diagnosed.analysis),
+            )
+            .await?;
+        }
         for event in diagnosed.events() {
             self.emit(event);
         }

@@ -17,12 +17,18 @@ pub struct EvalOptions {
     pub case_timeout: Duration,
     /// Print a row per case (and the totals) to stdout as cases finish.
     pub print: bool,
+    /// The model that reasons after the rules (`--reasoner llm`); `None` is the rules alone.
+    pub model: Option<crate::reason::llm::Model>,
+    /// Each case's model answers from its recorded exchanges (`llm.ndjson`), offline.
+    pub replay_llm: bool,
 }
 
 impl Default for EvalOptions {
     fn default() -> Self {
         EvalOptions {
             case_timeout: Duration::from_secs(120),
+            model: None,
+            replay_llm: false,
             print: true,
         }
     }
@@ -156,6 +162,9 @@ pub struct CaseResult {
     /// A case that could not run at all (bad case dir, agent error, timeout).
     pub error: Option<String>,
     pub elapsed: Duration,
+    /// Model steps (investigation requests) and tokens in/out; zero with the rules alone.
+    pub model_steps: u32,
+    pub tokens: (u64, u64),
 }
 
 impl CaseResult {
@@ -182,6 +191,13 @@ impl fmt::Display for CaseResult {
             "{mark}  {:<44} {:<20} ruling-out recall {recall}",
             self.id, got
         )?;
+        if self.model_steps > 0 {
+            write!(
+                f,
+                " model steps {} tokens {}/{}",
+                self.model_steps, self.tokens.0, self.tokens.1
+            )?;
+        }
         if let Some(e) = &self.error {
             write!(f, "\n      error: {e}")?;
         }
@@ -366,6 +382,8 @@ mod tests {
             score: Score::default(),
             error: None,
             elapsed: Duration::ZERO,
+            model_steps: 0,
+            tokens: (0, 0),
         };
         let bad = CaseResult {
             error: Some("timed out".into()),

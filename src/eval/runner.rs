@@ -94,10 +94,14 @@ pub async fn run_case(dir: &Path, opts: &EvalOptions) -> CaseResult {
         score: Score::default(),
         error: None,
         elapsed: Default::default(),
+        model_steps: 0,
+        tokens: (0, 0),
     };
     match investigate(dir, opts).await {
         Ok((id, expect, incident)) => {
             result.id = id;
+            result.model_steps = incident.model_steps;
+            result.tokens = incident.model_tokens;
             match expect {
                 Some(expect) => result.score = score(&expect, &incident),
                 None => result.error = Some("no expect.toml: nothing to score against".into()),
@@ -123,6 +127,11 @@ async fn investigate(
         Some(payload) => Trigger::Alert(payload.clone()),
         None => Trigger::Problem(case.title.clone()),
     };
+    let model = if opts.replay_llm {
+        Some(crate::reason::llm::Model::replaying(dir, 200).map_err(anyhow::Error::msg)?)
+    } else {
+        opts.model.clone()
+    };
     let agent_opts = AgentOptions {
         read_only: true,
         diagnosis_only: true,
@@ -130,6 +139,7 @@ async fn investigate(
         mode: RunMode::Case,
         case: Some(case.id.clone()),
         approval_timeout: Some(std::time::Duration::ZERO),
+        model,
         ..AgentOptions::default()
     };
     let mut handle = agent::spawn(Arc::new(world), trigger, agent_opts);

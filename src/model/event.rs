@@ -223,6 +223,29 @@ pub enum Event {
     Report {
         markdown: String,
     },
+    /// Part of the agent's chat answer as a model streams it; the closing `ChatMessage` holds
+    /// the whole answer.
+    ChatDelta {
+        text: String,
+    },
+    /// One request to a model and its raw answer, as sent and received (the body only: no
+    /// headers, so no key), so an LLM investigation replays and evaluates with no model.
+    ModelExchange {
+        /// `investigate` or `chat`.
+        purpose: String,
+        step: u32,
+        provider: String,
+        model: String,
+        request: serde_json::Value,
+        /// The whole response text (the stream as it arrived).
+        raw: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        #[serde(default)]
+        tokens_in: u64,
+        #[serde(default)]
+        tokens_out: u64,
+    },
     /// A non-fatal problem worth showing on the timeline.
     Warning {
         message: String,
@@ -260,6 +283,8 @@ impl Event {
             Event::Verified { .. } => "verified",
             Event::ChatMessage { .. } => "chat_message",
             Event::Report { .. } => "report",
+            Event::ChatDelta { .. } => "chat_delta",
+            Event::ModelExchange { .. } => "model_exchange",
             Event::Warning { .. } => "warning",
         }
     }

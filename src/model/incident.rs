@@ -110,6 +110,9 @@ pub struct ChatEntry {
     pub t: f64,
     pub from: ChatRole,
     pub text: String,
+    /// An answer still streaming in (`ChatDelta`s); the closing `ChatMessage` replaces it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub streaming: bool,
 }
 
 /// What a timeline row refers to, so the evidence panel can show the right thing.
@@ -172,6 +175,12 @@ pub struct Incident {
     pub actions: Vec<ActionState>,
     pub verifications: Vec<Verification>,
     pub chat: Vec<ChatEntry>,
+    /// Model tokens in and out over the session's exchanges.
+    #[serde(default)]
+    pub model_tokens: (u64, u64),
+    /// Model requests made by the investigation (chat excluded).
+    #[serde(default)]
+    pub model_steps: u32,
     pub report: Option<String>,
     pub warnings: Vec<String>,
     pub outcome: Option<Outcome>,
@@ -663,11 +672,50 @@ impl Incident {
                 );
             }
             Event::ChatMessage { from, text } => {
-                self.chat.push(ChatEntry {
+                if let Some(last) = self.chat.last_mut()
+                    && last.streaming
+                    && last.from == *from
+                {
+                    last.text = text.clone();
+                    last.streaming = false;
+                } else {
+                    self.chat.push(ChatEntry {
+                        t,
+                        from: *from,
+                        text: text.clone(),
+                        streaming: false,
+                    });
+                }
+            }
+            Event::ChatDelta { text } => match self.chat.last_mut() {
+                Some(last) if last.streaming => last.text.push_str(text),
+                _ => self.chat.push(ChatEntry {
                     t,
-                    from: *from,
+                    from: ChatRole::Agent,
                     text: text.clone(),
-                });
+                    streaming: true,
+                }),
+            },
+            Event::ModelExchange {
+                purpose,
+                step,
+                error,
+                tokens_in,
+                tokens_out,
+                ..
+            } => {
+                if purpose == "investigate" {
+                    self.model_steps += 1;
+                }
+                self.model_tokens.0 += tokens_in;
+                self.model_tokens.1 += tokens_out;
+                if let Some(e) = error {
+                    push(
+                        self,
+                        TimelineKind::Warning,
+                        format!("! model {purpose} step {step} failed: {e}"),
+                    );
+                }
             }
             Event::Report { markdown } => {
                 self.report = Some(markdown.clone());

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 mod actions;
 mod coverage;
+pub mod llm;
 mod logs;
 mod metrics;
 mod nodes;
