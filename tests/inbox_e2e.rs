@@ -7,100 +7,23 @@ mod support;
 use chrono::{Duration as D, Utc};
 use serde_json::json;
 use std::path::Path;
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+use support::tmux::{self, Tmux};
 
 const PROMPT: &str = "inbox-e2e$";
 
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> Option<Output> {
-        Command::new("tmux")
-            .args(["-L", &self.socket, "-f", "/dev/null"])
-            .args(args)
-            .output()
-            .ok()
-    }
-
-    fn capture(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "e2e"])
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "e2e"];
-        args.extend_from_slice(keys);
-        let _ = self.run(&args);
-    }
-
-    fn wait_for(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.capture();
-            if pred(&screen) {
-                return screen;
-            }
-            assert!(
-                start.elapsed() < timeout,
-                "timed out waiting for {what}; the screen was:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(150));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        // Only the private server this test started on its own socket.
-        let _ = self.run(&["kill-server"]);
-    }
-}
-
-fn tmux_available() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 fn start_shell(tag: &str, dir: &Path) -> Tmux {
-    let tmux = Tmux {
-        socket: format!("sitrep-inbox-{tag}-{}", std::process::id()),
-    };
-    let started = tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "e2e",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "-e",
-        &format!("SITREP_DATA_DIR={}", dir.join("data").display()),
-        "sh",
-    ]);
-    assert!(
-        started.is_some_and(|o| o.status.success()),
-        "tmux new-session failed"
-    );
-    tmux.wait_for("the shell", Duration::from_secs(10), |s| {
-        !s.trim().is_empty()
-    });
-    tmux.keys(&[&format!("PS1='{PROMPT} '"), "Enter", "clear", "Enter"]);
-    tmux.wait_for("the shell prompt", Duration::from_secs(10), |s| {
-        s.contains(PROMPT)
-    });
-    tmux
+    tmux::start_shell(
+        format!("sitrep-inbox-{tag}-{}", std::process::id()),
+        PROMPT,
+        &[("SITREP_DATA_DIR", dir.join("data").display().to_string())],
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn enter_in_the_inbox_investigates_the_alert() {
-    if !tmux_available() {
+    if !tmux::available() {
         eprintln!("skipping: tmux is not installed");
         return;
     }
@@ -200,7 +123,7 @@ fn bare_sitrep_without_sources_says_how_to_configure() {
 
 #[test]
 fn without_sources_a_terminal_is_offered_the_demo() {
-    if !tmux_available() {
+    if !tmux::available() {
         eprintln!("skipping: tmux is not installed");
         return;
     }

@@ -3,105 +3,25 @@
 //! the pending approval left undecided. Also the modal in a real terminal: typing "papaya"
 //! approves nothing, and typing a deny reason pauses a medium-risk countdown.
 
+mod support;
+
 use sitrep::model::{Event, Outcome};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use support::tmux::{self, Tmux};
 
 const SCENARIO: &str = "checkout-bad-deploy";
 const PROMPT: &str = "sig-prompt$";
 
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> Option<Output> {
-        Command::new("tmux")
-            .args(["-L", &self.socket, "-f", "/dev/null"])
-            .args(args)
-            .output()
-            .ok()
-    }
-
-    fn capture(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "sig"])
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "sig"];
-        args.extend_from_slice(keys);
-        let _ = self.run(&args);
-    }
-
-    fn format(&self, f: &str) -> String {
-        self.run(&["display-message", "-p", "-t", "sig", f])
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_default()
-    }
-
-    fn wait_for(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.capture();
-            if pred(&screen) {
-                return screen;
-            }
-            if start.elapsed() > timeout {
-                panic!("timed out waiting for {what}; the screen was:\n{screen}");
-            }
-            std::thread::sleep(Duration::from_millis(150));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        // Only the private server this test started on its own socket.
-        let _ = self.run(&["kill-server"]);
-    }
-}
-
-fn tmux_available() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 fn start_shell(tag: &str, data: &Path) -> Tmux {
-    let tmux = Tmux {
-        socket: format!("sitrep-sig-{tag}-{}", std::process::id()),
-    };
-    let started = tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "sig",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "-e",
-        &format!("SITREP_DATA_DIR={}", data.display()),
-        "-e",
-        &format!("XDG_CONFIG_HOME={}", data.join("config").display()),
-        "sh",
-    ]);
-    assert!(
-        started.is_some_and(|o| o.status.success()),
-        "tmux new-session failed"
-    );
-    tmux.wait_for("the shell", Duration::from_secs(10), |s| {
-        !s.trim().is_empty()
-    });
-    tmux.keys(&[&format!("PS1='{PROMPT} '"), "Enter", "clear", "Enter"]);
-    tmux.wait_for("the shell prompt", Duration::from_secs(10), |s| {
-        s.contains(PROMPT)
-    });
-    tmux
+    tmux::start_shell(
+        format!("sitrep-sig-{tag}-{}", std::process::id()),
+        PROMPT,
+        &[
+            ("SITREP_DATA_DIR", data.display().to_string()),
+            ("XDG_CONFIG_HOME", data.join("config").display().to_string()),
+        ],
+    )
 }
 
 /// The pid of the shell's child (the console), from /proc.
@@ -138,7 +58,7 @@ fn console_at_the_modal_of(tmux: &Tmux, scenario: &str, config: Option<&Path>) -
 
 #[test]
 fn each_signal_restores_the_terminal_and_ends_the_session_interrupted() {
-    if !tmux_available() {
+    if !tmux::available() {
         eprintln!("skipping: tmux is not installed");
         return;
     }
@@ -207,7 +127,7 @@ fn each_signal_restores_the_terminal_and_ends_the_session_interrupted() {
 
 #[test]
 fn typing_papaya_into_the_modal_approves_nothing() {
-    if !tmux_available() {
+    if !tmux::available() {
         eprintln!("skipping: tmux is not installed");
         return;
     }
@@ -250,7 +170,7 @@ fn typing_papaya_into_the_modal_approves_nothing() {
 /// `veto_paused`), the action does not run while the operator types, and the deny is final.
 #[test]
 fn typing_a_deny_reason_pauses_the_medium_countdown() {
-    if !tmux_available() {
+    if !tmux::available() {
         eprintln!("skipping: tmux is not installed");
         return;
     }

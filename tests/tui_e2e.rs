@@ -1,67 +1,15 @@
 //! End to end in tmux: `sitrep demo` with a high-risk fix, approved from the keyboard, verified,
 //! and the terminal handed back to the shell when the operator quits; the scenario chooser.
 
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+use support::tmux::{self, Tmux};
 
 const SCENARIO: &str = "checkout-bad-deploy";
 const PROMPT: &str = "e2e-prompt$";
-
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> Option<Output> {
-        Command::new("tmux")
-            .args(["-L", &self.socket, "-f", "/dev/null"])
-            .args(args)
-            .output()
-            .ok()
-    }
-
-    fn capture(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "e2e"])
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "e2e"];
-        args.extend_from_slice(keys);
-        let _ = self.run(&args);
-    }
-
-    /// Poll the screen until `pred` holds; the last screen either way.
-    fn wait_for(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.capture();
-            if pred(&screen) {
-                return screen;
-            }
-            if start.elapsed() > timeout {
-                panic!("timed out waiting for {what}; the screen was:\n{screen}");
-            }
-            std::thread::sleep(Duration::from_millis(150));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        // Only the private server this test started on its own socket.
-        let _ = self.run(&["kill-server"]);
-    }
-}
-
-fn tmux_available() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 fn demo_available(bin: &Path) -> bool {
     Command::new(bin)
@@ -70,44 +18,17 @@ fn demo_available(bin: &Path) -> bool {
         .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains(SCENARIO))
 }
 
-/// A private tmux server on its own socket running `sh` at a known prompt, with data and config
-/// directories under `dir`.
+/// A private tmux server running `sh` at a known prompt, with data and config directories under
+/// `dir`.
 fn start_shell(tag: &str, dir: &Path) -> Tmux {
-    let data = dir.join("data");
-    let config = dir.join("config");
-    let tmux = Tmux {
-        socket: format!("sitrep-e2e-{tag}-{}", std::process::id()),
-    };
-    let started = tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "e2e",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "-e",
-        &format!("PS1={PROMPT} "),
-        "-e",
-        &format!("SITREP_DATA_DIR={}", data.display()),
-        "-e",
-        &format!("XDG_CONFIG_HOME={}", config.display()),
-        "sh",
-    ]);
-    assert!(
-        started.is_some_and(|o| o.status.success()),
-        "tmux new-session failed"
-    );
-    // Some shells ignore PS1 from the environment (dash as root); set it at the prompt instead.
-    tmux.wait_for("the shell", Duration::from_secs(10), |s| {
-        !s.trim().is_empty()
-    });
-    tmux.keys(&[&format!("PS1='{PROMPT} '"), "Enter", "clear", "Enter"]);
-    tmux.wait_for("the shell prompt", Duration::from_secs(10), |s| {
-        s.contains(PROMPT)
-    });
-    tmux
+    tmux::start_shell(
+        format!("sitrep-e2e-{tag}-{}", std::process::id()),
+        PROMPT,
+        &[
+            ("SITREP_DATA_DIR", dir.join("data").display().to_string()),
+            ("XDG_CONFIG_HOME", dir.join("config").display().to_string()),
+        ],
+    )
 }
 
 /// Quit with q and check the shell got its screen back.
@@ -134,7 +55,7 @@ fn quit_to_shell(tmux: &Tmux) {
 #[test]
 fn demo_approve_verify_quit_in_tmux() {
     let bin = Path::new(env!("CARGO_BIN_EXE_sitrep"));
-    if !tmux_available() {
+    if !tmux::available() {
         eprintln!("skipping: tmux is not installed");
         return;
     }
@@ -189,7 +110,7 @@ const SECOND: (&str, &str) = ("search-cpu-saturation", "CPUThrottlingHigh");
 #[test]
 fn demo_chooser_starts_the_second_scenario_in_tmux() {
     let bin = Path::new(env!("CARGO_BIN_EXE_sitrep"));
-    if !tmux_available() {
+    if !tmux::available() {
         eprintln!("skipping: tmux is not installed");
         return;
     }
@@ -246,7 +167,7 @@ fn demo_chooser_starts_the_second_scenario_in_tmux() {
 #[test]
 fn demo_chooser_quits_without_starting_anything() {
     let bin = Path::new(env!("CARGO_BIN_EXE_sitrep"));
-    if !tmux_available() {
+    if !tmux::available() {
         eprintln!("skipping: tmux is not installed");
         return;
     }
@@ -272,7 +193,7 @@ fn demo_chooser_quits_without_starting_anything() {
 #[test]
 fn search_in_the_evidence_pane_shows_the_match_count_in_tmux() {
     let bin = Path::new(env!("CARGO_BIN_EXE_sitrep"));
-    if !tmux_available() {
+    if !tmux::available() {
         eprintln!("skipping: tmux is not installed");
         return;
     }

@@ -2,7 +2,7 @@
 //! ordinary proposals: the investigation they join puts them through policy and approval like any other.
 
 use super::{InboxAlert, Source};
-use crate::model::{Action, Risk};
+use crate::model::{Action, Risk, catalog};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -52,7 +52,7 @@ pub fn silence(
     );
     params.insert("duration_minutes".into(), json!(minutes));
     params.insert("created_by".into(), json!(by));
-    Some(Action {
+    Some(settled(Action {
         id: String::new(),
         kind: "alertmanager.silence".into(),
         operation: format!(
@@ -69,14 +69,14 @@ pub fn silence(
         blast_radius: "every alert matching these labels stops notifying until the silence ends"
             .into(),
         evidence: Vec::new(),
-    })
+    }))
 }
 
 /// Expires a silence, so the alerts it muted notify again.
 pub fn expire_silence(id: &str, by: &str) -> Action {
     let mut params = BTreeMap::new();
     params.insert("silence_id".to_string(), json!(id));
-    Action {
+    settled(Action {
         id: String::new(),
         kind: "alertmanager.expire_silence".into(),
         target: format!("silence/{id}"),
@@ -86,7 +86,7 @@ pub fn expire_silence(id: &str, by: &str) -> Action {
         rationale: format!("expire silence {id}, asked from the inbox by {by}"),
         blast_radius: "the alerts it muted notify again".into(),
         evidence: Vec::new(),
-    }
+    })
 }
 
 /// What can be done to a PagerDuty incident from the inbox.
@@ -108,7 +108,7 @@ pub fn pagerduty(alert: &InboxAlert, verb: PdVerb, by: &str) -> Option<Action> {
     };
     let mut params = BTreeMap::new();
     params.insert("incident_id".to_string(), json!(id));
-    Some(Action {
+    Some(settled(Action {
         id: String::new(),
         kind: kind.into(),
         target: format!("incident/{id}"),
@@ -120,7 +120,7 @@ pub fn pagerduty(alert: &InboxAlert, verb: PdVerb, by: &str) -> Option<Action> {
         rationale: format!("{status} from the inbox by {by}: {}", alert.title),
         blast_radius: "the incident's escalation and notifications".into(),
         evidence: Vec::new(),
-    })
+    }))
 }
 
 /// Adds a note to a PagerDuty incident (low: it changes nothing but the incident's log).
@@ -132,7 +132,7 @@ pub fn pagerduty_note(alert: &InboxAlert, content: &str) -> Option<Action> {
     let mut params = BTreeMap::new();
     params.insert("incident_id".to_string(), json!(id));
     params.insert("content".to_string(), json!(content));
-    Some(Action {
+    Some(settled(Action {
         id: String::new(),
         kind: "pagerduty.add_note".into(),
         target: format!("incident/{id}"),
@@ -142,7 +142,14 @@ pub fn pagerduty_note(alert: &InboxAlert, content: &str) -> Option<Action> {
         rationale: "note from the inbox".into(),
         blast_radius: String::new(),
         evidence: Vec::new(),
-    })
+    }))
+}
+
+/// The proposal as the catalog reads it (target, risk floor, operation text), so what the
+/// inbox offers is exactly what the approval modal will show.
+fn settled(mut action: Action) -> Action {
+    catalog::settle(&mut action);
+    action
 }
 
 #[cfg(test)]
@@ -157,7 +164,8 @@ mod tests {
         let a = silence(&m, 120, "deploy in progress", "ops").expect("action");
         assert_eq!(a.kind, "alertmanager.silence");
         assert!(a.risk >= Risk::Medium);
-        assert_eq!(a.target, "alertname=X,namespace=payments");
+        assert_eq!(a.target, "alert/X");
+        assert!(a.operation.contains("namespace=\"payments\""), "{}", a.operation);
         assert_eq!(a.params["matchers"]["namespace"], "payments");
         assert_eq!(a.params["duration_minutes"], 120);
         assert!(silence(&BTreeMap::new(), 60, "", "ops").is_none());

@@ -122,7 +122,7 @@ mod tests {
             rule("kubernetes.rollout_restart", Risk::Medium, &c),
             Rule::Approve { approvals: 1 }
         );
-        assert_eq!(rule("pagerduty.add_note", Risk::Low, &c), Rule::Run);
+        assert_eq!(rule("kubernetes.pods", Risk::Low, &c), Rule::Run);
     }
 
     #[test]

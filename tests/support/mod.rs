@@ -2,6 +2,8 @@
 //! a fault server, and real Prometheus/Alertmanager processes started on free 127.0.0.1 ports.
 #![allow(dead_code)]
 
+pub mod tmux;
+
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
