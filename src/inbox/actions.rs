@@ -165,7 +165,11 @@ mod tests {
         assert_eq!(a.kind, "alertmanager.silence");
         assert!(a.risk >= Risk::Medium);
         assert_eq!(a.target, "alert/X");
-        assert!(a.operation.contains("namespace=\"payments\""), "{}", a.operation);
+        assert!(
+            a.operation.contains("namespace=\"payments\""),
+            "{}",
+            a.operation
+        );
         assert_eq!(a.params["matchers"]["namespace"], "payments");
         assert_eq!(a.params["duration_minutes"], 120);
         assert!(silence(&BTreeMap::new(), 60, "", "ops").is_none());
