@@ -218,8 +218,10 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9095")]
     pub listen: std::net::SocketAddr,
-    /// Environment variable holding the bearer token every request must carry. Required unless the
-    /// address is loopback.
+    /// Environment variable holding the bearer tokens, one of which every request must carry:
+    /// `name=token` pairs (comma or whitespace separated), one per person, whose approvals and
+    /// denials are recorded under that name; or a single token, recorded as `api`. Required unless
+    /// the address is loopback (then decisions are recorded as the caller's OS user).
     #[arg(long, value_name = "VAR")]
     pub token_env: Option<String>,
     /// Sessions directory (default: `<data dir>/sessions`).
@@ -474,7 +476,7 @@ fn follow(
 
 fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
     let config = load_config(cli)?;
-    let token = crate::serve::token_for(args.listen, args.token_env.as_deref())?;
+    let tokens = crate::serve::token_for(args.listen, args.token_env.as_deref())?;
     let config_path = config
         .source
         .clone()
@@ -517,7 +519,7 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
         });
         crate::serve::run(crate::serve::Setup {
             listen: args.listen,
-            token,
+            tokens,
             pagerduty_secret,
             sessions_dir,
             starter,

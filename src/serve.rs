@@ -1,14 +1,14 @@
 //! `sitrep serve`: the webhook receiver (Alertmanager v4, PagerDuty V3) and remote API over axum; each new
 //! firing alert starts one headless investigation, saved as a session like any other.
 
-use crate::agent::{AgentHandle, Trigger};
+use crate::agent::{AgentHandle, Attributed, Decider, Trigger};
 use crate::inbox::{self, Claim, Deduper, InboxAlert, Sources};
 use crate::integrations::pagerduty;
 use crate::model::{AlertStatus, Command, Outcome, WebhookPayload};
 use crate::session;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path as UrlPath, Request, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Extension, Path as UrlPath, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -32,11 +32,20 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// and the session file to write.
 pub type Starter = Arc<dyn Fn(Trigger, PathBuf) -> anyhow::Result<AgentHandle> + Send + Sync>;
 
+/// One bearer token and the name its holder's decisions are recorded under.
+pub struct ApiToken {
+    pub name: String,
+    pub secret: SecretString,
+}
+
+/// What a single unnamed token's callers are recorded as: whoever holds it, one operator.
+pub const UNNAMED_TOKEN: &str = "api";
+
 /// Everything the server needs, prepared by the command line.
 pub struct Setup {
     pub listen: SocketAddr,
-    /// Bearer token every request must carry; `None` only on a loopback address.
-    pub token: Option<SecretString>,
+    /// Bearer tokens, one of which every request must carry; empty only on a loopback address.
+    pub tokens: Vec<ApiToken>,
     /// PagerDuty V3 webhook signing secret; without one PagerDuty webhooks are refused.
     pub pagerduty_secret: Option<SecretString>,
     pub sessions_dir: PathBuf,
@@ -54,6 +63,8 @@ pub enum ServeError {
     NoToken(SocketAddr),
     #[error("environment variable {0} (from --token-env) is not set or empty")]
     TokenUnset(String),
+    #[error("environment variable {var} (from --token-env): {problem}")]
+    TokenInvalid { var: String, problem: String },
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -62,19 +73,68 @@ pub enum ServeError {
     },
 }
 
-/// Reads the bearer token named by `--token-env` and checks the address may go without one.
-pub fn token_for(
-    listen: SocketAddr,
-    token_env: Option<&str>,
-) -> Result<Option<SecretString>, ServeError> {
+/// Reads the bearer tokens named by `--token-env` and checks the address may go without one.
+pub fn token_for(listen: SocketAddr, token_env: Option<&str>) -> Result<Vec<ApiToken>, ServeError> {
     match token_env {
         Some(var) => match std::env::var(var) {
-            Ok(v) if !v.trim().is_empty() => Ok(Some(SecretString::from(v.trim().to_string()))),
+            Ok(v) if !v.trim().is_empty() => {
+                parse_tokens(&v).map_err(|problem| ServeError::TokenInvalid {
+                    var: var.to_string(),
+                    problem,
+                })
+            }
             _ => Err(ServeError::TokenUnset(var.to_string())),
         },
-        None if listen.ip().is_loopback() => Ok(None),
+        None if listen.ip().is_loopback() => Ok(Vec::new()),
         None => Err(ServeError::NoToken(listen)),
     }
+}
+
+fn valid_token_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@'))
+}
+
+/// `name=token` entries separated by commas or whitespace, one per person (decisions are recorded
+/// under the name); anything else is one unnamed token, whose callers are all [`UNNAMED_TOKEN`].
+/// Errors never quote a token.
+pub fn parse_tokens(value: &str) -> Result<Vec<ApiToken>, String> {
+    let entries: Vec<&str> = value
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|e| !e.is_empty())
+        .collect();
+    let named: Option<Vec<(&str, &str)>> = entries
+        .iter()
+        .map(|e| {
+            e.split_once('=')
+                // A base64 token's `=` padding is not a name separator.
+                .filter(|(n, t)| valid_token_name(n) && !t.chars().all(|c| c == '='))
+        })
+        .collect();
+    let Some(named) = named else {
+        return Ok(vec![ApiToken {
+            name: UNNAMED_TOKEN.into(),
+            secret: SecretString::from(value.trim().to_string()),
+        }]);
+    };
+    let mut out: Vec<ApiToken> = Vec::new();
+    for (name, token) in named {
+        if out.iter().any(|t| t.name == name) {
+            return Err(format!("the token name {name:?} appears twice"));
+        }
+        if out.iter().any(|t| t.secret.expose_secret() == token) {
+            return Err(format!(
+                "{name:?} has the same token as another name: each person needs their own"
+            ));
+        }
+        out.push(ApiToken {
+            name: name.to_string(),
+            secret: SecretString::from(token.to_string()),
+        });
+    }
+    Ok(out)
 }
 
 /// An investigation this server started.
@@ -82,12 +142,20 @@ struct Running {
     path: PathBuf,
     title: String,
     commands: mpsc::UnboundedSender<Command>,
+    /// Decisions, recorded under the caller the API authenticated.
+    decisions: mpsc::UnboundedSender<Attributed>,
     outcome: Option<Outcome>,
 }
 
+/// The authenticated caller of a request: the name of the token it carried.
+#[derive(Clone, Debug)]
+struct Caller(String);
+
 struct Shared {
     starter: Starter,
-    token: Option<SecretString>,
+    tokens: Vec<ApiToken>,
+    /// The address connections arrive at, to find a loopback caller's socket.
+    local: SocketAddr,
     pagerduty_secret: Option<SecretString>,
     sessions_dir: PathBuf,
     sources: Option<Sources>,
@@ -114,7 +182,7 @@ pub async fn run(setup: Setup) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     eprintln!(
         "sitrep serve: listening on http://{addr} ({}); sessions in {}",
-        if setup.token.is_some() {
+        if !setup.tokens.is_empty() {
             "bearer token required"
         } else {
             "loopback, no token"
@@ -158,9 +226,11 @@ pub async fn serve_on(
             setup.sessions_dir.display()
         )
     })?;
+    let local = listener.local_addr()?;
     let state: AppState = Arc::new(Shared {
         starter: setup.starter,
-        token: setup.token,
+        tokens: setup.tokens,
+        local,
         pagerduty_secret: setup.pagerduty_secret,
         sessions_dir: setup.sessions_dir,
         sources: setup.sources,
@@ -171,9 +241,12 @@ pub async fn serve_on(
         deliveries: std::sync::atomic::AtomicU64::new(0),
     });
     let app = router(state.clone());
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await?;
     // End running sessions cleanly: cancel, then let each write its `session_ended`.
     for r in lock(&state.sessions).values() {
         if r.outcome.is_none() {
@@ -214,17 +287,25 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-async fn authenticate(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    if let Some(token) = &state.token {
+async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    if !state.tokens.is_empty() {
         let given = req
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
-        let ok =
-            given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.expose_secret().as_bytes()));
-        if !ok {
+            .map(str::trim)
+            .unwrap_or("");
+        // Every token is compared, so the time taken does not tell which one nearly matched.
+        let mut matched: Option<&str> = None;
+        for t in &state.tokens {
+            if constant_time_eq(given.as_bytes(), t.secret.expose_secret().as_bytes()) {
+                matched = Some(&t.name);
+            }
+        }
+        if let Some(name) = matched.filter(|_| !given.is_empty()) {
+            req.extensions_mut().insert(Caller(name.to_string()));
+        } else {
             let mut resp = error(StatusCode::UNAUTHORIZED, "a bearer token is required");
             resp.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
@@ -260,6 +341,7 @@ fn start(state: &AppState, trigger: Trigger, title: &str) -> anyhow::Result<Stri
     let AgentHandle {
         mut records,
         commands,
+        attributed,
         task,
         ..
     } = handle;
@@ -269,6 +351,7 @@ fn start(state: &AppState, trigger: Trigger, title: &str) -> anyhow::Result<Stri
             path,
             title: title.to_string(),
             commands,
+            decisions: attributed,
             outcome: None,
         },
     );
@@ -601,10 +684,91 @@ async fn get_session(State(state): State<AppState>, UrlPath(id): UrlPath<String>
     axum::Json(body).into_response()
 }
 
-fn decide(state: &AppState, id: &str, body: &[u8], approve: bool) -> Response {
+/// Who is deciding: the name of the token the caller authenticated with; with no tokens (loopback
+/// only), the OS user the kernel says owns the caller's end of the connection. Never a name the
+/// request states.
+fn decider(state: &AppState, caller: Option<&Caller>, peer: SocketAddr) -> Result<Decider, String> {
+    let local_user = loopback_peer_uid(peer, state.local).map(crate::agent::approve::user_name);
+    match (caller, local_user) {
+        (Some(Caller(name)), Some(user)) => Ok(Decider {
+            name: name.clone(),
+            via: format!("api from {peer}, OS user {user}"),
+        }),
+        (Some(Caller(name)), None) => Ok(Decider {
+            name: name.clone(),
+            via: format!("api from {peer}"),
+        }),
+        (None, Some(user)) => Ok(Decider {
+            name: user,
+            via: format!("api from {peer}"),
+        }),
+        (None, None) => Err(format!(
+            "cannot tell who is deciding: {peer} is not a local connection this host can attribute \
+             to an OS user; start the server with --token-env and named tokens"
+        )),
+    }
+}
+
+/// The uid owning the client end of a loopback TCP connection to `server`, as the kernel lists it
+/// in `/proc/net/tcp{,6}` (what identd answers). `None` off Linux, off loopback, or not found.
+fn loopback_peer_uid(peer: SocketAddr, server: SocketAddr) -> Option<u32> {
+    if !peer.ip().is_loopback() || !cfg!(target_os = "linux") {
+        return None;
+    }
+    let table = match peer {
+        SocketAddr::V4(_) => "/proc/net/tcp",
+        SocketAddr::V6(_) => "/proc/net/tcp6",
+    };
+    let text = std::fs::read_to_string(table).ok()?;
+    find_socket_uid(&text, peer, server.port())
+}
+
+/// In a `/proc/net/tcp` table, the uid of the established socket whose local end is `local` and
+/// whose remote port is `remote_port`.
+fn find_socket_uid(table: &str, local: SocketAddr, remote_port: u16) -> Option<u32> {
+    // Addresses are the raw network-order bytes printed as native-endian 32-bit words.
+    fn addr(field: &str) -> Option<(Vec<u8>, u16)> {
+        let (ip, port) = field.split_once(':')?;
+        if ip.len() % 8 != 0 {
+            return None;
+        }
+        let mut bytes = Vec::with_capacity(ip.len() / 2);
+        for i in (0..ip.len()).step_by(8) {
+            let word = u32::from_str_radix(ip.get(i..i + 8)?, 16).ok()?;
+            bytes.extend_from_slice(&word.to_ne_bytes());
+        }
+        Some((bytes, u16::from_str_radix(port, 16).ok()?))
+    }
+    let want: Vec<u8> = match local.ip() {
+        std::net::IpAddr::V4(ip) => ip.octets().to_vec(),
+        std::net::IpAddr::V6(ip) => ip.octets().to_vec(),
+    };
+    table.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (l, r, st, uid) = (f.get(1)?, f.get(2)?, f.get(3)?, f.get(7)?);
+        let (lip, lport) = addr(l)?;
+        let (_, rport) = addr(r)?;
+        // 01: established.
+        (*st == "01" && lip == want && lport == local.port() && rport == remote_port)
+            .then(|| uid.parse().ok())
+            .flatten()
+    })
+}
+
+fn decide(
+    state: &AppState,
+    id: &str,
+    body: &[u8],
+    approve: bool,
+    by: Result<Decider, String>,
+) -> Response {
     let v = match parse_json(body) {
         Ok(v) => v,
         Err(r) => return *r,
+    };
+    let by = match by {
+        Ok(by) => by,
+        Err(e) => return error(StatusCode::FORBIDDEN, e),
     };
     let Some(action_id) = v
         .get("action_id")
@@ -623,7 +787,7 @@ fn decide(state: &AppState, id: &str, body: &[u8], approve: bool) -> Response {
     let cmd = if approve {
         Command::Approve {
             action_id: action_id.to_string(),
-            by: None,
+            by: Some(by.name.clone()),
             params: None,
             // The version the approver saw; the agent refuses it if the action changed since.
             digest: v.get("digest").and_then(Value::as_str).map(str::to_string),
@@ -636,10 +800,14 @@ fn decide(state: &AppState, id: &str, body: &[u8], approve: bool) -> Response {
                 .and_then(Value::as_str)
                 .unwrap_or("denied through the API")
                 .to_string(),
-            by: None,
+            by: Some(by.name.clone()),
         }
     };
-    match r.commands.send(cmd) {
+    let sent = r.decisions.send(Attributed {
+        decider: by,
+        command: cmd,
+    });
+    match sent {
         Ok(()) => (StatusCode::ACCEPTED, axum::Json(json!({"sent": true}))).into_response(),
         Err(_) => error(StatusCode::CONFLICT, "the session has ended"),
     }
@@ -647,18 +815,24 @@ fn decide(state: &AppState, id: &str, body: &[u8], approve: bool) -> Response {
 
 async fn approve(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    caller: Option<Extension<Caller>>,
     UrlPath(id): UrlPath<String>,
     body: Bytes,
 ) -> Response {
-    decide(&state, &id, &body, true)
+    let by = decider(&state, caller.as_deref(), peer);
+    decide(&state, &id, &body, true, by)
 }
 
 async fn deny(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    caller: Option<Extension<Caller>>,
     UrlPath(id): UrlPath<String>,
     body: Bytes,
 ) -> Response {
-    decide(&state, &id, &body, false)
+    let by = decider(&state, caller.as_deref(), peer);
+    decide(&state, &id, &body, false, by)
 }
 
 async fn new_investigation(State(state): State<AppState>, body: Bytes) -> Response {
@@ -709,10 +883,55 @@ mod tests {
             token_for(public, None),
             Err(ServeError::NoToken(_))
         ));
-        assert!(matches!(token_for(local, None), Ok(None)));
+        assert!(matches!(token_for(local, None), Ok(t) if t.is_empty()));
         assert!(matches!(
             token_for(local, Some("SITREP_TEST_SURELY_UNSET_TOKEN")),
             Err(ServeError::TokenUnset(_))
         ));
+    }
+
+    fn names(tokens: &[ApiToken]) -> Vec<&str> {
+        tokens.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    #[test]
+    fn tokens_are_named_per_person_or_one_unnamed() {
+        let t = parse_tokens("alice=tok-a1, bob=tok-b2\ncarol=dG9rZW4=").expect("named");
+        assert_eq!(names(&t), ["alice", "bob", "carol"]);
+        assert_eq!(t[2].secret.expose_secret(), "dG9rZW4=");
+        // A bare token, base64 padding included, is one token for everyone: `api`.
+        for bare in ["s3cret-token", "dG9rZW4=", "abc=="] {
+            let t = parse_tokens(bare).expect("bare");
+            assert_eq!(names(&t), [UNNAMED_TOKEN]);
+            assert_eq!(t[0].secret.expose_secret(), bare);
+        }
+        let dup = parse_tokens("alice=x1,alice=x2").err().unwrap_or_default();
+        assert!(dup.contains("twice"), "{dup}");
+        let shared = parse_tokens("alice=same,bob=same")
+            .err()
+            .unwrap_or_default();
+        assert!(
+            shared.contains("same token") && !shared.contains("=same"),
+            "{shared}"
+        );
+    }
+
+    #[test]
+    fn a_loopback_socket_is_found_by_its_two_ends() {
+        // /proc/net/tcp as Linux prints it: 127.0.0.1:41234 -> 127.0.0.1:9095, uid 1001.
+        let lo = u32::from_ne_bytes([127, 0, 0, 1]);
+        let table = format!(
+            "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   \
+             0: {lo:08X}:2383 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1\n   \
+             1: {lo:08X}:A0D2 {lo:08X}:2383 01 00000000:00000000 00:00000000 00000000  1001        0 2 1\n   \
+             2: {lo:08X}:2383 {lo:08X}:A0D2 01 00000000:00000000 00:00000000 00000000     0        0 3 1\n"
+        );
+        let peer: SocketAddr = "127.0.0.1:41170".parse().expect("addr");
+        assert_eq!(find_socket_uid(&table, peer, 9091), Some(1001));
+        // The server's own end of the same connection, or another port, is not the caller.
+        assert_eq!(find_socket_uid(&table, peer, 9092), None);
+        let other: SocketAddr = "127.0.0.1:41171".parse().expect("addr");
+        assert_eq!(find_socket_uid(&table, other, 9091), None);
+        assert_eq!(find_socket_uid("garbage\n0: zz", peer, 9091), None);
     }
 }

@@ -605,3 +605,215 @@ fn only_the_operator_approves_high_risk_another_users_file_is_ignored() {
     let (_, events) = h.finish();
     assert!(executed(&events).is_empty());
 }
+
+/// An in-process investigation of a demo scenario: after each record, `decide(kind, id, events so
+/// far, handle)` runs; `kind` and `id` name the action when the record is an approval request
+/// and are empty otherwise.
+async fn in_process(
+    scenario: &str,
+    opts: sitrep::agent::AgentOptions,
+    mut decide: impl FnMut(&str, &str, &[Event], &sitrep::agent::AgentHandle),
+) -> Vec<Event> {
+    let world = sitrep::world::demo::load(scenario).expect("scenario");
+    let payload = world.case().and_then(|c| c.alert.clone()).expect("alert");
+    let mut h = sitrep::agent::spawn(
+        std::sync::Arc::new(world),
+        sitrep::agent::Trigger::Alert(payload),
+        opts,
+    );
+    let mut kinds = std::collections::BTreeMap::new();
+    let mut events = Vec::new();
+    while let Some(r) = tokio::time::timeout(WAIT, h.records.recv())
+        .await
+        .expect("the investigation stalled")
+    {
+        if let Event::ActionProposed { action } = &r.event {
+            kinds.insert(action.id.clone(), action.kind.clone());
+        }
+        let end = matches!(r.event, Event::SessionEnded { .. });
+        events.push(r.event.clone());
+        let (kind, id) = match &r.event {
+            Event::ApprovalRequested { action_id, .. } => (
+                kinds.get(action_id).cloned().unwrap_or_default(),
+                action_id.clone(),
+            ),
+            _ => (String::new(), String::new()),
+        };
+        decide(&kind, &id, &events, &h);
+        if end {
+            break;
+        }
+    }
+    h.task.await.expect("join").expect("run");
+    events
+}
+
+fn api(name: &str, port: u16) -> sitrep::agent::Decider {
+    sitrep::agent::Decider {
+        name: name.into(),
+        via: format!("api from 127.0.0.1:{port}"),
+    }
+}
+
+fn attributed(
+    h: &sitrep::agent::AgentHandle,
+    by: sitrep::agent::Decider,
+    command: sitrep::model::Command,
+) {
+    h.attributed
+        .send(sitrep::agent::Attributed {
+            decider: by,
+            command,
+        })
+        .expect("listening");
+}
+
+fn approve_cmd(id: &str) -> sitrep::model::Command {
+    sitrep::model::Command::Approve {
+        action_id: id.into(),
+        by: None,
+        params: None,
+        digest: None,
+    }
+}
+
+fn deny_cmd(id: &str) -> sitrep::model::Command {
+    sitrep::model::Command::Deny {
+        action_id: id.into(),
+        reason: "not this one".into(),
+        by: None,
+    }
+}
+
+fn decisions(events: &[Event]) -> Vec<(String, String, String)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ApprovalGiven {
+                action_id, by, via, ..
+            } => Some((action_id.clone(), by.clone(), via.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Issue 13.3 with issue 10's two-person rule: deciders are compared by identity whatever the
+/// channel. The console operator and an API caller of the same name are one operator; an API
+/// caller of another name is the second. Each decision is recorded under its decider.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn critical_counts_distinct_identities_across_the_console_and_the_api() {
+    let data = tempdir();
+    let opts = sitrep::agent::AgentOptions {
+        operator: "alice".into(),
+        veto_secs: 0.05,
+        approval_poll: Duration::from_millis(20),
+        session_path: Some(data.path().join("orders.ndjson")),
+        ..Default::default()
+    };
+    let mut critical = String::new();
+    let (mut again_sent, mut second_sent) = (false, false);
+    let events = in_process("orders-db-node-lost", opts, |kind, id, seen, h| {
+        if kind == "kubernetes.delete_pod" {
+            critical = id.to_string();
+            h.commands.send(approve_cmd(id)).expect("listening");
+        } else if !again_sent
+            && matches!(seen.last(), Some(Event::ApprovalGiven { by, .. }) if by == "alice")
+        {
+            // The console (alice) approved; alice again through the API is still one operator.
+            again_sent = true;
+            attributed(h, api("alice", 50000), approve_cmd(&critical));
+        } else if !kind.is_empty() {
+            attributed(h, api("carol", 50002), deny_cmd(id));
+        } else if !second_sent && warned(seen, "alice already approved") {
+            // Only now does someone else approve.
+            second_sent = true;
+            assert!(executed(seen).is_empty(), "ran on one operator");
+            attributed(h, api("bob", 50001), approve_cmd(&critical));
+        }
+    })
+    .await;
+    assert_eq!(executed(&events), vec![critical.clone()]);
+    assert_eq!(
+        decisions(&events),
+        vec![
+            (critical.clone(), "alice".into(), String::new()),
+            (
+                critical.clone(),
+                "bob".into(),
+                "api from 127.0.0.1:50001".into()
+            ),
+        ]
+    );
+    // Denials are the API caller's too, and the export says how each decision came.
+    assert!(events.iter().any(|e| matches!(e,
+        Event::ApprovalDenied { by, via, .. } if by == "carol" && via == "api from 127.0.0.1:50002")));
+    let log = sitrep::session::read_file(&data.path().join("orders.ndjson")).expect("session");
+    let md = sitrep::session::export::markdown(&log.incident());
+    assert!(
+        md.contains("Approved by **bob** (api from 127.0.0.1:50001)"),
+        "{md}"
+    );
+    assert!(md.contains("Approved by **alice** at"), "{md}");
+}
+
+/// The API caller and the OS user who runs `sitrep approve` are one operator when they share a
+/// name: the file does not count as the second approval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_api_caller_and_the_same_os_user_are_one_operator() {
+    if !is_root() {
+        eprintln!("skipping: a file owned by another user needs root");
+        return;
+    }
+    let data = tempdir();
+    let session = data.path().join("orders.ndjson");
+    let opts = sitrep::agent::AgentOptions {
+        operator: "root".into(),
+        veto_secs: 0.05,
+        approval_poll: Duration::from_millis(20),
+        session_path: Some(session.clone()),
+        ..Default::default()
+    };
+    let nobody = sitrep::agent::approve::user_name(65534);
+    let mut critical = String::new();
+    let (mut file_sent, mut console_sent) = (false, false);
+    let events = in_process("orders-db-node-lost", opts, |kind, id, seen, h| {
+        if kind == "kubernetes.delete_pod" {
+            critical = id.to_string();
+            attributed(h, api(&nobody, 50010), approve_cmd(id));
+        } else if !file_sent
+            && matches!(seen.last(), Some(Event::ApprovalGiven { by, .. }) if *by == nobody)
+        {
+            // The same person drops an approval file as their OS user (uid 65534).
+            file_sent = true;
+            let id = critical.as_str();
+            let digest = sitrep::session::read_file(&session)
+                .expect("session")
+                .incident()
+                .action(id)
+                .map(|a| a.digest.clone())
+                .expect("requested");
+            let file =
+                sitrep::agent::approve::approvals_dir(&session).join(format!("{id}.65534.json"));
+            let body = sitrep::agent::approve::ApprovalFile {
+                action_id: id.into(),
+                session: session.display().to_string(),
+                digest,
+                at: chrono::Utc::now(),
+            };
+            std::fs::write(&file, serde_json::to_string(&body).expect("json")).expect("write");
+            std::os::unix::fs::chown(&file, Some(65534), Some(65534)).expect("chown");
+        } else if !kind.is_empty() {
+            h.commands.send(deny_cmd(id)).expect("listening");
+        } else if !console_sent && warned(seen, &format!("{nobody} already approved it")) {
+            console_sent = true;
+            assert!(executed(seen).is_empty(), "ran on one operator");
+            // The session's operator is someone else: now it runs.
+            h.commands.send(approve_cmd(&critical)).expect("listening");
+        }
+    })
+    .await;
+    assert!(console_sent, "the file was refused: {events:#?}");
+    assert_eq!(executed(&events), vec![critical.clone()]);
+    let by: Vec<String> = decisions(&events).into_iter().map(|d| d.1).collect();
+    assert_eq!(by, vec![nobody.clone(), "root".to_string()]);
+}

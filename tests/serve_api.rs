@@ -203,3 +203,167 @@ async fn a_public_address_needs_a_token() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--token-env"), "{err}");
 }
+
+/// Issue 13.3: a decision through the API is recorded under the name of the token that carried
+/// it (and the peer address), never under a name the request claims; every waiting action is
+/// decided this way and the session ends. The export shows who decided and how.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_api_decision_is_recorded_under_the_token_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let case = case_dir();
+    let case = case.to_string_lossy();
+    let tokens = "alice=alice-token-1b2c, bob=bob-token-9f8e";
+    let mut served = sitrep_serve(
+        0,
+        dir.path(),
+        "",
+        &["--case", &case, "--token-env", "SITREP_SERVE_NAMED_TOKENS"],
+        &[("SITREP_SERVE_NAMED_TOKENS", tokens)],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let started: Value = http
+        .post(format!("{}/webhook/alertmanager", served.url))
+        .bearer_auth("alice-token-1b2c")
+        .json(&alert_payload())
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    let id = started["session"].as_str().expect("session id").to_string();
+    let session = |token: &'static str| {
+        let http = http.clone();
+        let url = format!("{}/api/sessions/{id}", served.url);
+        async move {
+            http.get(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .expect("send")
+                .json::<Value>()
+                .await
+                .expect("json")
+        }
+    };
+    // Unattended: every action above low waits. bob approves the first, alice denies the rest;
+    // each request also claims to come from someone else.
+    let mut approved: Option<String> = None;
+    let mut denied: Vec<String> = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let now = session("bob-token-9f8e").await;
+        if now["running"] == false {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never finished: {now}"
+        );
+        let pending: Vec<String> = now["pending_approvals"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for action in pending {
+            if approved.as_ref().is_some_and(|a| *a == action) || denied.contains(&action) {
+                continue;
+            }
+            let (route, token) = if approved.is_none() {
+                approved = Some(action.clone());
+                ("approve", "bob-token-9f8e")
+            } else {
+                denied.push(action.clone());
+                ("deny", "alice-token-1b2c")
+            };
+            let resp = http
+                .post(format!("{}/api/sessions/{id}/{route}", served.url))
+                .bearer_auth(token)
+                .json(&json!({"action_id": action, "by": "mallory", "operator": "mallory"}))
+                .send()
+                .await
+                .expect("send");
+            assert_eq!(resp.status(), 202, "{route} {action}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let approved = approved.expect("an action waited for a decision");
+    let files = session_files(&served.sessions);
+    let log = sitrep::session::read_file(&files[0]).expect("session");
+    let decisions: Vec<(String, String, String, bool)> = log
+        .records
+        .iter()
+        .filter_map(|r| match &r.event {
+            sitrep::model::Event::ApprovalGiven {
+                action_id, by, via, ..
+            } => Some((action_id.clone(), by.clone(), via.clone(), true)),
+            sitrep::model::Event::ApprovalDenied {
+                action_id, by, via, ..
+            } => Some((action_id.clone(), by.clone(), via.clone(), false)),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        decisions
+            .iter()
+            .any(|(a, by, _, yes)| *a == approved && by == "bob" && *yes),
+        "{decisions:?}"
+    );
+    for (a, by, via, yes) in &decisions {
+        assert!(by == "bob" || by == "alice", "{decisions:?}");
+        assert!(via.starts_with("api from 127.0.0.1:"), "{via}");
+        // The server sees its loopback caller's OS user too, from the kernel.
+        let me = sitrep::agent::approve::current_user();
+        assert!(via.ends_with(&format!("OS user {me}")), "{via}");
+        assert_eq!(*yes, *a == approved, "{decisions:?}");
+    }
+    assert_eq!(decisions.len(), 1 + denied.len(), "{decisions:?}");
+    // The API's view and the markdown export say who decided, and how.
+    let view = session("alice-token-1b2c").await;
+    let actions = view["incident"]["actions"].as_array().expect("actions");
+    let ours = actions
+        .iter()
+        .find(|a| a["action"]["id"] == approved.as_str())
+        .expect("the approved action");
+    assert_eq!(ours["decisions"][0]["by"], "bob");
+    let out = Command::new(env!("CARGO_BIN_EXE_sitrep"))
+        .arg("export")
+        .arg(&files[0])
+        .output()
+        .expect("export");
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        md.contains("Approved by **bob** (api from 127.0.0.1:"),
+        "{md}"
+    );
+    if !denied.is_empty() {
+        assert!(md.contains("Denied by **alice** (api from"), "{md}");
+    }
+    assert!(!md.contains("mallory"), "{md}");
+    assert!(terminate(&mut served).success());
+}
+
+/// One name twice in the named tokens is refused at start, and the message quotes no token.
+#[tokio::test]
+async fn named_tokens_must_be_distinct() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("c.toml"), "").expect("config");
+    let out = Command::new(env!("CARGO_BIN_EXE_sitrep"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--token-env", "T"])
+        .env("T", "alice=one-token,alice=two-token")
+        .env("SITREP_CONFIG", dir.path().join("c.toml"))
+        .env("SITREP_DATA_DIR", dir.path())
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("\"alice\" appears twice"), "{err}");
+    assert!(
+        !err.contains("one-token") && !err.contains("two-token"),
+        "{err}"
+    );
+}

@@ -369,21 +369,26 @@ fn event() -> impl Strategy<Value = Event> {
             text(),
             time(),
             prop::option::of(params()),
-            "[0-9a-f]{0,64}"
+            "[0-9a-f]{0,64}",
+            text()
         )
-            .prop_map(|(action_id, by, at, params, digest)| Event::ApprovalGiven {
-                action_id,
-                by,
-                at,
-                digest,
-                params
-            }),
-        (id("a"), text(), time(), text()).prop_map(|(action_id, by, at, reason)| {
+            .prop_map(
+                |(action_id, by, at, params, digest, via)| Event::ApprovalGiven {
+                    action_id,
+                    by,
+                    at,
+                    via,
+                    digest,
+                    params
+                }
+            ),
+        (id("a"), text(), time(), text(), text()).prop_map(|(action_id, by, at, reason, via)| {
             Event::ApprovalDenied {
                 action_id,
                 by,
                 at,
                 reason,
+                via,
             }
         }),
         (id("a"), time()).prop_map(|(action_id, at)| Event::ApprovalExpired { action_id, at }),

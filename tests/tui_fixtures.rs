@@ -372,6 +372,7 @@ pub fn full_session() -> Vec<Record> {
                 action_id: "act-1".into(),
                 by: "alice".into(),
                 at: at(),
+                via: String::new(),
                 digest: action(Risk::High).digest(),
                 params: None,
             },

@@ -4,6 +4,7 @@
 //! and only for the digest of kind + target + parameters shown then. An edit re-asks. The last
 //! decision before execution wins: denials are re-checked right before each action runs.
 
+use super::Decider;
 use super::approve;
 use super::pipeline::{Cancelled, Run};
 use crate::model::{Action, ActionStatus, Command, Event, Incident, Risk, catalog};
@@ -26,19 +27,23 @@ pub(super) enum Decision {
         /// The version approved: the digest given, or the one shown when the command arrived.
         digest: String,
         params: Option<Params>,
+        by: Decider,
     },
     Deny {
         action_id: String,
         reason: String,
+        by: Decider,
     },
     PauseVeto {
         action_id: String,
+        by: Decider,
     },
 }
 
-/// Check a decision command against what has been shown so far. `Err` is the warning to record
+/// Check a decision command against what has been shown so far; `by` is who the channel it came
+/// on says decided (the command's own `by` is never trusted). `Err` is the warning to record
 /// instead; nothing refused here is remembered for later.
-pub(super) fn admit(cmd: Command, incident: &Incident) -> Result<Decision, String> {
+pub(super) fn admit(cmd: Command, by: Decider, incident: &Incident) -> Result<Decision, String> {
     match cmd {
         Command::Approve {
             action_id,
@@ -69,6 +74,7 @@ pub(super) fn admit(cmd: Command, incident: &Incident) -> Result<Decision, Strin
                     action_id,
                     digest: shown,
                     params,
+                    by,
                 }),
             }
         }
@@ -77,7 +83,11 @@ pub(super) fn admit(cmd: Command, incident: &Incident) -> Result<Decision, Strin
         } => match incident.action(&action_id).map(|a| a.status) {
             Some(
                 ActionStatus::Proposed | ActionStatus::AwaitingApproval | ActionStatus::Approved,
-            ) => Ok(Decision::Deny { action_id, reason }),
+            ) => Ok(Decision::Deny {
+                action_id,
+                reason,
+                by,
+            }),
             Some(status) => Err(format!(
                 "denial of {action_id} not applied: it is already {}",
                 status.name()
@@ -92,7 +102,7 @@ pub(super) fn admit(cmd: Command, incident: &Incident) -> Result<Decision, Strin
                     && a.veto_secs.is_some()
                     && !a.veto_paused =>
             {
-                Ok(Decision::PauseVeto { action_id })
+                Ok(Decision::PauseVeto { action_id, by })
             }
             // Pausing what has no running countdown is a no-op, not a problem worth a warning.
             _ => Err(String::new()),
@@ -103,16 +113,21 @@ pub(super) fn admit(cmd: Command, incident: &Incident) -> Result<Decision, Strin
 
 pub(super) use crate::model::short_digest as short;
 
+/// Distinct approvers an action of `risk` needs (at least one once it asks).
+fn enough(risk: Risk) -> usize {
+    usize::from(policy::approvals_needed(risk).max(1))
+}
+
 /// What a pending action waits for.
 enum Wait {
     /// Medium risk: runs at this instant unless denied; `None` once an operator paused it.
     Veto(Option<Instant>),
     /// High and critical risk.
     Approvals {
-        /// The session's operator approved (console or headless stdin).
-        operator: bool,
-        /// Critical: the other OS user who approved with `sitrep approve`.
-        second: Option<String>,
+        /// Distinct deciders who approved so far (console, API caller, `sitrep approve`).
+        approvers: Vec<String>,
+        /// Critical: an approval file from another OS user already counted.
+        file_counted: bool,
     },
 }
 
@@ -198,6 +213,7 @@ impl Run {
                                 action_id: p.action.id.clone(),
                                 by: "policy (veto window elapsed)".into(),
                                 at: Utc::now(),
+                                via: String::new(),
                                 digest: p.action.digest(),
                                 params: None,
                             });
@@ -249,8 +265,8 @@ impl Run {
                 None,
                 *approvals,
                 Wait::Approvals {
-                    operator: false,
-                    second: None,
+                    approvers: Vec::new(),
+                    file_counted: false,
                 },
             ),
             Rule::Run | Rule::Refuse { .. } => return None,
@@ -278,17 +294,21 @@ impl Run {
         approved: &mut Vec<(usize, Action)>,
         cfg: &PolicyConfig,
     ) {
-        let operator = self.opts.operator.clone();
         match d {
-            Decision::Deny { action_id, reason } => {
+            Decision::Deny {
+                action_id,
+                reason,
+                by,
+            } => {
                 match pending.iter().position(|p| p.action.id == action_id) {
                     Some(i) => {
                         pending.remove(i);
                         self.emit(Event::ApprovalDenied {
                             action_id,
-                            by: operator,
+                            by: by.name,
                             at: Utc::now(),
                             reason,
+                            via: by.via,
                         });
                     }
                     None => match approved.iter().position(|(_, a)| a.id == action_id) {
@@ -297,23 +317,24 @@ impl Run {
                             approved.remove(i);
                             self.emit(Event::ApprovalDenied {
                                 action_id,
-                                by: operator,
+                                by: by.name,
                                 at: Utc::now(),
                                 reason,
+                                via: by.via,
                             });
                         }
                         None => self.not_pending(&action_id),
                     },
                 }
             }
-            Decision::PauseVeto { action_id } => {
+            Decision::PauseVeto { action_id, by } => {
                 if let Some(p) = pending.iter_mut().find(|p| p.action.id == action_id)
                     && matches!(p.wait, Wait::Veto(Some(_)))
                 {
                     p.wait = Wait::Veto(None);
                     self.emit(Event::VetoPaused {
                         action_id,
-                        by: operator,
+                        by: by.name,
                     });
                 }
             }
@@ -321,6 +342,7 @@ impl Run {
                 action_id,
                 digest,
                 params,
+                by,
             } => {
                 let Some(i) = pending.iter().position(|p| p.action.id == action_id) else {
                     self.not_pending(&action_id);
@@ -353,12 +375,12 @@ impl Run {
                     }
                     catalog::settle(&mut edited);
                     if edited.digest() != current || edited.risk != pending[i].action.risk {
-                        self.edit(i, edited, pending, cfg);
+                        self.edit(i, edited, &by, pending, cfg);
                         return;
                     }
                 }
                 let p = &mut pending[i];
-                if self.record_approval(p, &operator) {
+                if self.record_approval(p, &by) {
                     let p = pending.remove(i);
                     approved.push((p.order, p.action));
                 }
@@ -367,13 +389,20 @@ impl Run {
     }
 
     /// Replace a pending action by its edited version and ask again under the rule it now has.
-    fn edit(&self, i: usize, edited: Action, pending: &mut Vec<Pending>, cfg: &PolicyConfig) {
+    fn edit(
+        &self,
+        i: usize,
+        edited: Action,
+        by: &Decider,
+        pending: &mut Vec<Pending>,
+        cfg: &PolicyConfig,
+    ) {
         let order = pending[i].order;
         // Approvals of the earlier version lapse with it.
         pending.remove(i);
         self.emit(Event::ActionEdited {
             action: edited.clone(),
-            by: self.opts.operator.clone(),
+            by: by.name.clone(),
         });
         let mut rule = policy::rule(&edited.kind, edited.risk, cfg);
         if matches!(rule, Rule::Run) {
@@ -394,7 +423,7 @@ impl Run {
                 p.wait = Wait::Veto(None);
                 self.emit(Event::VetoPaused {
                     action_id: id,
-                    by: self.opts.operator.clone(),
+                    by: by.name.clone(),
                 });
             }
             pending.insert(i.min(pending.len()), p);
@@ -407,27 +436,31 @@ impl Run {
         });
     }
 
-    /// Count the operator's approval; true when the action may now run.
-    fn record_approval(&self, p: &mut Pending, user: &str) -> bool {
+    /// Count an approval that came through the command channels; true when the action may now run.
+    fn record_approval(&self, p: &mut Pending, by: &Decider) -> bool {
         let action = &p.action;
+        let given = || Event::ApprovalGiven {
+            action_id: action.id.clone(),
+            by: by.name.clone(),
+            at: Utc::now(),
+            via: by.via.clone(),
+            digest: action.digest(),
+            params: None,
+        };
         match &mut p.wait {
             Wait::Veto(_) => {
                 // Medium risk: an explicit approval ends the veto window early.
-                self.emit(Event::ApprovalGiven {
-                    action_id: action.id.clone(),
-                    by: user.to_string(),
-                    at: Utc::now(),
-                    digest: action.digest(),
-                    params: None,
-                });
+                self.emit(given());
                 true
             }
-            Wait::Approvals { operator, second } => {
-                if *operator {
+            Wait::Approvals { approvers, .. } => {
+                // Distinct people, by identity: the same name through two channels is one operator.
+                if approvers.contains(&by.name) {
                     self.emit(Event::Warning {
                         message: format!(
-                            "{user} already approved {}: a critical action needs {} distinct \
+                            "{} already approved {}: a critical action needs {} distinct \
                              operators; another OS user runs `sitrep approve <session> {}`",
+                            by.name,
                             action.id,
                             policy::approvals_needed(action.risk),
                             action.id
@@ -435,15 +468,9 @@ impl Run {
                     });
                     return false;
                 }
-                *operator = true;
-                self.emit(Event::ApprovalGiven {
-                    action_id: action.id.clone(),
-                    by: user.to_string(),
-                    at: Utc::now(),
-                    digest: action.digest(),
-                    params: None,
-                });
-                action.risk < Risk::Critical || second.is_some()
+                approvers.push(by.name.clone());
+                self.emit(given());
+                action.risk < Risk::Critical || approvers.len() >= enough(action.risk)
             }
         }
     }
@@ -503,7 +530,11 @@ impl Run {
                     ));
                     continue;
                 }
-                let Wait::Approvals { operator, second } = &mut p.wait else {
+                let Wait::Approvals {
+                    approvers,
+                    file_counted,
+                } = &mut p.wait
+                else {
                     refuse("a medium-risk action is decided in the console".into());
                     continue;
                 };
@@ -514,18 +545,27 @@ impl Run {
                     ));
                     continue;
                 }
-                if second.is_some() {
+                if *file_counted {
                     continue;
                 }
-                *second = Some(f.user.clone());
+                if approvers.contains(&f.user) {
+                    refuse(format!(
+                        "{} already approved it: a critical action needs two distinct operators",
+                        f.user
+                    ));
+                    continue;
+                }
+                *file_counted = true;
+                approvers.push(f.user.clone());
                 self.emit(Event::ApprovalGiven {
                     action_id: p.action.id.clone(),
                     by: f.user.clone(),
                     at: Utc::now(),
+                    via: format!("sitrep approve, uid {}", f.uid),
                     digest: digest.clone(),
                     params: None,
                 });
-                done = *operator;
+                done = approvers.len() >= enough(p.action.risk);
             }
             if done {
                 let p = pending.remove(i);
@@ -540,17 +580,21 @@ impl Run {
     /// wins over an earlier approval; false means it must not run.
     pub(super) fn still_cleared(&mut self, action: &Action, queued: &mut Vec<Action>) -> bool {
         let mut run_it = true;
-        let mut denied: Vec<(String, String)> = Vec::new();
+        let mut denied: Vec<(String, String, Decider)> = Vec::new();
         while let Ok(d) = self.decisions.try_recv() {
             match d {
-                Decision::Deny { action_id, reason } => denied.push((action_id, reason)),
+                Decision::Deny {
+                    action_id,
+                    reason,
+                    by,
+                } => denied.push((action_id, reason, by)),
                 Decision::Approve { action_id, .. } => self.emit(Event::Warning {
                     message: format!("approval of {action_id} not needed: already decided"),
                 }),
                 Decision::PauseVeto { .. } => {}
             }
         }
-        for (action_id, reason) in denied {
+        for (action_id, reason, by) in denied {
             let known = action.id == action_id || queued.iter().any(|a| a.id == action_id);
             if !known {
                 self.not_pending(&action_id);
@@ -558,9 +602,10 @@ impl Run {
             }
             self.emit(Event::ApprovalDenied {
                 action_id: action_id.clone(),
-                by: self.opts.operator.clone(),
+                by: by.name,
                 at: Utc::now(),
                 reason,
+                via: by.via,
             });
             self.emit(Event::ActionSkipped {
                 action_id: action_id.clone(),
@@ -616,6 +661,13 @@ mod tests {
         Incident::fold(events.iter().enumerate().map(|(i, e)| (i as f64, e)))
     }
 
+    fn op() -> Decider {
+        Decider {
+            name: "alice".into(),
+            via: String::new(),
+        }
+    }
+
     fn approve_cmd(digest: Option<String>) -> Command {
         Command::Approve {
             action_id: "act-1".into(),
@@ -638,28 +690,28 @@ mod tests {
         };
         // Proposed but not yet shown: refused.
         let inc = incident_with(std::slice::from_ref(&proposed));
-        assert!(admit(approve_cmd(None), &inc).is_err());
+        assert!(admit(approve_cmd(None), op(), &inc).is_err());
         // Unknown id: refused.
-        assert!(admit(approve_cmd(None), &Incident::new()).is_err());
+        assert!(admit(approve_cmd(None), op(), &Incident::new()).is_err());
         let inc = incident_with(&[proposed.clone(), requested.clone()]);
         // Shown: bound to the digest shown when none is given.
-        match admit(approve_cmd(None), &inc) {
+        match admit(approve_cmd(None), op(), &inc) {
             Ok(Decision::Approve { digest, .. }) => assert_eq!(digest, a.digest()),
             _ => panic!("a shown action is approvable"),
         }
-        assert!(admit(approve_cmd(Some("f".repeat(64))), &inc).is_err());
-        assert!(admit(approve_cmd(Some(a.digest())), &inc).is_ok());
+        assert!(admit(approve_cmd(Some("f".repeat(64))), op(), &inc).is_err());
+        assert!(admit(approve_cmd(Some(a.digest())), op(), &inc).is_ok());
         // A deny is accepted for anything not yet run; a pause only for a running countdown.
         let deny = Command::Deny {
             action_id: "act-1".into(),
             reason: "no".into(),
             by: None,
         };
-        assert!(admit(deny, &inc).is_ok());
+        assert!(admit(deny, op(), &inc).is_ok());
         let pause = Command::PauseVeto {
             action_id: "act-1".into(),
         };
-        assert!(matches!(admit(pause, &inc), Err(m) if m.is_empty()));
+        assert!(matches!(admit(pause, op(), &inc), Err(m) if m.is_empty()));
     }
 
     #[test]

@@ -102,12 +102,32 @@ impl Default for AgentOptions {
     }
 }
 
+/// Who made a decision, as the process that received it established it (never a name the
+/// decision itself claims).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decider {
+    /// The identity the two-person rule compares: an OS user, or the name of an API token.
+    pub name: String,
+    /// How the decision arrived (`api from 10.0.0.5:41234`); empty for the session's own console.
+    pub via: String,
+}
+
+/// A decision together with the decider the receiving process authenticated (`sitrep serve`).
+#[derive(Clone, Debug)]
+pub struct Attributed {
+    pub decider: Decider,
+    pub command: Command,
+}
+
 /// A running investigation: its records, a way to steer it, and its task.
 pub struct AgentHandle {
     /// Every record, in order, as it is written to the session file.
     pub records: mpsc::UnboundedReceiver<Record>,
-    /// Approve, deny, chat, cancel.
+    /// Approve, deny, chat, cancel: decisions sent here are the session operator's, whatever
+    /// their `by` says.
     pub commands: mpsc::UnboundedSender<Command>,
+    /// Decisions by someone the sender authenticated; each is recorded under its decider.
+    pub attributed: mpsc::UnboundedSender<Attributed>,
     pub task: JoinHandle<anyhow::Result<Outcome>>,
     pub session_path: Option<PathBuf>,
 }
@@ -121,11 +141,13 @@ pub fn spawn(world: Arc<crate::world::World>, trigger: Trigger, opts: AgentOptio
 pub fn spawn_with(tools: Arc<dyn Tools>, trigger: Trigger, opts: AgentOptions) -> AgentHandle {
     let (rec_tx, records) = mpsc::unbounded_channel();
     let (commands, cmd_rx) = mpsc::unbounded_channel();
+    let (attributed, att_rx) = mpsc::unbounded_channel();
     let session_path = opts.session_path.clone();
-    let task = tokio::spawn(pipeline::run(tools, trigger, opts, rec_tx, cmd_rx));
+    let task = tokio::spawn(pipeline::run(tools, trigger, opts, rec_tx, cmd_rx, att_rx));
     AgentHandle {
         records,
         commands,
+        attributed,
         task,
         session_path,
     }

@@ -5,7 +5,10 @@ use super::approval::{self, Decision};
 use super::journal::{Journal, Sink};
 use super::specialists::{self, Caller, Scope, lock};
 use super::tools::Tools;
-use super::{AgentOptions, Trigger, chat, diagnose, recommend, report, runbook_steps, verify};
+use super::{
+    AgentOptions, Attributed, Decider, Trigger, chat, diagnose, recommend, report, runbook_steps,
+    verify,
+};
 use crate::model::{Action, Command, Event, Outcome, Record, Stage};
 use crate::reason::Observations;
 use crate::runbook::{self, Runbook};
@@ -49,6 +52,7 @@ pub async fn run(
     opts: AgentOptions,
     rec_tx: mpsc::UnboundedSender<Record>,
     cmd_rx: mpsc::UnboundedReceiver<Command>,
+    att_rx: mpsc::UnboundedReceiver<Attributed>,
 ) -> anyhow::Result<Outcome> {
     let world_now = tools.now();
     // Masked before anything reads it: scope, title, runbook parameters and the session all
@@ -109,8 +113,12 @@ pub async fn run(
     let token = CancellationToken::new();
     let interrupted = Arc::new(AtomicBool::new(false));
     let (dec_tx, decisions) = mpsc::unbounded_channel();
+    let operator = Decider {
+        name: opts.operator.clone(),
+        via: String::new(),
+    };
     let dispatcher = tokio::spawn(dispatch(
-        cmd_rx,
+        (cmd_rx, att_rx, operator),
         dec_tx,
         journal.clone(),
         runbooks.clone(),
@@ -181,7 +189,11 @@ fn redact_trigger(redactor: &crate::policy::redact::Redactor, trigger: Trigger) 
 /// Commands from the operator: chat is answered at once, decisions are checked against what
 /// was shown and go to the Approve and Execute stages, cancel and interrupt stop the run.
 async fn dispatch(
-    mut cmds: mpsc::UnboundedReceiver<Command>,
+    (mut cmds, mut attributed, operator): (
+        mpsc::UnboundedReceiver<Command>,
+        mpsc::UnboundedReceiver<Attributed>,
+        Decider,
+    ),
     decisions: mpsc::UnboundedSender<Decision>,
     journal: Arc<Mutex<Journal>>,
     runbooks: Arc<Vec<Runbook>>,
@@ -189,7 +201,27 @@ async fn dispatch(
     interrupted: Arc<AtomicBool>,
     model: Option<crate::reason::llm::Model>,
 ) {
-    while let Some(cmd) = cmds.recv().await {
+    let (mut cmds_open, mut attributed_open) = (true, true);
+    loop {
+        // The operator's own channel decides as the operator; the other as whoever its sender
+        // authenticated.
+        let (by, cmd) = tokio::select! {
+            c = cmds.recv(), if cmds_open => match c {
+                Some(c) => (operator.clone(), c),
+                None => {
+                    cmds_open = false;
+                    continue;
+                }
+            },
+            a = attributed.recv(), if attributed_open => match a {
+                Some(a) => (a.decider, a.command),
+                None => {
+                    attributed_open = false;
+                    continue;
+                }
+            },
+            else => break,
+        };
         match cmd {
             Command::Chat { text } => {
                 let mut j = lock(&journal);
@@ -215,7 +247,7 @@ async fn dispatch(
             }
             cmd @ (Command::Approve { .. } | Command::Deny { .. } | Command::PauseVeto { .. }) => {
                 let mut j = lock(&journal);
-                match approval::admit(cmd, &j.incident) {
+                match approval::admit(cmd, by, &j.incident) {
                     Ok(d) => {
                         let _ = decisions.send(d);
                     }

@@ -181,6 +181,10 @@ pub enum Event {
         action_id: ActionId,
         by: String,
         at: DateTime<Utc>,
+        /// How the decision reached the session when it did not come from the session's own
+        /// console or stdin: `api from ADDR`, `sitrep approve (uid N)`. Empty otherwise.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        via: String,
         /// The digest of the version approved.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         digest: String,
@@ -193,6 +197,10 @@ pub enum Event {
         by: String,
         at: DateTime<Utc>,
         reason: String,
+        /// How the decision reached the session when it did not come from the session's own
+        /// console or stdin: `api from ADDR`, `sitrep approve (uid N)`. Empty otherwise.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        via: String,
     },
     /// The request lapsed with no decision; the action does not run.
     ApprovalExpired {

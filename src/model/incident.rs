@@ -73,9 +73,21 @@ impl ActionStatus {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Approval {
     pub by: String,
+    /// How the decision arrived when not from the session's own console (`api from ADDR`, ...).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub via: String,
     pub at: DateTime<Utc>,
     pub approved: bool,
     pub reason: String,
+}
+
+/// ` (api from 10.0.0.5:41234)` after a decider's name, or nothing for the session's own console.
+pub fn via_note(via: &str) -> String {
+    if via.is_empty() {
+        String::new()
+    } else {
+        format!(" ({via})")
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -547,11 +559,16 @@ impl Incident {
                 );
             }
             Event::ApprovalGiven {
-                action_id, by, at, ..
+                action_id,
+                by,
+                at,
+                via,
+                ..
             } => {
                 if let Some(a) = self.action_mut(action_id) {
                     a.decisions.push(Approval {
                         by: by.clone(),
+                        via: via.clone(),
                         at: *at,
                         approved: true,
                         reason: String::new(),
@@ -566,7 +583,7 @@ impl Incident {
                     TimelineKind::Decision {
                         action_id: action_id.clone(),
                     },
-                    format!("✔ {action_id} approved by {by}"),
+                    format!("✔ {action_id} approved by {by}{}", via_note(via)),
                 );
             }
             Event::ApprovalDenied {
@@ -574,10 +591,12 @@ impl Incident {
                 by,
                 at,
                 reason,
+                via,
             } => {
                 if let Some(a) = self.action_mut(action_id) {
                     a.decisions.push(Approval {
                         by: by.clone(),
+                        via: via.clone(),
                         at: *at,
                         approved: false,
                         reason: reason.clone(),
@@ -590,7 +609,7 @@ impl Incident {
                     TimelineKind::Decision {
                         action_id: action_id.clone(),
                     },
-                    format!("✘ {action_id} denied by {by}: {reason}"),
+                    format!("✘ {action_id} denied by {by}{}: {reason}", via_note(via)),
                 );
             }
             Event::ApprovalExpired { action_id, .. } => {
@@ -940,6 +959,7 @@ mod tests {
                 action_id: "a1".into(),
                 by: "alice".into(),
                 at,
+                via: String::new(),
                 digest: String::new(),
                 params: None,
             },
@@ -958,6 +978,7 @@ mod tests {
                 action_id: "a1".into(),
                 by: "bob".into(),
                 at,
+                via: "sitrep approve (uid 1001)".into(),
                 digest: String::new(),
                 params: None,
             },

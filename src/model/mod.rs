@@ -16,7 +16,7 @@ pub use facts::{
 };
 pub use incident::{
     ActionState, ActionStatus, Approval, ChatEntry, Incident, StageState, StageStatus,
-    TimelineItem, TimelineKind, ToolCallState,
+    TimelineItem, TimelineKind, ToolCallState, via_note,
 };
 pub use types::{
     Action, ActionId, CallId, Category, ChatRole, Evidence, EvidenceBody, EvidenceId, Finding,

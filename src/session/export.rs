@@ -326,14 +326,15 @@ fn write_markdown(out: &mut String, inc: &Incident) -> std::fmt::Result {
         }
         for d in &a.decisions {
             let when = d.at.format("%H:%M:%S UTC");
+            let via = crate::model::via_note(&one_line(&d.via));
             if d.approved {
-                writeln!(out, "- Approved by **{}** at {when}", one_line(&d.by))?;
+                writeln!(out, "- Approved by **{}**{via} at {when}", one_line(&d.by))?;
             } else if d.reason.is_empty() {
-                writeln!(out, "- Denied by **{}** at {when}", one_line(&d.by))?;
+                writeln!(out, "- Denied by **{}**{via} at {when}", one_line(&d.by))?;
             } else {
                 writeln!(
                     out,
-                    "- Denied by **{}** at {when}: {}",
+                    "- Denied by **{}**{via} at {when}: {}",
                     one_line(&d.by),
                     one_line(&d.reason)
                 )?;

@@ -109,7 +109,13 @@ pub fn detail_lines(state: &AppState) -> Vec<Line<'static>> {
                     out.push(kv(
                         state,
                         "decision",
-                        &format!("{} by {} at {}", what, d.by, d.at.format("%H:%M:%S")),
+                        &format!(
+                            "{} by {}{} at {}",
+                            what,
+                            d.by,
+                            crate::model::via_note(&d.via),
+                            d.at.format("%H:%M:%S")
+                        ),
                     ));
                 }
                 match &a.result {

@@ -187,6 +187,7 @@ async fn live_on(
         commands,
         task,
         session_path,
+        ..
     } = handle;
     state.session_path = session_path;
     let task = tokio::spawn(async move {
