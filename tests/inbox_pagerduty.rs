@@ -338,6 +338,7 @@ async fn acknowledge_and_note_from_the_inbox_send_from_and_need_approval() {
     let mut ids: Vec<(String, String)> = Vec::new();
     let mut asked: Vec<String> = Vec::new();
     let mut results: Vec<(String, String)> = Vec::new();
+    let mut decided: Vec<(String, String, String)> = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while let Ok(Some(r)) = tokio::time::timeout_at(deadline, handle.records.recv()).await {
         match &r.event {
@@ -365,8 +366,36 @@ async fn acknowledge_and_note_from_the_inbox_send_from_and_need_approval() {
                         by: None,
                     }
                 };
-                handle.commands.send(cmd).expect("send");
+                // The acknowledge is decided in the console (alice, the operator); the note and
+                // the resolve by people the API authenticated.
+                let api = |name: &str| agent::Decider {
+                    name: name.into(),
+                    via: "api from 127.0.0.1:40000".into(),
+                };
+                match kind.as_str() {
+                    "pagerduty.acknowledge" => handle.commands.send(cmd).expect("send"),
+                    "pagerduty.add_note" => handle
+                        .attributed
+                        .send(agent::Attributed {
+                            decider: api("carol"),
+                            command: cmd,
+                        })
+                        .expect("send"),
+                    _ => handle
+                        .attributed
+                        .send(agent::Attributed {
+                            decider: api("bob"),
+                            command: cmd,
+                        })
+                        .expect("send"),
+                }
             }
+            Event::ApprovalGiven {
+                action_id, by, via, ..
+            }
+            | Event::ApprovalDenied {
+                action_id, by, via, ..
+            } => decided.push((action_id.clone(), by.clone(), via.clone())),
             Event::ActionExecuted {
                 action_id, result, ..
             } => {
@@ -399,6 +428,23 @@ async fn acknowledge_and_note_from_the_inbox_send_from_and_need_approval() {
     assert!(kinds.contains(&"pagerduty.acknowledge"), "{results:?}");
     assert!(kinds.contains(&"pagerduty.add_note"), "{results:?}");
     assert!(!kinds.contains(&"pagerduty.resolve"), "denied: {results:?}");
+    // Each decision is recorded with who made it, not with the session's operator.
+    let decider = |kind: &str| {
+        let id = ids.iter().find(|(_, k)| k == kind).map(|(i, _)| i.clone());
+        decided
+            .iter()
+            .find(|(a, _, _)| Some(a) == id.as_ref())
+            .map(|(_, by, via)| (by.as_str(), via.as_str()))
+    };
+    assert_eq!(decider("pagerduty.acknowledge"), Some(("alice", "")));
+    assert_eq!(
+        decider("pagerduty.add_note"),
+        Some(("carol", "api from 127.0.0.1:40000"))
+    );
+    assert_eq!(
+        decider("pagerduty.resolve"),
+        Some(("bob", "api from 127.0.0.1:40000"))
+    );
 
     let fake = state.lock().expect("lock");
     let status = |id: &str| {

@@ -129,3 +129,74 @@ async fn alertmanager_webhooks_start_exactly_one_investigation() {
     assert_eq!(terminate(&mut served).code(), Some(0));
     drop(prom);
 }
+
+/// Issue 13, done-when: with `--token-env` set, Alertmanager's own deliveries carrying a wrong
+/// token get 401 (Alertmanager counts them as failed notifications) and start nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alertmanager_with_the_wrong_token_is_refused_and_starts_nothing() {
+    if !support::have_binaries(&["prometheus", "promtool", "prometheus-alertmanager"]) {
+        return;
+    }
+    let port = support::free_port();
+    let hook = format!("http://127.0.0.1:{port}/webhook/alertmanager");
+    let am = support::alertmanager_with(&support::webhook_config(&hook, Some("not-the-token")))
+        .await
+        .expect("alertmanager starts");
+    let now = Utc::now().timestamp();
+    let (openmetrics, _) = support::metric_history(now - now % 60 - 60);
+    let prom = support::prometheus_alerting(&openmetrics, RULES, Some(&am.url))
+        .await
+        .expect("prometheus starts");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut served = sitrep_serve(
+        port,
+        dir.path(),
+        "",
+        &["--token-env", "SITREP_SERVE_REAL_TOKEN"],
+        &[("SITREP_SERVE_REAL_TOKEN", TOKEN)],
+    )
+    .await;
+    // Alertmanager's own count of webhook notifications that failed (sitrep answered 401).
+    let http = reqwest::Client::new();
+    let failed = || async {
+        let text = http
+            .get(format!("{}/metrics", am.url))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("text");
+        text.lines()
+            .filter(|l| {
+                l.starts_with("alertmanager_notifications_failed_total")
+                    && l.contains("integration=\"webhook\"")
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>()
+    };
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while failed().await < 2.0 {
+        assert!(
+            Instant::now() < deadline,
+            "Alertmanager never tried to deliver"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(
+        session_files(&served.sessions).is_empty(),
+        "nothing started"
+    );
+    let alerts: Value = http
+        .get(format!("{}/api/alerts", served.url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(alerts["webhook_deliveries"], 0, "{alerts}");
+    assert_eq!(terminate(&mut served).code(), Some(0));
+    drop(prom);
+}
