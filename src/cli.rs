@@ -46,6 +46,9 @@ pub enum Cmd {
         /// Answer at once instead of at the pace of live systems (always so with --headless).
         #[arg(long)]
         fast: bool,
+        /// Extra runbooks directory, on top of the built-in ones (overrides `[paths] runbooks`).
+        #[arg(long, value_name = "DIR")]
+        runbooks: Option<PathBuf>,
     },
     /// Investigate a recorded case or the live systems from the config.
     Investigate(InvestigateArgs),
@@ -171,6 +174,9 @@ pub struct InvestigateArgs {
     /// configured. With `--case`, integrations answer from recordings while the model is live.
     #[arg(long, value_enum, default_value_t = Reasoner::Auto)]
     pub reasoner: Reasoner,
+    /// Extra runbooks directory, on top of the built-in ones (overrides `[paths] runbooks`).
+    #[arg(long, value_name = "DIR")]
+    pub runbooks: Option<PathBuf>,
 }
 
 /// `--reasoner`.
@@ -321,7 +327,14 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
             list,
             no_save,
             fast,
-        } => demo(&cli, name.as_deref(), *list, *no_save, *fast),
+            runbooks,
+        } => demo(
+            &cli,
+            name.as_deref(),
+            *list,
+            (*no_save, *fast),
+            runbooks.as_deref(),
+        ),
     }
 }
 
@@ -475,7 +488,8 @@ fn follow(
 }
 
 fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
-    let config = load_config(cli)?;
+    let mut config = load_config(cli)?;
+    use_runbooks(&mut config, None)?;
     let tokens = crate::serve::token_for(args.listen, args.token_env.as_deref())?;
     let config_path = config
         .source
@@ -531,7 +545,8 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
 
 /// Bare `sitrep`: the inbox when alert sources are configured; otherwise how to configure them.
 fn inbox(cli: &Cli) -> anyhow::Result<()> {
-    let config = load_config(cli)?;
+    let mut config = load_config(cli)?;
+    use_runbooks(&mut config, None)?;
     if !has_alert_sources(&config) {
         eprintln!("sitrep: {HOW_TO_CONFIGURE}");
         eprintln!(
@@ -544,7 +559,7 @@ fn inbox(cli: &Cli) -> anyhow::Result<()> {
             if std::io::stdin().lock().read_line(&mut answer).is_ok()
                 && matches!(answer.trim(), "y" | "Y" | "yes")
             {
-                return demo(cli, None, false, false, false);
+                return demo(cli, None, false, (false, false), None);
             }
         }
         return Ok(());
@@ -679,8 +694,8 @@ fn demo(
     cli: &Cli,
     name: Option<&str>,
     list: bool,
-    no_save: bool,
-    fast: bool,
+    (no_save, fast): (bool, bool),
+    runbooks: Option<&Path>,
 ) -> anyhow::Result<()> {
     if list {
         let mut out = std::io::stdout().lock();
@@ -689,7 +704,8 @@ fn demo(
         }
         return Ok(());
     }
-    let config = load_config(cli)?;
+    let mut config = load_config(cli)?;
+    use_runbooks(&mut config, runbooks)?;
     // The paced world, once started, so the console's skip-ahead key can drop the pacing.
     let paced: Arc<std::sync::Mutex<Option<Arc<crate::world::World>>>> = Arc::default();
     let mut opts = ui_options(&config);
@@ -1105,7 +1121,8 @@ fn eval(cli: &Cli, dirs: &[PathBuf], timeout: u64, reasoner: Reasoner) -> anyhow
 }
 
 fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
-    let config = load_config(cli)?;
+    let mut config = load_config(cli)?;
+    use_runbooks(&mut config, args.runbooks.as_deref())?;
     let model = pick_model(
         &config,
         args.reasoner,
@@ -1181,8 +1198,31 @@ pub fn agent_options(
         mode,
         case,
         redactor: redactor(Some(config)),
+        runbooks_dir: config.paths.runbooks.clone(),
         ..AgentOptions::default()
     }
+}
+
+/// `--runbooks DIR` over `[paths] runbooks`; the directory must exist, or the run would quietly
+/// go without the runbooks it was pointed at.
+fn use_runbooks(config: &mut Config, flag: Option<&Path>) -> anyhow::Result<()> {
+    if let Some(dir) = flag {
+        config.paths.runbooks = Some(dir.to_path_buf());
+    }
+    if let Some(dir) = &config.paths.runbooks
+        && !dir.is_dir()
+    {
+        bail!(
+            "runbooks directory {}: not a directory (from {})",
+            dir.display(),
+            if flag.is_some() {
+                "--runbooks"
+            } else {
+                "[paths] runbooks"
+            }
+        );
+    }
+    Ok(())
 }
 
 /// Drive an investigation without a terminal UI: every record goes to stdout as one NDJSON line;
@@ -1194,6 +1234,7 @@ pub async fn run_headless(handle: AgentHandle) -> anyhow::Result<Outcome> {
         task,
         ..
     } = handle;
+    let signals = end_on_signals(commands.clone())?;
     // Blocking stdin reads live on their own thread so they never hold up the records.
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
@@ -1231,7 +1272,41 @@ pub async fn run_headless(handle: AgentHandle) -> anyhow::Result<Outcome> {
             reader_gone = !write_record(&mut out, &record)?;
         }
     }
+    signals.abort();
     task.await.context("the investigation task panicked")?
+}
+
+/// SIGINT, SIGTERM, SIGHUP and SIGQUIT (ctrl-c, a service stop, an SSH drop) end a headless run
+/// as `interrupted`, its end record written and nothing pending decided, instead of killing the
+/// process mid-session. Later signals are absorbed while it ends.
+fn end_on_signals(
+    commands: tokio::sync::mpsc::UnboundedSender<Command>,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let on = |kind: SignalKind, name: &str| {
+        signal(kind).with_context(|| format!("cannot listen for {name}"))
+    };
+    let mut int = on(SignalKind::interrupt(), "SIGINT")?;
+    let mut term = on(SignalKind::terminate(), "SIGTERM")?;
+    let mut hup = on(SignalKind::hangup(), "SIGHUP")?;
+    let mut quit = on(SignalKind::quit(), "SIGQUIT")?;
+    Ok(tokio::spawn(async move {
+        let mut first = true;
+        loop {
+            let name = tokio::select! {
+                _ = int.recv() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+                _ = hup.recv() => "SIGHUP",
+                _ = quit.recv() => "SIGQUIT",
+            };
+            if std::mem::take(&mut first) {
+                eprintln!("sitrep: {name}: ending the session as interrupted");
+                let _ = commands.send(Command::Interrupt {
+                    reason: name.into(),
+                });
+            }
+        }
+    }))
 }
 
 /// One NDJSON command line, with a message that says what a command looks like.

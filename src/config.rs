@@ -55,6 +55,8 @@ pub struct Config {
     pub ui: Ui,
     #[serde(default)]
     pub inbox: Inbox,
+    #[serde(default)]
+    pub paths: Paths,
     /// `[llm]`: the model that investigates and chats; absent means the rules alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<Llm>,
@@ -64,6 +66,16 @@ pub struct Config {
     /// Where this configuration was read from (None for built-in defaults).
     #[serde(skip)]
     pub source: Option<PathBuf>,
+}
+
+/// `[paths]`: files of sitrep's own beyond the built-in ones.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Paths {
+    /// Extra runbooks directory, on top of the built-in ones (`--runbooks DIR` overrides it);
+    /// a relative path is read from the config file's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runbooks: Option<PathBuf>,
 }
 
 /// `[integrations.<name>]`: each is present only when configured.
@@ -454,6 +466,11 @@ impl Config {
             source,
         })?;
         let mut config = Config::parse(&text, path)?;
+        if let (Some(dir), Some(base)) = (&mut config.paths.runbooks, path.parent())
+            && dir.is_relative()
+        {
+            *dir = base.join(&*dir);
+        }
         config.source = Some(path.to_path_buf());
         Ok(config)
     }

@@ -150,7 +150,8 @@ async fn the_false_alarm_is_called_healthy_and_nothing_risky_runs() {
         _ => None,
     });
     assert_eq!(category, Some(sitrep::model::Category::Healthy));
-    // Only a low-risk silence may run by itself; nothing that changes workloads.
+    // The silence is medium risk: it asks like any action and is denied here, unless its 50 ms
+    // veto window ends first. It is the only action that may run; nothing that changes workloads.
     assert!(
         executed(&records)
             .iter()

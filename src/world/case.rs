@@ -36,11 +36,35 @@ pub struct CaseMeta {
     pub id: String,
     #[serde(default)]
     pub title: String,
+    #[serde(deserialize_with = "world_clock")]
     pub now: DateTime<Utc>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub difficulty: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+}
+
+/// `now` as a quoted RFC 3339 string or a bare TOML datetime (`now = 2026-04-18T10:47:00Z`): both
+/// read the same text the same way, so a datetime without an offset is refused either way.
+fn world_clock<'de, D: serde::Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
+    use serde::de::Error;
+    let text = match toml::Value::deserialize(d)? {
+        toml::Value::String(s) => s,
+        toml::Value::Datetime(dt) => dt.to_string(),
+        other => {
+            return Err(D::Error::custom(format!(
+                "`now` must be a date and time with an offset, e.g. 2026-04-18T10:47:00Z; found a {}",
+                other.type_str()
+            )));
+        }
+    };
+    text.parse::<DateTime<chrono::FixedOffset>>()
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| {
+            D::Error::custom(format!(
+                "`now` = {text:?}: {e}; expected a date and time with an offset, e.g. 2026-04-18T10:47:00Z"
+            ))
+        })
 }
 
 /// `expect.toml`: the rubric a finished investigation is scored against.
@@ -320,6 +344,38 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert_eq!(err, "c/recordings.ndjson: missing (every case needs one)");
+    }
+
+    #[test]
+    fn an_unquoted_toml_datetime_is_the_same_clock_as_the_quoted_one() {
+        let clock = |toml_now: &str| {
+            let f = files(&[
+                ("case.toml", &format!("id = \"x\"\nnow = {toml_now}\n")),
+                ("recordings.ndjson", ""),
+            ]);
+            load("c", &f, None)
+                .map(|c| c.case.now)
+                .map_err(|e| e.to_string())
+        };
+        let quoted = clock("\"2026-04-18T10:47:00Z\"").expect("quoted");
+        assert_eq!(clock("2026-04-18T10:47:00Z"), Ok(quoted));
+        assert_eq!(clock("2026-04-18 10:47:00Z"), Ok(quoted));
+        assert_eq!(clock("2026-04-18T12:47:00+02:00"), Ok(quoted));
+        assert_eq!(
+            clock("2026-04-18T10:47:00.250Z").map(|t| t.timestamp_millis()),
+            Ok(quoted.timestamp_millis() + 250)
+        );
+        // No offset, no clock: refused as the quoted text would be, at the line.
+        for bad in [
+            "2026-04-18T10:47:00",
+            "2026-04-18",
+            "\"2026-04-18T10:47:00\"",
+            "12",
+        ] {
+            let err = clock(bad).expect_err(bad);
+            assert!(err.starts_with("c/case.toml:2:"), "{bad}: {err}");
+            assert!(err.contains("offset"), "{bad}: {err}");
+        }
     }
 
     #[test]
