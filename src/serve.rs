@@ -933,5 +933,18 @@ mod tests {
         let other: SocketAddr = "127.0.0.1:41171".parse().expect("addr");
         assert_eq!(find_socket_uid(&table, other, 9091), None);
         assert_eq!(find_socket_uid("garbage\n0: zz", peer, 9091), None);
+        // /proc/net/tcp6: ::1 as four native-endian words.
+        let one: String = std::net::Ipv6Addr::LOCALHOST
+            .octets()
+            .chunks(4)
+            .map(|c| format!("{:08X}", u32::from_ne_bytes([c[0], c[1], c[2], c[3]])))
+            .collect();
+        let table6 = format!(
+            "  sl  local_address remote_address st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   \
+             0: {one}:A0D2 {one}:2383 01 00000000:00000000 00:00000000 00000000  1002        0 4 1\n"
+        );
+        let peer6: SocketAddr = "[::1]:41170".parse().expect("addr");
+        assert_eq!(find_socket_uid(&table6, peer6, 9091), Some(1002));
+        assert_eq!(find_socket_uid(&table6, peer, 9091), None);
     }
 }
