@@ -817,3 +817,47 @@ async fn an_api_caller_and_the_same_os_user_are_one_operator() {
     let by: Vec<String> = decisions(&events).into_iter().map(|d| d.1).collect();
     assert_eq!(by, vec![nobody.clone(), "root".to_string()]);
 }
+
+/// `sitrep approve` refuses at once, with the reason, when its OS user already approved the
+/// action under the same name through the API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sitrep_approve_refuses_who_already_approved_through_the_api() {
+    let data = tempdir();
+    let session = data.path().join("orders.ndjson");
+    let opts = sitrep::agent::AgentOptions {
+        operator: "alice".into(),
+        veto_secs: 0.05,
+        approval_poll: Duration::from_millis(20),
+        session_path: Some(session.clone()),
+        ..Default::default()
+    };
+    let me = sitrep::agent::approve::current_user();
+    let mut refused: Option<String> = None;
+    let events = in_process("orders-db-node-lost", opts, |kind, id, seen, h| {
+        if kind == "kubernetes.delete_pod" {
+            attributed(h, api(&me, 50020), approve_cmd(id));
+        } else if !kind.is_empty() {
+            h.commands.send(deny_cmd(id)).expect("listening");
+        } else if refused.is_none()
+            && let Some(Event::ApprovalGiven { action_id, by, .. }) = seen.last()
+            && *by == me
+        {
+            let err = sitrep::agent::approve::submit_in(
+                session.to_str().expect("utf-8"),
+                action_id,
+                data.path(),
+            )
+            .expect_err("the same person twice");
+            refused = Some(err.to_string());
+            h.commands.send(deny_cmd(action_id)).expect("listening");
+        }
+    })
+    .await;
+    let refused = refused.expect("the API approval was recorded");
+    assert!(
+        refused.contains(&format!("{me} already approved"))
+            && refused.contains("api from 127.0.0.1:50020"),
+        "{refused}"
+    );
+    assert!(executed(&events).is_empty());
+}

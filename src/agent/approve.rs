@@ -196,6 +196,20 @@ pub fn submit_in(
             a.action.risk, incident.operator
         ));
     }
+    // The same person through another channel (an API token of their name) is not a second one.
+    // (The operator's own uid is refused below, with that reason.)
+    let me_name = user_name(current_uid());
+    if let Some(d) = a
+        .decisions
+        .iter()
+        .find(|d| d.approved && d.by == me_name && me_name != incident.operator)
+    {
+        return refuse(format!(
+            "{me_name} already approved {action_id}{}: a critical action needs two distinct \
+             operators",
+            crate::model::via_note(&d.via)
+        ));
+    }
     let dir = approvals_dir(&session_path);
     let dir_meta = fs::symlink_metadata(&dir).map_err(|source| ApproveError::Io {
         path: dir.clone(),
