@@ -320,8 +320,9 @@ pub struct SessionHeader {
 pub enum Command {
     Approve {
         action_id: ActionId,
-        /// Informational only: an approval from the console or the headless command stream is
-        /// always the session operator's; a second person approves with `sitrep approve`.
+        /// Never trusted: a decision is recorded under the decider its channel establishes (the
+        /// session operator for the console and headless stdin; the authenticated caller for the
+        /// API; the file's owner for `sitrep approve`), whatever this says.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
         /// Parameter edits, merged into the action's parameters. An edit that changes the
