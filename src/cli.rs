@@ -468,10 +468,15 @@ fn follow(
         .unwrap_or_else(session::sessions_dir);
     let path = agent::approve::resolve_session(session_ref, &dir)?;
     let token = match token_env {
+        // Your own token: bare, or as `name=token` (the form the server's list uses).
         Some(var) => match std::env::var(var) {
-            Ok(v) if !v.trim().is_empty() => {
-                Some(secrecy::SecretString::from(v.trim().to_string()))
-            }
+            Ok(v) if !v.trim().is_empty() => match crate::serve::parse_tokens(&v) {
+                Ok(mut one) if one.len() == 1 => one.pop().map(|t| t.secret),
+                Ok(_) => bail!(
+                    "environment variable {var} (from --token-env) holds several tokens: give only yours"
+                ),
+                Err(e) => bail!("environment variable {var} (from --token-env): {e}"),
+            },
             _ => bail!("environment variable {var} (from --token-env) is not set or empty"),
         },
         None => None,
