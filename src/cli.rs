@@ -46,6 +46,10 @@ pub enum Cmd {
         /// Answer at once instead of at the pace of live systems (always so with --headless).
         #[arg(long)]
         fast: bool,
+        /// Who reasons: the rules, the configured model after them, or the model when `[llm]` is
+        /// configured (the scenario's systems stay recorded while the model is live).
+        #[arg(long, value_enum, default_value_t = Reasoner::Auto)]
+        reasoner: Reasoner,
     },
     /// Investigate a recorded case or the live systems from the config.
     Investigate(InvestigateArgs),
@@ -228,6 +232,10 @@ pub struct ServeArgs {
     /// Investigate with recorded case DIR instead of the live systems (tests, demos).
     #[arg(long, value_name = "DIR")]
     pub case: Option<PathBuf>,
+    /// Who reasons: the rules, the configured model after them, or the model when `[llm]` is
+    /// configured.
+    #[arg(long, value_enum, default_value_t = Reasoner::Auto)]
+    pub reasoner: Reasoner,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -319,7 +327,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
             list,
             no_save,
             fast,
-        } => demo(&cli, name.as_deref(), *list, *no_save, *fast),
+            reasoner,
+        } => demo(&cli, name.as_deref(), *list, *no_save, *fast, *reasoner),
     }
 }
 
@@ -487,6 +496,7 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
         .sessions_dir
         .clone()
         .unwrap_or_else(session::sessions_dir);
+    let model = pick_model(&config, args.reasoner, args.case.as_deref(), None)?;
     runtime()?.block_on(async {
         let sources = if has_alert_sources(&config) {
             Some(inbox_sources(&config, ALERTS_BUDGET).await?)
@@ -513,6 +523,7 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
             let mut opts = agent_options(&config, mode, case_name, false, false);
             opts.session_path = Some(path);
             opts.unattended = true;
+            opts.model = model.clone();
             Ok(agent::spawn(world, trigger, opts))
         });
         crate::serve::run(crate::serve::Setup {
@@ -542,7 +553,7 @@ fn inbox(cli: &Cli) -> anyhow::Result<()> {
             if std::io::stdin().lock().read_line(&mut answer).is_ok()
                 && matches!(answer.trim(), "y" | "Y" | "yes")
             {
-                return demo(cli, None, false, false, false);
+                return demo(cli, None, false, false, false, Reasoner::Auto);
             }
         }
         return Ok(());
@@ -550,6 +561,7 @@ fn inbox(cli: &Cli) -> anyhow::Result<()> {
     if cli.headless {
         return alerts(cli, true, None);
     }
+    let model = pick_model(&config, Reasoner::Auto, None, None)?;
     let rt = runtime()?;
     rt.block_on(async {
         let sources = inbox_sources(&config, Duration::from_secs(10)).await?;
@@ -559,6 +571,7 @@ fn inbox(cli: &Cli) -> anyhow::Result<()> {
          -> anyhow::Result<AgentHandle> {
             let mut opts = agent_options(&config, RunMode::Live, None, true, false);
             opts.proposals = proposals;
+            opts.model = model.clone();
             Ok(agent::spawn(live.clone(), Trigger::Alert(payload), opts))
         };
         crate::tui::run_inbox(sources, config.inbox.clone(), ui_options(&config), start).await
@@ -679,6 +692,7 @@ fn demo(
     list: bool,
     no_save: bool,
     fast: bool,
+    reasoner: Reasoner,
 ) -> anyhow::Result<()> {
     if list {
         let mut out = std::io::stdout().lock();
@@ -688,6 +702,7 @@ fn demo(
         return Ok(());
     }
     let config = load_config(cli)?;
+    let model = pick_model(&config, reasoner, None, None)?;
     // The paced world, once started, so the console's skip-ahead key can drop the pacing.
     let paced: Arc<std::sync::Mutex<Option<Arc<crate::world::World>>>> = Arc::default();
     let mut opts = ui_options(&config);
@@ -717,13 +732,14 @@ fn demo(
                     .unwrap_or_else(|| name.to_string()),
             ),
         };
-        let agent_opts = agent_options(
+        let mut agent_opts = agent_options(
             &config,
             RunMode::Demo,
             Some(name.to_string()),
             !no_save,
             false,
         );
+        agent_opts.model = model.clone();
         Ok(agent::spawn(world, trigger, agent_opts))
     };
     let name = match name {
