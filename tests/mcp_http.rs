@@ -41,7 +41,8 @@ fn start_server() -> Option<(Server, u16)> {
         .local_addr()
         .unwrap()
         .port();
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_tickets.py");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_tickets.py");
     let child = std::process::Command::new("python3")
         .arg(script)
         .arg(port.to_string())
