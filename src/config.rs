@@ -474,10 +474,14 @@ impl Config {
             i.github.as_ref().and_then(|g| g.auth.as_ref()),
             i.pagerduty.as_ref().and_then(|p| p.auth.as_ref()),
         ];
+        // The model's API key too: a provider's error may echo it.
+        let llm_key = self.llm.as_ref().and_then(|l| l.api_key_env.clone());
         auths
             .into_iter()
             .flatten()
-            .filter_map(|a| std::env::var(a.secret_env()).ok())
+            .map(|a| a.secret_env().to_string())
+            .chain(llm_key)
+            .filter_map(|var| std::env::var(var).ok())
             .filter(|v| !v.is_empty())
             .map(SecretString::from)
             .collect()

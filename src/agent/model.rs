@@ -105,11 +105,12 @@ pub(super) async fn diagnose(
     caller: &Caller,
     obs: Observations,
     analysis: &mut Analysis,
+    redactor: Redactor,
 ) {
     let tools = Tools {
         caller: caller.fresh("model"),
         obs: Mutex::new(obs),
-        redactor: Redactor::new(),
+        redactor,
     };
     let evidence: Vec<crate::model::Evidence> = lock(&caller.journal)
         .incident
@@ -171,9 +172,14 @@ pub(super) async fn diagnose(
 }
 
 /// Answer an operator's question with the model, streaming into the chat pane; the rules answer
-/// if the model fails.
-pub(super) async fn chat(model: Model, journal: Arc<Mutex<Journal>>, text: String, rules: String) {
-    let redactor = Redactor::new();
+/// if the model fails. `redactor` is the session's: it knows the configured credentials' values.
+pub(super) async fn chat(
+    model: Model,
+    journal: Arc<Mutex<Journal>>,
+    text: String,
+    rules: String,
+    redactor: Redactor,
+) {
     let context = {
         let j = lock(&journal);
         let i = &j.incident;

@@ -125,6 +125,7 @@ pub async fn run(
         interrupted.clone(),
         opts.model.clone(),
         caller.fresh("operator"),
+        opts.redactor.clone(),
     ));
     let mut run = Run {
         tools,
@@ -191,6 +192,7 @@ async fn dispatch(
     interrupted: Arc<AtomicBool>,
     model: Option<crate::reason::llm::Model>,
     operator: Caller,
+    redactor: crate::policy::redact::Redactor,
 ) {
     while let Some(cmd) = cmds.recv().await {
         match cmd {
@@ -213,7 +215,13 @@ async fn dispatch(
                     Some(m) if !text.trim().starts_with('/') => {
                         let rules = chat::answer(&text, &j.incident, &runbooks);
                         drop(j);
-                        tokio::spawn(super::model::chat(m.clone(), journal.clone(), text, rules));
+                        tokio::spawn(super::model::chat(
+                            m.clone(),
+                            journal.clone(),
+                            text,
+                            rules,
+                            redactor.clone(),
+                        ));
                     }
                     _ => {
                         let reply = chat::answer_without_model(&text, &j.incident, &runbooks);
@@ -355,7 +363,13 @@ impl Run {
             // The model reasons after the analyzers; its tool calls land in this stage.
             guard(
                 &self.token,
-                super::model::diagnose(&model, &self.caller, obs.clone(), &mut diagnosed.analysis),
+                super::model::diagnose(
+                    &model,
+                    &self.caller,
+                    obs.clone(),
+                    &mut diagnosed.analysis,
+                    self.opts.redactor.clone(),
+                ),
             )
             .await?;
         }
