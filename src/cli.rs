@@ -934,6 +934,7 @@ fn diagnose(file: &Path, json: bool, runbooks: Option<&Path>) -> anyhow::Result<
             "facts": re.facts,
             "evidence": re.evidence,
             "notes": re.notes,
+            "reasoner": re.reasoner,
             "tear": log.tear.as_ref().map(|t| serde_json::json!({
                 "line": t.line, "byte_offset": t.byte_offset, "reason": t.reason,
             })),
@@ -980,8 +981,8 @@ fn verdict_text(
         v.root_cause
     ));
     out.push_str(&format!(
-        "from {} facts records over {} evidence items\n",
-        re.facts, re.evidence
+        "from {} facts records over {} evidence items\nreasoner:   {}\n",
+        re.facts, re.evidence, re.reasoner
     ));
     out.push_str("\nfindings:\n");
     if v.findings.is_empty() {
