@@ -76,6 +76,9 @@ pub async fn run(dirs: &[PathBuf], opts: &EvalOptions) -> anyhow::Result<EvalSum
                 )?;
             }
         }
+        for line in summary.rates() {
+            writeln!(out, "{line}")?;
+        }
         writeln!(out, "{}", summary.totals())?;
     }
     Ok(summary)
