@@ -407,3 +407,28 @@ async fn a_server_that_cannot_start_is_a_failed_step_and_the_investigation_goes_
         Some(Event::SessionEnded { .. })
     ));
 }
+
+#[test]
+fn the_palette_and_chat_send_tool_runs_to_the_agent() {
+    use sitrep::tui::app::{AppState, Effect};
+    let mut state = AppState::new(
+        sitrep::tui::theme::Theme::builtin("default").unwrap_or_default(),
+        sitrep::tui::keymap::Keymap::default(),
+    );
+    let line = "mcp.clock.get_current_time {\"timezone\": \"UTC\"}";
+    for effects in [
+        sitrep::tui::app::run_command(&mut state, &format!("tool {line}")),
+        sitrep::tui::app::chat_command(&mut state, &format!("/tool {line}")),
+    ] {
+        assert!(
+            matches!(effects.as_slice(),
+                [Effect::SendCommand(Command::Chat { text })] if *text == format!("/tool {line}")),
+            "{effects:?}"
+        );
+    }
+    assert!(
+        sitrep::tui::app::COMMANDS
+            .iter()
+            .any(|(name, _, _)| *name == "tool")
+    );
+}

@@ -61,7 +61,22 @@ impl McpServer {
         };
         let mut cmd = tokio::process::Command::new(command);
         cmd.args(args).envs(env);
-        let transport = TokioChildProcess::new(cmd).map_err(|e| start(e.to_string()))?;
+        // Never the terminal's stderr: the console owns the screen. Its lines go to the log file.
+        let (transport, stderr) = TokioChildProcess::builder(cmd)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| start(e.to_string()))?;
+        if let Some(stderr) = stderr {
+            let server = name.to_string();
+            tokio::spawn(async move {
+                use tokio::io::AsyncBufReadExt;
+                let redactor = Redactor::new();
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tracing::info!(server = %server, "mcp stderr: {}", redactor.redact(&line));
+                }
+            });
+        }
         let service = ().serve(transport).await.map_err(|e| start(e.to_string()))?;
         Ok(McpServer {
             name: name.into(),
