@@ -90,7 +90,7 @@ fn script(body: &Value) -> String {
 
 #[tokio::test]
 async fn streamable_http_server_tools_are_read_and_a_mutating_one_runs_after_its_countdown() {
-    let Some((_server, port)) = start_server() else {
+    let Some((server, port)) = start_server() else {
         eprintln!("skipped: the Python MCP SDK is not installed (pip install mcp)");
         return;
     };
@@ -177,4 +177,18 @@ async fn streamable_http_server_tools_are_read_and_a_mutating_one_runs_after_its
         .await
         .unwrap();
     assert_eq!(now, "ticket T-42: closed");
+
+    // The server dies: a call is a clear error (a failed step in a run), not a hang or a panic.
+    drop(server);
+    use sitrep::agent::Tools;
+    let tools = sitrep::agent::WorldTools(world.clone());
+    let params: sitrep::agent::Params = serde_json::from_value(json!({"ticket": "T-42"})).unwrap();
+    let err = tokio::time::timeout(
+        Duration::from_secs(30),
+        tools.call("mcp.tickets.ticket_status", &params),
+    )
+    .await
+    .expect("a dead server answers within its timeout")
+    .unwrap_err();
+    assert!(err.contains("mcp"), "{err}");
 }
