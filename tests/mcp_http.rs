@@ -159,6 +159,7 @@ async fn streamable_http_server_tools_are_read_and_a_mutating_one_runs_after_its
         .find(|a| a.action.kind == "mcp.tickets.close_ticket")
         .expect("proposed");
     assert_eq!(close.action.risk, Risk::Medium);
+    assert_eq!(close.action.target, "ticket=T-42");
     let pos = |f: &dyn Fn(&Event) -> bool| records.iter().position(|r| f(&r.event));
     let asked = pos(&|e| {
         matches!(e, Event::ApprovalRequested { action_id, veto_secs: Some(_), .. } if *action_id == close.action.id)
