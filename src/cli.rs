@@ -49,6 +49,10 @@ pub enum Cmd {
         /// Extra runbooks directory, on top of the built-in ones (overrides `[paths] runbooks`).
         #[arg(long, value_name = "DIR")]
         runbooks: Option<PathBuf>,
+        /// Who reasons: the rules, the configured model after them, or the model when `[llm]` is
+        /// configured (the scenario's systems stay recorded while the model is live).
+        #[arg(long, value_enum, default_value_t = Reasoner::Auto)]
+        reasoner: Reasoner,
     },
     /// Investigate a recorded case or the live systems from the config.
     Investigate(InvestigateArgs),
@@ -236,6 +240,10 @@ pub struct ServeArgs {
     /// Investigate with recorded case DIR instead of the live systems (tests, demos).
     #[arg(long, value_name = "DIR")]
     pub case: Option<PathBuf>,
+    /// Who reasons: the rules, the configured model after them, or the model when `[llm]` is
+    /// configured.
+    #[arg(long, value_enum, default_value_t = Reasoner::Auto)]
+    pub reasoner: Reasoner,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -328,12 +336,14 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
             no_save,
             fast,
             runbooks,
+            reasoner,
         } => demo(
             &cli,
             name.as_deref(),
             *list,
             (*no_save, *fast),
             runbooks.as_deref(),
+            *reasoner,
         ),
     }
 }
@@ -508,6 +518,7 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
         .sessions_dir
         .clone()
         .unwrap_or_else(session::sessions_dir);
+    let model = pick_model(&config, args.reasoner, args.case.as_deref(), None)?;
     runtime()?.block_on(async {
         let sources = if has_alert_sources(&config) {
             Some(inbox_sources(&config, ALERTS_BUDGET).await?)
@@ -534,6 +545,7 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
             let mut opts = agent_options(&config, mode, case_name, false, false);
             opts.session_path = Some(path);
             opts.unattended = true;
+            opts.model = model.clone();
             Ok(agent::spawn(world, trigger, opts))
         });
         crate::serve::run(crate::serve::Setup {
@@ -564,7 +576,7 @@ fn inbox(cli: &Cli) -> anyhow::Result<()> {
             if std::io::stdin().lock().read_line(&mut answer).is_ok()
                 && matches!(answer.trim(), "y" | "Y" | "yes")
             {
-                return demo(cli, None, false, (false, false), None);
+                return demo(cli, None, false, (false, false), None, Reasoner::Auto);
             }
         }
         return Ok(());
@@ -572,6 +584,7 @@ fn inbox(cli: &Cli) -> anyhow::Result<()> {
     if cli.headless {
         return alerts(cli, true, None);
     }
+    let model = pick_model(&config, Reasoner::Auto, None, None)?;
     let rt = runtime()?;
     rt.block_on(async {
         let sources = inbox_sources(&config, Duration::from_secs(10)).await?;
@@ -581,6 +594,7 @@ fn inbox(cli: &Cli) -> anyhow::Result<()> {
          -> anyhow::Result<AgentHandle> {
             let mut opts = agent_options(&config, RunMode::Live, None, true, false);
             opts.proposals = proposals;
+            opts.model = model.clone();
             Ok(agent::spawn(live.clone(), Trigger::Alert(payload), opts))
         };
         crate::tui::run_inbox(sources, config.inbox.clone(), ui_options(&config), start).await
@@ -701,6 +715,7 @@ fn demo(
     list: bool,
     (no_save, fast): (bool, bool),
     runbooks: Option<&Path>,
+    reasoner: Reasoner,
 ) -> anyhow::Result<()> {
     if list {
         let mut out = std::io::stdout().lock();
@@ -711,6 +726,7 @@ fn demo(
     }
     let mut config = load_config(cli)?;
     use_runbooks(&mut config, runbooks)?;
+    let model = pick_model(&config, reasoner, None, None)?;
     // The paced world, once started, so the console's skip-ahead key can drop the pacing.
     let paced: Arc<std::sync::Mutex<Option<Arc<crate::world::World>>>> = Arc::default();
     let mut opts = ui_options(&config);
@@ -740,13 +756,14 @@ fn demo(
                     .unwrap_or_else(|| name.to_string()),
             ),
         };
-        let agent_opts = agent_options(
+        let mut agent_opts = agent_options(
             &config,
             RunMode::Demo,
             Some(name.to_string()),
             !no_save,
             false,
         );
+        agent_opts.model = model.clone();
         Ok(agent::spawn(world, trigger, agent_opts))
     };
     let name = match name {
@@ -941,6 +958,7 @@ fn diagnose(file: &Path, json: bool, runbooks: Option<&Path>) -> anyhow::Result<
             "facts": re.facts,
             "evidence": re.evidence,
             "notes": re.notes,
+            "reasoner": re.reasoner,
             "tear": log.tear.as_ref().map(|t| serde_json::json!({
                 "line": t.line, "byte_offset": t.byte_offset, "reason": t.reason,
             })),
@@ -987,8 +1005,8 @@ fn verdict_text(
         v.root_cause
     ));
     out.push_str(&format!(
-        "from {} facts records over {} evidence items\n",
-        re.facts, re.evidence
+        "from {} facts records over {} evidence items\nreasoner:   {}\n",
+        re.facts, re.evidence, re.reasoner
     ));
     out.push_str("\nfindings:\n");
     if v.findings.is_empty() {

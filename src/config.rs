@@ -60,6 +60,9 @@ pub struct Config {
     /// `[llm]`: the model that investigates and chats; absent means the rules alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<Llm>,
+    /// `[[mcp.servers]]`: MCP servers whose tools join the catalog.
+    #[serde(default, skip_serializing_if = "Mcp::is_empty")]
+    pub mcp: Mcp,
     /// Action name -> key, e.g. `approve = "a"`, `quit = "q"`, `half_page_down = "ctrl-d"`.
     #[serde(default)]
     pub keys: BTreeMap<String, String>,
@@ -398,6 +401,52 @@ pub struct Llm {
     pub max_steps: u32,
 }
 
+/// `[mcp]`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Mcp {
+    #[serde(default)]
+    pub servers: Vec<McpServer>,
+}
+
+impl Mcp {
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+}
+
+fn default_mcp_timeout() -> u64 {
+    30
+}
+
+/// `[[mcp.servers]]`: one MCP server, started over stdio (`command`) or reached over streamable
+/// HTTP (`url`). Its tools join the catalog as `mcp.<name>.<tool>`, read-only unless listed in
+/// `mutating`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct McpServer {
+    /// Letters, digits, `-` and `_`: it becomes part of the tool names.
+    pub name: String,
+    /// stdio: the program to start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// stdio: extra environment for the program.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Streamable HTTP: the server's endpoint (e.g. `http://127.0.0.1:8000/mcp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Tools (by their server-side name) that change the world: the model can only propose them,
+    /// and they run after approval like every action.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mutating: Vec<String>,
+    /// Seconds to start the server and per call.
+    #[serde(default = "default_mcp_timeout")]
+    pub timeout_secs: u64,
+}
+
 fn default_theme() -> String {
     "default".into()
 }
@@ -437,10 +486,14 @@ impl Config {
             i.github.as_ref().and_then(|g| g.auth.as_ref()),
             i.pagerduty.as_ref().and_then(|p| p.auth.as_ref()),
         ];
+        // The model's API key too: a provider's error may echo it.
+        let llm_key = self.llm.as_ref().and_then(|l| l.api_key_env.clone());
         auths
             .into_iter()
             .flatten()
-            .filter_map(|a| std::env::var(a.secret_env()).ok())
+            .map(|a| a.secret_env().to_string())
+            .chain(llm_key)
+            .filter_map(|var| std::env::var(var).ok())
             .filter(|v| !v.is_empty())
             .map(SecretString::from)
             .collect()
@@ -693,6 +746,54 @@ impl Config {
                     "llm.max_steps",
                     "1 to 200",
                     llm.max_steps.to_string(),
+                ));
+            }
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for (i, m) in self.mcp.servers.iter().enumerate() {
+            let key = |k: &str| format!("mcp.servers[{i}].{k}");
+            let name_ok = !m.name.is_empty()
+                && m.name.len() <= 32
+                && m.name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            if !name_ok {
+                return Err(invalid(
+                    &key("name"),
+                    "1 to 32 letters, digits, - and _",
+                    format!("{:?}", m.name),
+                ));
+            }
+            if !names.insert(m.name.as_str()) {
+                return Err(invalid(
+                    &key("name"),
+                    "a name no other server has",
+                    format!("{:?}", m.name),
+                ));
+            }
+            match (&m.command, &m.url) {
+                (Some(c), None) if !c.trim().is_empty() => {}
+                (None, Some(url)) => check_url(&key("url"), url)?,
+                (Some(_), Some(_)) => {
+                    return Err(invalid(
+                        &key("url"),
+                        "either `command` (stdio) or `url` (streamable HTTP), not both",
+                        format!("{:?}", m.url.as_deref().unwrap_or("")),
+                    ));
+                }
+                _ => {
+                    return Err(invalid(
+                        &key("command"),
+                        "a program to start (stdio) or a `url` (streamable HTTP)",
+                        "nothing".into(),
+                    ));
+                }
+            }
+            if m.timeout_secs == 0 || m.timeout_secs > 600 {
+                return Err(invalid(
+                    &key("timeout_secs"),
+                    "1 to 600",
+                    m.timeout_secs.to_string(),
                 ));
             }
         }
@@ -1070,6 +1171,41 @@ half_page_down = "ctrl-d"
                 .to_string();
             assert!(err.contains(key), "{err}");
         }
+    }
+
+    #[test]
+    fn mcp_servers_are_checked() {
+        let ok = parse(
+            "[[mcp.servers]]\nname = \"time\"\ncommand = \"uvx\"\nargs = [\"mcp-server-time\"]\n\
+             [[mcp.servers]]\nname = \"t2\"\nurl = \"http://127.0.0.1:8000/mcp\"\nmutating = [\"close\"]\n",
+        )
+        .unwrap();
+        assert_eq!(ok.mcp.servers.len(), 2);
+        assert_eq!(ok.mcp.servers[0].timeout_secs, 30);
+        assert_eq!(ok.mcp.servers[1].mutating, vec!["close".to_string()]);
+        for (bad, key) in [
+            ("name = \"a.b\"\ncommand = \"x\"", "mcp.servers[0].name"),
+            ("name = \"a\"", "mcp.servers[0].command"),
+            (
+                "name = \"a\"\ncommand = \"x\"\nurl = \"http://h\"",
+                "mcp.servers[0].url",
+            ),
+            ("name = \"a\"\nurl = \"ftp://h\"", "mcp.servers[0].url"),
+            ("name = \"a\"\ncommand = \"x\"\nbogus = 1", "bogus"),
+        ] {
+            let err = parse(&format!("[[mcp.servers]]\n{bad}\n"))
+                .map(|_| ())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{err}");
+        }
+        let twice = parse(
+            "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\n[[mcp.servers]]\nname = \"a\"\ncommand = \"y\"\n",
+        )
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+        assert!(twice.contains("mcp.servers[1].name"), "{twice}");
     }
 
     #[test]

@@ -3,6 +3,9 @@
 //! `--problem` text, and the values of the configured credentials), and none may reach any sink:
 //! session files, the recorded case, `export` (markdown and JSON), `sessions`, stdout/stderr of
 //! every command, the log directory, and the console's screen rendered over the saved session.
+//! A model is configured too (a loopback fake speaking the OpenAI streaming format): no canary
+//! reaches any request body it receives, and its API key, which it echoes back in an error,
+//! reaches no sink.
 
 mod support;
 
@@ -183,6 +186,77 @@ fn json_response(v: &Value) -> axum::response::Response {
 }
 
 type Hits = Arc<Mutex<Vec<String>>>;
+
+/// The model's API key (read from the environment by the config).
+const LLM_KEY: &str = "sk-canary-llm-key-0a1b2c3d4e5f6a7b";
+
+fn sse(events: Vec<Value>) -> String {
+    let mut s: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    s.push_str("data: [DONE]\n\n");
+    s
+}
+
+fn delta(d: Value, finish: Option<&str>) -> Value {
+    json!({"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":d,"finish_reason":finish}]})
+}
+
+/// A fake model: in the investigation it reads from every integration, then answers; a chat
+/// question gets a 401 whose message echoes the key, as some providers' do. Every request body
+/// and the Authorization header it came with are kept.
+async fn model(bodies: Arc<Mutex<Vec<(String, Value)>>>) -> support::Server {
+    let router = Router::new().fallback(move |headers: HeaderMap, body: axum::body::Bytes| {
+        let bodies = bodies.clone();
+        async move {
+            let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let auth = headers
+                .get(header::AUTHORIZATION)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            bodies.lock().map(|mut b| b.push((auth.clone(), v.clone()))).ok();
+            if v.get("tools").is_none() {
+                return (
+                    StatusCode::UNAUTHORIZED,
+                    [(header::CONTENT_TYPE, "application/json")],
+                    json!({"error": {"message": format!("Incorrect API key provided: {}", auth.trim_start_matches("Bearer ")), "type": "invalid_request_error"}}).to_string(),
+                )
+                    .into_response();
+            }
+            let answered_tools = v["messages"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+            let text = if answered_tools {
+                let answer = json!({"category": "code_defect", "root_cause": "model: payments-api errors",
+                    "confidence": 0.5, "evidence": ["ev-0"], "ruled_out": [], "actions": []});
+                sse(vec![delta(json!({"content": answer.to_string()}), None), delta(json!({}), Some("stop"))])
+            } else {
+                let calls = [
+                    ("kubernetes__pods", json!({"namespace": "payments"})),
+                    ("kubernetes__events", json!({"namespace": "payments"})),
+                    ("kubernetes__deployments", json!({"namespace": "payments"})),
+                    ("kubernetes__pod_logs", json!({"namespace": "payments", "pod": "payments-api-7f9dd8b6c4-x7gr9"})),
+                    ("loki__query_range", json!({"query": "{namespace=\"payments\"}"})),
+                    ("prometheus__rules", json!({})),
+                    ("prometheus__alerts", json!({})),
+                    ("prometheus__query_range", json!({"query": "http_errors_ratio"})),
+                    ("alertmanager__alerts", json!({})),
+                    ("github__commits", json!({})),
+                    ("github__merged_pulls", json!({})),
+                    ("github__deployments", json!({})),
+                ];
+                let mut ev = vec![delta(json!({"role": "assistant", "content": ""}), None)];
+                for (i, (name, args)) in calls.iter().enumerate() {
+                    ev.push(delta(json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
+                        "function": {"name": name, "arguments": args.to_string()}}]}), None));
+                }
+                ev.push(delta(json!({}), Some("tool_calls")));
+                sse(ev)
+            };
+            (StatusCode::OK, [(header::CONTENT_TYPE, "text/event-stream")], text).into_response()
+        }
+    });
+    support::serve(router).await
+}
 
 /// A fake Prometheus HTTP API whose rules, alerts and series carry the canaries.
 async fn prometheus(hits: Hits) -> support::Server {
@@ -371,6 +445,7 @@ fn sitrep(env: &Env, args: &[&str], stdin: &str) -> Output {
         .env("CANARY_LOKI_PASSWORD", AUTH_LOKI)
         .env("CANARY_AM_KEY", AUTH_AM)
         .env("CANARY_GH_AUTH", AUTH_GH)
+        .env("CANARY_LLM_KEY", LLM_KEY)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -438,6 +513,8 @@ async fn no_planted_secret_reaches_any_sink() {
     let loki = loki(loki_hits.clone()).await;
     let gh = github(gh_hits.clone()).await;
     let am = alertmanager().await;
+    let model_bodies: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
+    let llm = model(model_bodies.clone()).await;
 
     let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let config = tmp.path().join("config.toml");
@@ -453,8 +530,10 @@ async fn no_planted_secret_reaches_any_sink() {
              [integrations.alertmanager]\nurl = \"{}\"\n\
              auth = {{ kind = \"header\", header = \"X-Api-Key\", value_env = \"CANARY_AM_KEY\" }}\n\
              [integrations.github]\nurl = \"{}\"\nrepo = \"acme/payments\"\n\
-             auth = {{ kind = \"header\", header = \"Authorization\", value_env = \"CANARY_GH_AUTH\" }}\n",
-            k8s.url, prom.url, loki.url, am.url, gh.url
+             auth = {{ kind = \"header\", header = \"Authorization\", value_env = \"CANARY_GH_AUTH\" }}\n\
+             [llm]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n\
+             api_key_env = \"CANARY_LLM_KEY\"\nmax_steps = 4\n",
+            k8s.url, prom.url, loki.url, am.url, gh.url, llm.url
         ),
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -657,9 +736,68 @@ async fn no_planted_secret_reaches_any_sink() {
         );
     }
 
+    // The model was asked, with the key, and read every integration's answers through its tools.
+    let sent = model_bodies.lock().map(|b| b.clone()).unwrap_or_default();
+    assert!(
+        sent.iter()
+            .all(|(auth, _)| auth == &format!("Bearer {LLM_KEY}")),
+        "the key went out as a bearer header"
+    );
+    let investigations: Vec<&Value> = sent
+        .iter()
+        .map(|(_, b)| b)
+        .filter(|b| b.get("tools").is_some())
+        .collect();
+    let with_results: Vec<&&Value> = investigations
+        .iter()
+        .filter(|b| b.to_string().contains("\"role\":\"tool\""))
+        .collect();
+    assert!(
+        with_results.len() >= 2,
+        "both runs fed tool results to the model ({} requests)",
+        sent.len()
+    );
+    for b in &with_results {
+        let tools: Vec<String> = b["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["role"] == "tool")
+            .filter_map(|m| m["content"].as_str().map(str::to_string))
+            .collect();
+        assert_eq!(tools.len(), 12, "one result per call");
+        assert!(
+            tools.iter().filter(|t| t.starts_with("evidence ")).count() >= 8,
+            "most reads answered: {tools:?}"
+        );
+    }
+    assert!(
+        sent.iter().any(|(_, b)| b.get("tools").is_none()),
+        "the chat went to the model"
+    );
+    // The provider's error that echoed the key was recorded (masked) and the rules answered.
+    assert!(
+        outputs
+            .iter()
+            .any(|(w, t)| w.ends_with("stdout") && t.contains("Incorrect API key provided")),
+        "the echoing error was never seen"
+    );
+    for (i, (_, body)) in sent.iter().enumerate() {
+        outputs.push((format!("model request body {i}"), body.to_string()));
+    }
+    assert!(
+        outputs
+            .iter()
+            .any(|(w, t)| w.ends_with("stdout") && t.contains("model_exchange")),
+        "exchanges recorded"
+    );
+
     let mut failures = Vec::new();
     for (what, text) in &outputs {
         let mut found = all_leaks(text);
+        if text.contains(LLM_KEY) {
+            found.push("the model's API key".into());
+        }
         if text.contains("opaque-label-token-canary-f58b") {
             found.push("secret-named alert label".into());
         }

@@ -1,7 +1,11 @@
 //! Operator chat: answers from the current incident state (why, evidence, status, actions, runbooks).
 
-use crate::model::{ActionStatus, Incident, StageStatus};
+use super::evidence::Chart;
+use super::specialists::{Caller, lock};
+use crate::model::{ActionStatus, ChatRole, Event, Incident, StageStatus, catalog};
+use crate::reason::Observations;
 use crate::runbook::{Runbook, Step};
+use std::sync::Mutex;
 
 pub(super) const HELP: &str = "Ask: `why` (diagnosis and its evidence), `evidence`, `status`, `actions`, \
 `ruled out`, `runbooks`, `/runbook NAME`. Approve or deny actions in the approval panel.";
@@ -50,6 +54,75 @@ pub fn answer(text: &str, incident: &Incident, runbooks: &[Runbook]) -> String {
         return status(incident);
     }
     HELP.to_string()
+}
+
+/// `/tool KIND [JSON params]`: the kind and the params text, when `text` is such a line.
+pub(super) fn tool_line(text: &str) -> Option<(&str, &str)> {
+    let rest = text.trim().strip_prefix("/tool")?;
+    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let rest = rest.trim();
+    Some(rest.split_once(char::is_whitespace).unwrap_or((rest, "")))
+}
+
+/// Run a read tool the operator asked for by name: a step on the timeline and evidence, like a
+/// specialist's call. Mutating kinds only ever run as proposed actions under policy.
+pub(super) async fn run_tool(caller: Caller, text: String) {
+    let reply = match tool_line(&text) {
+        Some((kind, args)) => run_tool_reply(&caller, kind, args).await,
+        None => "usage: /tool KIND {\"param\": \"value\"}".into(),
+    };
+    lock(&caller.journal).emit(Event::ChatMessage {
+        from: ChatRole::Agent,
+        text: reply,
+    });
+}
+
+async fn run_tool_reply(caller: &Caller, kind: &str, args: &str) -> String {
+    let usage = "usage: /tool KIND {\"param\": \"value\"}";
+    if kind.is_empty() {
+        let reads: Vec<&str> = catalog::reads().map(|e| e.name).collect();
+        return format!("{usage}; read tools: {}", reads.join(", "));
+    }
+    let Some(entry) = catalog::lookup(kind) else {
+        return format!("no tool named {kind} (`?` lists them)");
+    };
+    if entry.mutating {
+        return format!(
+            "{kind} changes the world: it runs only as a proposed action, through policy and approval"
+        );
+    }
+    let params: crate::model::catalog::Params = if args.trim().is_empty() {
+        Default::default()
+    } else {
+        match serde_json::from_str(args) {
+            Ok(p) => p,
+            Err(e) => return format!("{kind}: params must be a JSON object ({e}); {usage}"),
+        }
+    };
+    let problems = catalog::check_params(kind, &params, false);
+    if !problems.is_empty() {
+        return format!("{kind}: {}", problems.join("; "));
+    }
+    let obs = Mutex::new(Observations::default());
+    match caller.call(kind, params, &Chart::default(), &obs).await {
+        Some((out, id)) => format!("{kind}: {} ({id})", out.summary()),
+        None => {
+            let j = lock(&caller.journal);
+            let failed = j
+                .incident
+                .tools
+                .iter()
+                .rev()
+                .find(|t| t.tool == kind)
+                .and_then(|t| t.outcome.clone()?.err());
+            match failed {
+                Some(e) => format!("{kind} failed: {e}"),
+                None => format!("{kind} gave nothing new (the same call was already made)"),
+            }
+        }
+    }
 }
 
 fn why(i: &Incident) -> String {
@@ -196,6 +269,17 @@ fn runbook(name: &str, books: &[Runbook]) -> String {
 mod tests {
     use super::*;
     use crate::model::{Category, Event};
+
+    #[test]
+    fn tool_lines_are_recognised() {
+        assert_eq!(
+            tool_line("/tool mcp.time.now {\"a\": 1}"),
+            Some(("mcp.time.now", "{\"a\": 1}"))
+        );
+        assert_eq!(tool_line("/tool"), Some(("", "")));
+        assert_eq!(tool_line("/tools"), None);
+        assert_eq!(tool_line("why"), None);
+    }
 
     #[test]
     fn why_before_and_after_diagnosis() {

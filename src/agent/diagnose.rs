@@ -137,6 +137,9 @@ pub struct Rediagnosis {
     /// Anything that makes this re-diagnosis differ from the live one (a runbook not found, facts
     /// not tied to a call, steps that could not run).
     pub notes: Vec<String>,
+    /// Who reasoned in the re-run: `rules`, or the rules then the model replayed from the
+    /// session's recorded exchanges (offline).
+    pub reasoner: String,
 }
 
 impl Rediagnosis {
@@ -187,7 +190,29 @@ pub fn rediagnose(events: &[Event], runbooks: &[Runbook]) -> Result<Rediagnosis,
             log.orphans.join(", ")
         ));
     }
-    let diagnosed = diagnose(&obs, &scope, runbook);
+    let mut diagnosed = diagnose(&obs, &scope, runbook);
+    // An LLM session: its recorded exchanges replayed through the same loop, offline.
+    let reasoner = match super::model::rediagnose(events, &mut diagnosed.analysis) {
+        None => "rules".to_string(),
+        Some(r) => {
+            if !r.requests_match {
+                notes.push(
+                    "the model's requests built again differ from the recorded ones (the rules' \
+                     findings or the evidence changed); its answers were replayed as recorded"
+                        .into(),
+                );
+            }
+            if let Some(e) = &r.failed {
+                notes.push(format!(
+                    "the replayed model gave no answer ({e}): the rules' verdict stands"
+                ));
+            }
+            format!(
+                "rules, then the model {} replayed from {} recorded exchange(s), offline",
+                r.model, r.exchanges
+            )
+        }
+    };
     notes.extend(
         diagnosed
             .runbook_steps
@@ -204,5 +229,6 @@ pub fn rediagnose(events: &[Event], runbooks: &[Runbook]) -> Result<Rediagnosis,
         facts: log.observed,
         evidence: obs.evidence.values().map(Vec::len).sum(),
         notes,
+        reasoner,
     })
 }

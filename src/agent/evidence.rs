@@ -79,6 +79,7 @@ pub fn kind_of(tool: &str, output: &ToolOutput) -> &'static str {
         ToolOutput::Rules(_) => "alert_rules",
         ToolOutput::Alerts(_) => "alerts",
         ToolOutput::Changes(_) => "changes",
+        ToolOutput::Text(_) => "mcp",
     }
 }
 
@@ -120,8 +121,28 @@ pub fn build(tool: &str, params: &Params, output: &ToolOutput, chart: &Chart) ->
         ToolOutput::Rules(v) => ("Alert rules".to_string(), rules_table(v)),
         ToolOutput::Alerts(v) => ("Active alerts".to_string(), alerts_table(v)),
         ToolOutput::Changes(v) => (format!("Recent changes{scope}"), changes_table(v)),
+        ToolOutput::Text(t) => (tool.to_string(), external_text(t)),
     };
     Draft { kind, title, body }
+}
+
+/// Text an external tool returned, kept to a size the evidence pane and the session can carry.
+fn external_text(t: &str) -> EvidenceBody {
+    const MAX: usize = 64 * 1024;
+    let total = t.chars().count();
+    let mut text: String = t.chars().take(MAX).collect();
+    if total > MAX {
+        text.push_str(&format!("\n[truncated: {MAX} of {total} characters kept]"));
+    }
+    let language = if serde_json::from_str::<serde_json::Value>(t).is_ok() {
+        "json"
+    } else {
+        "text"
+    };
+    EvidenceBody::Text {
+        language: language.into(),
+        text,
+    }
 }
 
 fn when(t: Option<DateTime<Utc>>) -> String {

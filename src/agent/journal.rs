@@ -195,7 +195,31 @@ fn redact_event(r: &Redactor, event: &mut Event) {
                 }
             }
             strings(r, request);
-            r.redact_string(raw);
+            // Line by line, a JSON chunk by its strings only: masking the text whole would take
+            // `"prompt_tokens":100` for a token and break the stream a replay parses.
+            let lines: Vec<String> = raw
+                .split('\n')
+                .map(|line| {
+                    let (prefix, body) = match line.strip_prefix("data:") {
+                        Some(rest) => ("data:", rest),
+                        None => ("", line),
+                    };
+                    match serde_json::from_str::<serde_json::Value>(body) {
+                        Ok(mut v) if v.is_object() || v.is_array() => {
+                            let before = v.clone();
+                            strings(r, &mut v);
+                            if v == before {
+                                line.to_string()
+                            } else {
+                                let sep = if body.starts_with(' ') { " " } else { "" };
+                                format!("{prefix}{sep}{v}")
+                            }
+                        }
+                        _ => r.redact(line).into_owned(),
+                    }
+                })
+                .collect();
+            *raw = lines.join("\n");
             if let Some(e) = error {
                 r.redact_string(e);
             }

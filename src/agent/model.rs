@@ -105,11 +105,12 @@ pub(super) async fn diagnose(
     caller: &Caller,
     obs: Observations,
     analysis: &mut Analysis,
+    redactor: Redactor,
 ) {
     let tools = Tools {
         caller: caller.fresh("model"),
         obs: Mutex::new(obs),
-        redactor: Redactor::new(),
+        redactor,
     };
     let evidence: Vec<crate::model::Evidence> = lock(&caller.journal)
         .incident
@@ -125,55 +126,236 @@ pub(super) async fn diagnose(
         evidence: &evidence,
     };
     match llm::investigate(model, &brief, &tools).await {
-        Ok(o) => {
-            let a = o.answer;
-            analysis.findings.push(Finding {
-                analyzer: "model".into(),
-                summary: a.root_cause.clone(),
-                detail: format!(
-                    "{} ({}) in {} step(s), {} tokens in, {} out{}",
-                    model.client.model(),
-                    model.client.provider().name(),
-                    o.steps,
-                    o.tokens_in,
-                    o.tokens_out,
-                    if o.dropped.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; dropped: {}", o.dropped.join("; "))
-                    }
-                ),
-                category: a.category,
-                confidence: a.confidence,
-                evidence: a.evidence.clone(),
-            });
-            analysis.hypotheses.insert(
-                0,
-                Hypothesis {
-                    category: a.category,
-                    statement: a.root_cause.clone(),
-                    confidence: a.confidence,
-                    evidence: a.evidence.clone(),
-                },
-            );
-            analysis.ruled_out.extend(a.ruled_out);
-            analysis.category = a.category;
-            analysis.root_cause = a.root_cause;
-            analysis.confidence = a.confidence;
-            // Proposals, never executions: Recommend admits them and policy decides.
-            analysis.suggested_actions.extend(o.proposals);
-            analysis.suggested_actions.extend(a.actions);
-        }
+        Ok(o) => merge(model, o, analysis),
         Err(e) => caller.emit(Event::Warning {
             message: format!("model investigation failed ({e}); the rules' verdict stands"),
         }),
     }
 }
 
+/// Fold the model's answer into the analysis: its finding and hypothesis first, its proposals
+/// added (never executed here: Recommend admits them and policy decides).
+fn merge(model: &Model, o: llm::Outcome, analysis: &mut Analysis) {
+    let a = o.answer;
+    analysis.findings.push(Finding {
+        analyzer: "model".into(),
+        summary: a.root_cause.clone(),
+        detail: format!(
+            "{} ({}) in {} step(s), {} tokens in, {} out{}",
+            model.client.model(),
+            model.client.provider().name(),
+            o.steps,
+            o.tokens_in,
+            o.tokens_out,
+            if o.dropped.is_empty() {
+                String::new()
+            } else {
+                format!("; dropped: {}", o.dropped.join("; "))
+            }
+        ),
+        category: a.category,
+        confidence: a.confidence,
+        evidence: a.evidence.clone(),
+    });
+    analysis.hypotheses.insert(
+        0,
+        Hypothesis {
+            category: a.category,
+            statement: a.root_cause.clone(),
+            confidence: a.confidence,
+            evidence: a.evidence.clone(),
+        },
+    );
+    analysis.ruled_out.extend(a.ruled_out);
+    analysis.category = a.category;
+    analysis.root_cause = a.root_cause;
+    analysis.confidence = a.confidence;
+    analysis.suggested_actions.extend(o.proposals);
+    analysis.suggested_actions.extend(a.actions);
+}
+
+/// The model's part of a saved session, re-derived offline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rederived {
+    /// `model (provider)`.
+    pub model: String,
+    /// Recorded investigation exchanges replayed.
+    pub exchanges: usize,
+    /// Whether each request the loop built again equals the one the session recorded (same
+    /// brief, same tool results): when not, the answers still come from the recording.
+    pub requests_match: bool,
+    /// Why the replayed model gave no answer (the rules' verdict then stands, as it did live).
+    pub failed: Option<String>,
+}
+
+/// A session's own evidence answering the model's tool calls, as they were answered live.
+struct Recorded {
+    incident: crate::model::Incident,
+    emitted: Mutex<Vec<Event>>,
+}
+
+impl Toolbox for Recorded {
+    fn read<'a>(
+        &'a self,
+        tool: &'a str,
+        params: Params,
+    ) -> BoxFuture<'a, Result<ToolResult, String>> {
+        let call = self.incident.tools.iter().find(|t| {
+            t.specialist.as_deref() == Some("model") && t.tool == tool && t.params == params
+        });
+        let result = match call {
+            None => Err(format!("{tool}: the session has no such call")),
+            Some(c) => match &c.outcome {
+                Some(Ok(_)) => {
+                    let items: Vec<_> = self
+                        .incident
+                        .evidence
+                        .iter()
+                        .filter(|e| e.call_id.as_deref() == Some(c.call_id.as_str()))
+                        .collect();
+                    Ok(ToolResult {
+                        evidence: items.iter().map(|e| e.id.clone()).collect(),
+                        text: items
+                            .iter()
+                            .map(|e| llm::prompt::evidence_text(e, usize::MAX))
+                            .collect::<Vec<_>>()
+                            .join("\n\n"),
+                    })
+                }
+                Some(Err(e)) => Err(e.clone()),
+                None => Err(format!("{tool} returned nothing")),
+            },
+        };
+        Box::pin(async move { result })
+    }
+
+    fn emit(&self, event: Event) {
+        self.emitted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(event);
+    }
+
+    fn evidence_ids(&self) -> BTreeSet<EvidenceId> {
+        self.incident
+            .evidence
+            .iter()
+            .map(|e| e.id.clone())
+            .collect()
+    }
+
+    fn redact(&self, text: &str) -> String {
+        Redactor::new().redact(text).into_owned()
+    }
+}
+
+/// Replay a saved session's recorded model exchanges through the same loop, offline, and fold
+/// the answer into `analysis` (the rules' re-run) as Diagnose did live. `None` when the session
+/// has no model investigation.
+pub fn rediagnose(events: &[Event], analysis: &mut Analysis) -> Option<Rederived> {
+    let is_investigation =
+        |e: &Event| matches!(e, Event::ModelExchange { purpose, .. } if purpose == "investigate");
+    let first = events.iter().position(is_investigation)?;
+    let recorded: Vec<crate::integrations::llm::Recorded> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ModelExchange {
+                purpose,
+                provider,
+                model,
+                request,
+                raw,
+                error,
+                ..
+            } if purpose == "investigate" => Some(crate::integrations::llm::Recorded {
+                provider: serde_json::from_value(serde_json::Value::String(provider.clone()))
+                    .unwrap_or_default(),
+                model: model.clone(),
+                request: request.clone(),
+                raw: raw.clone(),
+                error: error.clone(),
+            }),
+            _ => None,
+        })
+        .collect();
+    let fold = |upto: usize| {
+        let mut i = crate::model::Incident::new();
+        for e in &events[..upto] {
+            i.apply(0.0, e);
+        }
+        i
+    };
+    // What the model was briefed with, and what existed when its answer was checked.
+    let before = fold(first);
+    let end = events
+        .iter()
+        .skip(first)
+        .position(|e| matches!(e, Event::Diagnosis { .. }))
+        .map(|n| first + n)
+        .unwrap_or(events.len());
+    let toolbox = Recorded {
+        incident: fold(end),
+        emitted: Mutex::new(Vec::new()),
+    };
+    let trigger = match (&before.alert, &before.problem) {
+        (Some(a), _) => serde_json::to_string_pretty(a).unwrap_or_default(),
+        (None, Some(p)) => p.clone(),
+        _ => before.title.clone(),
+    };
+    let evidence: Vec<crate::model::Evidence> =
+        before.evidence.iter().map(|e| (**e).clone()).collect();
+    let n = recorded.len();
+    let model = Model::new(
+        crate::integrations::llm::Client::replaying(recorded.clone()),
+        n as u32 + 1,
+    );
+    let brief = Brief {
+        trigger,
+        findings: &analysis.findings,
+        hypotheses: &analysis.hypotheses,
+        ruled_out: &analysis.ruled_out,
+        evidence: &evidence,
+    };
+    // Nothing here waits on I/O: the client answers from memory and so does the toolbox.
+    let outcome = futures::executor::block_on(llm::investigate(&model, &brief, &toolbox));
+    let again: Vec<serde_json::Value> = toolbox
+        .emitted
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter_map(|e| match e {
+            Event::ModelExchange { request, .. } => Some(request.clone()),
+            _ => None,
+        })
+        .collect();
+    let requests_match =
+        again.len() == n && again.iter().zip(&recorded).all(|(a, r)| *a == r.request);
+    let mut out = Rederived {
+        model: format!(
+            "{} ({})",
+            model.client.model(),
+            model.client.provider().name()
+        ),
+        exchanges: n,
+        requests_match,
+        failed: None,
+    };
+    match outcome {
+        Ok(o) => merge(&model, o, analysis),
+        Err(e) => out.failed = Some(e),
+    }
+    Some(out)
+}
+
 /// Answer an operator's question with the model, streaming into the chat pane; the rules answer
-/// if the model fails.
-pub(super) async fn chat(model: Model, journal: Arc<Mutex<Journal>>, text: String, rules: String) {
-    let redactor = Redactor::new();
+/// if the model fails. `redactor` is the session's: it knows the configured credentials' values.
+pub(super) async fn chat(
+    model: Model,
+    journal: Arc<Mutex<Journal>>,
+    text: String,
+    rules: String,
+    redactor: Redactor,
+) {
     let context = {
         let j = lock(&journal);
         let i = &j.incident;

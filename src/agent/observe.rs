@@ -21,6 +21,8 @@ pub fn facts_of(output: &ToolOutput) -> Facts {
         ToolOutput::Rules(v) => Facts::Rules(v.clone()),
         ToolOutput::Alerts(v) => Facts::Alerts(v.clone()),
         ToolOutput::Changes(v) => Facts::Changes(v.clone()),
+        // Free text has no typed facts; the evidence carries it.
+        ToolOutput::Text(_) => Facts::Other,
     }
 }
 

@@ -117,6 +117,13 @@ pub async fn run(
         name: opts.operator.clone(),
         via: String::new(),
     };
+    let caller = Caller {
+        tools: tools.clone(),
+        journal: journal.clone(),
+        timeout: opts.tool_timeout,
+        specialist: "agent".into(),
+        seen: Arc::default(),
+    };
     let dispatcher = tokio::spawn(dispatch(
         (cmd_rx, att_rx, operator),
         dec_tx,
@@ -125,14 +132,9 @@ pub async fn run(
         token.clone(),
         interrupted.clone(),
         opts.model.clone(),
+        caller.fresh("operator"),
+        opts.redactor.clone(),
     ));
-    let caller = Caller {
-        tools: tools.clone(),
-        journal: journal.clone(),
-        timeout: opts.tool_timeout,
-        specialist: "agent".into(),
-        seen: Arc::default(),
-    };
     let mut run = Run {
         tools,
         journal: journal.clone(),
@@ -188,6 +190,7 @@ fn redact_trigger(redactor: &crate::policy::redact::Redactor, trigger: Trigger) 
 
 /// Commands from the operator: chat is answered at once, decisions are checked against what
 /// was shown and go to the Approve and Execute stages, cancel and interrupt stop the run.
+#[allow(clippy::too_many_arguments)]
 async fn dispatch(
     (mut cmds, mut attributed, operator): (
         mpsc::UnboundedReceiver<Command>,
@@ -200,6 +203,8 @@ async fn dispatch(
     token: CancellationToken,
     interrupted: Arc<AtomicBool>,
     model: Option<crate::reason::llm::Model>,
+    hand: Caller,
+    redactor: crate::policy::redact::Redactor,
 ) {
     let (mut cmds_open, mut attributed_open) = (true, true);
     loop {
@@ -223,6 +228,14 @@ async fn dispatch(
             else => break,
         };
         match cmd {
+            // `/tool KIND {json}` (the palette's `:tool`): the operator runs a read tool by hand.
+            Command::Chat { text } if chat::tool_line(&text).is_some() => {
+                lock(&journal).emit(Event::ChatMessage {
+                    from: crate::model::ChatRole::Operator,
+                    text: text.clone(),
+                });
+                tokio::spawn(chat::run_tool(hand.clone(), text));
+            }
             Command::Chat { text } => {
                 let mut j = lock(&journal);
                 j.emit(Event::ChatMessage {
@@ -234,7 +247,13 @@ async fn dispatch(
                     Some(m) if !text.trim().starts_with('/') => {
                         let rules = chat::answer(&text, &j.incident, &runbooks);
                         drop(j);
-                        tokio::spawn(super::model::chat(m.clone(), journal.clone(), text, rules));
+                        tokio::spawn(super::model::chat(
+                            m.clone(),
+                            journal.clone(),
+                            text,
+                            rules,
+                            redactor.clone(),
+                        ));
                     }
                     _ => {
                         let reply = chat::answer_without_model(&text, &j.incident, &runbooks);
@@ -347,6 +366,7 @@ impl Run {
 
         // Gather
         self.start(Stage::Gather);
+        guard(&self.token, self.extend_catalog()).await?;
         guard(&self.token, self.gather(&specialists, runbook.as_ref())).await?;
         // What Diagnose reasons over is what the log holds, not what the lanes returned.
         let obs = lock(&self.journal).observations.observations();
@@ -375,7 +395,13 @@ impl Run {
             // The model reasons after the analyzers; its tool calls land in this stage.
             guard(
                 &self.token,
-                super::model::diagnose(&model, &self.caller, obs.clone(), &mut diagnosed.analysis),
+                super::model::diagnose(
+                    &model,
+                    &self.caller,
+                    obs.clone(),
+                    &mut diagnosed.analysis,
+                    self.opts.redactor.clone(),
+                ),
             )
             .await?;
         }
@@ -492,6 +518,38 @@ impl Run {
 
     /// Run the specialists (and the runbook's gather steps) in parallel; what they learn reaches
     /// the log as `Observed` facts.
+    /// Reach the MCP servers and register their tools; each server is a step on the timeline,
+    /// and one that cannot be reached is a failed step the investigation goes past.
+    async fn extend_catalog(&self) {
+        let started = Instant::now();
+        for (server, result) in self.tools.extend_catalog().await {
+            let call_id = {
+                let mut j = lock(&self.journal);
+                let call_id = j.next_id("call");
+                j.emit(Event::ToolCalled {
+                    call_id: call_id.clone(),
+                    tool: format!("{}.{server}", crate::integrations::mcp::INTEGRATION),
+                    specialist: Some("mcp".into()),
+                    params: Default::default(),
+                });
+                call_id
+            };
+            let duration_ms = started.elapsed().as_millis() as u64;
+            self.emit(match result {
+                Ok(tools) => Event::ToolSucceeded {
+                    call_id,
+                    duration_ms,
+                    summary: format!("{} tools: {}", tools.len(), tools.join(", ")),
+                },
+                Err(error) => Event::ToolFailed {
+                    call_id,
+                    duration_ms,
+                    error,
+                },
+            });
+        }
+    }
+
     async fn gather(&self, names: &[&str], runbook: Option<&Runbook>) {
         let mut lanes: Vec<futures::future::BoxFuture<'_, Observations>> = names
             .iter()

@@ -419,6 +419,7 @@ pub fn absorb(
         ToolOutput::Rules(v) => merge_by(&mut obs.rules, v, |r| (r.group.clone(), r.name.clone())),
         ToolOutput::Alerts(v) => obs.alerts.extend(v.iter().cloned()),
         ToolOutput::Changes(v) => obs.changes.extend(v.iter().cloned()),
+        ToolOutput::Text(_) => {}
     }
 }
 

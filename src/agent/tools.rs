@@ -27,12 +27,15 @@ pub enum ToolOutput {
     Rules(Vec<RuleInfo>),
     Alerts(Vec<AlertInfo>),
     Changes(Vec<Change>),
+    /// Text from a tool outside the built-in table (an MCP server's tool).
+    Text(String),
 }
 
 impl ToolOutput {
     /// A one-line summary for `ToolSucceeded`.
     pub fn summary(&self) -> String {
         let (n, what) = match self {
+            ToolOutput::Text(t) => (t.chars().count(), "characters"),
             ToolOutput::Pods(v) => (v.len(), "pods"),
             ToolOutput::Events(v) => (v.len(), "events"),
             ToolOutput::Deployments(v) => (v.len(), "deployments"),
@@ -46,6 +49,10 @@ impl ToolOutput {
         format!("{n} {what}")
     }
 }
+
+/// Tool sources joined at run time: each source's name with the catalog names it added, or why
+/// it could not be reached.
+pub type Extensions = Vec<(String, Result<Vec<String>, String>)>;
 
 /// Everything the agent asks of the outside world.
 pub trait Tools: Send + Sync {
@@ -61,6 +68,11 @@ pub trait Tools: Send + Sync {
     ) -> BoxFuture<'a, Result<ToolOutput, String>>;
     /// Run a mutating action (only ever called after policy allowed it).
     fn execute<'a>(&'a self, action: &'a Action) -> BoxFuture<'a, Result<String, String>>;
+    /// Reach the tool sources that join the catalog at run time (MCP servers) and register their
+    /// tools: each source's name with the catalog names it added, or why it could not.
+    fn extend_catalog(&self) -> BoxFuture<'_, Extensions> {
+        Box::pin(async { Vec::new() })
+    }
 }
 
 /// Read a string param.

@@ -34,6 +34,18 @@ impl WorldTools {
             Some(Handler::Act(_)) => {
                 return Err(format!("{tool} changes the world: propose it as an action"));
             }
+            Some(Handler::External) if catalog::is_mutating(tool) => {
+                return Err(format!("{tool} changes the world: propose it as an action"));
+            }
+            Some(Handler::External) => {
+                let args = serde_json::Value::Object(params.clone().into_iter().collect());
+                return w
+                    .mcp()
+                    .call(tool, &args)
+                    .await
+                    .map(ToolOutput::Text)
+                    .map_err(e);
+            }
             None => return Err(format!("unknown tool {tool}")),
         };
         Ok(match read {
@@ -150,5 +162,19 @@ impl Tools for WorldTools {
 
     fn execute<'a>(&'a self, action: &'a Action) -> BoxFuture<'a, Result<String, String>> {
         Box::pin(async move { self.0.execute(action).await.map_err(|e| e.to_string()) })
+    }
+
+    fn extend_catalog(&self) -> BoxFuture<'_, super::tools::Extensions> {
+        Box::pin(async move {
+            let mut out = Vec::new();
+            for server in self.0.mcp_servers() {
+                let r = self.0.mcp().register(server).await;
+                out.push((
+                    server.clone(),
+                    r.map(|r| r.tools).map_err(|e| e.to_string()),
+                ));
+            }
+            out
+        })
     }
 }

@@ -247,6 +247,30 @@ impl EvalSummary {
         (!r.is_empty()).then(|| r.iter().sum::<f32>() / r.len() as f32)
     }
 
+    /// The pass rate, and with a model its steps and tokens in/out over all cases.
+    pub fn rates(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.results.is_empty() {
+            out.push(format!(
+                "pass rate {:.0}% ({}/{})",
+                self.passed() as f64 * 100.0 / self.results.len() as f64,
+                self.passed(),
+                self.results.len()
+            ));
+        }
+        let steps: u32 = self.results.iter().map(|r| r.model_steps).sum();
+        if steps > 0 {
+            let (tin, tout) = self
+                .results
+                .iter()
+                .fold((0, 0), |(a, b), r| (a + r.tokens.0, b + r.tokens.1));
+            out.push(format!(
+                "model steps {steps} tokens in/out {tin}/{tout} in all"
+            ));
+        }
+        out
+    }
+
     /// The closing line: `N passed, M failed`.
     pub fn totals(&self) -> String {
         format!("{} passed, {} failed", self.passed(), self.failed())
@@ -260,6 +284,9 @@ impl fmt::Display for EvalSummary {
         }
         if let Some(m) = self.mean_recall() {
             writeln!(f, "mean ruling-out recall {:.0}%", m * 100.0)?;
+        }
+        for line in self.rates() {
+            writeln!(f, "{line}")?;
         }
         write!(f, "{}", self.totals())
     }

@@ -76,6 +76,9 @@ pub async fn run(dirs: &[PathBuf], opts: &EvalOptions) -> anyhow::Result<EvalSum
                 )?;
             }
         }
+        for line in summary.rates() {
+            writeln!(out, "{line}")?;
+        }
         writeln!(out, "{}", summary.totals())?;
     }
     Ok(summary)
@@ -128,7 +131,11 @@ async fn investigate(
         None => Trigger::Problem(case.title.clone()),
     };
     let model = if opts.replay_llm {
-        Some(crate::reason::llm::Model::replaying(dir, 200).map_err(anyhow::Error::msg)?)
+        Some(crate::reason::llm::Model::replaying(dir, 200).map_err(|e| {
+            anyhow::anyhow!(
+                "--reasoner llm with no [llm] section replays each case's recorded exchanges: {e}"
+            )
+        })?)
     } else {
         opts.model.clone()
     };

@@ -3,6 +3,10 @@
 //! Runbook validation, policy, the executor's dispatch, the console's help and the model's tool
 //! schemas all read this table; nothing else lists kinds. Pure data: no I/O.
 
+mod external;
+
+pub use external::{ExternalTool, register as register_external};
+
 use super::Risk;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -213,6 +217,8 @@ impl ActionKind {
 pub enum Handler {
     Read(ReadTool),
     Act(ActionKind),
+    /// A kind registered at run time (an MCP server's tool): its integration's client runs it.
+    External,
 }
 
 /// What the operation text is built from.
@@ -338,6 +344,11 @@ impl Entry {
 
     /// A JSON Schema object for the params, as a model's tool definition carries it.
     pub fn json_schema(&self) -> Value {
+        if self.handler == Handler::External
+            && let Some(schema) = external::schema(self.name)
+        {
+            return schema;
+        }
         let properties: serde_json::Map<String, Value> = self
             .params
             .iter()
@@ -998,7 +1009,15 @@ fn target_from(entry: &Entry, params: &Params) -> Option<String> {
 
 /// The catalog entry for `kind`.
 pub fn lookup(kind: &str) -> Option<&'static Entry> {
-    ENTRIES.iter().find(|e| e.name == kind)
+    ENTRIES
+        .iter()
+        .find(|e| e.name == kind)
+        .or_else(|| external::lookup(kind))
+}
+
+/// Whether `kind` was registered at run time (an MCP server's tool).
+pub fn is_external(kind: &str) -> bool {
+    lookup(kind).is_some_and(|e| e.handler == Handler::External)
 }
 
 /// The lowest risk an action of `kind` may carry. Unknown kinds get the highest floor: whatever
@@ -1148,6 +1167,9 @@ pub fn check_params(kind: &str, params: &Params, has_target: bool) -> Vec<String
     let Some(entry) = lookup(kind) else {
         return vec![format!("{kind} is not in the catalog")];
     };
+    if entry.handler == Handler::External {
+        return external::check(entry, params);
+    }
     let mut out = Vec::new();
     for (k, v) in params {
         match entry.param(k) {
@@ -1182,12 +1204,17 @@ pub fn param_names(entry: &Entry) -> String {
 
 /// Read tools, in catalog order.
 pub fn reads() -> impl Iterator<Item = &'static Entry> {
-    ENTRIES.iter().filter(|e| !e.mutating)
+    all().filter(|e| !e.mutating)
 }
 
 /// Mutating actions, in catalog order.
 pub fn actions() -> impl Iterator<Item = &'static Entry> {
-    ENTRIES.iter().filter(|e| e.mutating)
+    all().filter(|e| e.mutating)
+}
+
+/// The static table, then the kinds registered at run time.
+fn all() -> impl Iterator<Item = &'static Entry> {
+    ENTRIES.iter().chain(external::entries())
 }
 
 /// The entry whose executor is `handler`.
@@ -1245,6 +1272,7 @@ mod tests {
                 Handler::Act(a) => {
                     assert!(e.mutating && ActionKind::ALL.contains(&a), "{}", e.name)
                 }
+                Handler::External => panic!("{}: the static table has its own executors", e.name),
             }
         }
         assert_eq!(ENTRIES.len(), ReadTool::ALL.len() + ActionKind::ALL.len());

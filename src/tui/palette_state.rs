@@ -47,6 +47,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "default|light|high-contrast|mono",
         "switch the colour theme",
     ),
+    (
+        "tool",
+        "KIND {JSON}",
+        "run a read tool by hand (catalog or MCP)",
+    ),
 ];
 
 /// Commands whose name starts with what was typed (before the first space).
@@ -158,6 +163,17 @@ pub fn run_command(state: &mut AppState, line: &str) -> Vec<Effect> {
         "runbook" => {
             return vec![Effect::SendCommand(Command::Chat {
                 text: format!("/runbook {arg}"),
+            })];
+        }
+        "tool" if state.is_replay() => state.set_status("replay is read-only", true),
+        "tool" if state.agent_done => state.set_status(
+            "the investigation has ended; the agent no longer listens",
+            true,
+        ),
+        // The agent runs it and answers in the chat pane; the call lands on the timeline.
+        "tool" => {
+            return vec![Effect::SendCommand(Command::Chat {
+                text: format!("/tool {arg}"),
             })];
         }
         "theme" => match Theme::resolve(Some(arg), false) {

@@ -64,6 +64,9 @@ pub struct World {
     alertmanager: AlertmanagerClient,
     github: GitHubClient,
     pagerduty: PagerDutyClient,
+    mcp: crate::integrations::mcp::McpClient,
+    /// MCP servers this world can reach: configured (live) or recorded (replay).
+    mcp_servers: Vec<String>,
 }
 
 impl std::fmt::Debug for World {
@@ -81,10 +84,12 @@ const DEFAULT_NAMESPACE: &str = "default";
 /// an executor arm (the dispatch matches [`ActionKind`] exhaustively); anything else is answered
 /// with an [`ErrorKind::Manual`] error saying what the operator should run instead.
 pub fn is_executable(kind: &str) -> bool {
-    matches!(
-        catalog::lookup(kind).map(|e| e.handler),
-        Some(Handler::Act(_))
-    )
+    match catalog::lookup(kind) {
+        Some(e) => {
+            matches!(e.handler, Handler::Act(_)) || (e.handler == Handler::External && e.mutating)
+        }
+        None => false,
+    }
 }
 
 impl World {
@@ -108,6 +113,8 @@ impl World {
             alertmanager: AlertmanagerClient::new(transport.clone()),
             github: GitHubClient::new(transport.clone()),
             pagerduty: PagerDutyClient::new(transport.clone()),
+            mcp: crate::integrations::mcp::McpClient::new(transport.clone()),
+            mcp_servers: Vec::new(),
             transport,
         }
     }
@@ -136,6 +143,7 @@ impl World {
 
     fn from_loaded(loaded: case::LoadedCase) -> World {
         let github_repo = recorded_github_repo(&loaded.recordings);
+        let mcp_servers = recorded_mcp_servers(&loaded.recordings);
         let replay = Arc::new(ReplayTransport::new(loaded.recordings));
         let namespace = loaded
             .case
@@ -148,6 +156,7 @@ impl World {
         world.case = Some(loaded.case);
         world.replay = Some(replay);
         world.overlays = loaded.overlays;
+        world.mcp_servers = mcp_servers;
         world
     }
 
@@ -162,12 +171,10 @@ impl World {
     /// The live world: one client per configured integration.
     pub async fn live(config: &Config) -> Result<World, WorldError> {
         let (transport, namespace, repo) = live_transport(config).await?;
-        Ok(World::with_transport(
-            Arc::new(transport),
-            Mode::Live,
-            &namespace,
-            repo,
-        ))
+        let transport = with_mcp(config, transport).await;
+        let mut world = World::with_transport(transport, Mode::Live, &namespace, repo);
+        world.mcp_servers = mcp_names(config);
+        Ok(world)
     }
 
     /// The live world, recording every exchange into `dir` (`sitrep investigate --record DIR`), which then
@@ -207,15 +214,14 @@ impl World {
             let alert_path = dir.join("alert.json");
             std::fs::write(&alert_path, text).map_err(io(alert_path))?;
         }
-        let recording = RecordingTransport::new(Arc::new(live), dir)
+        let live = with_mcp(config, live).await;
+        let recording = RecordingTransport::new(live, dir)
             .map_err(io(dir.join("recordings.ndjson")))?
             .with_redactor(redactor);
-        Ok(World::with_transport(
-            Arc::new(recording),
-            Mode::Recording,
-            &namespace,
-            repo,
-        ))
+        let mut world =
+            World::with_transport(Arc::new(recording), Mode::Recording, &namespace, repo);
+        world.mcp_servers = mcp_names(config);
+        Ok(world)
     }
 
     pub fn mode(&self) -> Mode {
@@ -266,6 +272,13 @@ impl World {
     }
     pub fn pagerduty(&self) -> &PagerDutyClient {
         &self.pagerduty
+    }
+    pub fn mcp(&self) -> &crate::integrations::mcp::McpClient {
+        &self.mcp
+    }
+    /// The MCP servers this world reaches (configured, or recorded in the case).
+    pub fn mcp_servers(&self) -> &[String] {
+        &self.mcp_servers
     }
 
     /// Runs a mutating action. In replay the call is answered from the recordings when it can be, is
@@ -319,6 +332,12 @@ impl World {
             .split_once('.')
             .map(|(i, _)| i)
             .unwrap_or(action.kind.as_str());
+        if catalog::lookup(&action.kind)
+            .is_some_and(|e| e.handler == Handler::External && e.mutating)
+        {
+            let args = Value::Object(action.params.clone().into_iter().collect());
+            return self.mcp.call(&action.kind, &args).await;
+        }
         let Some(Handler::Act(kind)) = catalog::lookup(&action.kind).map(|e| e.handler) else {
             let what = if action.operation.trim().is_empty() {
                 format!("carry out {} on {} by hand", action.kind, action.target)
@@ -565,6 +584,41 @@ fn endpoint(url: &str, timeout_secs: u64, auth: Option<ResolvedAuth>) -> Endpoin
     Endpoint::new(url)
         .timeout(Duration::from_secs(timeout_secs.max(1)))
         .auth(auth)
+}
+
+/// The live transport with the configured MCP servers connected in front of it (integration `mcp`).
+async fn with_mcp(config: &Config, live: LiveTransport) -> Arc<dyn Transport> {
+    if config.mcp.servers.is_empty() {
+        return Arc::new(live);
+    }
+    let redactor = live.redactor().clone();
+    Arc::new(
+        crate::integrations::mcp::McpGateway::connect(
+            &config.mcp.servers,
+            Arc::new(live),
+            redactor,
+        )
+        .await,
+    )
+}
+
+fn mcp_names(config: &Config) -> Vec<String> {
+    config.mcp.servers.iter().map(|s| s.name.clone()).collect()
+}
+
+/// Servers whose tool lists a case recorded (`GET /<server>/tools`), in recording order.
+fn recorded_mcp_servers(recordings: &[crate::integrations::Recording]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in recordings {
+        if r.integration == crate::integrations::mcp::INTEGRATION
+            && r.method.eq_ignore_ascii_case("GET")
+            && let Some(server) = r.path.trim_start_matches('/').strip_suffix("/tools")
+            && !out.iter().any(|s| s == server)
+        {
+            out.push(server.to_string());
+        }
+    }
+    out
 }
 
 /// Builds the live transport from config: (transport, default namespace, GitHub repository).

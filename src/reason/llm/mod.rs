@@ -345,7 +345,21 @@ fn propose(c: &ToolCall, mut params: Params, proposals: &mut Vec<Action>) -> Str
     let action = Action {
         id: String::new(),
         kind: c.name.clone(),
-        target: catalog::target_of(&c.name, &params).unwrap_or_default(),
+        target: catalog::target_of(&c.name, &params).unwrap_or_else(|| {
+            // A tool of an MCP server names no object of ours: its arguments tell proposals apart.
+            if catalog::is_external(&c.name) {
+                params
+                    .iter()
+                    .map(|(k, v)| match v {
+                        serde_json::Value::String(s) => format!("{k}={s}"),
+                        other => format!("{k}={other}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
+            } else {
+                String::new()
+            }
+        }),
         risk: if in_catalog {
             catalog::risk_for(&c.name, &params)
         } else {
