@@ -21,6 +21,7 @@ pub fn facts_of(output: &ToolOutput) -> Facts {
         ToolOutput::Rules(v) => Facts::Rules(v.clone()),
         ToolOutput::Alerts(v) => Facts::Alerts(v.clone()),
         ToolOutput::Changes(v) => Facts::Changes(v.clone()),
+        ToolOutput::Postgres(v) => Facts::Postgres(v.clone()),
     }
 }
 
@@ -36,6 +37,7 @@ pub fn output_of(facts: &Facts) -> Option<ToolOutput> {
         Facts::Rules(v) => ToolOutput::Rules(v.clone()),
         Facts::Alerts(v) => ToolOutput::Alerts(v.clone()),
         Facts::Changes(v) => ToolOutput::Changes(v.clone()),
+        Facts::Postgres(v) => ToolOutput::Postgres(v.clone()),
         Facts::Other => return None,
     })
 }

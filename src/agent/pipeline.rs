@@ -109,14 +109,22 @@ pub async fn run(
     let token = CancellationToken::new();
     let interrupted = Arc::new(AtomicBool::new(false));
     let (dec_tx, decisions) = mpsc::unbounded_channel();
+    let credentials = Arc::new(super::credentials::CredentialGate::new(
+        opts.approval_timeout
+            .unwrap_or(super::credentials::DEFAULT_WAIT),
+    ));
     let dispatcher = tokio::spawn(dispatch(
         cmd_rx,
-        dec_tx,
-        journal.clone(),
-        runbooks.clone(),
-        token.clone(),
-        interrupted.clone(),
-        opts.model.clone(),
+        Dispatch {
+            decisions: dec_tx,
+            journal: journal.clone(),
+            runbooks: runbooks.clone(),
+            token: token.clone(),
+            interrupted: interrupted.clone(),
+            model: opts.model.clone(),
+            credentials: credentials.clone(),
+            operator: opts.operator.clone(),
+        },
     ));
     let caller = Caller {
         tools: tools.clone(),
@@ -124,6 +132,7 @@ pub async fn run(
         timeout: opts.tool_timeout,
         specialist: "agent".into(),
         seen: Arc::default(),
+        credentials,
     };
     let mut run = Run {
         tools,
@@ -180,17 +189,73 @@ fn redact_trigger(redactor: &crate::policy::redact::Redactor, trigger: Trigger) 
 
 /// Commands from the operator: chat is answered at once, decisions are checked against what
 /// was shown and go to the Approve and Execute stages, cancel and interrupt stop the run.
-async fn dispatch(
-    mut cmds: mpsc::UnboundedReceiver<Command>,
+/// What the command dispatcher works with.
+struct Dispatch {
     decisions: mpsc::UnboundedSender<Decision>,
     journal: Arc<Mutex<Journal>>,
     runbooks: Arc<Vec<Runbook>>,
     token: CancellationToken,
     interrupted: Arc<AtomicBool>,
     model: Option<crate::reason::llm::Model>,
-) {
+    credentials: Arc<super::credentials::CredentialGate>,
+    /// Who decides on credentials from this console or command stream.
+    operator: String,
+}
+
+async fn dispatch(mut cmds: mpsc::UnboundedReceiver<Command>, ctx: Dispatch) {
+    let Dispatch {
+        decisions,
+        journal,
+        runbooks,
+        token,
+        interrupted,
+        model,
+        credentials,
+        operator,
+    } = ctx;
     while let Some(cmd) = cmds.recv().await {
         match cmd {
+            Command::ApproveCredential { reference, .. }
+            | Command::DenyCredential { reference, .. }
+                if !credentials.was_asked(&reference) =>
+            {
+                lock(&journal).emit(Event::Warning {
+                    message: format!(
+                        "decision on credential {reference} not applied: no specialist asked for it"
+                    ),
+                });
+            }
+            Command::ApproveCredential { reference, .. } => {
+                // Recorded before any lane may read the credential.
+                let mut j = lock(&journal);
+                j.emit(Event::CredentialDecided {
+                    reference: reference.clone(),
+                    approved: true,
+                    by: operator.clone(),
+                    at: Utc::now(),
+                    reason: String::new(),
+                });
+                let _ = j.sync();
+                drop(j);
+                credentials.decide(&reference, true, "");
+            }
+            Command::DenyCredential {
+                reference, reason, ..
+            } => {
+                let reason = if reason.trim().is_empty() {
+                    format!("denied by {operator}")
+                } else {
+                    format!("denied by {operator}: {reason}")
+                };
+                lock(&journal).emit(Event::CredentialDecided {
+                    reference: reference.clone(),
+                    approved: false,
+                    by: operator.clone(),
+                    at: Utc::now(),
+                    reason: reason.clone(),
+                });
+                credentials.decide(&reference, false, &reason);
+            }
             Command::Chat { text } => {
                 let mut j = lock(&journal);
                 j.emit(Event::ChatMessage {
@@ -289,7 +354,7 @@ impl Run {
             specialists::resolve_problem(&self.caller, &self.scope),
         )
         .await?;
-        let specialists = specialists::pick(self.tools.as_ref());
+        let specialists = specialists::pick_for(self.tools.as_ref(), &self.scope);
         let runbook = runbook::best(
             &self.runbooks,
             self.scope.alert.as_ref(),

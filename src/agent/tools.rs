@@ -4,8 +4,8 @@
 //! and tests all speak the same language; tests swap in slow or failing fakes through [`Tools`].
 
 use crate::model::{
-    Action, AlertInfo, Change, DeploymentFacts, K8sEventFacts, LogLine, NodeFacts, PodFacts,
-    RuleInfo, Series,
+    Action, AlertInfo, Change, DeploymentFacts, K8sEventFacts, LogLine, NodeFacts, PgFact,
+    PodFacts, RuleInfo, Series,
 };
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
@@ -27,6 +27,8 @@ pub enum ToolOutput {
     Rules(Vec<RuleInfo>),
     Alerts(Vec<AlertInfo>),
     Changes(Vec<Change>),
+    /// PostgreSQL reads (`postgres.*`).
+    Postgres(Vec<PgFact>),
 }
 
 impl ToolOutput {
@@ -42,6 +44,7 @@ impl ToolOutput {
             ToolOutput::Rules(v) => (v.len(), "rules"),
             ToolOutput::Alerts(v) => (v.len(), "alerts"),
             ToolOutput::Changes(v) => (v.len(), "changes"),
+            ToolOutput::Postgres(v) => (v.len(), "rows"),
         };
         format!("{n} {what}")
     }
@@ -61,6 +64,13 @@ pub trait Tools: Send + Sync {
     ) -> BoxFuture<'a, Result<ToolOutput, String>>;
     /// Run a mutating action (only ever called after policy allowed it).
     fn execute<'a>(&'a self, action: &'a Action) -> BoxFuture<'a, Result<String, String>>;
+    /// The credential reference `integration` needs before it can be asked anything, when the
+    /// operator has not decided on it yet.
+    fn pending_credential(&self, _integration: &str) -> Option<String> {
+        None
+    }
+    /// Passes the operator's decision on a credential reference to the world.
+    fn decide_credential(&self, _reference: &str, _approved: bool, _reason: &str) {}
 }
 
 /// Read a string param.
