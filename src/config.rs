@@ -1145,4 +1145,38 @@ half_page_down = "ctrl-d"
             assert!(!is_key_spec(bad), "{bad}");
         }
     }
+
+    #[test]
+    fn postgres_takes_a_url_and_a_password_reference() {
+        let c = parse(
+            "[integrations.postgres]\nurl = \"postgres://sitrep@db.internal:5432/app?sslmode=require\"\npassword = \"op://ops/app-db/password\"\napplication_name = \"sitrep\"\n",
+        )
+        .unwrap();
+        let pg = c.integrations.postgres.clone().unwrap();
+        assert_eq!(pg.password.as_deref(), Some("op://ops/app-db/password"));
+        assert!(c.integrations.configured().contains(&"postgres"));
+        // The password itself, a wrong scheme and unknown keys are refused with the key named.
+        for (text, key) in [
+            (
+                "url = \"postgres://x@h/db\"\npassword = \"hunter2hunter2\"",
+                "integrations.postgres.password",
+            ),
+            ("url = \"mysql://x@h/db\"", "integrations.postgres.url"),
+            (
+                "url = \"postgres://x@h/db\"\napplication_name = \"\"",
+                "integrations.postgres.application_name",
+            ),
+        ] {
+            let err = parse(&format!("[integrations.postgres]\n{text}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{err}");
+            assert!(!err.contains("hunter2"), "{err}");
+        }
+        assert!(
+            parse("[integrations.postgres]\nurl = \"postgres://x@h/db\"\nuser = \"x\"\n").is_err()
+        );
+        // Every integration's auth also takes a reference.
+        parse("[integrations.prometheus]\nurl = \"http://p\"\nauth = { kind = \"bearer\", token_env = \"vault://secret/prom#token\" }\n").unwrap();
+    }
 }

@@ -1243,4 +1243,51 @@ mod tests {
         assert_eq!(s.namespace.as_deref(), Some("payments"));
         assert_eq!(s.workload.as_deref(), Some("payments-api"));
     }
+
+    #[test]
+    fn database_symptoms_and_exporter_alerts_point_at_a_database() {
+        let now = Utc::now();
+        for text in [
+            "checkout requests time out",
+            "api latency is high",
+            "connection refused to 10.0.0.5:5432",
+            "too many clients on the orders db",
+            "idle in transaction sessions pile up",
+        ] {
+            assert!(
+                points_at_database(&Scope::from_problem(text, now)),
+                "{text}"
+            );
+        }
+        assert!(!points_at_database(&Scope::from_problem(
+            "pods crash after the deploy",
+            now
+        )));
+        for (name, expr) in [
+            (
+                "PostgreSQLTooManyConnections",
+                "sum(pg_stat_activity_count) > 90",
+            ),
+            ("PostgresqlDown", "pg_up == 0"),
+        ] {
+            let mut labels = std::collections::BTreeMap::new();
+            labels.insert("alertname".to_string(), name.to_string());
+            let alert = Alert {
+                labels,
+                generator_url: format!("http://prom/graph?g0.expr={}", expr.replace(' ', "%20")),
+                ..Alert::default()
+            };
+            assert!(
+                points_at_database(&Scope::from_alert(&alert, now)),
+                "{name}"
+            );
+        }
+        let mut labels = std::collections::BTreeMap::new();
+        labels.insert("alertname".to_string(), "KubePodCrashLooping".to_string());
+        let alert = Alert {
+            labels,
+            ..Alert::default()
+        };
+        assert!(!points_at_database(&Scope::from_alert(&alert, now)));
+    }
 }

@@ -442,4 +442,14 @@ mod tests {
         assert_eq!(v["secretName"], "db-creds");
         assert_eq!(v["env"][0]["value"], "mysql://root:[REDACTED]@db/x");
     }
+
+    #[test]
+    fn learned_secrets_are_masked_by_every_redactor() {
+        let before = Redactor::new();
+        let value = "learned-db-pass-93ac";
+        assert_eq!(before.redact(value), value);
+        learn_secret(value);
+        assert_eq!(before.redact(&format!("pw {value} x")), "pw [REDACTED] x");
+        assert_eq!(Redactor::new().redact(value), MASK);
+    }
 }
