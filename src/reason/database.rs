@@ -76,10 +76,12 @@ fn doing(b: &PgBackend) -> String {
             .or(b.xact_age_secs)
             .map(|s| format!(" for {}", human_duration(s)))
             .unwrap_or_default();
-        let tx = b
-            .xact_age_secs
-            .map(|s| format!(" (transaction open {})", human_duration(s)))
-            .unwrap_or_default();
+        // The transaction's age only when it says more than the state's.
+        let tx = match (b.xact_age_secs, b.state_age_secs) {
+            (Some(x), Some(st)) if x - st < 1.0 => String::new(),
+            (Some(x), _) => format!(" (transaction open {})", human_duration(x)),
+            _ => String::new(),
+        };
         format!("{}{how_long}{tx}", b.state)
     } else {
         let how_long = b
@@ -178,7 +180,7 @@ pub(crate) fn lock_contention(ctx: &Ctx) -> Vec<Signal> {
     let held = if root.held_modes.is_empty() {
         String::new()
     } else {
-        format!(", holding {}", root.held_modes.join(", "))
+        format!(" (holding {})", root.held_modes.join(", "))
     };
     let last = if root.query.is_empty() {
         String::new()
