@@ -81,6 +81,15 @@ impl Run {
 /// Runs `sitrep --headless investigate --problem ...` with `config`; answers each credential
 /// request with `approve`.
 async fn investigate(config: &str, problem: &str, env: &[(&str, String)], approve: bool) -> Run {
+    investigate_with(config, &["--problem", problem], env, approve).await
+}
+
+async fn investigate_with(
+    config: &str,
+    args: &[&str],
+    env: &[(&str, String)],
+    approve: bool,
+) -> Run {
     let data = match tempfile::tempdir() {
         Ok(d) => d,
         Err(e) => panic!("{e}"),
@@ -90,19 +99,14 @@ async fn investigate(config: &str, problem: &str, env: &[(&str, String)], approv
         panic!("{e}");
     }
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_sitrep"));
-    cmd.args([
-        "--headless",
-        "investigate",
-        "--diagnosis-only",
-        "--problem",
-        problem,
-    ])
-    .env("SITREP_DATA_DIR", data.path())
-    .env("SITREP_CONFIG", &cfg)
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .kill_on_drop(true);
+    cmd.args(["--headless", "investigate", "--diagnosis-only"])
+        .args(args)
+        .env("SITREP_DATA_DIR", data.path())
+        .env("SITREP_CONFIG", &cfg)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -298,9 +302,16 @@ async fn a_lock_chain_names_the_idle_in_transaction_blocker() {
     };
     let reference = "op://ops/app-db/password";
     let marker = fake_op(bin.path(), reference, password);
-    let run = investigate(
+    let case = bin.path().join("recorded-case");
+    let case_arg = case.display().to_string();
+    let run = investigate_with(
         &config(&pg, reference),
-        "checkout requests time out since 09:10",
+        &[
+            "--problem",
+            "checkout requests time out since 09:10",
+            "--record",
+            &case_arg,
+        ],
         &[("PATH", path_with(bin.path()))],
         true,
     )
@@ -338,6 +349,43 @@ async fn a_lock_chain_names_the_idle_in_transaction_blocker() {
         "the password leaked into sitrep's output or files"
     );
     assert_sitrep_statements_read_only(&pg.log());
+    // The recording holds the SQL exchanges, never the password, and replays offline to the
+    // same verdict (no server, no credential asked).
+    let recorded = std::fs::read_to_string(case.join("recordings.ndjson")).unwrap_or_default();
+    assert!(
+        recorded.contains("\"method\":\"SQL\"") && recorded.contains("pg_blocking_pids"),
+        "{recorded}"
+    );
+    assert!(!recorded.contains(password));
+    let replay = investigate_with(
+        "",
+        &[
+            "--case",
+            &case_arg,
+            "--problem",
+            "checkout requests time out since 09:10",
+        ],
+        &[],
+        false,
+    )
+    .await;
+    // Evidence ids follow the order parallel reads answer in; the statement is the same.
+    let uncited = |c: &str| {
+        c.rsplit_once(" [")
+            .map(|(t, _)| t.to_string())
+            .unwrap_or_default()
+    };
+    let (replay_category, replay_cause) = replay.diagnosis();
+    assert_eq!(replay_category, category);
+    assert_eq!(uncited(&replay_cause), uncited(&cause));
+    assert!(!uncited(&cause).is_empty());
+    assert!(
+        !replay
+            .records
+            .iter()
+            .any(|r| matches!(r.event, Event::CredentialRequested { .. })),
+        "a replay needs no credential"
+    );
     // Nor did sitrep's own lines in the server's log (SCRAM sends no password).
     assert!(
         pg.log()
@@ -447,4 +495,131 @@ async fn a_denied_credential_is_never_read_and_the_investigation_goes_on() {
     ));
     // Nothing of sitrep's reached the server.
     assert!(!pg.log().contains(&format!("app={APP} ")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminate_backend_ends_the_blocker_through_the_executor() {
+    let pg = need_pg!(&[]);
+    let password = "Pw-exec-55d0-canary";
+    create_role(&pg, password).await;
+    let admin = pg.connect(ADMIN, None, "setup").await;
+    // sitrep may signal ordinary roles' backends (pg_signal_backend), never a superuser's.
+    if let Err(e) = admin
+        .batch_execute(&format!(
+            "CREATE TABLE jobs (id int PRIMARY KEY, state text); INSERT INTO jobs VALUES (1, 'new');
+             CREATE ROLE billing LOGIN PASSWORD 'billing-pw-1'; GRANT SELECT, UPDATE ON jobs TO billing;
+             GRANT pg_signal_backend TO {ROLE};"
+        ))
+        .await
+    {
+        panic!("{e}");
+    }
+    let blocker = pg
+        .connect("billing", Some("billing-pw-1"), "billing-worker")
+        .await;
+    let pid: i32 = match blocker
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .and_then(|r| r.try_get(0))
+    {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    };
+    if let Err(e) = blocker
+        .batch_execute("BEGIN; UPDATE jobs SET state = 'taken' WHERE id = 1;")
+        .await
+    {
+        panic!("{e}");
+    }
+    let waiter = pg.connect(ADMIN, None, "checkout-api").await;
+    let waiting = tokio::spawn(async move {
+        waiter
+            .batch_execute("UPDATE jobs SET state = 'done' WHERE id = 1")
+            .await
+            .is_ok()
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiting.is_finished(), "the waiter waits on the blocker");
+
+    // SAFETY: only this test reads this variable.
+    unsafe { std::env::set_var("SITREP_DB_TEST_EXEC_PW", password) };
+    let text = format!(
+        "[integrations.postgres]\nurl = \"postgres://{ROLE}@127.0.0.1:{}/postgres\"\npassword = \"env:SITREP_DB_TEST_EXEC_PW\"\napplication_name = \"{APP}\"\n",
+        pg.port
+    );
+    let config = match sitrep::config::Config::parse(&text, Path::new("config.toml")) {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
+    let world = match sitrep::world::World::live(&config).await {
+        Ok(w) => w,
+        Err(e) => panic!("{e}"),
+    };
+    let mut params = std::collections::BTreeMap::new();
+    params.insert("pid".to_string(), json!(pid));
+    params.insert("application_name".to_string(), json!("billing-worker"));
+    params.insert("state".to_string(), json!("idle in transaction"));
+    let target = format!("backend/{pid}");
+    let action = sitrep::model::Action {
+        id: "act-1".into(),
+        kind: "postgres.terminate_backend".into(),
+        operation: sitrep::model::catalog::operation(
+            "postgres.terminate_backend",
+            &target,
+            &params,
+        ),
+        target,
+        params,
+        risk: sitrep::model::Risk::High,
+        rationale: "test".into(),
+        blast_radius: String::new(),
+        evidence: Vec::new(),
+    };
+    assert_eq!(
+        action.operation,
+        format!(
+            "SELECT pg_terminate_backend({pid}) -- application billing-worker, idle in transaction"
+        )
+    );
+    // Nothing is read or sent before the operator approved the credential.
+    let refused = world.execute(&action).await;
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("approval")),
+        "{refused:?}"
+    );
+    assert!(!pg.log().contains(&format!("app={APP} ")));
+    world.keyring().decide(
+        "env:SITREP_DB_TEST_EXEC_PW",
+        sitrep::secrets::Decision::Approved,
+    );
+    match world.execute(&action).await {
+        Ok(msg) => assert_eq!(msg, format!("backend {pid}: session terminated")),
+        Err(e) => panic!("{e}"),
+    }
+    assert!(
+        tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .is_ok_and(|r| r.is_ok_and(|ok| ok)),
+        "the waiter went through once the blocker was gone"
+    );
+    // A second terminate finds nothing to end: a clear error.
+    let again = world.execute(&action).await;
+    assert!(
+        again
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("not signalled")),
+        "{again:?}"
+    );
+    let log = pg.log();
+    let ours: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(&format!("app={APP} ")) && l.contains("statement: "))
+        .collect();
+    assert!(
+        ours.iter()
+            .any(|l| l.contains(&format!("SELECT pg_terminate_backend({pid})"))),
+        "{log}"
+    );
 }
