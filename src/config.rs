@@ -1076,7 +1076,8 @@ half_page_down = "ctrl-d"
                 "loki",
                 "alertmanager",
                 "github",
-                "pagerduty"
+                "pagerduty",
+                "postgres"
             ]
         );
         assert_eq!(c.policy, Policy::default());
