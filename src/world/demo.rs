@@ -93,6 +93,8 @@ const CASES: &[(&str, Files)] = &[
             "alert.json",
             "recordings.ndjson",
             "expect.toml",
+            "effects.toml",
+            "after-terminate.ndjson",
         ]
     ),
 ];
