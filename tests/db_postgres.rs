@@ -623,3 +623,29 @@ async fn terminate_backend_ends_the_blocker_through_the_executor() {
         "{log}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_refuses_connections_is_named_unreachable() {
+    // Nothing listens on this port: what clients of a stopped server see.
+    let port = support::free_port();
+    let config = format!(
+        "[integrations.postgres]\nurl = \"postgres://{ROLE}@127.0.0.1:{port}/postgres?sslmode=disable\"\napplication_name = \"{APP}\"\ntimeout_secs = 5\n"
+    );
+    let run = investigate(
+        &config,
+        "orders API: connection refused to the database",
+        &[],
+        true,
+    )
+    .await;
+    let (category, cause) = run.diagnosis();
+    assert_eq!(category, "infrastructure", "{cause}");
+    assert!(cause.contains("PostgreSQL is unreachable"), "{cause}");
+    assert!(cause.to_lowercase().contains("refused"), "{cause}");
+    assert!(
+        !run.records
+            .iter()
+            .any(|r| matches!(r.event, Event::CredentialRequested { .. })),
+        "no password configured, nothing to approve"
+    );
+}

@@ -435,6 +435,37 @@ pub(crate) fn connection_exhaustion(ctx: &Ctx) -> Vec<Signal> {
     }
 }
 
+/// The server could not be reached at all (down, refusing, unresolvable): what a `pg_up == 0`
+/// alert or "connection refused" from the clients looks like from sitrep's side.
+pub(crate) fn unreachable(ctx: &Ctx) -> Vec<Signal> {
+    let Some(cov) = ctx.obs.coverage.get("postgres") else {
+        return Vec::new();
+    };
+    let Some(error) = cov.error.clone() else {
+        return Vec::new();
+    };
+    let no_slots =
+        error.contains("too many clients") || error.contains("remaining connection slots");
+    let connect = error.contains("cannot connect") || error.contains("timed out");
+    if cov.answered > 0 || no_slots || !connect {
+        return Vec::new();
+    }
+    // The trigger is the only evidence there is: the failure itself is on the timeline.
+    let evidence = ctx.ev(&["alert"]);
+    vec![Signal {
+        analyzer: "pg_unreachable",
+        summary: format!("PostgreSQL did not accept sitrep's connection: {error}"),
+        detail: "the server is down, not listening on that address, or a network path or firewall drops the connection; clients see the same".into(),
+        category: Category::Infrastructure,
+        confidence: 0.6,
+        evidence,
+        cause: Some(format!(
+            "PostgreSQL is unreachable: the database server did not accept a connection ({error})"
+        )),
+        ..Signal::default()
+    }]
+}
+
 /// Statements that have been running for long, enough of them to tie up the server.
 pub(crate) fn long_queries(ctx: &Ctx) -> Vec<Signal> {
     let all = backends(ctx);
@@ -651,6 +682,30 @@ mod tests {
         assert!(cause.contains("[ev-3]"), "{cause}");
         assert_eq!(s[0].actions[0].kind, "postgres.terminate_backend");
         assert_eq!(s[0].actions[0].target, "backend/10");
+    }
+
+    #[test]
+    fn a_refused_connection_is_an_unreachable_server() {
+        let mut o = obs(Vec::new());
+        o.coverage.insert(
+            "postgres".into(),
+            crate::reason::Coverage {
+                configured: true,
+                failed: 1,
+                error: Some(
+                    "postgres: query activity: cannot connect: Connection refused (os error 111)"
+                        .into(),
+                ),
+                ..Default::default()
+            },
+        );
+        let s = unreachable(&Ctx::new(&o));
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].category, Category::Infrastructure);
+        // A credential the operator denied is not an outage.
+        o.coverage.get_mut("postgres").unwrap().error =
+            Some("postgres: not asked: the credential op://a/b/c was not approved".into());
+        assert!(unreachable(&Ctx::new(&o)).is_empty());
     }
 
     #[test]

@@ -155,6 +155,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(database::long_queries(&ctx));
     signals.extend(database::replication_lag(&ctx));
     signals.extend(database::wraparound(&ctx));
+    signals.extend(database::unreachable(&ctx));
     signals.extend(coverage::report(&ctx));
     rank::rank(&ctx, signals)
 }
