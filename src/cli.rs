@@ -1338,6 +1338,7 @@ pub fn parse_command(line: &str) -> Result<Command, String> {
         format!(
             "not a command ({e}); expected e.g. {{\"type\":\"approve\",\"action_id\":\"a1\"}}, \
              {{\"type\":\"deny\",\"action_id\":\"a1\",\"reason\":\"...\"}}, \
+             {{\"type\":\"approve_credential\",\"ref\":\"op://...\"}}, \
              {{\"type\":\"chat\",\"text\":\"...\"}} or {{\"type\":\"cancel\"}}"
         )
     })

@@ -91,6 +91,7 @@ pub struct Integrations {
     pub alertmanager: Option<Endpoint>,
     pub github: Option<GitHub>,
     pub pagerduty: Option<PagerDuty>,
+    pub postgres: Option<Postgres>,
 }
 
 impl Integrations {
@@ -114,6 +115,9 @@ impl Integrations {
         }
         if self.pagerduty.is_some() {
             out.push("pagerduty");
+        }
+        if self.postgres.is_some() {
+            out.push("postgres");
         }
         out
     }
@@ -186,6 +190,35 @@ pub struct GitHub {
     pub timeout_secs: u64,
     #[serde(default)]
     pub auth: Option<Auth>,
+}
+
+fn default_application_name() -> String {
+    "sitrep".into()
+}
+
+/// `[integrations.postgres]`: a read-only look at one PostgreSQL server.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Postgres {
+    /// `postgres://user@host:5432/db?sslmode=require`; TLS (rustls) as `sslmode` says.
+    pub url: String,
+    /// Where the password is: `env:VAR`, `op://vault/item/field` or `vault://mount/path#field`;
+    /// read only once the operator approves its use for the session. Absent: no password
+    /// (trust, peer or a `.pgpass`-less setup).
+    #[serde(default)]
+    pub password: Option<String>,
+    /// How sitrep's session shows in `pg_stat_activity`.
+    #[serde(default = "default_application_name")]
+    pub application_name: String,
+    /// Connect timeout and `statement_timeout`, in seconds.
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+}
+
+/// Whether a config value is written as a credential reference rather than a bare environment
+/// variable name (the secrets module parses it fully when it is used).
+pub fn is_secret_reference(v: &str) -> bool {
+    v.starts_with("env:") || v.starts_with("op://") || v.starts_with("vault://")
 }
 
 fn default_pagerduty_url() -> String {
@@ -317,6 +350,9 @@ impl Auth {
     /// Read the secret from the named environment variable. `key` names the table in messages.
     pub fn resolve(&self, config_path: &Path, key: &str) -> Result<ResolvedAuth, ConfigError> {
         let read = |var: &str, field: &str| -> Result<SecretString, ConfigError> {
+            // `env:VAR` is the reference form of a bare name; op:// and vault:// references are
+            // resolved later, through the session's approval (see `secrets`).
+            let var = var.strip_prefix("env:").unwrap_or(var);
             match std::env::var(var) {
                 Ok(v) if !v.is_empty() => Ok(SecretString::from(v)),
                 _ => Err(ConfigError::MissingSecret {
@@ -570,6 +606,10 @@ impl Config {
         let check_auth = |key: &str, auth: &Option<Auth>| {
             let Some(auth) = auth else { return Ok(()) };
             let env_name = |field: &str, v: &str| {
+                // A reference (`op://...`) names where the secret is, as a bare name does.
+                if is_secret_reference(v) && !v.contains(char::is_whitespace) {
+                    return Ok(());
+                }
                 let ok = !v.is_empty()
                     && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                     && !v.starts_with(|c: char| c.is_ascii_digit());
@@ -670,6 +710,36 @@ impl Config {
                         format!("a value of {} characters", reference.chars().count()),
                     ));
                 }
+            }
+        }
+        if let Some(pg) = &i.postgres {
+            if !(pg.url.starts_with("postgres://") || pg.url.starts_with("postgresql://")) {
+                return Err(invalid(
+                    "integrations.postgres.url",
+                    "a postgres:// or postgresql:// URL",
+                    format!("a value of {} characters", pg.url.chars().count()),
+                ));
+            }
+            check_timeout("integrations.postgres.timeout_secs", pg.timeout_secs)?;
+            if let Some(pw) = &pg.password
+                && (!is_secret_reference(pw) || pw.contains(char::is_whitespace))
+            {
+                return Err(invalid(
+                    "integrations.postgres.password",
+                    "a reference such as \"env:PGPASSWORD\", \"op://vault/item/field\" or \"vault://secret/app#password\", not the password itself",
+                    format!("a value of {} characters", pw.chars().count()),
+                ));
+            }
+            let name = &pg.application_name;
+            if name.is_empty()
+                || name.len() > 63
+                || !name.chars().all(|c| c.is_ascii_graphic() || c == ' ')
+            {
+                return Err(invalid(
+                    "integrations.postgres.application_name",
+                    "1 to 63 printable ASCII characters",
+                    format!("{name:?}"),
+                ));
             }
         }
         if !(1..=MAX_TIMEOUT_SECS).contains(&self.inbox.poll_secs) {
@@ -1124,7 +1194,8 @@ half_page_down = "ctrl-d"
                 "loki",
                 "alertmanager",
                 "github",
-                "pagerduty"
+                "pagerduty",
+                "postgres"
             ]
         );
         assert_eq!(c.policy, Policy::default());
@@ -1227,5 +1298,39 @@ half_page_down = "ctrl-d"
         for bad in ["", "ctrl-", "hello", "f13", " ", "ctrl-foo"] {
             assert!(!is_key_spec(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn postgres_takes_a_url_and_a_password_reference() {
+        let c = parse(
+            "[integrations.postgres]\nurl = \"postgres://sitrep@db.internal:5432/app?sslmode=require\"\npassword = \"op://ops/app-db/password\"\napplication_name = \"sitrep\"\n",
+        )
+        .unwrap();
+        let pg = c.integrations.postgres.clone().unwrap();
+        assert_eq!(pg.password.as_deref(), Some("op://ops/app-db/password"));
+        assert!(c.integrations.configured().contains(&"postgres"));
+        // The password itself, a wrong scheme and unknown keys are refused with the key named.
+        for (text, key) in [
+            (
+                "url = \"postgres://x@h/db\"\npassword = \"hunter2hunter2\"",
+                "integrations.postgres.password",
+            ),
+            ("url = \"mysql://x@h/db\"", "integrations.postgres.url"),
+            (
+                "url = \"postgres://x@h/db\"\napplication_name = \"\"",
+                "integrations.postgres.application_name",
+            ),
+        ] {
+            let err = parse(&format!("[integrations.postgres]\n{text}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{err}");
+            assert!(!err.contains("hunter2"), "{err}");
+        }
+        assert!(
+            parse("[integrations.postgres]\nurl = \"postgres://x@h/db\"\nuser = \"x\"\n").is_err()
+        );
+        // Every integration's auth also takes a reference.
+        parse("[integrations.prometheus]\nurl = \"http://p\"\nauth = { kind = \"bearer\", token_env = \"vault://secret/prom#token\" }\n").unwrap();
     }
 }

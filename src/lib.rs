@@ -10,6 +10,7 @@ pub mod model;
 pub mod policy;
 pub mod reason;
 pub mod runbook;
+pub mod secrets;
 pub mod serve;
 pub mod session;
 pub mod tui;

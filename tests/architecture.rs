@@ -11,6 +11,7 @@ fn allowed_for(module: &str) -> Option<&'static [&'static str]> {
         "policy",
         "runbook",
         "config",
+        "secrets",
         "integrations",
         "world",
     ];
@@ -20,6 +21,7 @@ fn allowed_for(module: &str) -> Option<&'static [&'static str]> {
         "policy",
         "runbook",
         "config",
+        "secrets",
         "integrations",
         "world",
         "agent",
@@ -32,6 +34,7 @@ fn allowed_for(module: &str) -> Option<&'static [&'static str]> {
         "policy",
         "runbook",
         "config",
+        "secrets",
         "integrations",
         "world",
         "agent",
@@ -44,7 +47,7 @@ fn allowed_for(module: &str) -> Option<&'static [&'static str]> {
     ];
     Some(match module {
         "model" => &[],
-        "session" | "policy" | "runbook" | "config" => &["model"],
+        "session" | "policy" | "runbook" | "config" | "secrets" => &["model"],
         "integrations" | "world" => TIER2_IO,
         "agent" | "reason" | "eval" | "inbox" => TIER2,
         "tui" | "cli" | "serve" | "main" | "lib" => ALL,

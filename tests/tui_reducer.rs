@@ -733,3 +733,55 @@ mod chooser {
         assert_eq!(press(&mut s, [key('?'), key('q')]), Some(Choice::Quit));
     }
 }
+
+/// A session that asks to read a credential by reference.
+fn credential_requested() -> AppState {
+    let mut records = fixtures::mid_gather();
+    let t = records.last().map(|r| r.t).unwrap_or(0.0) + 0.1;
+    records.push(Record {
+        t,
+        event: Event::CredentialRequested {
+            reference: "op://ops/app-db/password".into(),
+            integration: "postgres".into(),
+            specialist: Some("database".into()),
+        },
+    });
+    let mut s = fixtures::live(&records, 120, 40);
+    s.approval_guard = std::time::Duration::ZERO;
+    s
+}
+
+#[test]
+fn a_credential_request_opens_its_modal_and_a_approves_it() {
+    let mut s = credential_requested();
+    // The modal may open on the next record; a tick of the fold is enough.
+    let _ = press(&mut s, [code(KeyCode::Null)]);
+    assert!(
+        matches!(&s.overlay, Some(Overlay::Credential { reference, .. }) if reference == "op://ops/app-db/password"),
+        "credential modal opens on request"
+    );
+    let e = press(&mut s, [key('a')]);
+    assert_eq!(
+        e,
+        vec![Effect::SendCommand(Command::ApproveCredential {
+            reference: "op://ops/app-db/password".into(),
+            by: None,
+        })]
+    );
+}
+
+#[test]
+fn a_credential_can_be_denied_or_left_for_later() {
+    let mut s = credential_requested();
+    let _ = press(&mut s, [code(KeyCode::Null)]);
+    let e = press(&mut s, [key('d')]);
+    assert!(matches!(
+        e.as_slice(),
+        [Effect::SendCommand(Command::DenyCredential { reference, .. })] if reference == "op://ops/app-db/password"
+    ));
+    let mut s = credential_requested();
+    let _ = press(&mut s, [code(KeyCode::Null)]);
+    let e = press(&mut s, [code(KeyCode::Esc)]);
+    assert!(e.is_empty(), "esc decides nothing: {e:?}");
+    assert!(!matches!(s.overlay, Some(Overlay::Credential { .. })));
+}

@@ -3,7 +3,7 @@
 use super::tools::{Params, ToolOutput, p_str};
 use crate::model::{
     AlertInfo, Change, DeploymentFacts, EvidenceBody, K8sEventFacts, LogLine, Marker, NodeFacts,
-    PodFacts, RuleInfo, Series,
+    PgFact, PodFacts, RuleInfo, Series,
 };
 use chrono::{DateTime, Utc};
 
@@ -80,6 +80,14 @@ pub fn kind_of(tool: &str, output: &ToolOutput) -> &'static str {
         ToolOutput::Alerts(_) => "alerts",
         ToolOutput::Changes(_) => "changes",
         ToolOutput::Text(_) => "mcp",
+        ToolOutput::Postgres(_) => match tool {
+            "postgres.connections" => "postgres/connections",
+            "postgres.locks" => "postgres/locks",
+            "postgres.statements" => "postgres/statements",
+            "postgres.replication" => "postgres/replication",
+            "postgres.databases" => "postgres/databases",
+            _ => "postgres/activity",
+        },
     }
 }
 
@@ -122,6 +130,7 @@ pub fn build(tool: &str, params: &Params, output: &ToolOutput, chart: &Chart) ->
         ToolOutput::Alerts(v) => ("Active alerts".to_string(), alerts_table(v)),
         ToolOutput::Changes(v) => (format!("Recent changes{scope}"), changes_table(v)),
         ToolOutput::Text(t) => (tool.to_string(), external_text(t)),
+        ToolOutput::Postgres(v) => postgres_evidence(tool, v),
     };
     Draft { kind, title, body }
 }
@@ -402,6 +411,143 @@ pub fn changes_table(changes: &[Change]) -> EvidenceBody {
         })
         .collect();
     table(&["when", "kind", "id", "title", "author", "target"], rows)
+}
+
+fn secs(v: Option<f64>) -> String {
+    v.map(crate::model::human_duration).unwrap_or_default()
+}
+
+/// A table per kind of PostgreSQL rows.
+pub fn postgres_evidence(tool: &str, facts: &[PgFact]) -> (String, EvidenceBody) {
+    let mut backends = Vec::new();
+    let mut conns = Vec::new();
+    let mut stmts = Vec::new();
+    let mut replicas = Vec::new();
+    let mut dbs = Vec::new();
+    for f in facts {
+        match f {
+            PgFact::Backend(b) => backends.push(vec![
+                b.pid.to_string(),
+                b.application_name.clone(),
+                b.usename.clone(),
+                b.state.clone(),
+                secs(b.xact_age_secs),
+                secs(b.state_age_secs),
+                b.waiting_mode.clone().unwrap_or_else(|| {
+                    b.wait_event_type
+                        .iter()
+                        .chain(b.wait_event.iter())
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(":")
+                }),
+                b.blocked_by
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                b.relation.clone().unwrap_or_default(),
+                b.query.clone(),
+            ]),
+            PgFact::Connections(c) => conns.push(vec![
+                c.application_name.clone(),
+                c.usename.clone(),
+                c.count.to_string(),
+                c.active.to_string(),
+                c.idle.to_string(),
+                c.idle_in_transaction.to_string(),
+                format!("{}/{}", c.total, c.max_connections),
+            ]),
+            PgFact::Statement(s) => stmts.push(vec![
+                format!("{:.0}", s.total_ms),
+                s.calls.to_string(),
+                format!("{:.1}", s.mean_ms),
+                s.rows.to_string(),
+                s.query.clone(),
+            ]),
+            PgFact::Replica(r) => replicas.push(vec![
+                r.role.clone(),
+                r.application_name.clone(),
+                r.client_addr.clone().unwrap_or_default(),
+                r.state.clone(),
+                secs(r.replay_lag_secs),
+                r.lag_bytes.map(|b| format!("{b:.0}")).unwrap_or_default(),
+            ]),
+            PgFact::Database(d) => dbs.push(vec![
+                d.name.clone(),
+                format!("{:.1} MiB", d.size_bytes / (1024.0 * 1024.0)),
+                d.xid_age.to_string(),
+                d.freeze_max_age.to_string(),
+                d.backends.to_string(),
+            ]),
+            PgFact::Other => {}
+        }
+    }
+    match tool {
+        "postgres.connections" => (
+            "PostgreSQL connections by application".into(),
+            table(
+                &[
+                    "application",
+                    "user",
+                    "connections",
+                    "active",
+                    "idle",
+                    "idle in tx",
+                    "server total/max",
+                ],
+                conns,
+            ),
+        ),
+        "postgres.statements" => (
+            "PostgreSQL top statements (pg_stat_statements)".into(),
+            table(&["total ms", "calls", "mean ms", "rows", "query"], stmts),
+        ),
+        "postgres.replication" => (
+            "PostgreSQL replication".into(),
+            table(
+                &[
+                    "role",
+                    "standby",
+                    "address",
+                    "state",
+                    "replay lag",
+                    "lag bytes",
+                ],
+                replicas,
+            ),
+        ),
+        "postgres.databases" => (
+            "PostgreSQL databases".into(),
+            table(
+                &["database", "size", "xid age", "freeze max age", "backends"],
+                dbs,
+            ),
+        ),
+        other => (
+            match other {
+                "postgres.locks" => "PostgreSQL blocking chains",
+                "postgres.long_queries" => "PostgreSQL long-running queries",
+                _ => "PostgreSQL sessions",
+            }
+            .into(),
+            table(
+                &[
+                    "pid",
+                    "application",
+                    "user",
+                    "state",
+                    "in transaction",
+                    "in state",
+                    "waits for",
+                    "blocked by",
+                    "relation",
+                    "query",
+                ],
+                backends,
+            ),
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -177,6 +177,7 @@ fn redact_event(r: &Redactor, event: &mut Event) {
         Event::Verified { verification } => r.redact_string(&mut verification.summary),
         Event::Report { markdown } => r.redact_string(markdown),
         Event::Warning { message } => r.redact_string(message),
+        Event::CredentialDecided { reason, .. } => r.redact_string(reason),
         Event::ChatDelta { text } => r.redact_string(text),
         Event::ModelExchange {
             request,
@@ -242,6 +243,7 @@ fn redact_event(r: &Redactor, event: &mut Event) {
         | Event::ActionProposed { .. }
         | Event::ApprovalRequested { .. }
         | Event::ApprovalGiven { .. }
-        | Event::ApprovalExpired { .. } => {}
+        | Event::ApprovalExpired { .. }
+        | Event::CredentialRequested { .. } => {}
     }
 }

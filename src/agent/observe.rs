@@ -23,6 +23,7 @@ pub fn facts_of(output: &ToolOutput) -> Facts {
         ToolOutput::Changes(v) => Facts::Changes(v.clone()),
         // Free text has no typed facts; the evidence carries it.
         ToolOutput::Text(_) => Facts::Other,
+        ToolOutput::Postgres(v) => Facts::Postgres(v.clone()),
     }
 }
 
@@ -38,6 +39,7 @@ pub fn output_of(facts: &Facts) -> Option<ToolOutput> {
         Facts::Rules(v) => ToolOutput::Rules(v.clone()),
         Facts::Alerts(v) => ToolOutput::Alerts(v.clone()),
         Facts::Changes(v) => ToolOutput::Changes(v.clone()),
+        Facts::Postgres(v) => ToolOutput::Postgres(v.clone()),
         Facts::Other => return None,
     })
 }

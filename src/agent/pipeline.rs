@@ -117,23 +117,32 @@ pub async fn run(
         name: opts.operator.clone(),
         via: String::new(),
     };
+    let credentials = Arc::new(super::credentials::CredentialGate::new(
+        opts.approval_timeout
+            .unwrap_or(super::credentials::DEFAULT_WAIT),
+    ));
     let caller = Caller {
         tools: tools.clone(),
         journal: journal.clone(),
         timeout: opts.tool_timeout,
         specialist: "agent".into(),
         seen: Arc::default(),
+        credentials: credentials.clone(),
     };
     let dispatcher = tokio::spawn(dispatch(
-        (cmd_rx, att_rx, operator),
-        dec_tx,
-        journal.clone(),
-        runbooks.clone(),
-        token.clone(),
-        interrupted.clone(),
-        opts.model.clone(),
-        caller.fresh("operator"),
-        opts.redactor.clone(),
+        (cmd_rx, att_rx),
+        Dispatch {
+            decisions: dec_tx,
+            journal: journal.clone(),
+            runbooks: runbooks.clone(),
+            token: token.clone(),
+            interrupted: interrupted.clone(),
+            model: opts.model.clone(),
+            hand: caller.fresh("operator"),
+            redactor: opts.redactor.clone(),
+            credentials,
+            operator,
+        },
     ));
     let mut run = Run {
         tools,
@@ -190,13 +199,8 @@ fn redact_trigger(redactor: &crate::policy::redact::Redactor, trigger: Trigger) 
 
 /// Commands from the operator: chat is answered at once, decisions are checked against what
 /// was shown and go to the Approve and Execute stages, cancel and interrupt stop the run.
-#[allow(clippy::too_many_arguments)]
-async fn dispatch(
-    (mut cmds, mut attributed, operator): (
-        mpsc::UnboundedReceiver<Command>,
-        mpsc::UnboundedReceiver<Attributed>,
-        Decider,
-    ),
+/// What the command dispatcher works with.
+struct Dispatch {
     decisions: mpsc::UnboundedSender<Decision>,
     journal: Arc<Mutex<Journal>>,
     runbooks: Arc<Vec<Runbook>>,
@@ -205,7 +209,30 @@ async fn dispatch(
     model: Option<crate::reason::llm::Model>,
     hand: Caller,
     redactor: crate::policy::redact::Redactor,
+    credentials: Arc<super::credentials::CredentialGate>,
+    /// Who decides from this console or command stream.
+    operator: Decider,
+}
+
+async fn dispatch(
+    (mut cmds, mut attributed): (
+        mpsc::UnboundedReceiver<Command>,
+        mpsc::UnboundedReceiver<Attributed>,
+    ),
+    ctx: Dispatch,
 ) {
+    let Dispatch {
+        decisions,
+        journal,
+        runbooks,
+        token,
+        interrupted,
+        model,
+        hand,
+        redactor,
+        credentials,
+        operator,
+    } = ctx;
     let (mut cmds_open, mut attributed_open) = (true, true);
     loop {
         // The operator's own channel decides as the operator; the other as whoever its sender
@@ -235,6 +262,48 @@ async fn dispatch(
                     text: text.clone(),
                 });
                 tokio::spawn(chat::run_tool(hand.clone(), text));
+            }
+            Command::ApproveCredential { reference, .. }
+            | Command::DenyCredential { reference, .. }
+                if !credentials.was_asked(&reference) =>
+            {
+                lock(&journal).emit(Event::Warning {
+                    message: format!(
+                        "decision on credential {reference} not applied: no specialist asked for it"
+                    ),
+                });
+            }
+            Command::ApproveCredential { reference, .. } => {
+                // Recorded before any lane may read the credential.
+                let mut j = lock(&journal);
+                j.emit(Event::CredentialDecided {
+                    reference: reference.clone(),
+                    approved: true,
+                    by: by.name.clone(),
+                    at: Utc::now(),
+                    reason: String::new(),
+                });
+                let _ = j.sync();
+                drop(j);
+                credentials.decide(&reference, true, "");
+            }
+            Command::DenyCredential {
+                reference, reason, ..
+            } => {
+                let who = &by.name;
+                let reason = if reason.trim().is_empty() {
+                    format!("denied by {who}")
+                } else {
+                    format!("denied by {who}: {reason}")
+                };
+                lock(&journal).emit(Event::CredentialDecided {
+                    reference: reference.clone(),
+                    approved: false,
+                    by: who.clone(),
+                    at: Utc::now(),
+                    reason: reason.clone(),
+                });
+                credentials.decide(&reference, false, &reason);
             }
             Command::Chat { text } => {
                 let mut j = lock(&journal);
@@ -340,7 +409,7 @@ impl Run {
             specialists::resolve_problem(&self.caller, &self.scope),
         )
         .await?;
-        let specialists = specialists::pick(self.tools.as_ref());
+        let specialists = specialists::pick_for(self.tools.as_ref(), &self.scope);
         let runbook = runbook::best(
             &self.runbooks,
             self.scope.alert.as_ref(),

@@ -176,6 +176,8 @@ pub struct Caller {
     pub specialist: String,
     /// Calls already made in this phase (tool + params), so two lanes never ask twice.
     pub seen: Arc<Mutex<std::collections::BTreeSet<String>>>,
+    /// Credential approvals of this run, shared with the command dispatcher.
+    pub credentials: Arc<super::credentials::CredentialGate>,
 }
 
 /// Lock the journal; a panic elsewhere must not silence the session log.
@@ -230,6 +232,11 @@ impl Caller {
         {
             return None;
         }
+        let integration = tool.split('.').next().unwrap_or(tool);
+        let refused = match self.tools.pending_credential(integration) {
+            Some(reference) => self.credential(integration, &reference).await.err(),
+            None => None,
+        };
         let call_id = {
             let mut j = lock(&self.journal);
             let call_id = j.next_id("call");
@@ -241,6 +248,14 @@ impl Caller {
             });
             call_id
         };
+        if let Some(error) = refused {
+            self.emit(Event::ToolFailed {
+                call_id,
+                duration_ms: 0,
+                error,
+            });
+            return None;
+        }
         let started = Instant::now();
         let result = tokio::time::timeout(self.timeout, self.tools.call(tool, &params)).await;
         let duration_ms = started.elapsed().as_millis() as u64;
@@ -335,6 +350,44 @@ impl Caller {
 }
 
 /// ReplicaSets as rollout changes, newest first, so a deploy can be lined up with an onset.
+impl Caller {
+    /// Asks the operator (once per reference and session) whether `integration` may read its
+    /// credential; waits for the recorded decision and hands it to the world.
+    async fn credential(&self, integration: &str, reference: &str) -> Result<(), String> {
+        use super::credentials::Ask;
+        let decided = match self.credentials.ask(reference) {
+            Ask::First => {
+                self.emit(Event::CredentialRequested {
+                    reference: reference.to_string(),
+                    integration: integration.to_string(),
+                    specialist: Some(self.specialist.clone()),
+                });
+                self.credentials.wait(reference).await
+            }
+            Ask::Wait => self.credentials.wait(reference).await,
+            Ask::Decided { approved: true, .. } => Ok(()),
+            Ask::Decided { reason, .. } => Err(reason),
+        };
+        match decided {
+            Ok(()) => {
+                self.tools.decide_credential(reference, true, "");
+                Ok(())
+            }
+            Err(reason) => {
+                self.tools.decide_credential(reference, false, &reason);
+                let why = if reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({reason})")
+                };
+                Err(format!(
+                    "{integration}: not asked: the credential {reference} was not approved for this session{why}"
+                ))
+            }
+        }
+    }
+}
+
 pub fn rollout_changes(rs: &[DeploymentFacts]) -> Vec<Change> {
     let mut out: Vec<Change> = rs
         .iter()
@@ -420,6 +473,7 @@ pub fn absorb(
         ToolOutput::Alerts(v) => obs.alerts.extend(v.iter().cloned()),
         ToolOutput::Changes(v) => obs.changes.extend(v.iter().cloned()),
         ToolOutput::Text(_) => {}
+        ToolOutput::Postgres(v) => obs.postgres.extend(v.iter().cloned()),
     }
 }
 
@@ -472,6 +526,7 @@ pub fn merge(into: &mut Observations, from: Observations) {
     });
     into.alerts.extend(from.alerts);
     into.changes.extend(from.changes);
+    into.postgres.extend(from.postgres);
     if into.expr.is_none() {
         into.expr = from.expr;
     }
@@ -486,6 +541,65 @@ pub fn merge(into: &mut Observations, from: Observations) {
 }
 
 /// The specialists available for a world with these integrations.
+/// [`pick`], plus the database specialist when PostgreSQL is configured and the alert or problem
+/// points at a database or at what a database in trouble looks like from its clients.
+pub fn pick_for(tools: &dyn Tools, scope: &Scope) -> Vec<&'static str> {
+    let mut out = pick(tools);
+    if tools.has("postgres") && points_at_database(scope) {
+        out.push("database");
+    }
+    out
+}
+
+/// Whether the alert or problem is about a database: a PostgreSQL exporter alert or metric, a
+/// database word, a PostgreSQL port, or the symptoms clients of a stuck database show
+/// (latency, timeouts, refused or exhausted connections).
+pub fn points_at_database(scope: &Scope) -> bool {
+    static WORDS: OnceLock<Regex> = OnceLock::new();
+    let re = regex(
+        &WORDS,
+        r"(?ix)
+        \b(postgres(ql)?|pg_[a-z_]+|pgbouncer|database|db|sql|deadlocks?|locks?|lock[_\ ]wait
+          |replication|wraparound|vacuum|connection[_\ ]pool|too[_\ ]many[_\ ]connections|too\ many\ clients
+          |latency|slow|timeouts?|timed\ out|time\ out|deadline\ exceeded|connection\ refused|connection\ reset
+          |idle\ in\ transaction)\b
+        | :(5432|6432)\b
+        ",
+    );
+    let mut texts: Vec<String> = Vec::new();
+    if let Some(a) = &scope.alert {
+        for (k, v) in a.labels.iter().chain(a.annotations.iter()) {
+            texts.push(k.clone());
+            texts.push(v.clone());
+        }
+        texts.push(a.generator_url.clone());
+    }
+    if let Some(e) = &scope.expr {
+        texts.push(e.clone());
+    }
+    if let Some(p) = &scope.problem {
+        texts.push(p.clone());
+    }
+    texts.iter().any(|t| {
+        // CamelCase alert names (`PostgreSQLTooManyConnections`, `HighLatency`) read as words.
+        let spaced = camel_to_words(t);
+        re.is_match(t) || re.is_match(&spaced)
+    })
+}
+
+fn camel_to_words(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut prev_lower = false;
+    for c in s.chars() {
+        if c.is_ascii_uppercase() && prev_lower {
+            out.push(' ');
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        out.push(c);
+    }
+    out
+}
+
 pub fn pick(tools: &dyn Tools) -> Vec<&'static str> {
     let mut out = Vec::new();
     if tools.has("kubernetes") {
@@ -507,7 +621,18 @@ pub fn pick(tools: &dyn Tools) -> Vec<&'static str> {
 }
 
 /// The integrations an investigation can draw on, in the order they are reported.
-pub const INTEGRATIONS: [&str; 5] = ["kubernetes", "prometheus", "alertmanager", "loki", "github"];
+pub const INTEGRATIONS: [&str; 6] = [
+    "kubernetes",
+    "prometheus",
+    "alertmanager",
+    "loki",
+    "github",
+    "postgres",
+];
+
+/// Integrations reported in coverage only when configured: their absence says nothing about a
+/// Kubernetes workload.
+const OPTIONAL_INTEGRATIONS: [&str; 1] = ["postgres"];
 
 /// Per integration, what the calls of this investigation got: configured, answered, empty, failed.
 pub fn coverage(
@@ -520,6 +645,9 @@ pub fn coverage(
             configured: configured.iter().any(|c| c == name),
             ..Default::default()
         };
+        if !c.configured && OPTIONAL_INTEGRATIONS.contains(&name) {
+            continue;
+        }
         for call in calls
             .iter()
             .filter(|t| t.tool.split('.').next() == Some(name))
@@ -555,11 +683,33 @@ pub async fn run(name: &str, caller: Caller, scope: &Scope) -> Observations {
         "logs" => logs(&c, scope, &obs).await,
         "changes" => changes(&c, scope, &obs).await,
         "alerts" => alerts(&c, scope, &obs).await,
+        "database" => database(&c, &obs).await,
         other => c.emit(Event::Warning {
             message: format!("unknown specialist {other}"),
         }),
     }
     obs.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The database specialist: PostgreSQL sessions first (which opens the connection, after the
+/// credential is approved), then the other reads in parallel.
+async fn database(c: &Caller, obs: &Mutex<Observations>) {
+    let none = Chart::default();
+    if c.call("postgres.activity", Params::new(), &none, obs)
+        .await
+        .is_none()
+    {
+        // Not reachable (or not allowed): one clear failure, not seven.
+        return;
+    }
+    futures::join!(
+        c.call("postgres.locks", Params::new(), &none, obs),
+        c.call("postgres.connections", Params::new(), &none, obs),
+        c.call("postgres.long_queries", Params::new(), &none, obs),
+        c.call("postgres.statements", Params::new(), &none, obs),
+        c.call("postgres.replication", Params::new(), &none, obs),
+        c.call("postgres.databases", Params::new(), &none, obs),
+    );
 }
 
 fn rfc3339(t: DateTime<Utc>) -> Option<serde_json::Value> {
@@ -1093,5 +1243,52 @@ mod tests {
         let s = Scope::from_alert(&alert, Utc::now());
         assert_eq!(s.namespace.as_deref(), Some("payments"));
         assert_eq!(s.workload.as_deref(), Some("payments-api"));
+    }
+
+    #[test]
+    fn database_symptoms_and_exporter_alerts_point_at_a_database() {
+        let now = Utc::now();
+        for text in [
+            "checkout requests time out",
+            "api latency is high",
+            "connection refused to 10.0.0.5:5432",
+            "too many clients on the orders db",
+            "idle in transaction sessions pile up",
+        ] {
+            assert!(
+                points_at_database(&Scope::from_problem(text, now)),
+                "{text}"
+            );
+        }
+        assert!(!points_at_database(&Scope::from_problem(
+            "pods crash after the deploy",
+            now
+        )));
+        for (name, expr) in [
+            (
+                "PostgreSQLTooManyConnections",
+                "sum(pg_stat_activity_count) > 90",
+            ),
+            ("PostgresqlDown", "pg_up == 0"),
+        ] {
+            let mut labels = std::collections::BTreeMap::new();
+            labels.insert("alertname".to_string(), name.to_string());
+            let alert = Alert {
+                labels,
+                generator_url: format!("http://prom/graph?g0.expr={}", expr.replace(' ', "%20")),
+                ..Alert::default()
+            };
+            assert!(
+                points_at_database(&Scope::from_alert(&alert, now)),
+                "{name}"
+            );
+        }
+        let mut labels = std::collections::BTreeMap::new();
+        labels.insert("alertname".to_string(), "KubePodCrashLooping".to_string());
+        let alert = Alert {
+            labels,
+            ..Alert::default()
+        };
+        assert!(!points_at_database(&Scope::from_alert(&alert, now)));
     }
 }

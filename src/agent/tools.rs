@@ -4,8 +4,8 @@
 //! and tests all speak the same language; tests swap in slow or failing fakes through [`Tools`].
 
 use crate::model::{
-    Action, AlertInfo, Change, DeploymentFacts, K8sEventFacts, LogLine, NodeFacts, PodFacts,
-    RuleInfo, Series,
+    Action, AlertInfo, Change, DeploymentFacts, K8sEventFacts, LogLine, NodeFacts, PgFact,
+    PodFacts, RuleInfo, Series,
 };
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
@@ -29,6 +29,8 @@ pub enum ToolOutput {
     Changes(Vec<Change>),
     /// Text from a tool outside the built-in table (an MCP server's tool).
     Text(String),
+    /// PostgreSQL reads (`postgres.*`).
+    Postgres(Vec<PgFact>),
 }
 
 impl ToolOutput {
@@ -45,6 +47,7 @@ impl ToolOutput {
             ToolOutput::Rules(v) => (v.len(), "rules"),
             ToolOutput::Alerts(v) => (v.len(), "alerts"),
             ToolOutput::Changes(v) => (v.len(), "changes"),
+            ToolOutput::Postgres(v) => (v.len(), "rows"),
         };
         format!("{n} {what}")
     }
@@ -73,6 +76,13 @@ pub trait Tools: Send + Sync {
     fn extend_catalog(&self) -> BoxFuture<'_, Extensions> {
         Box::pin(async { Vec::new() })
     }
+    /// The credential reference `integration` needs before it can be asked anything, when the
+    /// operator has not decided on it yet.
+    fn pending_credential(&self, _integration: &str) -> Option<String> {
+        None
+    }
+    /// Passes the operator's decision on a credential reference to the world.
+    fn decide_credential(&self, _reference: &str, _approved: bool, _reason: &str) {}
 }
 
 /// Read a string param.

@@ -124,6 +124,22 @@ pub async fn verify(
         }
     }
 
+    if action.kind.starts_with("postgres.") && tools.has("postgres") {
+        before_id = before.evidence_of("postgres/locks").last().cloned();
+        let got = caller
+            .call(
+                "postgres.locks",
+                super::tools::Params::new(),
+                &Chart::default(),
+                &after,
+            )
+            .await;
+        if let Some((ToolOutput::Postgres(rows), id)) = got {
+            after_id = Some(id);
+            checks.push(pg_check(action, &target_name, &rows));
+        }
+    }
+
     if let Some(expr) = &scope.expr
         && tools.has("prometheus")
     {
@@ -210,6 +226,46 @@ pub async fn verify(
         before: before_id,
         after: after_id,
     }
+}
+
+/// After a cancel or terminate: the backend blocks nobody any more (and, terminated, is gone).
+fn pg_check(action: &Action, pid: &str, rows: &[crate::model::PgFact]) -> (bool, String) {
+    let pid: i64 = pid.trim().parse().unwrap_or(0);
+    let backends: Vec<&crate::model::PgBackend> = rows
+        .iter()
+        .filter_map(|f| match f {
+            crate::model::PgFact::Backend(b) => Some(b.as_ref()),
+            _ => None,
+        })
+        .collect();
+    let blocked: Vec<i64> = backends
+        .iter()
+        .filter(|b| b.blocked_by.contains(&pid))
+        .map(|b| b.pid)
+        .collect();
+    let waiting = backends.iter().filter(|b| !b.blocked_by.is_empty()).count();
+    let still_there = backends.iter().any(|b| b.pid == pid);
+    if !blocked.is_empty() {
+        return (
+            false,
+            format!(
+                "backend {pid} still blocks {} session(s) ({})",
+                blocked.len(),
+                blocked
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+    }
+    if action.kind == "postgres.terminate_backend" && still_there {
+        return (false, format!("backend {pid} is still in a lock chain"));
+    }
+    (
+        true,
+        format!("backend {pid} blocks nobody now; {waiting} session(s) wait on locks"),
+    )
 }
 
 fn healthy_pod(p: &PodFacts) -> bool {

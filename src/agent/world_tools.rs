@@ -122,6 +122,26 @@ impl WorldTools {
                         .map_err(e)?,
                 )
             }
+            ReadTool::PgActivity => ToolOutput::Postgres(w.postgres().activity().await.map_err(e)?),
+            ReadTool::PgConnections => {
+                ToolOutput::Postgres(w.postgres().connections().await.map_err(e)?)
+            }
+            ReadTool::PgLocks => ToolOutput::Postgres(w.postgres().locks().await.map_err(e)?),
+            ReadTool::PgLongQueries => {
+                let min = p_f64(params, "min_secs")
+                    .unwrap_or(30.0)
+                    .clamp(1.0, 86_400.0) as u64;
+                ToolOutput::Postgres(w.postgres().long_queries(min).await.map_err(e)?)
+            }
+            ReadTool::PgStatements => {
+                ToolOutput::Postgres(w.postgres().statements().await.map_err(e)?)
+            }
+            ReadTool::PgReplication => {
+                ToolOutput::Postgres(w.postgres().replication().await.map_err(e)?)
+            }
+            ReadTool::PgDatabases => {
+                ToolOutput::Postgres(w.postgres().databases().await.map_err(e)?)
+            }
             ReadTool::GitHubDeployments | ReadTool::GitHubCommits | ReadTool::GitHubMergedPulls => {
                 let repo = p_str(params, "repo")
                     .or(w.github_repo())
@@ -176,5 +196,18 @@ impl Tools for WorldTools {
             }
             out
         })
+    }
+
+    fn pending_credential(&self, integration: &str) -> Option<String> {
+        self.0.keyring().pending_for(integration)
+    }
+
+    fn decide_credential(&self, reference: &str, approved: bool, reason: &str) {
+        let decision = if approved {
+            crate::secrets::Decision::Approved
+        } else {
+            crate::secrets::Decision::Denied(reason.to_string())
+        };
+        self.0.keyring().decide(reference, decision);
     }
 }

@@ -8,6 +8,7 @@ pub mod llm;
 pub mod loki;
 pub mod mcp;
 pub mod pagerduty;
+pub mod postgres;
 pub mod prometheus;
 pub mod transport;
 
@@ -19,6 +20,7 @@ pub use github::GitHubClient;
 pub use kubernetes::{DrainReport, KubernetesClient, ResourceChange};
 pub use loki::{Direction, LokiClient};
 pub use pagerduty::{PagerDutyClient, PdIncident};
+pub use postgres::{PostgresBackend, PostgresClient, PostgresSettings};
 pub use prometheus::PrometheusClient;
 pub use transport::{
     Body, BoxFuture, Endpoint, LiveTransport, Recording, RecordingTransport, ReplayTransport,

@@ -248,6 +248,27 @@ pub struct Endpoint {
     pub auth: Option<ResolvedAuth>,
     /// Extra non-secret headers (e.g. Loki's `X-Scope-OrgID`).
     pub headers: Vec<(String, String)>,
+    /// A credential by reference (`op://`, `vault://`), read through the keyring on first use,
+    /// once the operator approved it; used when `auth` is None.
+    pub lazy_auth: Option<LazyAuth>,
+}
+
+/// The shape of an `auth` whose secret is a reference, not yet read.
+#[derive(Clone, Debug)]
+pub enum LazyAuth {
+    Bearer { reference: String },
+    Basic { username: String, reference: String },
+    Header { name: String, reference: String },
+}
+
+impl LazyAuth {
+    pub fn reference(&self) -> &str {
+        match self {
+            LazyAuth::Bearer { reference }
+            | LazyAuth::Basic { reference, .. }
+            | LazyAuth::Header { reference, .. } => reference,
+        }
+    }
 }
 
 impl Endpoint {
@@ -257,6 +278,7 @@ impl Endpoint {
             timeout: DEFAULT_TIMEOUT,
             auth: None,
             headers: Vec::new(),
+            lazy_auth: None,
         }
     }
 
@@ -289,6 +311,8 @@ pub struct LiveTransport {
     http: reqwest::Client,
     endpoints: BTreeMap<String, Endpoint>,
     kube: Option<(kube::Client, Duration)>,
+    postgres: Option<Arc<super::postgres::PostgresBackend>>,
+    keyring: Arc<crate::secrets::Keyring>,
     redactor: Redactor,
     max_body: usize,
 }
@@ -308,6 +332,8 @@ impl LiveTransport {
             http,
             endpoints: BTreeMap::new(),
             kube: None,
+            postgres: None,
+            keyring: Arc::default(),
             redactor: Redactor::new(),
             max_body: DEFAULT_MAX_BODY,
         })
@@ -323,6 +349,49 @@ impl LiveTransport {
     /// Routes `kubernetes` requests through a kube client (used when no URL is configured).
     pub fn with_kube(mut self, client: kube::Client, timeout: Duration) -> Self {
         self.kube = Some((client, timeout));
+        self
+    }
+
+    /// Where references in endpoints' `lazy_auth` are read, once approved.
+    pub fn with_keyring(mut self, keyring: Arc<crate::secrets::Keyring>) -> Self {
+        self.keyring = keyring;
+        self
+    }
+
+    /// The credential an endpoint sends: configured, or read by reference through the keyring.
+    async fn auth_of(
+        &self,
+        ep: &Endpoint,
+        req: &Request,
+    ) -> Result<Option<ResolvedAuth>, IntegrationError> {
+        if ep.auth.is_some() {
+            return Ok(ep.auth.clone());
+        }
+        let Some(lazy) = &ep.lazy_auth else {
+            return Ok(None);
+        };
+        let value = self
+            .keyring
+            .get(lazy.reference())
+            .await
+            .map_err(|e| req.error(ErrorKind::Other(e.to_string())))?;
+        crate::policy::redact::learn_secret(value.expose_secret());
+        Ok(Some(match lazy {
+            LazyAuth::Bearer { .. } => ResolvedAuth::Bearer(value),
+            LazyAuth::Basic { username, .. } => ResolvedAuth::Basic {
+                username: username.clone(),
+                password: value,
+            },
+            LazyAuth::Header { name, .. } => ResolvedAuth::Header {
+                name: name.clone(),
+                value,
+            },
+        }))
+    }
+
+    /// Routes `postgres` statements to this server.
+    pub fn with_postgres(mut self, backend: super::postgres::PostgresBackend) -> Self {
+        self.postgres = Some(Arc::new(backend));
         self
     }
 
@@ -361,6 +430,7 @@ impl LiveTransport {
         // them, even one that comes back (the chain is no longer the one the operator configured).
         let mut trusted = true;
         let timeout = ep.timeout;
+        let auth = self.auth_of(ep, req).await?;
         let exchange = async {
             let mut hops = 0;
             loop {
@@ -375,7 +445,7 @@ impl LiveTransport {
                     }
                 }
                 if trusted {
-                    b = match &ep.auth {
+                    b = match &auth {
                         None => b,
                         Some(ResolvedAuth::Bearer(t)) => b.bearer_auth(t.expose_secret()),
                         Some(ResolvedAuth::Basic { username, password }) => {
@@ -550,6 +620,13 @@ impl Transport for LiveTransport {
             {
                 return self.send_kube(client, *timeout, req).await;
             }
+            if req.integration == "postgres"
+                && let Some(pg) = &self.postgres
+            {
+                let mut resp = pg.send(req).await?;
+                resp.body.redact(&self.redactor);
+                return Ok(resp);
+            }
             Err(req.error(ErrorKind::NotConfigured))
         })
     }
@@ -557,6 +634,7 @@ impl Transport for LiveTransport {
     fn has(&self, integration: &str) -> bool {
         self.endpoints.contains_key(integration)
             || (integration == "kubernetes" && self.kube.is_some())
+            || (integration == "postgres" && self.postgres.is_some())
     }
 }
 

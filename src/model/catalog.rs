@@ -153,10 +153,17 @@ pub enum ReadTool {
     GitHubDeployments,
     GitHubCommits,
     GitHubMergedPulls,
+    PgActivity,
+    PgConnections,
+    PgLocks,
+    PgLongQueries,
+    PgStatements,
+    PgReplication,
+    PgDatabases,
 }
 
 impl ReadTool {
-    pub const ALL: [ReadTool; 15] = [
+    pub const ALL: [ReadTool; 22] = [
         ReadTool::Pods,
         ReadTool::Events,
         ReadTool::Deployments,
@@ -172,6 +179,13 @@ impl ReadTool {
         ReadTool::GitHubDeployments,
         ReadTool::GitHubCommits,
         ReadTool::GitHubMergedPulls,
+        ReadTool::PgActivity,
+        ReadTool::PgConnections,
+        ReadTool::PgLocks,
+        ReadTool::PgLongQueries,
+        ReadTool::PgStatements,
+        ReadTool::PgReplication,
+        ReadTool::PgDatabases,
     ];
 }
 
@@ -191,10 +205,12 @@ pub enum ActionKind {
     PagerDutyAcknowledge,
     PagerDutyResolve,
     PagerDutyAddNote,
+    PostgresCancelBackend,
+    PostgresTerminateBackend,
 }
 
 impl ActionKind {
-    pub const ALL: [ActionKind; 13] = [
+    pub const ALL: [ActionKind; 15] = [
         ActionKind::RolloutRestart,
         ActionKind::RolloutUndo,
         ActionKind::Scale,
@@ -208,6 +224,8 @@ impl ActionKind {
         ActionKind::PagerDutyAcknowledge,
         ActionKind::PagerDutyResolve,
         ActionKind::PagerDutyAddNote,
+        ActionKind::PostgresCancelBackend,
+        ActionKind::PostgresTerminateBackend,
     ];
 }
 
@@ -593,6 +611,67 @@ pub static ENTRIES: &[Entry] = &[
         &[REPO, SINCE, UNTIL],
         "gh pr list --state merged",
     ),
+    read(
+        "postgres.activity",
+        "postgres",
+        ReadTool::PgActivity,
+        "client sessions by state: active, idle in transaction and for how long, what each waits for",
+        &[],
+        "SELECT pid, application_name, state, now() - xact_start, query FROM pg_stat_activity",
+    ),
+    read(
+        "postgres.connections",
+        "postgres",
+        ReadTool::PgConnections,
+        "connections per application and user against max_connections",
+        &[],
+        "SELECT application_name, usename, count(*) FROM pg_stat_activity GROUP BY 1, 2",
+    ),
+    read(
+        "postgres.locks",
+        "postgres",
+        ReadTool::PgLocks,
+        "blocking chains: who waits for whom, lock modes, the blocker's query and age",
+        &[],
+        "SELECT pid, pg_blocking_pids(pid), mode FROM pg_stat_activity JOIN pg_locks USING (pid)",
+    ),
+    read(
+        "postgres.long_queries",
+        "postgres",
+        ReadTool::PgLongQueries,
+        "statements running for longer than a threshold",
+        &[def(
+            "min_secs",
+            Integer,
+            "30",
+            "shortest running time listed, in seconds",
+        )],
+        "SELECT pid, now() - query_start, query FROM pg_stat_activity WHERE state = 'active'",
+    ),
+    read(
+        "postgres.statements",
+        "postgres",
+        ReadTool::PgStatements,
+        "top statements by total time (pg_stat_statements, when installed)",
+        &[],
+        "SELECT query, calls, total_exec_time FROM pg_stat_statements ORDER BY 3 DESC",
+    ),
+    read(
+        "postgres.replication",
+        "postgres",
+        ReadTool::PgReplication,
+        "standbys and their replay lag",
+        &[],
+        "SELECT application_name, replay_lag FROM pg_stat_replication",
+    ),
+    read(
+        "postgres.databases",
+        "postgres",
+        ReadTool::PgDatabases,
+        "databases: size and transaction-ID wraparound age",
+        &[],
+        "SELECT datname, pg_database_size(oid), age(datfrozenxid) FROM pg_database",
+    ),
     Entry {
         name: "kubernetes.rollout_restart",
         integration: "kubernetes",
@@ -964,7 +1043,80 @@ pub static ENTRIES: &[Entry] = &[
         render: |op| format!("POST /incidents/{}/notes", op.must("incident_id")),
         handler: Handler::Act(ActionKind::PagerDutyAddNote),
     },
+    // Cancelling stops one statement; the client sees an error and may retry. The session and
+    // its other work stay.
+    Entry {
+        name: "postgres.cancel_backend",
+        integration: "postgres",
+        mutating: true,
+        floor: Risk::Medium,
+        summary: "cancel a PostgreSQL backend's running statement",
+        params: PG_SIGNAL,
+        target: Target::Named {
+            prefix: "backend",
+            param: "pid",
+        },
+        usage: "SELECT pg_cancel_backend(PID)",
+        render: |op| pg_signal(op, "pg_cancel_backend"),
+        handler: Handler::Act(ActionKind::PostgresCancelBackend),
+    },
+    // Terminating ends the session: its open transaction rolls back, whatever it had written in
+    // it is lost, and the application sees a dropped connection.
+    Entry {
+        name: "postgres.terminate_backend",
+        integration: "postgres",
+        mutating: true,
+        floor: Risk::High,
+        summary: "terminate a PostgreSQL backend (its open transaction rolls back)",
+        params: PG_SIGNAL,
+        target: Target::Named {
+            prefix: "backend",
+            param: "pid",
+        },
+        usage: "SELECT pg_terminate_backend(PID)",
+        render: |op| pg_signal(op, "pg_terminate_backend"),
+        handler: Handler::Act(ActionKind::PostgresTerminateBackend),
+    },
 ];
+
+const PG_SIGNAL: &[Param] = &[
+    req(
+        "pid",
+        Integer,
+        "the backend's process id (or given by a backend/PID target)",
+    ),
+    p("application_name", Str, "the backend's application (shown)"),
+    p("state", Str, "the backend's state (shown)"),
+    p("query", Str, "the backend's statement (shown)"),
+];
+
+/// `SELECT pg_terminate_backend(4242) -- billing-worker, idle in transaction: UPDATE ...`.
+fn pg_signal(op: &Op, func: &str) -> String {
+    let pid = op
+        .get("pid")
+        .or_else(|| op.target.strip_prefix("backend/").map(str::to_string))
+        .unwrap_or_else(|| "<pid>".into());
+    let mut about: Vec<String> = Vec::new();
+    if let Some(app) = op.get("application_name") {
+        about.push(format!("application {app}"));
+    }
+    if let Some(state) = op.get("state") {
+        about.push(state);
+    }
+    let mut out = format!("SELECT {func}({pid})");
+    if !about.is_empty() {
+        out.push_str(&format!(" -- {}", about.join(", ")));
+    }
+    if let Some(q) = op.get("query") {
+        let q: String = q.split_whitespace().collect::<Vec<_>>().join(" ");
+        let short: String = q.chars().take(120).collect();
+        out.push_str(&format!(": {short}"));
+        if q.chars().count() > 120 {
+            out.push('…');
+        }
+    }
+    out
+}
 
 /// The name after `kind/` in a target (`deployment/web` -> `web`), or the whole target.
 pub fn name_of(target: &str) -> &str {

@@ -254,6 +254,24 @@ pub enum Event {
         #[serde(default)]
         tokens_out: u64,
     },
+    /// A specialist needs a credential by reference (`op://...`) before it can ask its
+    /// integration anything: the operator decides whether it may be read for this session.
+    CredentialRequested {
+        /// The reference, never the value.
+        reference: String,
+        integration: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        specialist: Option<String>,
+    },
+    /// The operator's decision on a credential reference, for the rest of the session.
+    CredentialDecided {
+        reference: String,
+        approved: bool,
+        by: String,
+        at: DateTime<Utc>,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reason: String,
+    },
     /// A non-fatal problem worth showing on the timeline.
     Warning {
         message: String,
@@ -293,6 +311,8 @@ impl Event {
             Event::Report { .. } => "report",
             Event::ChatDelta { .. } => "chat_delta",
             Event::ModelExchange { .. } => "model_exchange",
+            Event::CredentialRequested { .. } => "credential_requested",
+            Event::CredentialDecided { .. } => "credential_decided",
             Event::Warning { .. } => "warning",
         }
     }
@@ -347,6 +367,22 @@ pub enum Command {
     },
     Chat {
         text: String,
+    },
+    /// Allow the credential `ref` to be read for this session.
+    ApproveCredential {
+        #[serde(rename = "ref")]
+        reference: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
+    /// Refuse the credential `ref` for this session: the specialists that need it fail.
+    DenyCredential {
+        #[serde(rename = "ref")]
+        reference: String,
+        #[serde(default)]
+        reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
     },
     Cancel,
     /// The console is going away (a signal): stop, decide nothing, end as `interrupted`.

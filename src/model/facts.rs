@@ -208,6 +208,130 @@ pub struct RuleInfo {
     pub health: Option<String>,
 }
 
+/// One PostgreSQL client backend (a row of `pg_stat_activity`), with its place in any lock chain.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct PgBackend {
+    pub pid: i64,
+    pub database: String,
+    pub usename: String,
+    pub application_name: String,
+    pub client_addr: Option<String>,
+    /// `active`, `idle`, `idle in transaction`, `idle in transaction (aborted)`, `fastpath function call`, `disabled`.
+    pub state: String,
+    pub wait_event_type: Option<String>,
+    pub wait_event: Option<String>,
+    /// Seconds since the transaction began (None outside a transaction).
+    pub xact_age_secs: Option<f64>,
+    /// Seconds since the current (or last) query began.
+    pub query_age_secs: Option<f64>,
+    /// Seconds in the current state.
+    pub state_age_secs: Option<f64>,
+    /// The current or last statement, cut short.
+    pub query: String,
+    /// Pids this backend waits for (`pg_blocking_pids`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blocked_by: Vec<i64>,
+    /// The lock mode it waits for (`ShareLock`, `AccessExclusiveLock`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_mode: Option<String>,
+    /// Lock modes it holds on relations, and which relations.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub held_modes: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relation: Option<String>,
+}
+
+/// `45s`, `5m12s`, `2h03m`, `3d4h`: a duration as an operator reads it.
+pub fn human_duration(secs: f64) -> String {
+    if !secs.is_finite() || secs < 0.0 {
+        return "?".into();
+    }
+    let s = secs.round() as u64;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        3600..=86_399 => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d{}h", s / 86_400, (s % 86_400) / 3600),
+    }
+}
+
+impl PgBackend {
+    pub fn idle_in_transaction(&self) -> bool {
+        self.state.starts_with("idle in transaction")
+    }
+}
+
+/// Connections held by one application and user, against the server's limit.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct PgConnections {
+    pub application_name: String,
+    pub usename: String,
+    pub count: i64,
+    pub active: i64,
+    pub idle: i64,
+    pub idle_in_transaction: i64,
+    /// `max_connections` of the server.
+    pub max_connections: i64,
+    /// `superuser_reserved_connections` (+ `reserved_connections` where the server has it).
+    pub reserved: i64,
+    /// Client backends in all, every application.
+    pub total: i64,
+}
+
+/// A statement from `pg_stat_statements`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct PgStatement {
+    pub query: String,
+    pub calls: i64,
+    pub total_ms: f64,
+    pub mean_ms: f64,
+    pub rows: i64,
+}
+
+/// A standby as the primary sees it (`pg_stat_replication`), or this server's own replay lag when
+/// it is a standby.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct PgReplica {
+    /// `standby` (a row of the primary's view) or `self` (this server is the standby).
+    pub role: String,
+    pub application_name: String,
+    pub client_addr: Option<String>,
+    pub state: String,
+    pub replay_lag_secs: Option<f64>,
+    pub lag_bytes: Option<f64>,
+}
+
+/// One database: size, transaction-ID age, connections.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct PgDatabase {
+    pub name: String,
+    pub size_bytes: f64,
+    /// `age(datfrozenxid)`: transactions since the oldest unfrozen one.
+    pub xid_age: i64,
+    /// `autovacuum_freeze_max_age` of the server.
+    pub freeze_max_age: i64,
+    pub backends: i64,
+}
+
+/// What one PostgreSQL read returned.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PgFact {
+    Backend(Box<PgBackend>),
+    Connections(PgConnections),
+    Statement(PgStatement),
+    Replica(PgReplica),
+    Database(PgDatabase),
+    /// A kind this build does not know (written by a newer one).
+    #[serde(other)]
+    Other,
+}
+
 /// What one read returned, parsed: the typed facts a specialist learned from one evidence item.
 /// Written to the session (`Event::Observed`) so the reasoning's inputs are a fold of the log.
 #[derive(Serialize, Clone, Debug, PartialEq)]
@@ -223,6 +347,8 @@ pub enum Facts {
     Rules(Vec<RuleInfo>),
     Alerts(Vec<AlertInfo>),
     Changes(Vec<Change>),
+    /// PostgreSQL reads: backends, connections, statements, replicas, databases.
+    Postgres(Vec<PgFact>),
     /// A kind of facts this build does not know (written by a newer one): skipped, not an error.
     Other,
 }
@@ -257,6 +383,7 @@ impl<'de> Deserialize<'de> for Facts {
             "rules" => Facts::Rules(items(raw.items)?),
             "alerts" => Facts::Alerts(items(raw.items)?),
             "changes" => Facts::Changes(items(raw.items)?),
+            "postgres" => Facts::Postgres(items(raw.items)?),
             _ => Facts::Other,
         })
     }

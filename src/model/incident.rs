@@ -155,6 +155,23 @@ pub struct TimelineItem {
     pub text: String,
 }
 
+/// A credential reference a specialist asked to use.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct CredentialState {
+    pub reference: String,
+    pub integration: String,
+    /// `None` while waiting for the operator; then approved or not.
+    pub approved: Option<bool>,
+    pub by: Option<String>,
+}
+
+impl Incident {
+    /// The first credential reference still waiting for the operator's decision.
+    pub fn pending_credential(&self) -> Option<&CredentialState> {
+        self.credentials.iter().find(|c| c.approved.is_none())
+    }
+}
+
 /// The incident as the operator sees it, folded from events.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct Incident {
@@ -197,6 +214,9 @@ pub struct Incident {
     pub warnings: Vec<String>,
     pub outcome: Option<Outcome>,
     pub timeline: Vec<TimelineItem>,
+    /// Credentials by reference the investigation asked to use, and the operator's decisions.
+    #[serde(default)]
+    pub credentials: Vec<CredentialState>,
     /// Evidence id -> position in `evidence`, so lookups stay O(1) on long sessions.
     #[serde(skip)]
     pub(crate) evidence_at: IdIndex,
@@ -743,6 +763,59 @@ impl Incident {
             Event::Warning { message } => {
                 self.warnings.push(message.clone());
                 push(self, TimelineKind::Warning, format!("! {message}"));
+            }
+            Event::CredentialRequested {
+                reference,
+                integration,
+                ..
+            } => {
+                if !self.credentials.iter().any(|c| &c.reference == reference) {
+                    self.credentials.push(CredentialState {
+                        reference: reference.clone(),
+                        integration: integration.clone(),
+                        approved: None,
+                        by: None,
+                    });
+                }
+                push(
+                    self,
+                    TimelineKind::Warning,
+                    format!(
+                        "? {integration} needs credential {reference}: approve its use for this session?"
+                    ),
+                );
+            }
+            Event::CredentialDecided {
+                reference,
+                approved,
+                by,
+                reason,
+                ..
+            } => {
+                match self
+                    .credentials
+                    .iter_mut()
+                    .find(|c| &c.reference == reference)
+                {
+                    Some(c) => {
+                        c.approved = Some(*approved);
+                        c.by = Some(by.clone());
+                    }
+                    None => self.credentials.push(CredentialState {
+                        reference: reference.clone(),
+                        approved: Some(*approved),
+                        by: Some(by.clone()),
+                        ..CredentialState::default()
+                    }),
+                }
+                let text = if *approved {
+                    format!("credential {reference} approved by {by} for this session")
+                } else if reason.is_empty() {
+                    format!("credential {reference} denied by {by}")
+                } else {
+                    format!("credential {reference} denied by {by}: {reason}")
+                };
+                push(self, TimelineKind::Warning, text);
             }
         }
     }

@@ -12,11 +12,12 @@ pub use alert::{Alert, AlertStatus, PayloadError, WebhookPayload};
 pub use event::{Command, Event, Outcome, Record, RunMode, SessionHeader};
 pub use facts::{
     AlertInfo, Change, ChangeKind, ContainerFacts, DeploymentFacts, Facts, K8sEventFacts, LogLine,
-    NodeFacts, PodFacts, RuleInfo, Series,
+    NodeFacts, PgBackend, PgConnections, PgDatabase, PgFact, PgReplica, PgStatement, PodFacts,
+    RuleInfo, Series, human_duration,
 };
 pub use incident::{
-    ActionState, ActionStatus, Approval, ChatEntry, Incident, StageState, StageStatus,
-    TimelineItem, TimelineKind, ToolCallState, via_note,
+    ActionState, ActionStatus, Approval, ChatEntry, CredentialState, Incident, StageState,
+    StageStatus, TimelineItem, TimelineKind, ToolCallState, via_note,
 };
 pub use types::{
     Action, ActionId, CallId, Category, ChatRole, Evidence, EvidenceBody, EvidenceId, Finding,

@@ -127,6 +127,25 @@ fn is_secret_key(key: &str) -> bool {
     NAMES.iter().any(|n| k.contains(n))
 }
 
+/// Credentials resolved while the process runs (a password read from 1Password or Vault once the
+/// operator approved it): every redactor masks them, whenever it was built.
+fn learned() -> &'static std::sync::RwLock<Vec<String>> {
+    static LEARNED: OnceLock<std::sync::RwLock<Vec<String>>> = OnceLock::new();
+    LEARNED.get_or_init(Default::default)
+}
+
+/// Teaches every [`Redactor`] (existing and future) an exact secret value.
+pub fn learn_secret(value: &str) {
+    if value.len() < MIN_EXACT_LEN {
+        return;
+    }
+    let mut all = learned().write().unwrap_or_else(|e| e.into_inner());
+    if !all.iter().any(|v| v == value) {
+        all.push(value.to_string());
+        all.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    }
+}
+
 /// Masks secrets in text and JSON. Cheap to clone; shared by every transport.
 #[derive(Clone, Default)]
 pub struct Redactor {
@@ -188,6 +207,14 @@ impl Redactor {
         for secret in self.exact.iter() {
             if out.contains(secret.as_str()) {
                 out = Cow::Owned(out.replace(secret.as_str(), MASK));
+            }
+        }
+        {
+            let learned = learned().read().unwrap_or_else(|e| e.into_inner());
+            for secret in learned.iter() {
+                if out.contains(secret.as_str()) {
+                    out = Cow::Owned(out.replace(secret.as_str(), MASK));
+                }
             }
         }
         for rule in rules() {
@@ -414,5 +441,15 @@ mod tests {
         assert_eq!(v["password"], MASK);
         assert_eq!(v["secretName"], "db-creds");
         assert_eq!(v["env"][0]["value"], "mysql://root:[REDACTED]@db/x");
+    }
+
+    #[test]
+    fn learned_secrets_are_masked_by_every_redactor() {
+        let before = Redactor::new();
+        let value = "learned-db-pass-93ac";
+        assert_eq!(before.redact(value), value);
+        learn_secret(value);
+        assert_eq!(before.redact(&format!("pw {value} x")), "pw [REDACTED] x");
+        assert_eq!(Redactor::new().redact(value), MASK);
     }
 }

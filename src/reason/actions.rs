@@ -186,3 +186,46 @@ pub(crate) fn silence(
         evidence,
     )
 }
+
+/// `postgres.cancel_backend` / `postgres.terminate_backend` for one backend, showing its
+/// application, state and statement in the operation text.
+pub(crate) fn pg_signal(
+    terminate: bool,
+    backend: &crate::model::PgBackend,
+    why: String,
+    evidence: Vec<EvidenceId>,
+) -> Action {
+    let (kind, risk, blast) = if terminate {
+        (
+            "postgres.terminate_backend",
+            Risk::High,
+            format!(
+                "backend {} ({}) is disconnected and its open transaction rolls back: whatever it wrote in that transaction is lost; the application sees a dropped connection",
+                backend.pid, backend.application_name
+            ),
+        )
+    } else {
+        (
+            "postgres.cancel_backend",
+            Risk::Medium,
+            format!(
+                "the statement running in backend {} ({}) fails with \"canceling statement due to user request\"; the session stays",
+                backend.pid, backend.application_name
+            ),
+        )
+    };
+    action(
+        kind,
+        format!("backend/{}", backend.pid),
+        risk,
+        why,
+        blast,
+        params(&[
+            ("pid", json!(backend.pid)),
+            ("application_name", json!(backend.application_name)),
+            ("state", json!(backend.state)),
+            ("query", json!(backend.query)),
+        ]),
+        evidence,
+    )
+}

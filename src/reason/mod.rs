@@ -2,13 +2,14 @@
 
 use crate::model::{
     Action, Alert, AlertInfo, AlertStatus, Category, Change, DeploymentFacts, EvidenceId, Finding,
-    Hypothesis, K8sEventFacts, LogLine, NodeFacts, PodFacts, RuleInfo, RuledOut, Series,
+    Hypothesis, K8sEventFacts, LogLine, NodeFacts, PgFact, PodFacts, RuleInfo, RuledOut, Series,
 };
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 
 mod actions;
 mod coverage;
+mod database;
 pub mod llm;
 mod logs;
 mod metrics;
@@ -46,6 +47,8 @@ pub struct Observations {
     pub rules: Vec<RuleInfo>,
     pub alerts: Vec<AlertInfo>,
     pub changes: Vec<Change>,
+    /// PostgreSQL rows: backends (activity, lock chains), connections, statements, replicas, databases.
+    pub postgres: Vec<PgFact>,
     /// Evidence kind (`kubernetes/pods`, `metrics`, ...) -> ids of the evidence items of that kind.
     pub evidence: BTreeMap<String, Vec<EvidenceId>>,
     /// Per integration: configured, how many calls answered, failed or came back empty.
@@ -147,6 +150,12 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(metrics::hpa_at_max(&ctx));
     signals.extend(logs::signatures(&ctx));
     signals.extend(storm::storm(&ctx));
+    signals.extend(database::lock_contention(&ctx));
+    signals.extend(database::connection_exhaustion(&ctx));
+    signals.extend(database::long_queries(&ctx));
+    signals.extend(database::replication_lag(&ctx));
+    signals.extend(database::wraparound(&ctx));
+    signals.extend(database::unreachable(&ctx));
     signals.extend(coverage::report(&ctx));
     rank::rank(&ctx, signals)
 }

@@ -268,3 +268,62 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
         frame.render_widget(Paragraph::new(hint_line), hr);
     }
 }
+
+/// The credential modal: which integration wants which reference, and the two keys.
+pub fn render_credential(state: &AppState, reference: &str, frame: &mut Frame, area: Rect) {
+    let th = &state.theme;
+    let width = area.width.saturating_sub(4).min(80);
+    if width < 10 || area.height < 7 {
+        return;
+    }
+    let integration = state
+        .incident()
+        .credentials
+        .iter()
+        .find(|c| c.reference == reference)
+        .map(|c| c.integration.clone())
+        .unwrap_or_default();
+    let key = th.get(Role::ApprovalKey);
+    let dim = th.get(Role::Dim);
+    let lines = vec![
+        Line::from(vec![
+            Span::styled("integration ", dim),
+            Span::styled(sanitize(&integration).into_owned(), th.get(Role::Title)),
+        ]),
+        Line::from(vec![
+            Span::styled("credential  ", dim),
+            Span::raw(sanitize(reference).into_owned()),
+        ]),
+        Line::from(Span::raw(
+            "sitrep reads it now and keeps it in memory for this session only; the decision is recorded",
+        )),
+        Line::from(vec![
+            Span::styled(
+                format!(" {} ", state.keymap.label(super::keymap::Action::Approve)),
+                key,
+            ),
+            Span::raw(" allow  "),
+            Span::styled(
+                format!(" {} ", state.keymap.label(super::keymap::Action::Deny)),
+                key,
+            ),
+            Span::raw(" deny (the specialist's reads fail)  "),
+            Span::styled(" esc ", key),
+            Span::raw(" later"),
+        ]),
+    ];
+    let rect = centered(area, width, 8);
+    frame.render_widget(Clear, rect);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_type(BorderType::Double)
+        .border_style(th.get(Role::ApprovalBorder))
+        .title(Span::styled(
+            " CREDENTIAL REQUESTED ",
+            th.get(Role::ApprovalBorder),
+        ))
+        .style(th.get(Role::Text));
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}

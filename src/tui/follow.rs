@@ -124,7 +124,11 @@ pub async fn forward(
             ),
             // A follower that is stopped leaves the served session running, undecided.
             Command::Interrupt { .. } => continue,
-            Command::Chat { .. } | Command::Cancel | Command::PauseVeto { .. } => {
+            Command::Chat { .. }
+            | Command::Cancel
+            | Command::PauseVeto { .. }
+            | Command::ApproveCredential { .. }
+            | Command::DenyCredential { .. } => {
                 warn("a followed session takes approvals and denials only".into());
                 continue;
             }

@@ -160,6 +160,9 @@ pub fn draw(state: &AppState, frame: &mut Frame) {
     statusbar::render_keyhints(state, frame, a.keyhints, a.status.height == 0);
     match &state.overlay {
         Some(Overlay::Approval(ui)) => approval::render(state, ui, frame, area),
+        Some(Overlay::Credential { reference, .. }) => {
+            approval::render_credential(state, reference, frame, area)
+        }
         Some(Overlay::Help { scroll }) => help::render(state, *scroll, frame, area),
         Some(Overlay::Palette(p)) => palette::render(state, p, frame, area),
         Some(Overlay::Report(scroll)) => report::render(state, scroll, frame, area),

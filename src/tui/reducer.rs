@@ -71,6 +71,34 @@ fn on_key(state: &mut AppState, key: KeyEvent) -> Vec<Effect> {
     }
     match state.overlay.take() {
         Some(Overlay::Approval(ui)) => return on_approval_key(state, *ui, key, k),
+        Some(Overlay::Credential { reference, opened }) => {
+            if opened.elapsed() < state.approval_guard {
+                state.overlay = Some(Overlay::Credential { reference, opened });
+                return Vec::new();
+            }
+            let command = match state.keymap.lookup(k, &[Scope::Approval, Scope::Global]) {
+                Some(Action::Approve) => Command::ApproveCredential {
+                    reference: reference.clone(),
+                    by: None,
+                },
+                Some(Action::Deny) => Command::DenyCredential {
+                    reference: reference.clone(),
+                    reason: "denied in the console".into(),
+                    by: None,
+                },
+                Some(Action::Back | Action::Quit) => {
+                    state.dismissed.insert(reference);
+                    return Vec::new();
+                }
+                _ => {
+                    state.overlay = Some(Overlay::Credential { reference, opened });
+                    return Vec::new();
+                }
+            };
+            state.submitted.insert(reference.clone());
+            state.set_status(format!("decision on {reference} sent"), false);
+            return vec![Effect::SendCommand(command)];
+        }
         Some(Overlay::Help { scroll }) => {
             let action = state.keymap.lookup(k, &[Scope::Navigation, Scope::Global]);
             state.overlay = match action {

@@ -80,6 +80,11 @@ pub enum Overlay {
     },
     Palette(PaletteState),
     Approval(Box<ApprovalUi>),
+    /// A specialist asks to read a credential by reference for this session.
+    Credential {
+        reference: String,
+        opened: std::time::Instant,
+    },
     /// The investigation's report, rendered.
     Report(Scroll),
 }
@@ -369,6 +374,18 @@ impl AppState {
             }
             return;
         }
+        if let Some(Overlay::Credential { reference, .. }) = &self.overlay {
+            let still = self
+                .incident()
+                .pending_credential()
+                .is_some_and(|c| &c.reference == reference)
+                && !self.incident().is_finished()
+                && !self.submitted.contains(reference);
+            if !still {
+                self.overlay = None;
+            }
+            return;
+        }
         if self.is_replay()
             || self.focus == Pane::Chat
             || matches!(self.overlay, Some(Overlay::Palette(_)))
@@ -390,6 +407,15 @@ impl AppState {
             .map(|a| (a.action.id.clone(), a.digest.clone()));
         if let Some((id, digest)) = candidate {
             self.overlay = Some(Overlay::Approval(Box::new(ApprovalUi::new(id, digest))));
+        } else if self.overlay.is_none()
+            && let Some(c) = self.incident().pending_credential()
+            && !self.dismissed.contains(&c.reference)
+            && !self.submitted.contains(&c.reference)
+        {
+            self.overlay = Some(Overlay::Credential {
+                reference: c.reference.clone(),
+                opened: std::time::Instant::now(),
+            });
         }
     }
 

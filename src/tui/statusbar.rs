@@ -84,6 +84,11 @@ pub fn render_keyhints(state: &AppState, frame: &mut Frame, area: Rect, with_sta
             }
             _ => hints.push(("esc".into(), "back")),
         },
+        Some(Overlay::Credential { .. }) => {
+            hints.push((km.label(Action::Approve), "allow for this session"));
+            hints.push((km.label(Action::Deny), "deny"));
+            hints.push(("esc".into(), "later"));
+        }
         Some(Overlay::Help { .. }) => hints.push(("esc".into(), "close")),
         Some(Overlay::Report(_)) => {
             hints.push(("j/k".into(), "scroll"));

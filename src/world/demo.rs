@@ -85,6 +85,18 @@ const CASES: &[(&str, Files)] = &[
             "after-rollback.ndjson",
         ]
     ),
+    // Recorded from a real PostgreSQL server by scripts/record-db-demo.
+    case!(
+        "checkout-db-lock-contention",
+        [
+            "case.toml",
+            "alert.json",
+            "recordings.ndjson",
+            "expect.toml",
+            "effects.toml",
+            "after-terminate.ndjson",
+        ]
+    ),
 ];
 
 fn title_of(case_toml: &str) -> Option<String> {

@@ -7,14 +7,16 @@ pub use case::{Case, CaseError, Effect, Expect};
 
 use crate::config::{Config, ResolvedAuth};
 use crate::integrations::transport::{
-    Endpoint, LiveTransport, RecordingTransport, ReplayTransport, Transport,
+    Endpoint, LazyAuth, LiveTransport, RecordingTransport, ReplayTransport, Transport,
 };
 use crate::integrations::{
     AlertmanagerClient, ErrorKind, GitHubClient, IntegrationError, KubernetesClient, LokiClient,
-    PagerDutyClient, PrometheusClient, ResourceChange, SilenceSpec,
+    PagerDutyClient, PostgresBackend, PostgresClient, PostgresSettings, PrometheusClient,
+    ResourceChange, SilenceSpec,
 };
 use crate::model::catalog::{self, ActionKind, Handler};
 use crate::model::{Action, WebhookPayload};
+use crate::secrets::{Keyring, SecretRef};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -67,6 +69,9 @@ pub struct World {
     mcp: crate::integrations::mcp::McpClient,
     /// MCP servers this world can reach: configured (live) or recorded (replay).
     mcp_servers: Vec<String>,
+    postgres: PostgresClient,
+    /// Credentials by reference this world may use, each once the operator approved it.
+    keyring: Arc<Keyring>,
 }
 
 impl std::fmt::Debug for World {
@@ -115,6 +120,8 @@ impl World {
             pagerduty: PagerDutyClient::new(transport.clone()),
             mcp: crate::integrations::mcp::McpClient::new(transport.clone()),
             mcp_servers: Vec::new(),
+            postgres: PostgresClient::new(transport.clone()),
+            keyring: Arc::default(),
             transport,
         }
     }
@@ -170,10 +177,12 @@ impl World {
 
     /// The live world: one client per configured integration.
     pub async fn live(config: &Config) -> Result<World, WorldError> {
-        let (transport, namespace, repo) = live_transport(config).await?;
+        let keyring = Arc::new(Keyring::new());
+        let (transport, namespace, repo) = live_transport(config, &keyring).await?;
         let transport = with_mcp(config, transport).await;
         let mut world = World::with_transport(transport, Mode::Live, &namespace, repo);
         world.mcp_servers = mcp_names(config);
+        world.keyring = keyring;
         Ok(world)
     }
 
@@ -185,7 +194,8 @@ impl World {
         title: &str,
         alert: Option<&WebhookPayload>,
     ) -> Result<World, WorldError> {
-        let (live, namespace, repo) = live_transport(config).await?;
+        let keyring = Arc::new(Keyring::new());
+        let (live, namespace, repo) = live_transport(config, &keyring).await?;
         // Everything written to the case is masked like a response: it is shared with others.
         let redactor = live.redactor().clone();
         let io = |path: PathBuf| move |source| WorldError::Io { path, source };
@@ -221,6 +231,7 @@ impl World {
         let mut world =
             World::with_transport(Arc::new(recording), Mode::Recording, &namespace, repo);
         world.mcp_servers = mcp_names(config);
+        world.keyring = keyring;
         Ok(world)
     }
 
@@ -279,6 +290,15 @@ impl World {
     /// The MCP servers this world reaches (configured, or recorded in the case).
     pub fn mcp_servers(&self) -> &[String] {
         &self.mcp_servers
+    }
+
+    pub fn postgres(&self) -> &PostgresClient {
+        &self.postgres
+    }
+
+    /// The credentials by reference this world uses, and the operator's decisions on them.
+    pub fn keyring(&self) -> &Arc<Keyring> {
+        &self.keyring
     }
 
     /// Runs a mutating action. In replay the call is answered from the recordings when it can be, is
@@ -492,6 +512,17 @@ impl World {
                 let note = self.pagerduty.add_note(id, name("content")?).await?;
                 Ok(format!("note {note} added to incident {id}"))
             }
+            ActionKind::PostgresCancelBackend | ActionKind::PostgresTerminateBackend => {
+                let pid = param_u64("pid")
+                    .and_then(|p| i64::try_from(p).ok())
+                    .filter(|p| *p > 0)
+                    .ok_or_else(|| invalid(format!("{} needs a backend `pid`", action.kind)))?;
+                if kind == ActionKind::PostgresCancelBackend {
+                    self.postgres.cancel_backend(pid).await
+                } else {
+                    self.postgres.terminate_backend(pid).await
+                }
+            }
             ActionKind::RevertPr => {
                 let repo = param_str("repo")
                     .or(self.github_repo.as_deref())
@@ -580,10 +611,62 @@ fn resolve_auth(
         .map_err(|e| WorldError::Config(e.to_string()))
 }
 
-fn endpoint(url: &str, timeout_secs: u64, auth: Option<ResolvedAuth>) -> Endpoint {
-    Endpoint::new(url)
+/// An `auth` whose secret is an `op://` or `vault://` reference: registered with the keyring and
+/// read on first use, after approval. `None` for environment variables (read at start, as ever).
+fn lazy_auth(
+    key: &str,
+    integration: &str,
+    auth: Option<&crate::config::Auth>,
+    keyring: &Keyring,
+) -> Result<Option<LazyAuth>, WorldError> {
+    use crate::config::Auth;
+    let Some(auth) = auth else { return Ok(None) };
+    let text = auth.secret_env();
+    if !(text.starts_with("op://") || text.starts_with("vault://")) {
+        return Ok(None);
+    }
+    let reference =
+        SecretRef::parse(text).map_err(|e| WorldError::Config(format!("{key}.auth: {e}")))?;
+    keyring.register(integration, &reference);
+    let reference = reference.to_string();
+    Ok(Some(match auth {
+        Auth::Bearer { .. } => LazyAuth::Bearer { reference },
+        Auth::Basic { username, .. } => LazyAuth::Basic {
+            username: username.clone(),
+            reference,
+        },
+        Auth::Header { header, .. } => LazyAuth::Header {
+            name: header.clone(),
+            reference,
+        },
+    }))
+}
+
+/// The auth an endpoint sends: read now (environment), or later by reference (keyring).
+fn endpoint_auth(
+    config: &Config,
+    integration: &str,
+    auth: Option<&crate::config::Auth>,
+    keyring: &Keyring,
+) -> Result<(Option<ResolvedAuth>, Option<LazyAuth>), WorldError> {
+    let key = format!("integrations.{integration}");
+    match lazy_auth(&key, integration, auth, keyring)? {
+        Some(lazy) => Ok((None, Some(lazy))),
+        None => Ok((resolve_auth(config, &key, auth)?, None)),
+    }
+}
+
+fn endpoint(
+    url: &str,
+    timeout_secs: u64,
+    auth: Option<ResolvedAuth>,
+    lazy: Option<LazyAuth>,
+) -> Endpoint {
+    let mut ep = Endpoint::new(url)
         .timeout(Duration::from_secs(timeout_secs.max(1)))
-        .auth(auth)
+        .auth(auth);
+    ep.lazy_auth = lazy;
+    ep
 }
 
 /// The live transport with the configured MCP servers connected in front of it (integration `mcp`).
@@ -624,21 +707,24 @@ fn recorded_mcp_servers(recordings: &[crate::integrations::Recording]) -> Vec<St
 /// Builds the live transport from config: (transport, default namespace, GitHub repository).
 async fn live_transport(
     config: &Config,
+    keyring: &Arc<Keyring>,
 ) -> Result<(LiveTransport, String, Option<String>), WorldError> {
     let int = &config.integrations;
-    let mut t = LiveTransport::new().map_err(|e| WorldError::Config(e.to_string()))?;
+    let mut t = LiveTransport::new()
+        .map_err(|e| WorldError::Config(e.to_string()))?
+        .with_keyring(keyring.clone());
     let mut namespace = DEFAULT_NAMESPACE.to_string();
     if let Some(p) = &int.prometheus {
-        let auth = resolve_auth(config, "integrations.prometheus", p.auth.as_ref())?;
-        t = t.with_endpoint("prometheus", endpoint(&p.url, p.timeout_secs, auth));
+        let (auth, lazy) = endpoint_auth(config, "prometheus", p.auth.as_ref(), keyring)?;
+        t = t.with_endpoint("prometheus", endpoint(&p.url, p.timeout_secs, auth, lazy));
     }
     if let Some(a) = &int.alertmanager {
-        let auth = resolve_auth(config, "integrations.alertmanager", a.auth.as_ref())?;
-        t = t.with_endpoint("alertmanager", endpoint(&a.url, a.timeout_secs, auth));
+        let (auth, lazy) = endpoint_auth(config, "alertmanager", a.auth.as_ref(), keyring)?;
+        t = t.with_endpoint("alertmanager", endpoint(&a.url, a.timeout_secs, auth, lazy));
     }
     if let Some(l) = &int.loki {
-        let auth = resolve_auth(config, "integrations.loki", l.auth.as_ref())?;
-        let mut ep = endpoint(&l.url, l.timeout_secs, auth);
+        let (auth, lazy) = endpoint_auth(config, "loki", l.auth.as_ref(), keyring)?;
+        let mut ep = endpoint(&l.url, l.timeout_secs, auth, lazy);
         if let Some(org) = &l.org_id {
             ep.headers.push(("X-Scope-OrgID".into(), org.clone()));
         }
@@ -659,7 +745,7 @@ async fn live_transport(
             }
             other => other,
         };
-        let mut ep = endpoint(&p.url, p.timeout_secs, auth);
+        let mut ep = endpoint(&p.url, p.timeout_secs, auth, None);
         ep.headers.push((
             "Accept".into(),
             "application/vnd.pagerduty+json;version=2".into(),
@@ -669,20 +755,45 @@ async fn live_transport(
         }
         t = t.with_endpoint("pagerduty", ep);
     }
+    if let Some(pg) = &int.postgres {
+        let password = match &pg.password {
+            Some(text) => {
+                let reference = SecretRef::parse(text).map_err(|e| {
+                    WorldError::Config(format!("integrations.postgres.password: {e}"))
+                })?;
+                keyring.register("postgres", &reference);
+                Some(reference.to_string())
+            }
+            None => None,
+        };
+        let timeout = Duration::from_secs(pg.timeout_secs.max(1));
+        let backend = PostgresBackend::new(
+            PostgresSettings {
+                url: pg.url.clone(),
+                application_name: pg.application_name.clone(),
+                password,
+                statement_timeout: timeout,
+                connect_timeout: timeout,
+            },
+            keyring.clone(),
+        )
+        .map_err(WorldError::Config)?;
+        t = t.with_postgres(backend);
+    }
     let mut repo = None;
     if let Some(g) = &int.github {
-        let auth = resolve_auth(config, "integrations.github", g.auth.as_ref())?;
-        let mut ep = endpoint(&g.url, g.timeout_secs, auth);
+        let (auth, lazy) = endpoint_auth(config, "github", g.auth.as_ref(), keyring)?;
+        let mut ep = endpoint(&g.url, g.timeout_secs, auth, lazy);
         ep.headers
             .push(("Accept".into(), "application/vnd.github+json".into()));
         t = t.with_endpoint("github", ep);
         repo = Some(g.repo.clone());
     }
     if let Some(k) = &int.kubernetes {
-        let auth = resolve_auth(config, "integrations.kubernetes", k.auth.as_ref())?;
+        let (auth, lazy) = endpoint_auth(config, "kubernetes", k.auth.as_ref(), keyring)?;
         let timeout = Duration::from_secs(k.timeout_secs.max(1));
         if let Some(url) = &k.url {
-            t = t.with_endpoint("kubernetes", endpoint(url, k.timeout_secs, auth));
+            t = t.with_endpoint("kubernetes", endpoint(url, k.timeout_secs, auth, lazy));
         } else {
             let client = kube_client(k).await?;
             namespace = client.default_namespace().to_string();

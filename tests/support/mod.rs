@@ -2,6 +2,7 @@
 //! a fault server, and real Prometheus/Alertmanager processes started on free 127.0.0.1 ports.
 #![allow(dead_code)]
 
+pub mod postgres;
 pub mod tmux;
 
 use axum::Router;
