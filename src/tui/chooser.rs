@@ -233,7 +233,7 @@ fn render_keyhints(state: &ChooserState, frame: &mut Frame, area: Rect) {
                 "move",
             ),
             ("enter".into(), "start"),
-            (first(Action::Filter), "filter"),
+            (first(Action::Search), "filter"),
             (first(Action::Help), "help"),
             (format!("{}/esc", first(Action::Quit)), "quit"),
         ]
@@ -265,7 +265,7 @@ fn render_help(state: &ChooserState, frame: &mut Frame, area: Rect) {
             "first / last",
         ),
         ("enter".into(), "start the highlighted scenario"),
-        (km.label(Action::Filter), "filter by name or title"),
+        (km.label(Action::Search), "filter by name or title"),
         (km.label(Action::Back), "clear the filter, else quit"),
         (km.label(Action::Quit), "quit without starting"),
         (km.label(Action::Help), "this help"),
