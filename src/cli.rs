@@ -665,8 +665,9 @@ async fn drive_with(
     }
 }
 
-/// Simulated latency of each call in a watched demo: what Kubernetes, Prometheus and Loki
-/// take over a VPN from a bastion under load. About ten calls follow one another in a run
+/// Simulated latency of each call in a watched demo whose recording carries no `latency_ms`
+/// (recordings made with `--record` do, and are replayed at their own pace): what Kubernetes,
+/// Prometheus and Loki take over a VPN from a bastion under load. About ten calls follow one another in a run
 /// (specialists run side by side), so a demo takes 20-40 s; `f` in the console skips ahead.
 const DEMO_PACE: (std::time::Duration, std::time::Duration) = (
     std::time::Duration::from_millis(1200),
