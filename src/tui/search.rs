@@ -84,6 +84,34 @@ impl Filter {
         }
     }
 
+    /// The row the current match is on, in the rows the pane shows (all rows for a search,
+    /// the matching ones for a filter).
+    pub fn current_row(&self) -> Option<usize> {
+        let c = self.current?;
+        if self.hides() {
+            Some(c)
+        } else {
+            self.rows.get(c).copied()
+        }
+    }
+
+    /// Look through a prose pane's rows as last drawn; small, so each pass starts over.
+    fn scan_rows(&mut self, rows: &[String]) {
+        self.rows = rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| contains_ci(r, &self.lowered))
+            .map(|(i, _)| i)
+            .collect();
+        self.scanned = rows.len();
+        self.done = true;
+        if let Some(c) = self.current
+            && c >= self.rows.len()
+        {
+            self.current = self.rows.len().checked_sub(1);
+        }
+    }
+
     /// "3/41" for the status bar; "3/41+" while still scanning.
     pub fn position(&self) -> String {
         let cur = self.current.map_or(0, |c| c + 1);
@@ -146,6 +174,23 @@ pub fn contains_ci(text: &str, lowered_query: &str) -> bool {
 }
 
 impl AppState {
+    /// The search of a prose pane (details, summary, chat), when one is applied to it.
+    pub fn search_of(&self, pane: Pane) -> Option<&Filter> {
+        self.filter
+            .as_ref()
+            .filter(|f| f.pane == pane && f.target.is_none() && f.pane != Pane::Timeline)
+    }
+
+    /// The scroll of a pane that shows prose rows.
+    pub(crate) fn prose_scroll(&mut self, pane: Pane) -> Option<&mut super::scroll::Scroll> {
+        match pane {
+            Pane::Evidence => Some(&mut self.evidence),
+            Pane::Summary => Some(&mut self.summary),
+            Pane::Chat => Some(&mut self.chat),
+            Pane::Timeline => None,
+        }
+    }
+
     /// Bring the applied query up to date with the fold: new timeline rows, one more step of a
     /// long text scan. Called after every message.
     pub(crate) fn sync_filter(&mut self) {
@@ -168,6 +213,9 @@ impl AppState {
                 f.scanned = timeline.len();
                 f.done = true;
             }
+            Pane::Summary => f.scan_rows(&self.summary.text()),
+            Pane::Chat => f.scan_rows(&self.chat.text()),
+            Pane::Evidence if f.target.is_none() => f.scan_rows(&self.evidence.text()),
             _ => {
                 let Some(id) = f.target.clone() else {
                     f.done = true;
@@ -201,12 +249,18 @@ impl AppState {
         }
         if f.jump && !f.rows.is_empty() {
             f.jump = false;
-            if f.pane == Pane::Evidence {
-                let top = self.evidence.top();
-                let i = f.rows.partition_point(|r| *r < top).min(f.rows.len() - 1);
-                f.current = Some(i);
-                let row = if f.hides() { i } else { f.rows[i] };
-                self.evidence.show(row);
+            let pane = f.pane;
+            let top = match pane {
+                Pane::Evidence => self.evidence.top(),
+                Pane::Summary => self.summary.top(),
+                Pane::Chat => self.chat.top(),
+                Pane::Timeline => return,
+            };
+            let i = f.rows.partition_point(|r| *r < top).min(f.rows.len() - 1);
+            f.current = Some(i);
+            let row = if f.hides() { i } else { f.rows[i] };
+            if let Some(scroll) = self.prose_scroll(pane) {
+                scroll.show(row);
             }
         }
     }
@@ -258,7 +312,10 @@ pub(crate) fn next_match(state: &mut AppState, forward: bool) {
             };
             f.current = Some(i);
             let row = if f.hides() { i } else { f.rows[i] };
-            state.evidence.show(row);
+            let pane = f.pane;
+            if let Some(scroll) = state.prose_scroll(pane) {
+                scroll.show(row);
+            }
         }
     }
 }
@@ -291,19 +348,21 @@ pub(crate) fn apply(state: &mut AppState, query: &str, mode: Mode) {
         state.filter = None;
         return;
     }
-    let target = (state.focus == Pane::Evidence)
+    let evidence = (state.focus == Pane::Evidence)
         .then(|| state.displayed_evidence_id())
-        .flatten()
-        .filter(|id| {
-            state
-                .index
-                .evidence(state.incident(), id)
-                .is_some_and(|e| !matches!(e.body, EvidenceBody::TimeSeries { .. }))
-        });
-    let pane = if target.is_some() {
-        Pane::Evidence
-    } else {
-        Pane::Timeline
+        .flatten();
+    let chart = evidence.as_ref().is_some_and(|id| {
+        state
+            .index
+            .evidence(state.incident(), id)
+            .is_none_or(|e| matches!(e.body, EvidenceBody::TimeSeries { .. }))
+    });
+    // An evidence body is searched through its line index; details, summary and chat through
+    // their rows as last drawn; a chart has no text, so the timeline is searched instead.
+    let (pane, target) = match (state.focus, evidence) {
+        (Pane::Evidence, Some(_)) if chart => (Pane::Timeline, None),
+        (Pane::Evidence, Some(id)) => (Pane::Evidence, Some(id)),
+        (pane, _) => (pane, None),
     };
     let mut f = Filter::new(pane, mode, query);
     f.target = target.clone();
@@ -338,9 +397,21 @@ pub(crate) fn apply(state: &mut AppState, query: &str, mode: Mode) {
             state.selection_changed();
         }
     } else {
-        if mode == Mode::Filter {
-            state.evidence.apply(Move::Top);
+        if mode == Mode::Filter
+            && let Some(scroll) = state.prose_scroll(pane)
+        {
+            scroll.apply(Move::Top);
         }
         state.sync_filter();
+        if let Some(f) = &state.filter
+            && f.done
+            && f.rows.is_empty()
+        {
+            let q = f.query.clone();
+            state.set_status(
+                format!("no match for {q:?} in the {} pane", pane.name()),
+                false,
+            );
+        }
     }
 }
