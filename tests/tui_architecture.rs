@@ -22,6 +22,7 @@ const CORE: &[&str] = &[
     "sanitize",
     "scroll",
     "search",
+    "search_job",
     "state",
     "theme",
 ];

@@ -190,3 +190,94 @@ fn the_chat_is_searched_through_the_search_command() {
         want.len()
     );
 }
+
+/// A console showing one large log item in the evidence pane, drawn once.
+fn big_log(lines: usize) -> AppState {
+    let mut text = String::with_capacity(lines * 40);
+    for i in 0..lines {
+        if i % 1000 == 0 {
+            text.push_str(&format!("09:00:00 ERROR needle number {i}\n"));
+        } else {
+            text.push_str(&format!("09:00:00 INFO  request {i} ok\n"));
+        }
+    }
+    let records = vec![
+        sitrep::model::Record {
+            t: 0.0,
+            event: fixtures::started(),
+        },
+        sitrep::model::Record {
+            t: 1.0,
+            event: sitrep::model::Event::EvidenceAdded {
+                evidence: sitrep::model::Evidence {
+                    id: "big".into(),
+                    kind: "logs".into(),
+                    title: "big log".into(),
+                    source: "test".into(),
+                    call_id: None,
+                    body: sitrep::model::EvidenceBody::Text {
+                        language: "log".into(),
+                        text,
+                    },
+                },
+            },
+        },
+    ];
+    let mut s = fixtures::live(&records, 200, 50);
+    let _ = update(&mut s, Msg::Resize(200, 50));
+    s.follow = false;
+    s.timeline_sel = (0..s.timeline_len())
+        .find(|i| {
+            s.timeline_sel = *i;
+            s.displayed_evidence_id().as_deref() == Some("big")
+        })
+        .expect("the big item's row");
+    press(&mut s, "2");
+    let _ = draw(&s);
+    s
+}
+
+#[test]
+fn a_large_body_is_searched_beside_the_ui_and_the_count_grows() {
+    let mut s = big_log(2_000_000);
+    let started = std::time::Instant::now();
+    press(&mut s, "/needle\n");
+    assert!(s.searching(), "the key returns before a 60 MB scan ends");
+    // Counts seen while it runs only grow, and end at one match per thousand lines.
+    let mut seen = vec![s.filter.as_ref().map_or(0, |f| f.rows.len())];
+    while s.searching() && started.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let _ = update(&mut s, Msg::Clock(1.0));
+        seen.push(s.filter.as_ref().map_or(0, |f| f.rows.len()));
+    }
+    assert!(!s.searching());
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert!(
+        seen.iter().any(|n| *n > 0 && *n < 2_000),
+        "partial counts were shown while scanning: {seen:?}"
+    );
+    let f = s.filter.as_ref().expect("search");
+    assert_eq!(f.rows.len(), 2_000);
+    assert!(f.rows.iter().all(|r| r % 1000 == 0));
+    assert_eq!(f.position(), "1/2000");
+}
+
+#[test]
+fn a_new_query_replaces_a_running_scan_and_esc_stops_it() {
+    let mut s = big_log(2_000_000);
+    press(&mut s, "/needle\n");
+    assert!(s.searching());
+    // A second query while the first still runs: only the new query's lines are listed.
+    press(&mut s, "/request 1999999\n");
+    fixtures::settle(&mut s);
+    let f = s.filter.as_ref().expect("search");
+    assert_eq!(f.query, "request 1999999");
+    assert_eq!(f.rows, vec![1_999_999]);
+    press(&mut s, "/needle\n");
+    assert!(s.searching());
+    let _ = update(
+        &mut s,
+        Msg::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)),
+    );
+    assert!(s.filter.is_none() && !s.searching(), "esc drops the search");
+}

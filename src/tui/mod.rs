@@ -34,6 +34,7 @@ pub mod sanitize;
 pub mod screen;
 pub mod scroll;
 pub mod search;
+pub mod search_job;
 pub mod state;
 pub mod statusbar;
 pub mod terminal;

@@ -1,15 +1,12 @@
 //! Search and filter, lnav's way: `/` marks every match in the focused pane and `n`/`N` jump
-//! between them; `&` (or `:filter`) hides what does not match. A large body is scanned in
-//! bounded steps between frames, so typing never waits, and a new query drops the old scan.
+//! between them; `&` (or `:filter`) hides what does not match. A large body is scanned on its
+//! own thread (`search_job`) while the UI goes on; a new query drops, and so cancels, the old scan.
 
 use super::keymap::Action;
 use super::scroll::Move;
 use super::state::{AppState, Pane, shown};
 use crate::model::EvidenceBody;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-
-/// Bytes of a text body scanned per step (a few milliseconds at most).
-pub const STEP_BYTES: usize = 4 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -38,6 +35,8 @@ pub struct Filter {
     pub done: bool,
     /// Jump to the first match once the scan finds one.
     jump: bool,
+    /// The scan of a text body running beside the UI; dropped with the filter, which stops it.
+    job: Option<super::search_job::Job>,
 }
 
 impl Filter {
@@ -60,6 +59,7 @@ impl Filter {
             current: None,
             done: false,
             jump: true,
+            job: None,
         }
     }
 
@@ -119,44 +119,37 @@ impl Filter {
         format!("{cur}/{}{more}", self.rows.len())
     }
 
-    /// Scan up to [`STEP_BYTES`] more of `text`, recording matching lines.
-    fn scan_text(&mut self, text: &str, lines: &super::index::LineIndex) {
-        let Some(re) = &self.finder else {
+    /// Take what the text scan found since the last look; start one (or resume after the
+    /// body grew) when none runs.
+    fn scan_text(
+        &mut self,
+        text_len: usize,
+        source: impl FnOnce() -> Option<super::search_job::Source>,
+        line_of: impl Fn(usize) -> usize,
+    ) {
+        let Some(re) = self.finder.clone() else {
             self.done = true;
             return;
         };
-        let bytes = text.as_bytes();
-        if self.scanned >= bytes.len() {
-            self.done = true;
-            return;
-        }
-        // Stop at a line end so no line is split between two steps.
-        let mut end = (self.scanned + STEP_BYTES).min(bytes.len());
-        if end < bytes.len() {
-            end = match bytes[end..].iter().position(|b| *b == b'\n') {
-                Some(p) => end + p + 1,
-                None => bytes.len(),
-            };
-        }
-        let mut at = self.scanned;
-        while let Some(m) = re.find_at(&bytes[..end], at) {
-            let line = lines.line_of(m.start());
-            if self.rows.last() != Some(&line) {
-                self.rows.push(line);
-            }
-            // Next line: one hit per line is enough to list it.
-            at = lines
-                .starts
-                .get(line + 1)
-                .copied()
-                .unwrap_or(end)
-                .max(m.end());
-            if at >= end {
-                break;
+        if let Some(job) = &self.job
+            && let Some(found) = job.poll()
+        {
+            self.rows.extend(found.rows);
+            self.scanned = self.scanned.max(found.scanned);
+            if found.done {
+                self.job = None;
             }
         }
-        self.scanned = end;
-        self.done = end >= bytes.len();
+        if self.job.is_none() && self.scanned < text_len {
+            match source() {
+                Some(src) => {
+                    let from = self.scanned;
+                    self.job = Some(super::search_job::Job::spawn(src, re, from, line_of(from)));
+                }
+                None => self.scanned = text_len,
+            }
+        }
+        self.done = self.job.is_none() && self.scanned >= text_len;
     }
 }
 
@@ -223,15 +216,18 @@ impl AppState {
                 };
                 if let Some(doc) = self.index.doc(inc, &id) {
                     if f.scanned > doc.text.len() {
+                        // Another body under the same id (a replay sought back): start over.
                         f.rows.clear();
                         f.scanned = 0;
+                        f.job = None;
                     }
-                    let before = f.scanned;
-                    f.scan_text(doc.text, doc.lines);
-                    // A streaming log grew: the scan resumes on the next message.
-                    if f.scanned == before && f.scanned < doc.text.len() {
-                        f.done = false;
-                    }
+                    let index = &self.index;
+                    // A streaming log that grew is scanned on from where the last scan ended.
+                    f.scan_text(
+                        doc.text.len(),
+                        || index.source(inc, &id),
+                        |at| doc.lines.line_of(at),
+                    );
                 } else if let Some(EvidenceBody::Table { rows, .. }) =
                     self.index.evidence(inc, &id).map(|e| &e.body)
                 {
