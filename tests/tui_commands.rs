@@ -169,3 +169,16 @@ fn a_remapped_key_shows_in_the_hint_bar_and_help() {
     update(&mut s, key(KeyCode::F(1)));
     assert!(matches!(s.overlay, Some(Overlay::Help { .. })));
 }
+
+#[test]
+fn a_key_bound_to_a_palette_command_runs_it() {
+    let mut o = std::collections::BTreeMap::new();
+    o.insert("export".to_string(), "x".to_string());
+    let km = Keymap::with_overrides(&o).expect("valid override");
+    let mut s = fixtures::live(&fixtures::mid_gather(), 120, 40);
+    s.keymap = km;
+    assert_eq!(
+        update(&mut s, key(KeyCode::Char('x'))),
+        vec![Effect::ExportReport]
+    );
+}

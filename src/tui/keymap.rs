@@ -168,8 +168,10 @@ impl Keymap {
     pub fn with_overrides(overrides: &BTreeMap<String, String>) -> Result<Keymap, KeymapError> {
         let mut map = Keymap::default();
         for (name, keys) in overrides {
-            let action =
-                Action::from_name(name).ok_or_else(|| KeymapError::UnknownAction(name.clone()))?;
+            let action = Action::from_name(name)
+                // The agent's commands are asked in chat; a key cannot ask them.
+                .filter(|a| a.scope() != Scope::Agent)
+                .ok_or_else(|| KeymapError::UnknownAction(name.clone()))?;
             let parsed = keys
                 .split_whitespace()
                 .map(|k| {
@@ -352,6 +354,9 @@ mod tests {
         let mut same = BTreeMap::new();
         same.insert("confirm".to_string(), "a".to_string());
         assert!(Keymap::with_overrides(&same).is_err());
+        let mut agent = BTreeMap::new();
+        agent.insert("why".to_string(), "y".to_string());
+        assert!(Keymap::with_overrides(&agent).is_err());
         let mut unknown = BTreeMap::new();
         unknown.insert("fly".to_string(), "f".to_string());
         assert_eq!(

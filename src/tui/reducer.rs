@@ -234,6 +234,10 @@ pub(crate) fn run_action(state: &mut AppState, action: Action) -> Vec<Effect> {
         }
         // Palette commands with an argument, the modal's keys, and the agent's commands are
         // run by the palette, the approval modal and the agent.
+        // A key bound in `[keys]` to a palette command without an argument runs it.
+        a if a.spec().palette && a.spec().arg.is_empty() => {
+            return super::palette_state::run_command(state, a.name());
+        }
         _ => {}
     }
     Vec::new()
