@@ -647,10 +647,6 @@ fn ui_options(config: &Config) -> crate::tui::UiOptions {
 }
 
 /// Run an investigation in the console, or headless, until it ends.
-async fn drive(cli: &Cli, config: &Config, handle: AgentHandle) -> anyhow::Result<()> {
-    drive_with(cli, handle, ui_options(config)).await
-}
-
 async fn drive_with(
     cli: &Cli,
     handle: AgentHandle,
@@ -1144,8 +1140,18 @@ fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
         let case = world.case().map(|c| c.id.clone());
         let mut opts = agent_options(&config, mode, case, !args.no_save, args.diagnosis_only);
         opts.model = model;
-        let handle = agent::spawn(Arc::new(world), trigger, opts);
-        drive(cli, &config, handle).await
+        let world = Arc::new(world);
+        let mut ui = ui_options(&config);
+        if args.case.is_some() && !cli.headless {
+            // Watched, a recorded case keeps the rhythm it was recorded with; `f` skips ahead.
+            world.pace_recorded_only();
+            let paced = world.clone();
+            ui.skip_ahead = Some(Arc::new(move || {
+                paced.set_pace(std::time::Duration::ZERO, std::time::Duration::ZERO)
+            }));
+        }
+        let handle = agent::spawn(world, trigger, opts);
+        drive_with(cli, handle, ui).await
     })
 }
 

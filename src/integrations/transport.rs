@@ -783,6 +783,8 @@ pub struct ReplayTransport {
     /// Simulated latency range in ms (0, 0 = answer at once); the demo uses it so a recorded world
     /// unfolds at the pace of a live one.
     pace_ms: Mutex<(u64, u64)>,
+    /// Wait the latency a recording carries (on whenever pacing is; alone for a watched case).
+    recorded_pace: std::sync::atomic::AtomicBool,
 }
 
 impl ReplayTransport {
@@ -794,6 +796,7 @@ impl ReplayTransport {
             }),
             redactor: Redactor::new(),
             pace_ms: Mutex::new((0, 0)),
+            recorded_pace: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -806,17 +809,33 @@ impl ReplayTransport {
             let hi = max.as_millis().min(u128::from(u64::MAX)) as u64;
             *pace = (lo.min(hi), hi.max(lo));
         }
+        self.recorded_pace
+            .store(!max.is_zero(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Wait only the latencies recordings carry; answer the others at once (a watched case:
+    /// its rhythm is the one recorded, nothing is invented). `set_pace(0, 0)` turns it off.
+    pub fn pace_recorded_only(&self) {
+        if let Ok(mut pace) = self.pace_ms.lock() {
+            *pace = (0, 0);
+        }
+        self.recorded_pace
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn delay_for(&self, req: &Request, recorded: Option<u64>) -> Duration {
         use std::hash::{Hash, Hasher};
         let (lo, hi) = self.pace_ms.lock().map(|p| *p).unwrap_or((0, 0));
-        if hi == 0 {
-            return Duration::ZERO;
-        }
-        if let Some(ms) = recorded {
+        if let Some(ms) = recorded
+            && self
+                .recorded_pace
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
             // A hung call in the recording must not stall a demo for minutes.
             return Duration::from_millis(ms.min(MAX_RECORDED_WAIT_MS));
+        }
+        if hi == 0 {
+            return Duration::ZERO;
         }
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         (&req.integration, &req.method, &req.path, &req.query).hash(&mut hasher);
@@ -958,6 +977,16 @@ mod tests {
         t.set_pace(Duration::ZERO, Duration::ZERO);
         let started = tokio::time::Instant::now();
         assert!(t.send(&req).await.is_ok());
+        assert_eq!(started.elapsed(), Duration::ZERO);
+        // A watched case waits what was recorded, and invents nothing for the rest.
+        t.pace_recorded_only();
+        let started = tokio::time::Instant::now();
+        assert!(t.send(&req).await.is_ok());
+        assert_eq!(started.elapsed(), Duration::from_millis(2_400));
+        let bare = Request::new("prometheus", "GET", "/api/v1/other");
+        t.overlay(vec![rec("/api/v1/other", json!({}), json!("o"))]);
+        let started = tokio::time::Instant::now();
+        assert!(t.send(&bare).await.is_ok());
         assert_eq!(started.elapsed(), Duration::ZERO);
     }
 
