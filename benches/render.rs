@@ -1,5 +1,6 @@
-//! Frame time at 200x50 over 100k events with a 1M-line evidence item, and bytes written to the
-//! terminal per frame when one line arrives.
+//! Frame time at 200x50 over 100k events with a 1M-line evidence item, bytes written to the
+//! terminal per frame when one line arrives, and searching the 1M-line item (time to the last
+//! match, the longest frame meanwhile, `n` to the next match).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -209,6 +210,62 @@ fn bytes_for(state: &mut AppState, msg: Msg) -> usize {
     counter.0.load(Ordering::Relaxed)
 }
 
+fn press(state: &mut AppState, keys: &str) {
+    for ch in keys.chars() {
+        let code = if ch == '\n' {
+            KeyCode::Enter
+        } else {
+            KeyCode::Char(ch)
+        };
+        update(state, Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+    }
+}
+
+/// Search the 1M-line item as the event loop would run it: a frame per tick until the scan is
+/// done. Reports the time to the last match, the longest frame (update + draw) meanwhile, and
+/// `n` (update + draw) over the matches found.
+fn search(state: &mut AppState, term: &mut Terminal<TestBackend>) {
+    let started = Instant::now();
+    press(state, "/served in 96ms\n");
+    let key = started.elapsed();
+    let mut longest = key;
+    let mut frames = 0;
+    while state.searching() && started.elapsed() < Duration::from_secs(120) {
+        if let Some(wait) = state.tick_in() {
+            std::thread::sleep(wait);
+        }
+        let t = Instant::now();
+        let now = state.now_t;
+        update(state, Msg::Clock(now));
+        let _ = term.draw(|f| sitrep::tui::draw(state, f));
+        longest = longest.max(t.elapsed());
+        frames += 1;
+    }
+    let total = started.elapsed();
+    let found = state.filter.as_ref().map_or(0, |f| f.rows.len());
+    eprintln!(
+        "search 1M lines (80 MB) for a 1-in-97 line: {found} matches, last found after {:.1} ms \
+         over {frames} frames; enter took {:.3} ms; longest frame meanwhile {:.3} ms",
+        total.as_secs_f64() * 1000.0,
+        key.as_secs_f64() * 1000.0,
+        longest.as_secs_f64() * 1000.0
+    );
+    let mut times = Vec::new();
+    for _ in 0..500 {
+        let t = Instant::now();
+        press(state, "n");
+        let _ = term.draw(|f| sitrep::tui::draw(state, f));
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    eprintln!(
+        "search-next (n, then a frame): p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        percentile(&times, 0.5),
+        percentile(&times, 0.99),
+        times.last().copied().unwrap_or(0.0)
+    );
+}
+
 fn bench(c: &mut Criterion) {
     let t0 = Instant::now();
     let mut state = big_session();
@@ -275,6 +332,9 @@ fn bench(c: &mut Criterion) {
     state.follow = false;
     state.timeline_sel = 1;
     state.focus = Pane::Evidence;
+    state.evidence.show(500_000);
+    search(&mut state, &mut term);
+    state.filter = None;
     state.evidence.show(500_000);
     c.bench_function("frame_200x50_100k_events_1M_lines", |b| {
         b.iter(|| {

@@ -683,10 +683,6 @@ fn ui_options(config: &Config) -> crate::tui::UiOptions {
 }
 
 /// Run an investigation in the console, or headless, until it ends.
-async fn drive(cli: &Cli, config: &Config, handle: AgentHandle) -> anyhow::Result<()> {
-    drive_with(cli, handle, ui_options(config)).await
-}
-
 async fn drive_with(
     cli: &Cli,
     handle: AgentHandle,
@@ -701,8 +697,9 @@ async fn drive_with(
     }
 }
 
-/// Simulated latency of each call in a watched demo: what Kubernetes, Prometheus and Loki
-/// take over a VPN from a bastion under load. About ten calls follow one another in a run
+/// Simulated latency of each call in a watched demo whose recording carries no `latency_ms`
+/// (recordings made with `--record` do, and are replayed at their own pace): what Kubernetes,
+/// Prometheus and Loki take over a VPN from a bastion under load. About ten calls follow one another in a run
 /// (specialists run side by side), so a demo takes 20-40 s; `f` in the console skips ahead.
 const DEMO_PACE: (std::time::Duration, std::time::Duration) = (
     std::time::Duration::from_millis(1200),
@@ -1185,8 +1182,18 @@ fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
         let case = world.case().map(|c| c.id.clone());
         let mut opts = agent_options(&config, mode, case, !args.no_save, args.diagnosis_only);
         opts.model = model;
-        let handle = agent::spawn(Arc::new(world), trigger, opts);
-        drive(cli, &config, handle).await
+        let world = Arc::new(world);
+        let mut ui = ui_options(&config);
+        if args.case.is_some() && !cli.headless {
+            // Watched, a recorded case keeps the rhythm it was recorded with; `f` skips ahead.
+            world.pace_recorded_only();
+            let paced = world.clone();
+            ui.skip_ahead = Some(Arc::new(move || {
+                paced.set_pace(std::time::Duration::ZERO, std::time::Duration::ZERO)
+            }));
+        }
+        let handle = agent::spawn(world, trigger, opts);
+        drive_with(cli, handle, ui).await
     })
 }
 

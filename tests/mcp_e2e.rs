@@ -426,9 +426,5 @@ fn the_palette_and_chat_send_tool_runs_to_the_agent() {
             "{effects:?}"
         );
     }
-    assert!(
-        sitrep::tui::app::COMMANDS
-            .iter()
-            .any(|(name, _, _)| *name == "tool")
-    );
+    assert!(sitrep::model::commands::palette().any(|spec| spec.name == "tool"));
 }

@@ -9,6 +9,8 @@ const CORE: &[&str] = &[
     "app",
     "approval_state",
     "chooser_state",
+    "colour",
+    "export",
     "follow",
     "inbox_state",
     "index",
@@ -20,6 +22,7 @@ const CORE: &[&str] = &[
     "sanitize",
     "scroll",
     "search",
+    "search_job",
     "state",
     "theme",
 ];
@@ -36,9 +39,12 @@ const VIEWS: &[&str] = &[
     "help",
     "highlight",
     "inbox",
+    "inbox_rows",
     "inbox_run",
+    "list_screen",
     "palette",
     "replay_bar",
+    "screen",
     "report",
     "statusbar",
     "terminal",
@@ -141,9 +147,9 @@ fn the_checker_sees_a_forbidden_edge() {
 }
 
 #[test]
-fn no_tui_file_is_much_over_500_lines() {
+fn no_tui_file_is_over_500_lines() {
     for (name, text) in sources() {
         let n = text.lines().count();
-        assert!(n <= 600, "src/tui/{name}.rs has {n} lines");
+        assert!(n <= 500, "src/tui/{name}.rs has {n} lines");
     }
 }

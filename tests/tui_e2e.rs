@@ -1,5 +1,6 @@
 //! End to end in tmux: `sitrep demo` with a high-risk fix, approved from the keyboard, verified,
-//! and the terminal handed back to the shell when the operator quits; the scenario chooser.
+//! and the terminal handed back to the shell when the operator quits; the scenario chooser;
+//! search in the evidence and summary panes.
 
 mod support;
 
@@ -245,5 +246,58 @@ fn search_in_the_evidence_pane_shows_the_match_count_in_tmux() {
         screen.contains("┏ 2 Logs:"),
         "the search ran in the focused log evidence: {screen}"
     );
+    quit_to_shell(&tmux);
+}
+
+#[test]
+fn search_in_the_summary_pane_shows_the_match_count_in_tmux() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_sitrep"));
+    if !tmux::available() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    if !demo_available(bin) {
+        eprintln!("skipping: `sitrep demo --list` does not offer {SCENARIO}");
+        return;
+    }
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("tempdir: {e}"),
+    };
+    let tmux = start_shell("summary-search", dir.path());
+    tmux.keys(&[
+        &format!(
+            "unset SITREP_CONFIG; {} demo {SCENARIO} --fast --no-save",
+            bin.display()
+        ),
+        "Enter",
+    ]);
+    tmux.wait_for("the approval modal", Duration::from_secs(60), |s| {
+        s.contains("APPROVAL REQUIRED")
+    });
+    std::thread::sleep(Duration::from_millis(600));
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the modal to close", Duration::from_secs(10), |s| {
+        !s.contains("APPROVAL REQUIRED")
+    });
+    tmux.keys(&["4"]);
+    tmux.wait_for("the summary pane", Duration::from_secs(10), |s| {
+        s.contains("4 summary")
+    });
+    tmux.keys(&["/", "checkout", "Enter"]);
+    let screen = tmux.wait_for("the match count", Duration::from_secs(10), |s| {
+        s.lines().any(|l| {
+            l.split("search checkout ")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|n| n.split_once('/'))
+                .is_some_and(|(a, b)| a == "1" && b.parse::<u32>().is_ok_and(|n| n >= 1))
+        })
+    });
+    assert!(
+        screen.contains("4 summary"),
+        "the search ran in the summary pane: {screen}"
+    );
+    tmux.keys(&["n"]);
     quit_to_shell(&tmux);
 }

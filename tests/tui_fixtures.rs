@@ -497,3 +497,14 @@ pub fn chooser(w: u16, h: u16) -> sitrep::tui::chooser_state::ChooserState {
     s.size = (w, h);
     s
 }
+
+/// Let a search running beside the UI finish, as the event loop's ticks would (10 s at most).
+pub fn settle(s: &mut AppState) {
+    let started = std::time::Instant::now();
+    while s.searching() && started.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let t = s.now_t;
+        let _ = sitrep::tui::app::update(s, sitrep::tui::app::Msg::Clock(t));
+    }
+    assert!(!s.searching(), "the search finished within 10 s");
+}

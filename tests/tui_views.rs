@@ -229,6 +229,7 @@ fn search_marks_every_match_counts_them_and_n_jumps() {
         press(&mut s, [key('/')]);
         typed(&mut s, "postgres");
         press(&mut s, [code(KeyCode::Enter)]);
+        fixtures::settle(&mut s);
         let f = s.filter.as_ref().expect("search applied");
         assert_eq!(f.rows.len(), 40);
         assert_eq!(f.position(), "1/40");
@@ -278,6 +279,7 @@ fn filter_keeps_only_the_matching_lines() {
     press(&mut s, [key('&')]);
     typed(&mut s, "ERROR");
     press(&mut s, [code(KeyCode::Enter)]);
+    fixtures::settle(&mut s);
     let screen = text(&draw(&s));
     let body: Vec<&str> = screen
         .lines()

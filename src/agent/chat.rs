@@ -2,58 +2,91 @@
 
 use super::evidence::Chart;
 use super::specialists::{Caller, lock};
+use crate::model::commands::{self, Cmd};
 use crate::model::{ActionStatus, ChatRole, Event, Incident, StageStatus, catalog};
 use crate::reason::Observations;
 use crate::runbook::{Runbook, Step};
 use std::sync::Mutex;
 
-pub(super) const HELP: &str = "Ask: `why` (diagnosis and its evidence), `evidence`, `status`, `actions`, \
-`ruled out`, `runbooks`, `/runbook NAME`. Approve or deny actions in the approval panel.";
+/// What the operator can ask, from the command table (the same names the console's help lists).
+pub fn help() -> String {
+    let asks: Vec<String> = commands::agent()
+        .map(|s| {
+            if s.arg.is_empty() {
+                format!("`{}` ({})", s.name, s.help)
+            } else {
+                format!("`/{}` ({})", commands::usage(s), s.help)
+            }
+        })
+        .collect();
+    format!(
+        "Ask: {}. Approve or deny actions in the approval panel.",
+        asks.join(", ")
+    )
+}
 
 /// The rules' answer when no model is configured: a free question that the rules do not
 /// recognise says so plainly, then gives the rules' own explanation.
 pub fn answer_without_model(text: &str, incident: &Incident, runbooks: &[Runbook]) -> String {
-    let reply = answer(text, incident, runbooks);
-    if reply == HELP && !text.trim().starts_with('/') {
-        format!(
+    match command(text) {
+        Some((cmd, arg)) => run(cmd, &arg, incident, runbooks),
+        None if text.trim().starts_with('/') => help(),
+        None => format!(
             "No model configured (add an [llm] section to the config to ask free questions). \
-             From the rules: {}\n{reply}",
-            why(incident)
-        )
-    } else {
-        reply
+             From the rules: {}\n{}",
+            why(incident),
+            help()
+        ),
     }
+}
+
+/// Which agent command a message asks for: `/name ARG` or `name` exactly, else the first
+/// command one of whose words the question contains.
+pub fn command(text: &str) -> Option<(Cmd, String)> {
+    let q = text.trim().to_lowercase();
+    let bare = q.strip_prefix('/').unwrap_or(&q);
+    let (word, arg) = bare
+        .split_once(char::is_whitespace)
+        .map(|(w, a)| (w, a.trim()))
+        .unwrap_or((bare, ""));
+    let named = commands::agent().find(|s| s.name == word || s.aliases.contains(&word));
+    if let Some(s) = named
+        && (arg.is_empty() || !s.arg.is_empty())
+    {
+        return Some((s.cmd, arg.to_string()));
+    }
+    if q.starts_with('/') {
+        return None;
+    }
+    commands::agent()
+        .find(|s| s.words.iter().any(|w| q.contains(w)))
+        .map(|s| (s.cmd, String::new()))
 }
 
 /// Answer one operator message from what the investigation knows so far.
 pub fn answer(text: &str, incident: &Incident, runbooks: &[Runbook]) -> String {
-    let q = text.trim().to_lowercase();
-    if let Some(name) = q.strip_prefix("/runbook") {
-        return runbook(name.trim(), runbooks);
+    match command(text) {
+        Some((cmd, arg)) => run(cmd, &arg, incident, runbooks),
+        None => help(),
     }
-    if q == "runbooks" || q == "/runbooks" {
-        return runbooks
+}
+
+fn run(cmd: Cmd, arg: &str, incident: &Incident, runbooks: &[Runbook]) -> String {
+    match cmd {
+        Cmd::Why => why(incident),
+        Cmd::RuledOut => ruled_out(incident),
+        Cmd::Evidence => evidence(incident),
+        Cmd::Actions => actions(incident),
+        Cmd::Status => status(incident),
+        Cmd::Runbook => runbook(arg, runbooks),
+        Cmd::Runbooks => runbooks
             .iter()
             .map(|r| format!("{}: {}", r.name, r.description))
             .collect::<Vec<_>>()
-            .join("\n");
+            .join("\n"),
+        // Only agent commands come out of `command`.
+        _ => help(),
     }
-    if q.contains("why") || q.contains("cause") || q.contains("diagnos") {
-        return why(incident);
-    }
-    if q.contains("ruled") || q.contains("not ") {
-        return ruled_out(incident);
-    }
-    if q.contains("evidence") || q.contains("show") {
-        return evidence(incident);
-    }
-    if q.contains("action") || q.contains("fix") || q.contains("approve") {
-        return actions(incident);
-    }
-    if q.contains("status") || q.contains("where") || q.contains("progress") {
-        return status(incident);
-    }
-    HELP.to_string()
 }
 
 /// `/tool KIND [JSON params]`: the kind and the params text, when `text` is such a line.
@@ -295,6 +328,20 @@ mod tests {
         );
         let a = answer("Why", &i, &[]);
         assert!(a.contains("bad deploy") && a.contains("80%"), "{a}");
+    }
+
+    #[test]
+    fn every_agent_command_is_reached_by_its_table_name() {
+        let h = help();
+        for spec in commands::agent() {
+            assert!(h.contains(spec.name), "help misses {}", spec.name);
+            let asked = format!("/{}", spec.name);
+            assert_eq!(command(&asked).map(|c| c.0), Some(spec.cmd), "{asked}");
+            assert_eq!(command(spec.name).map(|c| c.0), Some(spec.cmd));
+        }
+        assert_eq!(command("/nope"), None);
+        assert_eq!(command("what caused this?").map(|c| c.0), Some(Cmd::Why));
+        assert!(answer_without_model("/nope", &Incident::new(), &[]).starts_with("Ask:"));
     }
 
     #[test]

@@ -698,6 +698,10 @@ pub struct Recording {
     pub query: BTreeMap<String, Value>,
     pub status: u16,
     pub body: Body,
+    /// How long the live system took to answer, written by `--record`; a watched replay waits
+    /// this long. Older recordings have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
 }
 
 impl Recording {
@@ -778,7 +782,12 @@ impl RecordingTransport {
         &self.path
     }
 
-    fn append(&self, req: &Request, resp: &Response) -> Result<(), IntegrationError> {
+    fn append(
+        &self,
+        req: &Request,
+        resp: &Response,
+        latency: Duration,
+    ) -> Result<(), IntegrationError> {
         let query: BTreeMap<String, Value> = req
             .query
             .iter()
@@ -799,6 +808,7 @@ impl RecordingTransport {
             query,
             status: resp.status,
             body,
+            latency_ms: Some(latency.as_millis().min(u128::from(u64::MAX)) as u64),
         };
         let write_err = |e: String| {
             req.error(ErrorKind::Other(format!(
@@ -821,8 +831,9 @@ impl RecordingTransport {
 impl Transport for RecordingTransport {
     fn send<'a>(&'a self, req: &'a Request) -> BoxFuture<'a, Result<Response, IntegrationError>> {
         Box::pin(async move {
+            let started = std::time::Instant::now();
             let resp = self.inner.send(req).await?;
-            self.append(req, &resp)?;
+            self.append(req, &resp, started.elapsed())?;
             Ok(resp)
         })
     }
@@ -840,6 +851,9 @@ struct ReplayState {
     used: HashMap<(usize, usize), usize>,
 }
 
+/// Longest recorded latency a paced replay waits.
+const MAX_RECORDED_WAIT_MS: u64 = 10_000;
+
 /// Answers from recordings, by the case-directory matching rule.
 pub struct ReplayTransport {
     state: Mutex<ReplayState>,
@@ -847,6 +861,8 @@ pub struct ReplayTransport {
     /// Simulated latency range in ms (0, 0 = answer at once); the demo uses it so a recorded world
     /// unfolds at the pace of a live one.
     pace_ms: Mutex<(u64, u64)>,
+    /// Wait the latency a recording carries (on whenever pacing is; alone for a watched case).
+    recorded_pace: std::sync::atomic::AtomicBool,
 }
 
 impl ReplayTransport {
@@ -858,22 +874,44 @@ impl ReplayTransport {
             }),
             redactor: Redactor::new(),
             pace_ms: Mutex::new((0, 0)),
+            recorded_pace: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
-    /// Answer each request after a delay in `min..=max`, the same for the same request on every run,
-    /// so a replayed world keeps the rhythm of a live one.
+    /// Pace the replay: each answer waits the latency it was recorded with, or, for recordings
+    /// without one, a delay in `min..=max` that is the same for the same request on every run, so
+    /// a replayed world keeps the rhythm of a live one. `(0, 0)` answers at once.
     pub fn set_pace(&self, min: Duration, max: Duration) {
         if let Ok(mut pace) = self.pace_ms.lock() {
             let lo = min.as_millis().min(u128::from(u64::MAX)) as u64;
             let hi = max.as_millis().min(u128::from(u64::MAX)) as u64;
             *pace = (lo.min(hi), hi.max(lo));
         }
+        self.recorded_pace
+            .store(!max.is_zero(), std::sync::atomic::Ordering::Relaxed);
     }
 
-    fn delay_for(&self, req: &Request) -> Duration {
+    /// Wait only the latencies recordings carry; answer the others at once (a watched case:
+    /// its rhythm is the one recorded, nothing is invented). `set_pace(0, 0)` turns it off.
+    pub fn pace_recorded_only(&self) {
+        if let Ok(mut pace) = self.pace_ms.lock() {
+            *pace = (0, 0);
+        }
+        self.recorded_pace
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn delay_for(&self, req: &Request, recorded: Option<u64>) -> Duration {
         use std::hash::{Hash, Hasher};
         let (lo, hi) = self.pace_ms.lock().map(|p| *p).unwrap_or((0, 0));
+        if let Some(ms) = recorded
+            && self
+                .recorded_pace
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            // A hung call in the recording must not stall a demo for minutes.
+            return Duration::from_millis(ms.min(MAX_RECORDED_WAIT_MS));
+        }
         if hi == 0 {
             return Duration::ZERO;
         }
@@ -929,13 +967,12 @@ impl ReplayTransport {
 impl Transport for ReplayTransport {
     fn send<'a>(&'a self, req: &'a Request) -> BoxFuture<'a, Result<Response, IntegrationError>> {
         Box::pin(async move {
-            let delay = self.delay_for(req);
+            let found = self.answer(req);
+            let delay = self.delay_for(req, found.as_ref().and_then(|r| r.latency_ms));
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
-            let rec = self
-                .answer(req)
-                .ok_or_else(|| req.error(ErrorKind::NoRecording))?;
+            let rec = found.ok_or_else(|| req.error(ErrorKind::NoRecording))?;
             let mut body = rec.body;
             // Cases come from elsewhere; mask them like any live answer.
             body.redact(&self.redactor);
@@ -972,6 +1009,7 @@ mod tests {
             query: serde_json::from_value(query).unwrap_or_default(),
             status: 200,
             body: Body::Json(body),
+            latency_ms: None,
         }
     }
 
@@ -988,16 +1026,76 @@ mod tests {
         );
 
         t.set_pace(Duration::from_millis(150), Duration::from_millis(900));
-        let delay = t.delay_for(&req);
+        let delay = t.delay_for(&req, None);
         assert!((150..=900).contains(&delay.as_millis()), "{delay:?}");
         assert_eq!(
             delay,
-            t.delay_for(&req),
+            t.delay_for(&req, None),
             "the same request gets the same delay"
         );
         let started = tokio::time::Instant::now();
         assert!(t.send(&req).await.is_ok());
         assert_eq!(started.elapsed(), delay);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn paced_replay_waits_the_recorded_latency_and_a_skip_drops_it() {
+        let mut slow = rec("/api/v1/rules", json!({}), json!("r"));
+        slow.latency_ms = Some(2_400);
+        let t = ReplayTransport::new(vec![slow]);
+        let req = Request::new("prometheus", "GET", "/api/v1/rules");
+        let started = tokio::time::Instant::now();
+        assert!(t.send(&req).await.is_ok());
+        assert_eq!(started.elapsed(), Duration::ZERO, "unpaced: at once");
+        t.set_pace(Duration::from_millis(150), Duration::from_millis(900));
+        let started = tokio::time::Instant::now();
+        assert!(t.send(&req).await.is_ok());
+        assert_eq!(started.elapsed(), Duration::from_millis(2_400));
+        // The skip-ahead key turns pacing off; recorded latencies no longer wait either.
+        t.set_pace(Duration::ZERO, Duration::ZERO);
+        let started = tokio::time::Instant::now();
+        assert!(t.send(&req).await.is_ok());
+        assert_eq!(started.elapsed(), Duration::ZERO);
+        // A watched case waits what was recorded, and invents nothing for the rest.
+        t.pace_recorded_only();
+        let started = tokio::time::Instant::now();
+        assert!(t.send(&req).await.is_ok());
+        assert_eq!(started.elapsed(), Duration::from_millis(2_400));
+        let bare = Request::new("prometheus", "GET", "/api/v1/other");
+        t.overlay(vec![rec("/api/v1/other", json!({}), json!("o"))]);
+        let started = tokio::time::Instant::now();
+        assert!(t.send(&bare).await.is_ok());
+        assert_eq!(started.elapsed(), Duration::ZERO);
+    }
+
+    #[test]
+    fn recordings_without_a_latency_still_load() {
+        let old =
+            r#"{"integration":"prometheus","method":"GET","path":"/x","status":200,"body":"ok"}"#;
+        let r: Recording = serde_json::from_str(old).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.latency_ms, None);
+        let line = serde_json::to_string(&r).unwrap_or_default();
+        assert!(!line.contains("latency_ms"), "{line}");
+    }
+
+    #[tokio::test]
+    async fn recording_writes_how_long_the_answer_took() {
+        let mut slow = rec("/api/v1/rules", json!({}), json!("r"));
+        slow.latency_ms = Some(60);
+        let inner = ReplayTransport::new(vec![slow]);
+        inner.set_pace(Duration::from_millis(1), Duration::from_millis(1));
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let t =
+            RecordingTransport::new(Arc::new(inner), dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let req = Request::new("prometheus", "GET", "/api/v1/rules");
+        assert!(t.send(&req).await.is_ok());
+        let text = std::fs::read_to_string(t.path()).unwrap_or_default();
+        let r: Recording = serde_json::from_str(text.lines().last().unwrap_or(""))
+            .unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert!(
+            r.latency_ms.is_some_and(|ms| (60..5_000).contains(&ms)),
+            "{r:?}"
+        );
     }
 
     #[tokio::test]

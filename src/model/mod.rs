@@ -2,6 +2,7 @@
 
 mod alert;
 pub mod catalog;
+pub mod commands;
 mod event;
 mod facts;
 mod incident;

@@ -2,7 +2,7 @@
 
 pub use super::approval_state::{APPROVAL_GUARD, ApprovalStage, ApprovalUi, target_name};
 pub use super::index::{Index, LineIndex};
-pub use super::palette_state::{COMMANDS, PaletteState, palette_candidates, run_command};
+pub use super::palette_state::{PaletteState, palette_candidates, run_command};
 pub use super::reducer::{chat_command, update};
 pub use super::replay_state::ReplayUi;
 pub use super::scroll::Scroll;

@@ -66,6 +66,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         &state.chat,
         state.chat.wrap,
         th.get(Role::Text),
+        state.search_of(Pane::Chat).map(|f| (f, th)),
     );
     if input_h == 0 {
         return;

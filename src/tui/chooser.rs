@@ -4,48 +4,22 @@ use super::chooser_state::{ChooserState, Entry};
 use super::keymap::Action;
 use super::sanitize::sanitize;
 use super::theme::Role;
-use super::{centered, pane_block};
+use super::{centered, list_screen, pane_block};
 use ratatui::Frame;
-use ratatui::layout::{Alignment, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph};
+use ratatui::widgets::{Clear, Paragraph};
 
 /// Rows one scenario takes: name, title, what it exercises.
 const ROWS: usize = 3;
 
 pub fn draw(state: &ChooserState, frame: &mut Frame) {
-    let area = frame.area();
-    if area.width < 24 || area.height < 6 {
-        let msg = Paragraph::new("terminal too small").alignment(Alignment::Center);
-        frame.render_widget(
-            msg,
-            Rect {
-                y: area.y + area.height / 2,
-                height: area.height.min(1),
-                ..area
-            },
-        );
+    let Some(screen) = list_screen::frame(frame, &state.theme, (24, 6), 1) else {
         return;
-    }
-    let th = &state.theme;
-    frame.render_widget(Block::default().style(th.get(Role::Text)), area);
-    let header = Rect { height: 1, ..area };
-    let list = Rect {
-        y: area.y + 1,
-        height: area.height - 3,
-        ..area
     };
-    let status = Rect {
-        y: area.y + area.height - 2,
-        height: 1,
-        ..area
-    };
-    let hints = Rect {
-        y: area.y + area.height - 1,
-        height: 1,
-        ..area
-    };
+    let (area, header, list) = (screen.area, screen.header[0], screen.list);
+    let (status, hints) = (screen.status, screen.hints);
     render_header(state, frame, header);
     render_list(state, frame, list);
     render_status(state, frame, status);
@@ -233,7 +207,7 @@ fn render_keyhints(state: &ChooserState, frame: &mut Frame, area: Rect) {
                 "move",
             ),
             ("enter".into(), "start"),
-            (first(Action::Filter), "filter"),
+            (first(Action::Search), "filter"),
             (first(Action::Help), "help"),
             (format!("{}/esc", first(Action::Quit)), "quit"),
         ]
@@ -265,7 +239,7 @@ fn render_help(state: &ChooserState, frame: &mut Frame, area: Rect) {
             "first / last",
         ),
         ("enter".into(), "start the highlighted scenario"),
-        (km.label(Action::Filter), "filter by name or title"),
+        (km.label(Action::Search), "filter by name or title"),
         (km.label(Action::Back), "clear the filter, else quit"),
         (km.label(Action::Quit), "quit without starting"),
         (km.label(Action::Help), "this help"),

@@ -237,7 +237,7 @@ fn on_key(state: &mut ChooserState, key: KeyEvent) -> Option<Choice> {
         }
         Action::Back => return Some(Choice::Quit),
         Action::Help => state.help = true,
-        Action::Filter => state.filter_input = Some(state.filter.clone()),
+        Action::Search => state.filter_input = Some(state.filter.clone()),
         Action::Down => state.step(1),
         Action::Up => state.step(-1),
         Action::PageDown => state.step(3),

@@ -1,8 +1,9 @@
 //! The details of a timeline row without an evidence body (tool calls, findings, actions,
 //! decisions, stages) and the diagnosis summary pane.
 
-use super::app::AppState;
+use super::app::{AppState, Pane};
 use super::scroll::Scroll;
+use super::search::Filter;
 use super::theme::Role;
 use super::{fmt_t, highlight, pane_block, sanitize::sanitize, text};
 use crate::model::TimelineKind;
@@ -311,11 +312,13 @@ pub fn render_summary(state: &AppState, frame: &mut Frame, area: Rect) {
         &state.summary,
         state.summary.wrap,
         th.get(Role::Text),
+        state.search_of(Pane::Summary).map(|f| (f, th)),
     );
 }
 
 /// Draw small content through a [`Scroll`]: wrapped to the width when `wrap`, with the
-/// sizes handed back to the scroll.
+/// sizes and the rows' text handed back to the scroll. A search of the pane marks its matches
+/// (the current one in the selection colour); a filter keeps only the matching rows.
 pub fn render_rows(
     frame: &mut Frame,
     inner: Rect,
@@ -323,12 +326,13 @@ pub fn render_rows(
     scroll: &Scroll,
     wrap: bool,
     style: ratatui::style::Style,
+    search: Option<(&Filter, &super::theme::Theme)>,
 ) {
     let (h, w) = (usize::from(inner.height), usize::from(inner.width));
     if h == 0 || w == 0 {
         return;
     }
-    let rows: Vec<Line<'static>> = if wrap {
+    let mut rows: Vec<Line<'static>> = if wrap {
         lines.into_iter().flat_map(|l| text::wrap(l, w)).collect()
     } else {
         lines
@@ -336,9 +340,39 @@ pub fn render_rows(
             .map(|l| cut_line(l, scroll.col, w))
             .collect()
     };
+    let plain: Vec<String> = rows.iter().map(|l| l.to_string()).collect();
+    if let Some((f, _)) = search
+        && f.hides()
+    {
+        rows = rows
+            .into_iter()
+            .zip(&plain)
+            .filter(|(_, t)| f.matches(t))
+            .map(|(l, _)| l)
+            .collect();
+    }
     scroll.report(rows.len(), h, w);
     let top = scroll.top_for(rows.len(), h);
-    let visible: Vec<Line> = rows.into_iter().skip(top).take(h).collect();
+    let current = search.and_then(|(f, _)| f.current_row());
+    let visible: Vec<Line> = rows
+        .into_iter()
+        .enumerate()
+        .skip(top)
+        .take(h)
+        .map(|(i, line)| match search {
+            Some((f, th)) => {
+                let marks = f.ranges(&line.to_string());
+                let role = if current == Some(i) {
+                    Role::Selection
+                } else {
+                    Role::Match
+                };
+                text::mark(line, &marks, th.get(role))
+            }
+            None => line,
+        })
+        .collect();
+    scroll.report_text(plain);
     frame.render_widget(Paragraph::new(visible).style(style), inner);
 }
 

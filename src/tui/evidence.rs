@@ -45,6 +45,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
             &state.evidence,
             true,
             th.get(Role::Text),
+            state.search_of(Pane::Evidence).map(|f| (f, th)),
         );
         return;
     };

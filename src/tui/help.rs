@@ -1,9 +1,9 @@
 //! The `?` overlay: every key, generated from the live keymap so remapped keys show correctly.
 
-use super::app::{AppState, COMMANDS};
+use super::app::AppState;
 use super::theme::Role;
 use super::{centered, pane_block};
-use crate::model::catalog;
+use crate::model::{catalog, commands};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -30,15 +30,27 @@ pub fn lines(state: &AppState) -> Vec<Line<'static>> {
         "Commands (: in the console, / in chat)",
         th.get(Role::Title),
     )));
-    for (name, arg, desc) in COMMANDS {
-        let k = if arg.is_empty() {
-            name.to_string()
-        } else {
-            format!("{name} {arg}")
-        };
+    for spec in commands::palette() {
         out.push(Line::from(vec![
-            Span::styled(format!("  {k:<16}"), th.get(Role::KeyhintKey)),
-            Span::raw(*desc),
+            Span::styled(
+                format!("  {:<16}", commands::usage(spec)),
+                th.get(Role::KeyhintKey),
+            ),
+            Span::raw(spec.help),
+        ]));
+    }
+    out.push(Line::raw(""));
+    out.push(Line::from(Span::styled(
+        commands::Scope::Agent.title(),
+        th.get(Role::Title),
+    )));
+    for spec in commands::agent() {
+        out.push(Line::from(vec![
+            Span::styled(
+                format!("  {:<16}", commands::usage(spec)),
+                th.get(Role::KeyhintKey),
+            ),
+            Span::raw(spec.help),
         ]));
     }
     // From the catalog, so the list and the floors are the ones policy enforces.

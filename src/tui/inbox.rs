@@ -1,59 +1,28 @@
 //! The inbox screen: source health, alerts grouped karma-style with severity, age and markers, a label
 //! overview, the filter or action prompt, and key hints.
 
+use super::inbox_rows::{alert_line, group_line};
 use super::inbox_state::{InboxState, Prompt, Row};
 use super::sanitize::sanitize;
 use super::theme::Role;
-use super::{centered, pane_block};
-use crate::inbox::{AlertState, Group, InboxAlert, severity_rank};
+use super::{centered, list_screen, pane_block};
+use crate::inbox::{AlertState, Group, severity_rank};
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Rect};
-use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph};
+use ratatui::widgets::{Clear, Paragraph};
 
 /// Width from which the label overview sits beside the list.
 const OVERVIEW_MIN_WIDTH: u16 = 120;
 const OVERVIEW_WIDTH: u16 = 36;
 
 pub fn draw(state: &InboxState, frame: &mut Frame) {
-    let area = frame.area();
-    if area.width < 30 || area.height < 8 {
-        let msg = Paragraph::new("terminal too small").alignment(Alignment::Center);
-        frame.render_widget(
-            msg,
-            Rect {
-                y: area.y + area.height / 2,
-                height: area.height.min(1),
-                ..area
-            },
-        );
+    let Some(screen) = list_screen::frame(frame, &state.theme, (30, 8), 2) else {
         return;
-    }
-    let th = &state.theme;
-    frame.render_widget(Block::default().style(th.get(Role::Text)), area);
-    let header = Rect { height: 1, ..area };
-    let sources = Rect {
-        y: area.y + 1,
-        height: 1,
-        ..area
     };
-    let body = Rect {
-        y: area.y + 2,
-        height: area.height - 4,
-        ..area
-    };
-    let status = Rect {
-        y: area.y + area.height - 2,
-        height: 1,
-        ..area
-    };
-    let hints = Rect {
-        y: area.y + area.height - 1,
-        height: 1,
-        ..area
-    };
+    let (area, body, status, hints) = (screen.area, screen.list, screen.status, screen.hints);
+    let (header, sources) = (screen.header[0], screen.header[1]);
     render_header(state, frame, header);
     render_sources(state, frame, sources);
     let groups = state.groups();
@@ -79,7 +48,7 @@ pub fn draw(state: &InboxState, frame: &mut Frame) {
     }
 }
 
-fn severity_role(severity: &str) -> Role {
+pub(super) fn severity_role(severity: &str) -> Role {
     match severity_rank(severity) {
         3 => Role::SeverityCritical,
         2 => Role::SeverityWarning,
@@ -181,180 +150,6 @@ fn render_sources(state: &InboxState, frame: &mut Frame, area: Rect) {
         }
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
-}
-
-fn markers(a: &InboxAlert) -> Vec<(String, Role)> {
-    let mut out = Vec::new();
-    match a.state {
-        AlertState::Silenced => out.push(("silenced".to_string(), Role::Dim)),
-        AlertState::Inhibited => out.push(("inhibited".to_string(), Role::Dim)),
-        AlertState::Acknowledged => out.push(("acked".to_string(), Role::Dim)),
-        AlertState::Triggered => out.push(("triggered".to_string(), Role::Warn)),
-        AlertState::Firing => {}
-    }
-    out
-}
-
-fn group_line(state: &InboxState, g: &Group, width: usize, selected: bool) -> Line<'static> {
-    let th = &state.theme;
-    let sel = |s: Style| {
-        if selected {
-            s.patch(th.get(Role::Selection))
-        } else {
-            s
-        }
-    };
-    let title = sanitize(&g.title()).into_owned();
-    let mut spans = vec![
-        Span::styled("▾ ", sel(th.get(Role::Dim))),
-        Span::styled(
-            title,
-            sel(th
-                .get(severity_role(&g.severity))
-                .add_modifier(Modifier::BOLD)),
-        ),
-        Span::styled(format!("  ×{}", g.alerts.len()), sel(th.get(Role::Text))),
-        Span::styled(
-            format!("  {}", age(g.oldest, state.now)),
-            sel(th.get(Role::Dim)),
-        ),
-    ];
-    let states: Vec<String> = g
-        .states
-        .iter()
-        .map(|(s, n)| format!("{n} {}", s.name()))
-        .collect();
-    spans.push(Span::styled(
-        format!("  [{}]", states.join(", ")),
-        sel(th.get(Role::Dim)),
-    ));
-    pad(
-        spans,
-        width,
-        if selected {
-            Some(th.get(Role::Selection))
-        } else {
-            None
-        },
-    )
-}
-
-fn alert_line(state: &InboxState, a: &InboxAlert, width: usize, selected: bool) -> Line<'static> {
-    let th = &state.theme;
-    let sel = |s: Style| {
-        if selected {
-            s.patch(th.get(Role::Selection))
-        } else {
-            s
-        }
-    };
-    let quiet = !a.state.needs_attention();
-    let sev = if a.severity.is_empty() {
-        "-".to_string()
-    } else {
-        a.severity.clone()
-    };
-    let sev_style = if quiet {
-        th.get(Role::Dim)
-    } else {
-        th.get(severity_role(&a.severity))
-    };
-    let mut spans = vec![
-        Span::styled(if quiet { "  ○ " } else { "  ● " }, sel(sev_style)),
-        Span::styled(format!("{:<8.8} ", sanitize(&sev)), sel(sev_style)),
-        Span::styled(
-            format!("{:>4} ", age(a.starts_at, state.now)),
-            sel(th.get(Role::Dim)),
-        ),
-        Span::styled(format!("{:<4} ", short_source(a)), sel(th.get(Role::Dim))),
-    ];
-    for (m, role) in markers(a) {
-        spans.push(Span::styled(format!("[{m}] "), sel(th.get(role))));
-    }
-    if !a.assignees.is_empty() {
-        spans.push(Span::styled(
-            format!("@{} ", sanitize(&a.assignees.join(", @"))),
-            sel(th.get(Role::Title)),
-        ));
-    }
-    if let Some(path) = state.sessions.get(&a.fingerprint) {
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        spans.push(Span::styled(
-            format!("▶ {} ", sanitize(&name)),
-            sel(th.get(Role::Running)),
-        ));
-    }
-    let labels: Vec<String> = a
-        .labels
-        .iter()
-        // Name and severity have their own columns; group labels are in the group's header.
-        .filter(|(k, _)| {
-            !matches!(k.as_str(), "alertname" | "severity") && !state.group_by.contains(k)
-        })
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    let title = if a.title != a.alertname || state.group_by.iter().all(|g| g != "alertname") {
-        format!("{}  ", a.title)
-    } else {
-        String::new()
-    };
-    spans.push(Span::styled(
-        sanitize(&title).into_owned(),
-        sel(if quiet {
-            th.get(Role::Dim)
-        } else {
-            th.get(Role::Text)
-        }),
-    ));
-    spans.push(Span::styled(
-        sanitize(&labels.join(" ")).into_owned(),
-        sel(th.get(Role::Dim)),
-    ));
-    pad(
-        spans,
-        width,
-        if selected {
-            Some(th.get(Role::Selection))
-        } else {
-            None
-        },
-    )
-}
-
-fn short_source(a: &InboxAlert) -> &'static str {
-    match a.source {
-        crate::inbox::Source::Alertmanager => "am",
-        crate::inbox::Source::Prometheus => "prom",
-        crate::inbox::Source::PagerDuty => "pd",
-    }
-}
-
-/// Cuts the spans at `width` columns and fills the rest (with the selection colour when selected).
-fn pad(spans: Vec<Span<'static>>, width: usize, fill: Option<Style>) -> Line<'static> {
-    let mut out = Vec::new();
-    let mut used = 0usize;
-    for s in spans {
-        let w = s.width();
-        if used + w <= width {
-            used += w;
-            out.push(s);
-        } else {
-            let room = width.saturating_sub(used);
-            if room > 1 {
-                let cut: String = s.content.chars().take(room - 1).collect();
-                used += cut.chars().count() + 1;
-                out.push(Span::styled(format!("{cut}…"), s.style));
-            }
-            break;
-        }
-    }
-    if let Some(style) = fill {
-        out.push(Span::styled(" ".repeat(width.saturating_sub(used)), style));
-    }
-    Line::from(out)
 }
 
 fn render_list(state: &InboxState, groups: &[Group], frame: &mut Frame, area: Rect) {

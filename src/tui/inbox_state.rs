@@ -420,7 +420,7 @@ fn on_key(state: &mut InboxState, key: KeyEvent) -> Option<InboxChoice> {
         }
         Action::Back => {}
         Action::Help => state.help = true,
-        Action::Filter => state.filter_input = Some(state.filter_text.clone()),
+        Action::Search => state.filter_input = Some(state.filter_text.clone()),
         Action::Down => state.step(1),
         Action::Up => state.step(-1),
         Action::PageDown => state.step(half),

@@ -2,6 +2,7 @@
 
 use crate::model::{EvidenceBody, Incident};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Byte offsets of the lines of one text evidence item, so any line is found in O(1).
 #[derive(Clone, Debug, Default)]
@@ -68,8 +69,9 @@ pub struct Index {
     evidence_len: usize,
     /// Line offsets of the item on screen (text bodies, or JSON as pretty-printed once).
     pub lines: HashMap<String, LineIndex>,
-    /// Pretty-printed JSON of the item on screen, built once when it is opened.
-    pretty: HashMap<String, String>,
+    /// Pretty-printed JSON of the item on screen, built once when it is opened and shared
+    /// with a search running beside the UI.
+    pretty: HashMap<String, Arc<str>>,
 }
 
 /// A text view of one evidence item: the body held by the incident (or its pretty JSON, held
@@ -142,6 +144,17 @@ impl Index {
             .or_else(|| inc.evidence(id))
     }
 
+    /// The shared text of an opened text or JSON item, for a search on another thread.
+    pub fn source(&self, inc: &Incident, id: &str) -> Option<super::search_job::Source> {
+        use super::search_job::Source;
+        if let Some(p) = self.pretty.get(id) {
+            return Some(Source::Pretty(p.clone()));
+        }
+        let i = *self.evidence.get(id)?;
+        let e = inc.evidence.get(i).filter(|e| e.id == id)?;
+        matches!(e.body, EvidenceBody::Text { .. }).then(|| Source::Evidence(e.clone()))
+    }
+
     /// The item as lines of text, when it is text or JSON and has been opened.
     pub fn doc<'a>(&'a self, inc: &'a Incident, id: &str) -> Option<Doc<'a>> {
         let lines = self.lines.get(id)?;
@@ -171,7 +184,9 @@ impl Index {
                 None
             }
             Some(EvidenceBody::Json { value }) => {
-                let p = serde_json::to_string_pretty(value).unwrap_or_default();
+                let p: Arc<str> = serde_json::to_string_pretty(value)
+                    .unwrap_or_default()
+                    .into();
                 li.extend(&p);
                 Some(p)
             }

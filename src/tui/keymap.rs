@@ -4,85 +4,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Where a binding applies; the help overlay groups keys by scope.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
-    Global,
-    Navigation,
-    Approval,
-    Replay,
-}
-
-impl Scope {
-    pub fn title(self) -> &'static str {
-        match self {
-            Scope::Global => "Global",
-            Scope::Navigation => "Timeline & evidence",
-            Scope::Approval => "Approval",
-            Scope::Replay => "Replay",
-        }
-    }
-}
-
-macro_rules! actions {
-    ($($variant:ident => $name:literal, $scope:ident, [$($key:literal),*], $desc:literal;)*) => {
-        /// Something a key can do.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum Action { $($variant),* }
-
-        impl Action {
-            pub const ALL: &'static [Action] = &[$(Action::$variant),*];
-            /// The name used in `[keys]` and in the palette.
-            pub fn name(self) -> &'static str { match self { $(Action::$variant => $name),* } }
-            pub fn scope(self) -> Scope { match self { $(Action::$variant => Scope::$scope),* } }
-            pub fn description(self) -> &'static str { match self { $(Action::$variant => $desc),* } }
-            fn default_keys(self) -> &'static [&'static str] { match self { $(Action::$variant => &[$($key),*]),* } }
-            pub fn from_name(name: &str) -> Option<Action> {
-                Action::ALL.iter().copied().find(|a| a.name() == name)
-            }
-        }
-    };
-}
-
-actions! {
-    Quit => "quit", Global, ["q", "ctrl-c"], "quit (the session file is kept)";
-    Help => "help", Global, ["?"], "this help";
-    Palette => "palette", Global, [":"], "command palette";
-    Filter => "filter", Global, ["/"], "search the focused pane (n/N jump)";
-    FilterRows => "filter_rows", Global, ["&"], "filter: keep only matching rows";
-    NextMatch => "next_match", Global, ["n"], "next match";
-    PrevMatch => "prev_match", Global, ["N"], "previous match";
-    Back => "back", Global, ["esc"], "back / close / clear filter";
-    NextPane => "next_pane", Global, ["tab"], "next pane";
-    PrevPane => "prev_pane", Global, ["backtab"], "previous pane";
-    PaneTimeline => "pane_timeline", Global, ["1"], "timeline pane";
-    PaneEvidence => "pane_evidence", Global, ["2"], "evidence pane";
-    PaneChat => "pane_chat", Global, ["3"], "chat pane (type, enter sends, esc leaves)";
-    PaneSummary => "pane_summary", Global, ["4"], "diagnosis summary pane";
-    OpenApproval => "open_approval", Global, ["a"], "open the pending approval";
-    Down => "down", Navigation, ["j", "down"], "down";
-    Up => "up", Navigation, ["k", "up"], "up";
-    Top => "top", Navigation, ["g", "home"], "top";
-    Bottom => "bottom", Navigation, ["G", "end"], "bottom (timeline: follow live)";
-    PageDown => "half_page_down", Navigation, ["ctrl-d", "pagedown"], "half page down";
-    PageUp => "half_page_up", Navigation, ["ctrl-u", "pageup"], "half page up";
-    PanLeft => "pan_left", Navigation, ["h", "left"], "pan left (evidence)";
-    PanRight => "pan_right", Navigation, ["l", "right"], "pan right (evidence)";
-    Wrap => "wrap", Navigation, ["w"], "wrap long lines on/off";
-    Zoom => "zoom", Navigation, ["z"], "zoom the focused pane to full screen";
-    Report => "report", Global, ["r"], "show the report";
-    SkipAhead => "skip_ahead", Global, ["f"], "demo: skip ahead (calls answer at once)";
-    Approve => "approve", Approval, ["a"], "approve";
-    Confirm => "confirm", Approval, ["ctrl-y"], "confirm high risk (or type the target name + enter)";
-    Deny => "deny", Approval, ["d"], "deny, with a reason";
-    Edit => "edit", Approval, ["e"], "edit parameters (ctrl-s saves)";
-    TogglePlay => "toggle_play", Replay, ["space"], "play / pause";
-    Step => "step", Replay, ["."], "step one event";
-    PrevStage => "prev_stage", Replay, ["["], "previous stage";
-    NextStage => "next_stage", Replay, ["]"], "next stage";
-    Slower => "slower", Replay, ["<"], "slower";
-    Faster => "faster", Replay, [">"], "faster";
-}
+// The table of commands lives in the model so the agent reads the same names.
+pub use crate::model::commands::{Cmd as Action, Scope, Spec};
 
 /// A key with modifiers, normalised so `G` and `shift-g` are the same binding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -224,11 +147,10 @@ pub struct Keymap {
 
 impl Default for Keymap {
     fn default() -> Self {
-        let bindings = Action::ALL
-            .iter()
+        let bindings = Action::all()
             .map(|a| {
                 (
-                    *a,
+                    a,
                     a.default_keys()
                         .iter()
                         .filter_map(|k| Key::parse(k).ok())
@@ -246,8 +168,10 @@ impl Keymap {
     pub fn with_overrides(overrides: &BTreeMap<String, String>) -> Result<Keymap, KeymapError> {
         let mut map = Keymap::default();
         for (name, keys) in overrides {
-            let action =
-                Action::from_name(name).ok_or_else(|| KeymapError::UnknownAction(name.clone()))?;
+            let action = Action::from_name(name)
+                // The agent's commands are asked in chat; a key cannot ask them.
+                .filter(|a| a.scope() != Scope::Agent)
+                .ok_or_else(|| KeymapError::UnknownAction(name.clone()))?;
             let parsed = keys
                 .split_whitespace()
                 .map(|k| {
@@ -325,35 +249,62 @@ impl Keymap {
         })
     }
 
-    /// Display form of an action's keys, e.g. `j/↓`.
+    /// Display form of an action's keys, e.g. `j/↓`; a run of digits shows as `0-9`.
     pub fn label(&self, action: Action) -> String {
-        self.keys(action)
+        let keys = self.keys(action);
+        let digits: Vec<char> = keys
             .iter()
+            .filter_map(|k| match k.code {
+                KeyCode::Char(c) if c.is_ascii_digit() && k.mods.is_empty() => Some(c),
+                _ => None,
+            })
+            .collect();
+        if digits.len() > 2
+            && digits.len() == keys.len()
+            && digits.windows(2).all(|w| w[1] as u32 == w[0] as u32 + 1)
+        {
+            return format!("{}-{}", digits[0], digits[digits.len() - 1]);
+        }
+        keys.iter()
             .map(|k| k.to_string())
             .collect::<Vec<_>>()
             .join("/")
     }
 
-    /// Help lines grouped by scope: (scope title, [(keys, description)]).
+    /// The first key of each action, joined: `j/k`, `[/]`, `q`; a run of digits stays `0-9`.
+    pub fn short_label(&self, actions: &[Action]) -> String {
+        if let [one] = actions {
+            let full = self.label(*one);
+            if !full.contains('/') {
+                return full;
+            }
+        }
+        actions
+            .iter()
+            .filter_map(|a| self.keys(*a).first().map(|k| k.to_string()))
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    /// Help lines grouped by key scope: (scope title, [(keys, description)]).
     pub fn help(&self) -> Vec<(&'static str, Vec<(String, &'static str)>)> {
-        let mut out = Vec::new();
-        for scope in [
+        [
             Scope::Global,
             Scope::Navigation,
             Scope::Approval,
             Scope::Replay,
-        ] {
-            let rows: Vec<_> = Action::ALL
-                .iter()
-                .filter(|a| a.scope() == scope)
-                .map(|a| (self.label(*a), a.description()))
+            Scope::Palette,
+            Scope::Chat,
+        ]
+        .into_iter()
+        .map(|scope| {
+            let rows = Action::all()
+                .filter(|a| a.scope() == scope && !self.keys(*a).is_empty())
+                .map(|a| (self.label(a), a.description()))
                 .collect();
-            out.push((scope.title(), rows));
-        }
-        if let Some((_, rows)) = out.iter_mut().find(|(t, _)| *t == Scope::Replay.title()) {
-            rows.push(("0-9".into(), "seek to 0%-90%"));
-        }
-        out
+            (scope.title(), rows)
+        })
+        .collect()
     }
 }
 
@@ -403,6 +354,9 @@ mod tests {
         let mut same = BTreeMap::new();
         same.insert("confirm".to_string(), "a".to_string());
         assert!(Keymap::with_overrides(&same).is_err());
+        let mut agent = BTreeMap::new();
+        agent.insert("why".to_string(), "y".to_string());
+        assert!(Keymap::with_overrides(&agent).is_err());
         let mut unknown = BTreeMap::new();
         unknown.insert("fly".to_string(), "f".to_string());
         assert_eq!(

@@ -8,18 +8,22 @@ pub mod chart;
 pub mod chat;
 pub mod chooser;
 pub mod chooser_state;
+pub mod colour;
 pub mod details;
 pub mod evidence;
+mod export;
 pub mod follow;
 pub mod header;
 pub mod help;
 pub mod highlight;
 pub mod inbox;
+mod inbox_rows;
 mod inbox_run;
 pub mod inbox_state;
 pub mod index;
 pub mod keymap;
 pub mod layout;
+pub mod list_screen;
 pub mod palette;
 pub mod palette_state;
 pub mod reducer;
@@ -27,8 +31,10 @@ pub mod replay_bar;
 pub mod replay_state;
 pub mod report;
 pub mod sanitize;
+pub mod screen;
 pub mod scroll;
 pub mod search;
+pub mod search_job;
 pub mod state;
 pub mod statusbar;
 pub mod terminal;
@@ -37,13 +43,15 @@ pub mod theme;
 pub mod timeline;
 
 use crate::model::{Command, Record};
-use app::{AppState, Effect, Msg, Overlay};
+use app::{AppState, Effect, Msg};
 use crossterm::event::{Event as TermEvent, KeyEventKind};
+use export::export_report;
+pub use export::report_path;
 use futures::StreamExt;
-use ratatui::Frame;
-use ratatui::layout::{Alignment, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Block, BorderType, Borders, Paragraph};
+use ratatui::widgets::{Block, BorderType, Borders};
+pub use screen::draw;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -126,50 +134,6 @@ pub(crate) fn centered(area: Rect, w: u16, h: u16) -> Rect {
         y: area.y + (area.height - h) / 2,
         width: w,
         height: h,
-    }
-}
-
-/// Draw the whole screen from the state.
-pub fn draw(state: &AppState, frame: &mut Frame) {
-    let area = frame.area();
-    let a = state.layout(area);
-    if a.too_small {
-        let msg = Paragraph::new(vec![
-            Line::raw("terminal too small"),
-            Line::raw(format!("need {}x{}", layout::MIN_WIDTH, layout::MIN_HEIGHT)),
-        ])
-        .alignment(Alignment::Center);
-        let y = area.height.saturating_sub(2) / 2;
-        frame.render_widget(
-            msg,
-            Rect {
-                y: area.y + y,
-                height: area.height.saturating_sub(y).min(2),
-                ..area
-            },
-        );
-        return;
-    }
-    frame.render_widget(Block::default().style(state.theme.get(Role::Text)), area);
-    header::render(state, frame, a.header);
-    timeline::render(state, frame, a.timeline);
-    evidence::render(state, frame, a.evidence);
-    chat::render(state, frame, a.chat);
-    replay_bar::render(state, frame, a.replay_bar);
-    statusbar::render_status(state, frame, a.status);
-    statusbar::render_keyhints(state, frame, a.keyhints, a.status.height == 0);
-    match &state.overlay {
-        Some(Overlay::Approval(ui)) => approval::render(state, ui, frame, area),
-        Some(Overlay::Credential { reference, .. }) => {
-            approval::render_credential(state, reference, frame, area)
-        }
-        Some(Overlay::Help { scroll }) => help::render(state, *scroll, frame, area),
-        Some(Overlay::Palette(p)) => palette::render(state, p, frame, area),
-        Some(Overlay::Report(scroll)) => report::render(state, scroll, frame, area),
-        None => {}
-    }
-    if state.focus == app::Pane::Chat && state.overlay.is_none() && !state.is_replay() {
-        // The textarea draws its own cursor cell; the terminal cursor stays hidden.
     }
 }
 
@@ -449,41 +413,6 @@ async fn join(task: &mut Option<TaskResult>) -> Result<String, String> {
 
 fn update_effects(state: &mut AppState, msg: Msg) {
     let _ = app::update(state, msg);
-}
-
-/// Where `/export` writes: next to the session file, else under the data directory.
-pub fn report_path(state: &AppState) -> PathBuf {
-    match &state.session_path {
-        Some(p) => p.with_extension("md"),
-        None => {
-            let id = if state.incident().id.is_empty() {
-                "report".to_string()
-            } else {
-                state.incident().id.clone()
-            };
-            crate::config::data_dir().join("reports").join(format!(
-                "{}.md",
-                sanitize::sanitize(&id).replace(['/', '\\'], "_")
-            ))
-        }
-    }
-}
-
-fn export_report(state: &mut AppState) {
-    let path = report_path(state);
-    let md = crate::session::export::markdown(state.incident());
-    let res = path
-        .parent()
-        .map(std::fs::create_dir_all)
-        .unwrap_or(Ok(()))
-        .and_then(|_| std::fs::write(&path, md));
-    match res {
-        Ok(()) => state.set_status(format!("report written to {}", path.display()), false),
-        Err(e) => state.set_status(
-            format!("cannot write the report to {}: {e}", path.display()),
-            true,
-        ),
-    }
 }
 
 /// Follow a session another process is running (`sitrep serve`): the live console over its file,

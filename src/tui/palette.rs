@@ -3,6 +3,7 @@
 use super::app::{AppState, PaletteState, palette_candidates};
 use super::theme::Role;
 use super::{centered, pane_block, sanitize::sanitize};
+use crate::model::commands;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -25,15 +26,8 @@ pub fn render(state: &AppState, p: &PaletteState, frame: &mut Frame, area: Rect)
         Span::raw(sanitize(&p.input).into_owned()),
         Span::styled("▏", th.get(Role::BorderFocus)),
     ])];
-    for (i, (name, arg, desc)) in cands.iter().enumerate() {
-        let text = format!(
-            " {:<28} {desc}",
-            if arg.is_empty() {
-                name.to_string()
-            } else {
-                format!("{name} {arg}")
-            }
-        );
+    for (i, spec) in cands.iter().enumerate() {
+        let text = format!(" {:<28} {}", commands::usage(spec), spec.help);
         let style = if i == p.selected {
             th.get(Role::Selection)
         } else {

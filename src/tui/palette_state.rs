@@ -1,11 +1,11 @@
 //! The `:` command palette's state and keys: commands, completion and running a command line.
 
-use super::reducer::open_approval;
+use super::keymap::{Action, Key, Scope, Spec};
 use super::scroll::Scroll;
 use super::search::{Mode, apply};
 use super::state::{AppState, Effect, Overlay, Pane};
 use super::theme::Theme;
-use crate::model::Command;
+use crate::model::{Command, commands};
 use crate::session::replay::{MAX_SPEED, MIN_SPEED};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -15,56 +15,16 @@ pub struct PaletteState {
     pub selected: usize,
 }
 
-/// Palette commands: (name, argument hint, description).
-pub const COMMANDS: &[(&str, &str, &str)] = &[
-    ("approve", "", "open the pending approval"),
-    ("cancel", "", "cancel the investigation"),
-    (
-        "export",
-        "",
-        "write the report (markdown) next to the session file",
-    ),
-    (
-        "filter",
-        "TEXT",
-        "keep only the rows of the focused pane that match",
-    ),
-    ("follow", "", "follow the live timeline"),
-    ("help", "", "show the keys"),
-    ("pane", "timeline|evidence|chat|summary", "focus a pane"),
-    ("quit", "", "leave sitrep"),
-    ("report", "", "show the report (rendered markdown)"),
-    ("runbook", "NAME", "ask the agent to run a runbook"),
-    (
-        "search",
-        "TEXT",
-        "mark matches in the focused pane (n/N jump)",
-    ),
-    ("seek", "PERCENT", "replay: jump to a point"),
-    ("speed", "0.25..64", "replay: playback speed"),
-    (
-        "theme",
-        "default|light|high-contrast|mono",
-        "switch the colour theme",
-    ),
-    (
-        "tool",
-        "KIND {JSON}",
-        "run a read tool by hand (catalog or MCP)",
-    ),
-];
-
-/// Commands whose name starts with what was typed (before the first space).
-pub fn palette_candidates(input: &str) -> Vec<&'static (&'static str, &'static str, &'static str)> {
+/// Palette commands whose name starts with what was typed (before the first space).
+pub fn palette_candidates(input: &str) -> Vec<&'static Spec> {
     let word = input.split_whitespace().next().unwrap_or("");
     let exact = input.contains(' ');
-    COMMANDS
-        .iter()
-        .filter(|(n, _, _)| {
+    commands::palette()
+        .filter(|s| {
             if exact {
-                *n == word
+                s.name == word || s.aliases.contains(&word)
             } else {
-                n.starts_with(word)
+                s.name.starts_with(word)
             }
         })
         .collect()
@@ -76,35 +36,41 @@ pub(crate) fn on_palette_key(
     key: KeyEvent,
 ) -> Vec<Effect> {
     let cands = palette_candidates(&p.input);
-    match key.code {
-        KeyCode::Esc => return Vec::new(),
-        KeyCode::Up => p.selected = p.selected.saturating_sub(1),
-        KeyCode::Down => p.selected = (p.selected + 1).min(cands.len().saturating_sub(1)),
-        KeyCode::Tab => {
-            if let Some((name, arg, _)) = cands.get(p.selected) {
+    let k = Key::from_event(&key);
+    // Printable characters are the command line; other keys come from the table.
+    let typed = matches!(key.code, KeyCode::Char(_))
+        && !key
+            .modifiers
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+    let action = if typed {
+        None
+    } else {
+        state
+            .keymap
+            .lookup(k, &[Scope::Palette, Scope::Global, Scope::Navigation])
+    };
+    match (action, key.code) {
+        (Some(Action::Back | Action::Quit), _) => return Vec::new(),
+        (Some(Action::Up), _) => p.selected = p.selected.saturating_sub(1),
+        (Some(Action::Down), _) => p.selected = (p.selected + 1).min(cands.len().saturating_sub(1)),
+        (Some(Action::Complete), _) => {
+            if let Some(spec) = cands.get(p.selected) {
                 if !p.input.contains(' ') {
-                    p.input = if arg.is_empty() {
-                        name.to_string()
+                    p.input = if spec.arg.is_empty() {
+                        spec.name.to_string()
                     } else {
-                        format!("{name} ")
+                        format!("{} ", spec.name)
                     };
                 }
                 p.selected = 0;
             }
         }
-        KeyCode::Backspace => {
-            p.input.pop();
-            p.selected = 0;
-        }
-        KeyCode::Enter => {
-            let line = if p.input.trim().is_empty() || !p.input.contains(' ') {
+        (Some(Action::Run), _) => {
+            let typed = p.input.trim();
+            let line = if typed.is_empty() || !p.input.contains(' ') {
                 match cands.get(p.selected) {
-                    Some((name, _, _)) if !p.input.trim().is_empty() || !cands.is_empty() => {
-                        if p.input.trim().is_empty() || name.starts_with(p.input.trim()) {
-                            name.to_string()
-                        } else {
-                            p.input.clone()
-                        }
+                    Some(spec) if typed.is_empty() || spec.name.starts_with(typed) => {
+                        spec.name.to_string()
                     }
                     _ => p.input.clone(),
                 }
@@ -113,7 +79,11 @@ pub(crate) fn on_palette_key(
             };
             return run_command(state, line.trim());
         }
-        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+        (_, KeyCode::Backspace) => {
+            p.input.pop();
+            p.selected = 0;
+        }
+        (None, KeyCode::Char(c)) if typed => {
             p.input.push(c);
             p.selected = 0;
         }
@@ -123,60 +93,63 @@ pub(crate) fn on_palette_key(
     Vec::new()
 }
 
-/// Run one palette command line.
+/// Run one command line (`:name ARG`, or `/name ARG` typed in chat).
 pub fn run_command(state: &mut AppState, line: &str) -> Vec<Effect> {
-    let (cmd, arg) = line
+    let (word, arg) = line
         .split_once(' ')
         .map(|(c, a)| (c, a.trim()))
         .unwrap_or((line, ""));
+    if word.is_empty() {
+        return Vec::new();
+    }
+    let Some(cmd) = Action::from_name(word).filter(|c| c.spec().palette) else {
+        state.set_status(
+            format!("unknown command {word:?} (: then tab lists them)"),
+            true,
+        );
+        return Vec::new();
+    };
     match cmd {
-        "" => {}
-        "approve" => open_approval(state),
-        "cancel" if state.is_replay() => state.set_status("replay is read-only", true),
-        "cancel" => return vec![Effect::SendCommand(Command::Cancel)],
-        "export" => return vec![Effect::ExportReport],
-        "quit" | "q" => return vec![Effect::Quit],
-        "help" => state.overlay = Some(Overlay::Help { scroll: 0 }),
-        "follow" => {
+        Action::Cancel if state.is_replay() => state.set_status("replay is read-only", true),
+        Action::Cancel => return vec![Effect::SendCommand(Command::Cancel)],
+        Action::Export => return vec![Effect::ExportReport],
+        Action::Follow => {
             state.follow = true;
             state.filter = None;
             state.focus = Pane::Timeline;
         }
-        "filter" => apply(state, arg, Mode::Filter),
-        "search" => apply(state, arg, Mode::Search),
-        "report" => show_report(state),
-        "pane" => match Pane::ORDER.iter().find(|p| p.name() == arg) {
+        Action::Filter | Action::Search if !arg.is_empty() => {
+            let mode = if cmd == Action::Filter {
+                Mode::Filter
+            } else {
+                Mode::Search
+            };
+            apply(state, arg, mode);
+        }
+        Action::Pane => match Pane::ORDER.iter().find(|p| p.name() == arg) {
             Some(p) => state.focus = *p,
             None => state.set_status(
                 format!("unknown pane {arg:?}: timeline, evidence, chat or summary"),
                 true,
             ),
         },
-        "runbook" if arg.is_empty() => {
+        Action::Runbook if arg.is_empty() => {
             state.set_status("usage: :runbook NAME, or /runbook NAME in chat", true)
         }
-        // The agent reads runbook requests from the conversation.
-        "runbook" if state.agent_done => state.set_status(
+        // The agent answers its own commands from the conversation.
+        a if a.scope() == Scope::Agent && state.agent_done => state.set_status(
             "the investigation has ended; the agent no longer listens",
             true,
         ),
-        "runbook" => {
-            return vec![Effect::SendCommand(Command::Chat {
-                text: format!("/runbook {arg}"),
-            })];
+        a if a.scope() == Scope::Agent => {
+            let text = if arg.is_empty() {
+                format!("/{}", a.name())
+            } else {
+                format!("/{} {arg}", a.name())
+            };
+            return vec![Effect::SendCommand(Command::Chat { text })];
         }
-        "tool" if state.is_replay() => state.set_status("replay is read-only", true),
-        "tool" if state.agent_done => state.set_status(
-            "the investigation has ended; the agent no longer listens",
-            true,
-        ),
-        // The agent runs it and answers in the chat pane; the call lands on the timeline.
-        "tool" => {
-            return vec![Effect::SendCommand(Command::Chat {
-                text: format!("/tool {arg}"),
-            })];
-        }
-        "theme" => match Theme::resolve(Some(arg), false) {
+        Action::Theme => match Theme::resolve(Some(arg), false) {
             Ok(t) => {
                 let t = t.for_terminal(super::theme::truecolor_env());
                 state.set_status(format!("theme {}", t.name), false);
@@ -184,23 +157,26 @@ pub fn run_command(state: &mut AppState, line: &str) -> Vec<Effect> {
             }
             Err(e) => state.set_status(e.to_string(), true),
         },
-        "speed" | "seek" => {
+        Action::Speed | Action::Seek if !arg.is_empty() || cmd == Action::Speed => {
             let Some(r) = &mut state.replay else {
-                state.set_status(format!("{cmd} works in replays only"), true);
+                state.set_status(format!("{word} works in replays only"), true);
                 return Vec::new();
             };
             let n: Option<f64> = arg.trim_end_matches(['x', '%']).parse().ok();
             match (cmd, n) {
-                ("speed", Some(s)) if (MIN_SPEED..=MAX_SPEED).contains(&s) => r.clock.set_speed(s),
-                ("seek", Some(p)) if (0.0..=100.0).contains(&p) => r.clock.seek_fraction(p / 100.0),
-                ("speed", _) => state.set_status("speed: 0.25 to 64 (times real time)", true),
+                (Action::Speed, Some(s)) if (MIN_SPEED..=MAX_SPEED).contains(&s) => {
+                    r.clock.set_speed(s)
+                }
+                (Action::Seek, Some(p)) if (0.0..=100.0).contains(&p) => {
+                    r.clock.seek_fraction(p / 100.0)
+                }
+                (Action::Speed, _) => state.set_status("speed: 0.25 to 64 (times real time)", true),
                 _ => state.set_status("seek: a percentage 0-100", true),
             }
         }
-        other => state.set_status(
-            format!("unknown command {other:?} (: then tab lists them)"),
-            true,
-        ),
+        Action::Seek => state.set_status("usage: :seek PERCENT", true),
+        // Commands that are also keys run exactly as their key does.
+        other => return super::reducer::run_action(state, other),
     }
     Vec::new()
 }

@@ -141,20 +141,21 @@ fn on_key(state: &mut AppState, key: KeyEvent) -> Vec<Effect> {
     if state.focus == Pane::Chat && !state.is_replay() {
         return on_chat_key(state, key, k);
     }
-    if let Some(r) = &mut state.replay
-        && let KeyCode::Char(c @ '0'..='9') = key.code
-        && key.modifiers.difference(KeyModifiers::SHIFT).is_empty()
-    {
-        let tenths = c.to_digit(10).unwrap_or(0);
-        r.clock.seek_fraction(f64::from(tenths) / 10.0);
-        return Vec::new();
-    }
     let scopes: &[Scope] = if state.is_replay() {
         &[Scope::Replay, Scope::Global, Scope::Navigation]
     } else {
         &[Scope::Global, Scope::Navigation]
     };
     match state.keymap.lookup(k, scopes) {
+        Some(Action::Seek) => {
+            if let Some(r) = &mut state.replay
+                && let KeyCode::Char(c) = key.code
+                && let Some(tenths) = c.to_digit(10)
+            {
+                r.clock.seek_fraction(f64::from(tenths) / 10.0);
+            }
+            Vec::new()
+        }
         Some(action) => run_action(state, action),
         None => {
             if key.code == KeyCode::Enter && state.focus == Pane::Timeline {
@@ -165,13 +166,13 @@ fn on_key(state: &mut AppState, key: KeyEvent) -> Vec<Effect> {
     }
 }
 
-fn run_action(state: &mut AppState, action: Action) -> Vec<Effect> {
+pub(crate) fn run_action(state: &mut AppState, action: Action) -> Vec<Effect> {
     match action {
         Action::Quit => return vec![Effect::Quit],
         Action::Help => state.overlay = Some(Overlay::Help { scroll: 0 }),
         Action::Palette => state.overlay = Some(Overlay::Palette(PaletteState::default())),
-        Action::Filter | Action::FilterRows => {
-            state.search_mode = if action == Action::Filter {
+        Action::Search | Action::Filter => {
+            state.search_mode = if action == Action::Search {
                 Mode::Search
             } else {
                 Mode::Filter
@@ -187,12 +188,10 @@ fn run_action(state: &mut AppState, action: Action) -> Vec<Effect> {
                 state.set_status(format!("wrap {on}"), false);
             }
         },
-        Action::PanLeft | Action::PanRight => {
-            if state.focus == Pane::Evidence {
-                state.evidence.pan(action == Action::PanRight);
-                if state.evidence.wrap {
-                    state.set_status("wrapping: w turns it off to pan", false);
-                }
+        Action::PanLeft | Action::PanRight if state.focus == Pane::Evidence => {
+            state.evidence.pan(action == Action::PanRight);
+            if state.evidence.wrap {
+                state.set_status("wrapping: w turns it off to pan", false);
             }
         }
         Action::Zoom => {
@@ -261,7 +260,13 @@ fn run_action(state: &mut AppState, action: Action) -> Vec<Effect> {
                 }
             }
         }
-        Action::Approve | Action::Confirm | Action::Deny | Action::Edit => {}
+        // Palette commands with an argument, the modal's keys, and the agent's commands are
+        // run by the palette, the approval modal and the agent.
+        // A key bound in `[keys]` to a palette command without an argument runs it.
+        a if a.spec().palette && a.spec().arg.is_empty() => {
+            return super::palette_state::run_command(state, a.name());
+        }
+        _ => {}
     }
     Vec::new()
 }
@@ -324,31 +329,32 @@ fn to_move(action: Action) -> Move {
 }
 
 fn on_chat_key(state: &mut AppState, key: KeyEvent, k: Key) -> Vec<Effect> {
-    match key.code {
-        KeyCode::PageUp | KeyCode::PageDown => {
-            state.chat.apply(if key.code == KeyCode::PageUp {
-                Move::PageUp
-            } else {
-                Move::PageDown
-            });
+    // Typing goes to the input; keys without text come from the table.
+    let typed = matches!(key.code, KeyCode::Char(_))
+        && !key
+            .modifiers
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+    let action = if typed {
+        None
+    } else {
+        state
+            .keymap
+            .lookup(k, &[Scope::Chat, Scope::Global, Scope::Navigation])
+    };
+    match action {
+        Some(a @ (Action::PageUp | Action::PageDown)) if key.modifiers.is_empty() => {
+            state.chat.apply(to_move(a));
             if state.chat.top() + state.chat.height() >= state.chat.len() {
                 state.chat.follow = true;
             }
             Vec::new()
         }
-        KeyCode::Esc => {
+        Some(Action::Back) => {
             state.focus = Pane::Timeline;
             Vec::new()
         }
-        KeyCode::Tab | KeyCode::BackTab => {
-            let action = if key.code == KeyCode::Tab {
-                Action::NextPane
-            } else {
-                Action::PrevPane
-            };
-            run_action(state, action)
-        }
-        KeyCode::Enter => {
+        Some(a @ (Action::NextPane | Action::PrevPane)) => run_action(state, a),
+        Some(Action::Send) => {
             let text = state.chat_input.lines().join(" ").trim().to_string();
             state.chat_input.select_all();
             state.chat_input.cut();
@@ -358,7 +364,6 @@ fn on_chat_key(state: &mut AppState, key: KeyEvent, k: Key) -> Vec<Effect> {
             chat_command(state, &text)
         }
         _ => {
-            let _ = k;
             state.chat_input.input(key);
             Vec::new()
         }
@@ -370,10 +375,7 @@ pub fn chat_command(state: &mut AppState, text: &str) -> Vec<Effect> {
     // `/name args` runs the palette's command of that name: one table for both.
     if let Some(line) = text.strip_prefix('/') {
         let word = line.split_whitespace().next().unwrap_or("");
-        if super::palette_state::COMMANDS
-            .iter()
-            .any(|(n, _, _)| *n == word)
-        {
+        if Action::from_name(word).is_some_and(|c| c.spec().palette) {
             return super::palette_state::run_command(state, line.trim());
         }
     }

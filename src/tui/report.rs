@@ -25,7 +25,15 @@ pub fn render(state: &AppState, scroll: &Scroll, frame: &mut Frame, area: Rect) 
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let lines = markdown(md, th, usize::from(inner.width));
-    details::render_rows(frame, inner, lines, scroll, scroll.wrap, th.get(Role::Text));
+    details::render_rows(
+        frame,
+        inner,
+        lines,
+        scroll,
+        scroll.wrap,
+        th.get(Role::Text),
+        None,
+    );
 }
 
 /// Markdown to styled lines: enough of CommonMark for a report.

@@ -1,7 +1,7 @@
 //! One scroll model for every text pane: offset, follow-the-end, wrap and horizontal pan.
 //! A view reports the length and viewport it drew, so the reducer never calls a view.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 /// A move the operator asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +28,9 @@ pub struct Scroll {
     len: Cell<usize>,
     height: Cell<usize>,
     width: Cell<usize>,
+    /// Plain text of every row as last drawn (prose panes only), what a search of the pane
+    /// looks through: the view hands it back like its sizes.
+    text: RefCell<Vec<String>>,
 }
 
 /// How far one pan step moves, in columns.
@@ -60,6 +63,16 @@ impl Scroll {
         self.len.set(len);
         self.height.set(height);
         self.width.set(width);
+    }
+
+    /// Called by a prose view while drawing: the plain text of each row, in order.
+    pub fn report_text(&self, rows: Vec<String>) {
+        *self.text.borrow_mut() = rows;
+    }
+
+    /// The rows' text as last drawn.
+    pub fn text(&self) -> std::cell::Ref<'_, Vec<String>> {
+        self.text.borrow()
     }
 
     /// Content rows as last drawn.

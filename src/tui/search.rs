@@ -1,15 +1,12 @@
 //! Search and filter, lnav's way: `/` marks every match in the focused pane and `n`/`N` jump
-//! between them; `&` (or `:filter`) hides what does not match. A large body is scanned in
-//! bounded steps between frames, so typing never waits, and a new query drops the old scan.
+//! between them; `&` (or `:filter`) hides what does not match. A large body is scanned on its
+//! own thread (`search_job`) while the UI goes on; a new query drops, and so cancels, the old scan.
 
 use super::keymap::Action;
 use super::scroll::Move;
 use super::state::{AppState, Pane, shown};
 use crate::model::EvidenceBody;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-
-/// Bytes of a text body scanned per step (a few milliseconds at most).
-pub const STEP_BYTES: usize = 4 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -38,6 +35,8 @@ pub struct Filter {
     pub done: bool,
     /// Jump to the first match once the scan finds one.
     jump: bool,
+    /// The scan of a text body running beside the UI; dropped with the filter, which stops it.
+    job: Option<super::search_job::Job>,
 }
 
 impl Filter {
@@ -60,6 +59,7 @@ impl Filter {
             current: None,
             done: false,
             jump: true,
+            job: None,
         }
     }
 
@@ -84,6 +84,34 @@ impl Filter {
         }
     }
 
+    /// The row the current match is on, in the rows the pane shows (all rows for a search,
+    /// the matching ones for a filter).
+    pub fn current_row(&self) -> Option<usize> {
+        let c = self.current?;
+        if self.hides() {
+            Some(c)
+        } else {
+            self.rows.get(c).copied()
+        }
+    }
+
+    /// Look through a prose pane's rows as last drawn; small, so each pass starts over.
+    fn scan_rows(&mut self, rows: &[String]) {
+        self.rows = rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| contains_ci(r, &self.lowered))
+            .map(|(i, _)| i)
+            .collect();
+        self.scanned = rows.len();
+        self.done = true;
+        if let Some(c) = self.current
+            && c >= self.rows.len()
+        {
+            self.current = self.rows.len().checked_sub(1);
+        }
+    }
+
     /// "3/41" for the status bar; "3/41+" while still scanning.
     pub fn position(&self) -> String {
         let cur = self.current.map_or(0, |c| c + 1);
@@ -91,44 +119,37 @@ impl Filter {
         format!("{cur}/{}{more}", self.rows.len())
     }
 
-    /// Scan up to [`STEP_BYTES`] more of `text`, recording matching lines.
-    fn scan_text(&mut self, text: &str, lines: &super::index::LineIndex) {
-        let Some(re) = &self.finder else {
+    /// Take what the text scan found since the last look; start one (or resume after the
+    /// body grew) when none runs.
+    fn scan_text(
+        &mut self,
+        text_len: usize,
+        source: impl FnOnce() -> Option<super::search_job::Source>,
+        line_of: impl Fn(usize) -> usize,
+    ) {
+        let Some(re) = self.finder.clone() else {
             self.done = true;
             return;
         };
-        let bytes = text.as_bytes();
-        if self.scanned >= bytes.len() {
-            self.done = true;
-            return;
-        }
-        // Stop at a line end so no line is split between two steps.
-        let mut end = (self.scanned + STEP_BYTES).min(bytes.len());
-        if end < bytes.len() {
-            end = match bytes[end..].iter().position(|b| *b == b'\n') {
-                Some(p) => end + p + 1,
-                None => bytes.len(),
-            };
-        }
-        let mut at = self.scanned;
-        while let Some(m) = re.find_at(&bytes[..end], at) {
-            let line = lines.line_of(m.start());
-            if self.rows.last() != Some(&line) {
-                self.rows.push(line);
-            }
-            // Next line: one hit per line is enough to list it.
-            at = lines
-                .starts
-                .get(line + 1)
-                .copied()
-                .unwrap_or(end)
-                .max(m.end());
-            if at >= end {
-                break;
+        if let Some(job) = &self.job
+            && let Some(found) = job.poll()
+        {
+            self.rows.extend(found.rows);
+            self.scanned = self.scanned.max(found.scanned);
+            if found.done {
+                self.job = None;
             }
         }
-        self.scanned = end;
-        self.done = end >= bytes.len();
+        if self.job.is_none() && self.scanned < text_len {
+            match source() {
+                Some(src) => {
+                    let from = self.scanned;
+                    self.job = Some(super::search_job::Job::spawn(src, re, from, line_of(from)));
+                }
+                None => self.scanned = text_len,
+            }
+        }
+        self.done = self.job.is_none() && self.scanned >= text_len;
     }
 }
 
@@ -146,6 +167,23 @@ pub fn contains_ci(text: &str, lowered_query: &str) -> bool {
 }
 
 impl AppState {
+    /// The search of a prose pane (details, summary, chat), when one is applied to it.
+    pub fn search_of(&self, pane: Pane) -> Option<&Filter> {
+        self.filter
+            .as_ref()
+            .filter(|f| f.pane == pane && f.target.is_none() && f.pane != Pane::Timeline)
+    }
+
+    /// The scroll of a pane that shows prose rows.
+    pub(crate) fn prose_scroll(&mut self, pane: Pane) -> Option<&mut super::scroll::Scroll> {
+        match pane {
+            Pane::Evidence => Some(&mut self.evidence),
+            Pane::Summary => Some(&mut self.summary),
+            Pane::Chat => Some(&mut self.chat),
+            Pane::Timeline => None,
+        }
+    }
+
     /// Bring the applied query up to date with the fold: new timeline rows, one more step of a
     /// long text scan. Called after every message.
     pub(crate) fn sync_filter(&mut self) {
@@ -168,6 +206,9 @@ impl AppState {
                 f.scanned = timeline.len();
                 f.done = true;
             }
+            Pane::Summary => f.scan_rows(&self.summary.text()),
+            Pane::Chat => f.scan_rows(&self.chat.text()),
+            Pane::Evidence if f.target.is_none() => f.scan_rows(&self.evidence.text()),
             _ => {
                 let Some(id) = f.target.clone() else {
                     f.done = true;
@@ -175,15 +216,18 @@ impl AppState {
                 };
                 if let Some(doc) = self.index.doc(inc, &id) {
                     if f.scanned > doc.text.len() {
+                        // Another body under the same id (a replay sought back): start over.
                         f.rows.clear();
                         f.scanned = 0;
+                        f.job = None;
                     }
-                    let before = f.scanned;
-                    f.scan_text(doc.text, doc.lines);
-                    // A streaming log grew: the scan resumes on the next message.
-                    if f.scanned == before && f.scanned < doc.text.len() {
-                        f.done = false;
-                    }
+                    let index = &self.index;
+                    // A streaming log that grew is scanned on from where the last scan ended.
+                    f.scan_text(
+                        doc.text.len(),
+                        || index.source(inc, &id),
+                        |at| doc.lines.line_of(at),
+                    );
                 } else if let Some(EvidenceBody::Table { rows, .. }) =
                     self.index.evidence(inc, &id).map(|e| &e.body)
                 {
@@ -201,12 +245,18 @@ impl AppState {
         }
         if f.jump && !f.rows.is_empty() {
             f.jump = false;
-            if f.pane == Pane::Evidence {
-                let top = self.evidence.top();
-                let i = f.rows.partition_point(|r| *r < top).min(f.rows.len() - 1);
-                f.current = Some(i);
-                let row = if f.hides() { i } else { f.rows[i] };
-                self.evidence.show(row);
+            let pane = f.pane;
+            let top = match pane {
+                Pane::Evidence => self.evidence.top(),
+                Pane::Summary => self.summary.top(),
+                Pane::Chat => self.chat.top(),
+                Pane::Timeline => return,
+            };
+            let i = f.rows.partition_point(|r| *r < top).min(f.rows.len() - 1);
+            f.current = Some(i);
+            let row = if f.hides() { i } else { f.rows[i] };
+            if let Some(scroll) = self.prose_scroll(pane) {
+                scroll.show(row);
             }
         }
     }
@@ -258,7 +308,10 @@ pub(crate) fn next_match(state: &mut AppState, forward: bool) {
             };
             f.current = Some(i);
             let row = if f.hides() { i } else { f.rows[i] };
-            state.evidence.show(row);
+            let pane = f.pane;
+            if let Some(scroll) = state.prose_scroll(pane) {
+                scroll.show(row);
+            }
         }
     }
 }
@@ -291,19 +344,21 @@ pub(crate) fn apply(state: &mut AppState, query: &str, mode: Mode) {
         state.filter = None;
         return;
     }
-    let target = (state.focus == Pane::Evidence)
+    let evidence = (state.focus == Pane::Evidence)
         .then(|| state.displayed_evidence_id())
-        .flatten()
-        .filter(|id| {
-            state
-                .index
-                .evidence(state.incident(), id)
-                .is_some_and(|e| !matches!(e.body, EvidenceBody::TimeSeries { .. }))
-        });
-    let pane = if target.is_some() {
-        Pane::Evidence
-    } else {
-        Pane::Timeline
+        .flatten();
+    let chart = evidence.as_ref().is_some_and(|id| {
+        state
+            .index
+            .evidence(state.incident(), id)
+            .is_none_or(|e| matches!(e.body, EvidenceBody::TimeSeries { .. }))
+    });
+    // An evidence body is searched through its line index; details, summary and chat through
+    // their rows as last drawn; a chart has no text, so the timeline is searched instead.
+    let (pane, target) = match (state.focus, evidence) {
+        (Pane::Evidence, Some(_)) if chart => (Pane::Timeline, None),
+        (Pane::Evidence, Some(id)) => (Pane::Evidence, Some(id)),
+        (pane, _) => (pane, None),
     };
     let mut f = Filter::new(pane, mode, query);
     f.target = target.clone();
@@ -338,9 +393,21 @@ pub(crate) fn apply(state: &mut AppState, query: &str, mode: Mode) {
             state.selection_changed();
         }
     } else {
-        if mode == Mode::Filter {
-            state.evidence.apply(Move::Top);
+        if mode == Mode::Filter
+            && let Some(scroll) = state.prose_scroll(pane)
+        {
+            scroll.apply(Move::Top);
         }
         state.sync_filter();
+        if let Some(f) = &state.filter
+            && f.done
+            && f.rows.is_empty()
+        {
+            let q = f.query.clone();
+            state.set_status(
+                format!("no match for {q:?} in the {} pane", pane.name()),
+                false,
+            );
+        }
     }
 }

@@ -294,8 +294,9 @@ impl AppState {
     /// How long after the last tick the loop should tick again; None while nothing moves.
     pub fn tick_in(&self) -> Option<Duration> {
         if self.searching() {
-            // A long scan continues between frames.
-            return Some(Duration::ZERO);
+            // A scan runs beside the UI: look at what it found often enough that the count
+            // visibly grows.
+            return Some(Duration::from_millis(30));
         }
         match &self.replay {
             Some(r) => r.next_tick(),

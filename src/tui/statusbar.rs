@@ -68,91 +68,11 @@ pub fn render_keyhints(state: &AppState, frame: &mut Frame, area: Rect, with_sta
         return;
     }
     let km = &state.keymap;
-    let mut hints: Vec<(String, &str)> = Vec::new();
-    match &state.overlay {
-        Some(Overlay::Approval(ui)) => match ui.stage {
-            ApprovalStage::Review => {
-                hints.push((km.label(Action::Approve), "approve"));
-                hints.push((km.label(Action::Deny), "deny"));
-                hints.push((km.label(Action::Edit), "edit"));
-                hints.push(("esc".into(), "look around"));
-            }
-            ApprovalStage::Confirm(_) => {
-                hints.push(("name+enter".into(), "confirm"));
-                hints.push((km.label(Action::Confirm), "confirm"));
-                hints.push(("esc".into(), "cancel"));
-            }
-            _ => hints.push(("esc".into(), "back")),
-        },
-        Some(Overlay::Credential { .. }) => {
-            hints.push((km.label(Action::Approve), "allow for this session"));
-            hints.push((km.label(Action::Deny), "deny"));
-            hints.push(("esc".into(), "later"));
-        }
-        Some(Overlay::Help { .. }) => hints.push(("esc".into(), "close")),
-        Some(Overlay::Report(_)) => {
-            hints.push(("j/k".into(), "scroll"));
-            hints.push(("w".into(), "wrap"));
-            hints.push(("esc".into(), "close"));
-        }
-        Some(Overlay::Palette(_)) => {
-            hints.push(("tab".into(), "complete"));
-            hints.push(("enter".into(), "run"));
-            hints.push(("esc".into(), "close"));
-        }
-        None if state.focus == Pane::Chat && !state.is_replay() => {
-            hints.push(("enter".into(), "send"));
-            hints.push(("esc".into(), "leave chat"));
-            hints.push(("tab".into(), "next pane"));
-        }
-        None => {
-            if state.is_replay() {
-                hints.push((km.label(Action::TogglePlay), "play"));
-                hints.push((km.label(Action::Step), "step"));
-                hints.push((
-                    format!(
-                        "{} {}",
-                        km.label(Action::PrevStage),
-                        km.label(Action::NextStage)
-                    ),
-                    "stage",
-                ));
-                hints.push((
-                    format!("{} {}", km.label(Action::Slower), km.label(Action::Faster)),
-                    "speed",
-                ));
-                hints.push(("0-9".into(), "seek"));
-            } else if state.pending().is_some() {
-                hints.push((km.label(Action::OpenApproval), "approval"));
-            }
-            if state.skip_ahead.is_some() && !state.agent_done {
-                hints.push((km.label(Action::SkipAhead), "skip ahead"));
-            }
-            if state.incident().report.is_some() {
-                hints.push((km.label(Action::Report), "report"));
-            }
-            hints.push((km.label(Action::Help), "help"));
-            hints.push((km.label(Action::Palette), "cmd"));
-            hints.push((km.label(Action::Filter), "filter"));
-            hints.push((km.label(Action::NextPane), "pane"));
-            hints.push(("j/k".into(), "move"));
-            if !state.is_replay() {
-                hints.push(("3".into(), "chat"));
-            }
-            hints.push((
-                km.label(Action::Quit)
-                    .split('/')
-                    .next()
-                    .unwrap_or("q")
-                    .to_string(),
-                "quit",
-            ));
-        }
-    }
     let mut spans = Vec::new();
     let mut used = 0usize;
     let width = usize::from(area.width);
-    for (k, d) in hints {
+    for group in hints(state) {
+        let (k, d) = (km.short_label(&group), group[0].spec().hint);
         let w = k.chars().count() + d.chars().count() + 3;
         if used + w > width {
             break;
@@ -162,4 +82,65 @@ pub fn render_keyhints(state: &AppState, frame: &mut Frame, area: Rect, with_sta
         spans.push(Span::styled(format!(" {d} "), th.get(Role::Dim)));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The key-hint bar for the current context, most useful first: groups of commands from the
+/// table, each shown as its keys and the first one's hint label.
+pub fn hints(state: &AppState) -> Vec<Vec<Action>> {
+    use Action as A;
+    let mut hints: Vec<Vec<Action>> = Vec::new();
+    match &state.overlay {
+        Some(Overlay::Approval(ui)) => match ui.stage {
+            ApprovalStage::Review => hints.extend([
+                vec![A::Approve],
+                vec![A::Deny],
+                vec![A::Edit],
+                vec![A::Back],
+            ]),
+            ApprovalStage::Confirm(_) => hints.extend([vec![A::Confirm], vec![A::Back]]),
+            _ => hints.push(vec![A::Back]),
+        },
+        Some(Overlay::Credential { .. }) => {
+            hints.extend([vec![A::Approve], vec![A::Deny], vec![A::Back]])
+        }
+        Some(Overlay::Help { .. }) => hints.extend([vec![A::Down, A::Up], vec![A::Back]]),
+        Some(Overlay::Report(_)) => {
+            hints.extend([vec![A::Down, A::Up], vec![A::Wrap], vec![A::Back]])
+        }
+        Some(Overlay::Palette(_)) => hints.extend([vec![A::Complete], vec![A::Run], vec![A::Back]]),
+        None if state.focus == Pane::Chat && !state.is_replay() => {
+            hints.extend([vec![A::Send], vec![A::Back], vec![A::NextPane]])
+        }
+        None => {
+            if state.is_replay() {
+                hints.extend([
+                    vec![A::TogglePlay],
+                    vec![A::Step],
+                    vec![A::PrevStage, A::NextStage],
+                    vec![A::Slower, A::Faster],
+                    vec![A::Seek],
+                ]);
+            } else if state.pending().is_some() {
+                hints.push(vec![A::OpenApproval]);
+            }
+            if state.skip_ahead.is_some() && !state.agent_done {
+                hints.push(vec![A::SkipAhead]);
+            }
+            if state.incident().report.is_some() {
+                hints.push(vec![A::Report]);
+            }
+            hints.extend([
+                vec![A::Help],
+                vec![A::Palette],
+                vec![A::Search],
+                vec![A::NextPane],
+                vec![A::Down, A::Up],
+            ]);
+            if !state.is_replay() {
+                hints.push(vec![A::PaneChat]);
+            }
+            hints.push(vec![A::Quit]);
+        }
+    }
+    hints
 }

@@ -175,6 +175,14 @@ impl World {
         }
     }
 
+    /// In a replaying world, wait only the latencies the recordings carry (see
+    /// `ReplayTransport::pace_recorded_only`); no effect on a live world.
+    pub fn pace_recorded_only(&self) {
+        if let Some(replay) = &self.replay {
+            replay.pace_recorded_only();
+        }
+    }
+
     /// The live world: one client per configured integration.
     pub async fn live(config: &Config) -> Result<World, WorldError> {
         let keyring = Arc::new(Keyring::new());
