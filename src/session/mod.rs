@@ -10,7 +10,7 @@ mod writer;
 
 pub use reader::{
     FORMAT_VERSION, FoldedSession, Reader, SessionLog, SessionTail, Tear, fold_file,
-    fold_file_with, read_file, read_tail,
+    fold_file_with, open_file, read_file, read_tail,
 };
 pub use replay::{OpenedReplay, Replay};
 pub use writer::Writer;
@@ -138,22 +138,54 @@ pub fn list_sessions(dir: &Path) -> (Vec<SessionSummary>, Vec<SessionError>) {
             return (found, errors);
         }
     };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().and_then(|e| e.to_str()) != Some("ndjson") {
-            continue;
-        }
-        match read_tail(&path) {
-            Ok(tail) => {
-                found.push(SessionSummary {
+    let paths: Vec<PathBuf> = entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().and_then(|e| e.to_str()) == Some("ndjson"))
+        .collect();
+    // Opening and reading thousands of small files is system calls and waiting on the disk:
+    // spread over the cores, each thread taking every n-th file.
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(paths.len().div_ceil(256))
+        .max(1);
+    let read = |k: usize| {
+        paths
+            .iter()
+            .skip(k)
+            .step_by(threads)
+            .map(|path| (path, read_tail(path)))
+            .map(|(path, tail)| {
+                tail.map(|tail| SessionSummary {
                     started: tail.header.started,
                     title: tail.header.title,
                     outcome: tail.outcome,
                     duration: tail.duration,
                     tear: tail.tear,
-                    path,
-                });
+                    path: path.clone(),
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    let results: Vec<Vec<Result<SessionSummary, SessionError>>> = if threads == 1 {
+        vec![read(0)]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (1..threads).map(|k| scope.spawn(move || read(k))).collect();
+            let mut all = vec![read(0)];
+            for h in handles {
+                match h.join() {
+                    Ok(part) => all.push(part),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
             }
+            all
+        })
+    };
+    for r in results.into_iter().flatten() {
+        match r {
+            Ok(summary) => found.push(summary),
             Err(e) => errors.push(e),
         }
     }
@@ -188,5 +220,32 @@ mod tests {
         let b = new_session_path_in(&dir, started, "Bad deploy");
         assert_ne!(a, b);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn listing_many_sessions_finds_every_one_newest_first() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        for i in 0..700 {
+            let started = DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::seconds(i);
+            let h = header(&format!("s{i}"), started, &format!("session {i}"));
+            let text = format!(
+                "{}\n{{\"t\":{i}.0,\"event\":{{\"type\":\"session_ended\",\"outcome\":\"resolved\"}}}}\n",
+                serde_json::to_string(&h).unwrap_or_default()
+            );
+            std::fs::write(dir.path().join(format!("{i:04}.ndjson")), text)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::fs::write(dir.path().join("bad.ndjson"), "garbage\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join("notes.txt"), "not a session")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (found, errors) = list_sessions(dir.path());
+        assert_eq!(found.len(), 700);
+        assert_eq!(errors.len(), 1);
+        assert_eq!(found[0].title, "session 699");
+        assert_eq!(found[699].title, "session 0");
+        assert!(found.windows(2).all(|w| w[0].started > w[1].started));
+        assert_eq!(found[10].duration, 689.0);
+        assert_eq!(found[10].outcome, Some(Outcome::Resolved));
     }
 }

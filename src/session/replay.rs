@@ -69,32 +69,53 @@ impl Clone for Source {
     fn clone(&self) -> Source {
         match self {
             Source::Memory(records) => Source::Memory(records.clone()),
-            Source::File(f) => Source::File(FileRecords {
-                path: f.path.clone(),
-                offsets: f.offsets.clone(),
-                // The copy opens its own reader when it first needs one.
-                reader: None,
-                next: usize::MAX,
-            }),
+            // The copy opens its own reader when it first needs one.
+            Source::File(f) => {
+                Source::File(FileRecords::new(f.path.clone(), f.offsets.clone(), f.len))
+            }
         }
     }
 }
+
+/// Records between two remembered offsets: reading record `i` starts at the offset of record
+/// `i - i % OFFSET_EVERY` and skips the lines before it, a few kilobytes at most, while the
+/// index costs an eighth of a byte a record rather than eight.
+const OFFSET_EVERY: usize = 64;
 
 /// Records of a session file, found by the byte offset of their line.
 #[derive(Debug)]
 struct FileRecords {
     path: PathBuf,
+    /// Byte offset of every `OFFSET_EVERY`-th record's line.
     offsets: Vec<u64>,
+    /// Records in the file.
+    len: usize,
     reader: Option<BufReader<File>>,
     /// Index of the record `reader` is positioned at.
     next: usize,
+    line: Vec<u8>,
 }
 
 impl FileRecords {
+    fn new(path: PathBuf, offsets: Vec<u64>, len: usize) -> FileRecords {
+        FileRecords {
+            path,
+            offsets,
+            len,
+            reader: None,
+            next: usize::MAX,
+            line: Vec::new(),
+        }
+    }
+
     /// Record `i`, read from the file. None when the file no longer holds it (changed since).
     fn read(&mut self, i: usize) -> Option<Record> {
-        let offset = *self.offsets.get(i)?;
-        if self.reader.is_none() || self.next != i {
+        if i >= self.len {
+            return None;
+        }
+        if self.reader.is_none() || self.next > i || i - self.next >= OFFSET_EVERY {
+            let k = i / OFFSET_EVERY;
+            let offset = *self.offsets.get(k)?;
             let reader = match self.reader.as_mut() {
                 Some(r) => r,
                 None => self.reader.insert(BufReader::with_capacity(
@@ -103,17 +124,34 @@ impl FileRecords {
                 )),
             };
             reader.seek(SeekFrom::Start(offset)).ok()?;
-            self.next = i;
+            self.next = k * OFFSET_EVERY;
         }
-        let reader = self.reader.as_mut()?;
-        let mut line = Vec::new();
-        reader.read_until(b'\n', &mut line).ok()?;
+        while self.next < i {
+            self.next_line()?;
+            self.next += 1;
+        }
+        self.next_line()?;
         self.next = i + 1;
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        let text = text.strip_suffix(b"\r").unwrap_or(text);
-        serde_json::from_slice::<Record>(text)
+        let text = std::str::from_utf8(&self.line).ok()?;
+        super::reader::parse_record(text)
             .ok()
             .filter(|r| r.t.is_finite())
+    }
+
+    /// Read the next record's line into `line`, past blank lines as the reader skips them.
+    fn next_line(&mut self) -> Option<()> {
+        let reader = self.reader.as_mut()?;
+        loop {
+            self.line.clear();
+            if reader.read_until(b'\n', &mut self.line).ok()? == 0 {
+                return None;
+            }
+            if !self.line.iter().all(u8::is_ascii_whitespace) {
+                let end = self.line.trim_ascii_end().len();
+                self.line.truncate(end);
+                return Some(());
+            }
+        }
     }
 }
 
@@ -267,7 +305,13 @@ impl Builder {
     }
 
     /// Fold record number `self.times.len()`; `cut` says a keyframe is due after it.
-    fn push(&mut self, t: f64, event: &Event, cut: impl Fn(usize, u64) -> bool, bytes: u64) {
+    fn push(
+        &mut self,
+        t: f64,
+        event: std::borrow::Cow<'_, Event>,
+        cut: impl Fn(usize, u64) -> bool,
+        bytes: u64,
+    ) {
         let i = self.times.len();
         let tt = if t.is_finite() { t } else { self.prev_t };
         // Out-of-order times replay as simultaneous rather than going backwards.
@@ -275,10 +319,13 @@ impl Builder {
         self.prev_t = self.prev_t.max(tt);
         self.play_at.push(self.play);
         self.times.push(t);
-        if let Event::StageStarted { stage } = event {
+        if let Event::StageStarted { stage } = &*event {
             self.stage_starts.push((i, *stage));
         }
-        self.fold.apply(t, event);
+        match event {
+            std::borrow::Cow::Borrowed(event) => self.fold.apply(t, event),
+            std::borrow::Cow::Owned(event) => self.fold.apply_owned(t, event),
+        }
         self.since_keyframe += 1;
         if self.since_keyframe >= MIN_KEYFRAME_EVERY
             && cut(self.since_keyframe, bytes - self.bytes_at_keyframe)
@@ -368,7 +415,12 @@ impl Replay {
         let mut b = Builder::new(sanitize_gap_cap(gap_cap));
         let every = records.len().div_ceil(MAX_KEYFRAMES);
         for r in &records {
-            b.push(r.t, &r.event, |n, _| n >= every, 0);
+            b.push(
+                r.t,
+                std::borrow::Cow::Borrowed(&r.event),
+                |n, _| n >= every,
+                0,
+            );
         }
         b.finish(Source::Memory(records))
     }
@@ -388,19 +440,28 @@ impl Replay {
         let mut b = Builder::new(DEFAULT_GAP_CAP);
         let step = size.div_ceil(MAX_KEYFRAMES as u64).max(1);
         let mut offsets = Vec::new();
+        let mut len = 0;
         while let Some(r) = reader.next() {
-            offsets.push(reader.record_offset());
-            b.push(r.t, &r.event, |_, bytes| bytes >= step, reader.offset());
+            if len % OFFSET_EVERY == 0 {
+                offsets.push(reader.record_offset());
+            }
+            len += 1;
+            let bytes = reader.offset();
+            b.push(
+                r.t,
+                std::borrow::Cow::Owned(r.event),
+                |_, b| b >= step,
+                bytes,
+            );
         }
         offsets.shrink_to_fit();
         let header = reader.header().clone();
         let tear = reader.tear().cloned();
-        let replay = b.finish(Source::File(FileRecords {
-            path: path.to_path_buf(),
+        let replay = b.finish(Source::File(FileRecords::new(
+            path.to_path_buf(),
             offsets,
-            reader: None,
-            next: usize::MAX,
-        }));
+            len,
+        )));
         Ok(OpenedReplay {
             replay,
             header,
@@ -614,7 +675,7 @@ impl Replay {
         self.play_at.truncate(n);
         self.stage_starts.retain(|(i, _)| *i < n);
         if let Source::File(f) = &mut self.source {
-            f.offsets.truncate(n);
+            f.len = f.len.min(n);
         }
         self.truncated = true;
         self.pos = self.pos.min(n);
@@ -991,5 +1052,36 @@ mod tests {
         assert!(r.position() <= r.len());
         let expect = Incident::fold(records[..r.position()].iter().map(|r| (r.t, &r.event)));
         assert_eq!(r.incident(), &expect);
+    }
+
+    #[test]
+    fn a_replay_reads_its_file_past_blank_lines_and_from_sparse_offsets() {
+        let records = busy_session(1000);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("s.ndjson");
+        let mut text = String::from(
+            r#"{"sitrep_session":1,"id":"s","started":"2026-11-22T09:00:00Z","title":"t"}"#,
+        );
+        text.push('\n');
+        for (i, r) in records.iter().enumerate() {
+            text.push_str(&serde_json::to_string(r).unwrap_or_default());
+            // Blank lines and CRLF endings, which the reader passes over, in between.
+            text.push_str(match i % 7 {
+                0 => "\n\n",
+                3 => "\r\n",
+                5 => "\n  \n",
+                _ => "\n",
+            });
+        }
+        std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{e}"));
+        let mut r = Replay::open(&path)
+            .map(|o| o.replay)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.len(), records.len());
+        for i in [0, 1, 63, 64, 65, 127, 128, 500, 999, 3, 2] {
+            assert_eq!(r.record(i).as_ref(), records.get(i), "record {i}");
+        }
+        assert_eq!(r.record(1000), None);
+        check_seeks(&mut r, &records);
     }
 }
