@@ -17,7 +17,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use sitrep::model::{Event, Evidence, EvidenceBody, Outcome, Record, RunMode, TimelineKind};
-use sitrep::tui::app::{AppState, Msg, update};
+use sitrep::tui::app::{AppState, Msg, Pane, update};
 use sitrep::tui::keymap::Keymap;
 use sitrep::tui::theme::Theme;
 use std::io::{BufWriter, Write};
@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 
 const W: u16 = 200;
 const H: u16 = 50;
+/// Seconds a search may take before the probe gives up.
+const SEARCH_LIMIT: u64 = 60;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -161,8 +163,9 @@ fn open(session: &str) -> anyhow::Result<(AppState, Terminal<TestBackend>)> {
         .ok_or_else(|| anyhow::anyhow!("{session}: the evidence has no timeline row"))?;
     state.follow = false;
     state.timeline_sel = row;
+    // Focused directly: in a replay the digit keys seek.
+    state.focus = Pane::Evidence;
     update(&mut state, Msg::Resize(W, H));
-    update(&mut state, key(KeyCode::Char('2')));
     let mut term = Terminal::new(TestBackend::new(W, H))?;
     term.draw(|f| sitrep::tui::draw(&state, f))?;
     Ok((state, term))
@@ -183,8 +186,15 @@ fn search(session: &str, needle: &str) -> anyhow::Result<()> {
     update(&mut state, key(KeyCode::Enter));
     term.draw(|f| sitrep::tui::draw(&state, f))?;
     while state.evidence.top() == top {
-        if start.elapsed() > Duration::from_secs(60) {
-            anyhow::bail!("no match for {needle:?} after 60 s");
+        if start.elapsed() > Duration::from_secs(SEARCH_LIMIT) {
+            let f = state
+                .filter
+                .as_ref()
+                .map(|f| (f.pane, f.rows.len(), f.done, f.target.clone()));
+            let status = state.status.as_ref().map(|s| s.text.clone());
+            anyhow::bail!(
+                "no match for {needle:?} after {SEARCH_LIMIT} s: filter {f:?}, status {status:?}"
+            );
         }
         if state.tick_in().is_none() {
             std::thread::sleep(Duration::from_millis(1));

@@ -16,6 +16,7 @@ fn main() -> anyhow::Result<()> {
     replay.advance(std::time::Duration::ZERO);
     let first = replay.incident().events;
     let first_frame = start.elapsed();
+    let open_rss = peak_rss_kib();
     let mut seek_max = 0.0_f64;
     let len = replay.len();
     let mut targets: Vec<usize> = (0..=10).map(|k| len * k / 10).collect();
@@ -40,7 +41,7 @@ fn main() -> anyhow::Result<()> {
         seek_max = seek_max.max(s.elapsed().as_secs_f64() * 1000.0);
     }
     println!(
-        "records={len} first_frame_events={first} first_frame_ms={:.1} seek_max_ms={seek_max:.1} peak_rss_kib={}",
+        "records={len} first_frame_events={first} first_frame_ms={:.1} seek_max_ms={seek_max:.1} open_peak_rss_kib={open_rss} peak_rss_kib={}",
         first_frame.as_secs_f64() * 1000.0,
         peak_rss_kib()
     );

@@ -123,7 +123,9 @@ pub struct SessionSummary {
 
 /// Summaries of every `*.ndjson` session in `dir`, newest first. Unreadable files are returned
 /// as errors next to the good ones so one bad file never hides the rest. Each file is read at its
-/// header and its tail only, so listing costs the same for short and million-event sessions.
+/// header and its tail only, so listing costs the same for short and million-event sessions, and
+/// a file whose size and modification time match the directory's listing cache
+/// ([`CACHE_FILE`]) is not opened at all.
 pub fn list_sessions(dir: &Path) -> (Vec<SessionSummary>, Vec<SessionError>) {
     let mut found = Vec::new();
     let mut errors = Vec::new();
@@ -138,37 +140,54 @@ pub fn list_sessions(dir: &Path) -> (Vec<SessionSummary>, Vec<SessionError>) {
             return (found, errors);
         }
     };
-    let paths: Vec<PathBuf> = entries
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().and_then(|e| e.to_str()) == Some("ndjson"))
-        .collect();
+    let cache_path = dir.join(CACHE_FILE);
+    let cache = cache::read(&cache_path);
+    let mut fresh = cache::Cache::default();
+    let mut missed: Vec<(PathBuf, Option<cache::Stamp>)> = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("ndjson") {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let stamp = entry.metadata().ok().and_then(|m| cache::Stamp::of(&m));
+        match stamp.and_then(|s| cache.get(&name, s)) {
+            Some(hit) => {
+                found.push(hit.summary(path));
+                fresh.keep(name, &cache);
+            }
+            None => missed.push((path, stamp)),
+        }
+    }
+    let changed = !missed.is_empty() || fresh.len() != cache.len();
     // Opening and reading thousands of small files is system calls and waiting on the disk:
     // spread over the cores, each thread taking every n-th file.
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
-        .min(paths.len().div_ceil(256))
+        .min(missed.len().div_ceil(256))
         .max(1);
     let read = |k: usize| {
-        paths
+        missed
             .iter()
             .skip(k)
             .step_by(threads)
-            .map(|path| (path, read_tail(path)))
-            .map(|(path, tail)| {
-                tail.map(|tail| SessionSummary {
-                    started: tail.header.started,
-                    title: tail.header.title,
-                    outcome: tail.outcome,
-                    duration: tail.duration,
-                    tear: tail.tear,
-                    path: path.clone(),
+            .map(|(path, stamp)| {
+                read_tail(path).map(|tail| {
+                    let summary = SessionSummary {
+                        started: tail.header.started,
+                        title: tail.header.title,
+                        outcome: tail.outcome,
+                        duration: tail.duration,
+                        tear: tail.tear,
+                        path: path.clone(),
+                    };
+                    (summary, *stamp)
                 })
             })
             .collect::<Vec<_>>()
     };
-    let results: Vec<Vec<Result<SessionSummary, SessionError>>> = if threads == 1 {
+    let results = if threads == 1 {
         vec![read(0)]
     } else {
         std::thread::scope(|scope| {
@@ -185,12 +204,160 @@ pub fn list_sessions(dir: &Path) -> (Vec<SessionSummary>, Vec<SessionError>) {
     };
     for r in results.into_iter().flatten() {
         match r {
-            Ok(summary) => found.push(summary),
+            Ok((summary, stamp)) => {
+                if let Some(stamp) = stamp {
+                    fresh.insert(&summary, stamp);
+                }
+                found.push(summary);
+            }
             Err(e) => errors.push(e),
         }
     }
+    if changed {
+        // Only a speed-up: a directory the user cannot write is listed the slow way each time.
+        let _ = cache::write(&cache_path, &fresh);
+    }
     found.sort_by(|a, b| b.started.cmp(&a.started).then_with(|| a.path.cmp(&b.path)));
     (found, errors)
+}
+
+/// The listing cache's file name inside a sessions directory (not a session: no `.ndjson`).
+pub const CACHE_FILE: &str = ".sitrep-sessions-cache";
+
+/// What `sitrep sessions` learnt from each file, keyed by name, size and modification time: a
+/// file that changed in any way is read again.
+mod cache {
+    use super::{SessionSummary, Tear};
+    use crate::model::Outcome;
+    use chrono::{DateTime, Utc};
+    use std::collections::HashMap;
+    use std::io::{BufRead, Write};
+    use std::path::{Path, PathBuf};
+
+    const MAGIC: &str = "sitrep-sessions-cache 1";
+
+    /// A file's size and modification time in nanoseconds.
+    #[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
+    pub struct Stamp(u64, i128);
+
+    impl Stamp {
+        pub fn of(meta: &std::fs::Metadata) -> Option<Stamp> {
+            let modified = meta.modified().ok()?;
+            let ns = match modified.duration_since(std::time::UNIX_EPOCH) {
+                Ok(d) => d.as_nanos() as i128,
+                Err(e) => -(e.duration().as_nanos() as i128),
+            };
+            Some(Stamp(meta.len(), ns))
+        }
+    }
+
+    #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+    pub struct Entry {
+        name: String,
+        stamp: Stamp,
+        started: DateTime<Utc>,
+        title: String,
+        outcome: Option<Outcome>,
+        duration: f64,
+        tear: Option<(usize, u64, String)>,
+    }
+
+    impl Entry {
+        pub fn summary(&self, path: PathBuf) -> SessionSummary {
+            SessionSummary {
+                path,
+                started: self.started,
+                title: self.title.clone(),
+                outcome: self.outcome,
+                duration: self.duration,
+                tear: self.tear.as_ref().map(|(line, byte_offset, reason)| Tear {
+                    line: *line,
+                    byte_offset: *byte_offset,
+                    reason: reason.clone(),
+                }),
+            }
+        }
+    }
+
+    #[derive(Default)]
+    pub struct Cache(HashMap<String, Entry>);
+
+    impl Cache {
+        pub fn get(&self, name: &str, stamp: Stamp) -> Option<&Entry> {
+            self.0.get(name).filter(|e| e.stamp == stamp)
+        }
+
+        pub fn len(&self) -> usize {
+            self.0.len()
+        }
+
+        /// Carry `name`'s entry over from `old`.
+        pub fn keep(&mut self, name: String, old: &Cache) {
+            if let Some(e) = old.0.get(&name) {
+                self.0.insert(name, e.clone());
+            }
+        }
+
+        pub fn insert(&mut self, s: &SessionSummary, stamp: Stamp) {
+            let Some(name) = s.path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+                return;
+            };
+            let entry = Entry {
+                name: name.clone(),
+                stamp,
+                started: s.started,
+                title: s.title.clone(),
+                outcome: s.outcome,
+                duration: s.duration,
+                tear: s
+                    .tear
+                    .as_ref()
+                    .map(|t| (t.line, t.byte_offset, t.reason.clone())),
+            };
+            self.0.insert(name, entry);
+        }
+    }
+
+    /// The cache in `path`; empty when it is missing, of another version or damaged (a damaged
+    /// line only loses its own entry).
+    pub fn read(path: &Path) -> Cache {
+        let mut cache = Cache::default();
+        let Ok(file) = std::fs::File::open(path) else {
+            return cache;
+        };
+        let mut lines = std::io::BufReader::with_capacity(1 << 16, file).lines();
+        if !matches!(lines.next(), Some(Ok(l)) if l == MAGIC) {
+            return cache;
+        }
+        for line in lines {
+            let Ok(line) = line else { break };
+            if let Ok(e) = serde_json::from_str::<Entry>(&line) {
+                cache.0.insert(e.name.clone(), e);
+            }
+        }
+        cache
+    }
+
+    /// Replace the cache in `path` whole (written aside, then renamed), so a reader never sees
+    /// half of it.
+    pub fn write(path: &Path, cache: &Cache) -> std::io::Result<()> {
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let result = (|| {
+            let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+            writeln!(out, "{MAGIC}")?;
+            for e in cache.0.values() {
+                serde_json::to_writer(&mut out, e)?;
+                out.write_all(b"\n")?;
+            }
+            out.flush()?;
+            drop(out);
+            std::fs::rename(&tmp, path)
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result
+    }
 }
 
 #[cfg(test)]
@@ -247,5 +414,40 @@ mod tests {
         assert!(found.windows(2).all(|w| w[0].started > w[1].started));
         assert_eq!(found[10].duration, 689.0);
         assert_eq!(found[10].outcome, Some(Outcome::Resolved));
+    }
+
+    #[test]
+    fn the_listing_cache_is_used_only_for_files_that_did_not_change() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let write = |name: &str, title: &str, end: &str| {
+            let h = header(name, DateTime::<Utc>::UNIX_EPOCH, title);
+            let text = format!("{}\n{end}", serde_json::to_string(&h).unwrap_or_default());
+            std::fs::write(dir.path().join(name), text).unwrap_or_else(|e| panic!("{e}"));
+        };
+        let ended = "{\"t\":5.0,\"event\":{\"type\":\"session_ended\",\"outcome\":\"resolved\"}}\n";
+        write("a.ndjson", "first", "");
+        write("b.ndjson", "second", ended);
+        let (found, errors) = list_sessions(dir.path());
+        assert!(errors.is_empty());
+        assert_eq!(found.len(), 2);
+        assert!(dir.path().join(CACHE_FILE).exists());
+        // A session that ended since: its size changed, so it is read again.
+        write("a.ndjson", "first", ended);
+        std::fs::remove_file(dir.path().join("b.ndjson")).unwrap_or_else(|e| panic!("{e}"));
+        let (found, _) = list_sessions(dir.path());
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].outcome, Some(Outcome::Resolved));
+        assert_eq!(found[0].duration, 5.0);
+        // What the cache says is what reading says, and a damaged cache is only slower.
+        let (cached, _) = list_sessions(dir.path());
+        assert_eq!(cached, found);
+        std::fs::write(
+            dir.path().join(CACHE_FILE),
+            "sitrep-sessions-cache 1\n{not json\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let (after, errors) = list_sessions(dir.path());
+        assert_eq!(after, found);
+        assert!(errors.is_empty());
     }
 }
