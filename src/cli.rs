@@ -811,22 +811,32 @@ fn sessions(dir: Option<&Path>) -> anyhow::Result<()> {
         }
     }
     widths[3] = widths[3].min(60);
-    let print = |out: &mut std::io::StdoutLock, cells: [&str; 5]| -> std::io::Result<()> {
-        let mut line = String::new();
+    // Ten thousand rows: one line buffer, no string per cell.
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+    let mut line = String::new();
+    let mut print = |out: &mut dyn Write, cells: [&str; 5]| -> std::io::Result<()> {
+        line.clear();
         for (i, cell) in cells.iter().enumerate() {
-            let cell: String = cell.chars().take(widths[i]).collect();
-            if i + 1 == cells.len() {
-                line.push_str(&cell);
-            } else {
-                line.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            let mut shown = 0;
+            for c in cell.chars().take(widths[i]) {
+                line.push(c);
+                shown += 1;
+            }
+            if i + 1 < cells.len() {
+                line.extend(std::iter::repeat_n(' ', widths[i] - shown + 2));
             }
         }
         writeln!(out, "{}", line.trim_end())
     };
-    print(&mut out, headers)?;
-    for row in &rows {
-        print(&mut out, row.each_ref().map(String::as_str))?;
+    if quiet_on_closed_pipe(print(&mut out, headers))?.is_none() {
+        return Ok(());
     }
+    for row in &rows {
+        if quiet_on_closed_pipe(print(&mut out, row.each_ref().map(String::as_str)))?.is_none() {
+            return Ok(());
+        }
+    }
+    quiet_on_closed_pipe(out.flush())?;
     Ok(())
 }
 

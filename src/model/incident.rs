@@ -418,8 +418,8 @@ impl Incident {
                         &mut Arc::make_mut(&mut self.evidence[i]).body
                 {
                     // A streamed log grows by many small appends: growing by half rather than
-                    // doubling keeps a long body's unused tail (a third of it on average, when
-                    // doubling) at a sixth, for a constant number of extra copies per byte.
+                    // doubling caps a long body's spare capacity at half its text rather than
+                    // all of it, for a constant number of extra copies per byte.
                     let need = text.len() + 1;
                     if body.capacity() - body.len() < need {
                         body.reserve_exact(need.max(body.len() / 2));
@@ -822,6 +822,12 @@ impl Incident {
 
     fn action_mut(&mut self, id: &str) -> Option<&mut ActionState> {
         self.actions.iter_mut().find(|a| a.action.id == id)
+    }
+
+    /// Position in [`Incident::tools`] of the call an id names (the latest with it): the one
+    /// a result or evidence for that id updates.
+    pub fn tool_index(&self, call_id: &str) -> Option<usize> {
+        self.tool_position(call_id)
     }
 
     /// Position in [`Incident::evidence`] of the item an id names (the first with it).

@@ -141,7 +141,7 @@ pub fn list_sessions(dir: &Path) -> (Vec<SessionSummary>, Vec<SessionError>) {
         }
     };
     let cache_path = dir.join(CACHE_FILE);
-    let cache = cache::read(&cache_path);
+    let mut cache = cache::read(&cache_path);
     let mut fresh = cache::Cache::default();
     let mut missed: Vec<(PathBuf, Option<cache::Stamp>)> = Vec::new();
     for entry in entries.flatten() {
@@ -151,15 +151,16 @@ pub fn list_sessions(dir: &Path) -> (Vec<SessionSummary>, Vec<SessionError>) {
         }
         let name = entry.file_name().to_string_lossy().into_owned();
         let stamp = entry.metadata().ok().and_then(|m| cache::Stamp::of(&m));
-        match stamp.and_then(|s| cache.get(&name, s)) {
+        match stamp.and_then(|s| cache.take(&name, s)) {
             Some(hit) => {
                 found.push(hit.summary(path));
-                fresh.keep(name, &cache);
+                fresh.put(name, hit);
             }
             None => missed.push((path, stamp)),
         }
     }
-    let changed = !missed.is_empty() || fresh.len() != cache.len();
+    // Entries left over are files gone since.
+    let changed = !missed.is_empty() || cache.len() > 0;
     // Opening and reading thousands of small files is system calls and waiting on the disk:
     // spread over the cores, each thread taking every n-th file.
     let threads = std::thread::available_parallelism()
@@ -283,19 +284,20 @@ mod cache {
     pub struct Cache(HashMap<String, Entry>);
 
     impl Cache {
-        pub fn get(&self, name: &str, stamp: Stamp) -> Option<&Entry> {
-            self.0.get(name).filter(|e| e.stamp == stamp)
+        /// Take `name`'s entry out if it was made for a file with this stamp.
+        pub fn take(&mut self, name: &str, stamp: Stamp) -> Option<Entry> {
+            match self.0.get(name) {
+                Some(e) if e.stamp == stamp => self.0.remove(name),
+                _ => None,
+            }
         }
 
         pub fn len(&self) -> usize {
             self.0.len()
         }
 
-        /// Carry `name`'s entry over from `old`.
-        pub fn keep(&mut self, name: String, old: &Cache) {
-            if let Some(e) = old.0.get(&name) {
-                self.0.insert(name, e.clone());
-            }
+        pub fn put(&mut self, name: String, entry: Entry) {
+            self.0.insert(name, entry);
         }
 
         pub fn insert(&mut self, s: &SessionSummary, stamp: Stamp) {

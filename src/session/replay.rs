@@ -279,12 +279,57 @@ struct Builder {
     stage_starts: Vec<(usize, Stage)>,
     keyframes: Vec<Keyframe>,
     /// The latest keyframe, until the next one is known to diff it against.
-    pending: Option<(usize, Incident, Lens)>,
+    pending: Option<Pending>,
     fold: Incident,
+    /// The evidence item the last append grew: when appends move on, it is done growing and
+    /// gives back its spare capacity.
+    growing: Option<usize>,
     prev_t: f64,
     play: f64,
     since_keyframe: usize,
     bytes_at_keyframe: u64,
+}
+
+/// A keyframe taken, not yet stored. Its tool calls are not copied when it is taken (a long
+/// session has thousands, and most never change again): it keeps how many there were and a copy
+/// of each one the fold changes before the next keyframe, taken just before the change.
+struct Pending {
+    at: usize,
+    base: Incident,
+    lens: Lens,
+    tools: usize,
+    saved: std::collections::HashMap<usize, ToolCallState>,
+}
+
+impl Pending {
+    fn new(at: usize, base: Incident, lens: Lens, tools: usize) -> Pending {
+        Pending {
+            at,
+            base,
+            lens,
+            tools,
+            saved: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The keyframe's tool calls as a difference from `now`'s.
+    fn tools(&self, now: &[ToolCallState]) -> Delta<ToolCallState> {
+        let then = |i: usize| self.saved.get(&i).unwrap_or(&now[i]);
+        let keep = self
+            .saved
+            .iter()
+            .filter(|(i, old)| **i < self.tools && now[**i] != **old)
+            .map(|(i, _)| *i)
+            .min()
+            .unwrap_or(self.tools)
+            .min(now.len());
+        Delta {
+            keep,
+            rest: (keep..self.tools.min(now.len()))
+                .map(|i| then(i).clone())
+                .collect(),
+        }
+    }
 }
 
 impl Builder {
@@ -295,8 +340,9 @@ impl Builder {
             play_at: Vec::new(),
             stage_starts: Vec::new(),
             keyframes: Vec::new(),
-            pending: Some((0, Incident::new(), Lens::default())),
+            pending: Some(Pending::new(0, Incident::new(), Lens::default(), 0)),
             fold: Incident::new(),
+            growing: None,
             prev_t: 0.0,
             play: 0.0,
             since_keyframe: 0,
@@ -322,6 +368,31 @@ impl Builder {
         if let Event::StageStarted { stage } = &*event {
             self.stage_starts.push((i, *stage));
         }
+        // The tool calls `Incident::apply` changes in place: the latest call with the id named.
+        let touched = match &*event {
+            Event::ToolSucceeded { call_id, .. } | Event::ToolFailed { call_id, .. } => {
+                self.fold.tool_index(call_id)
+            }
+            Event::EvidenceAdded { evidence } => evidence
+                .call_id
+                .as_deref()
+                .and_then(|c| self.fold.tool_index(c)),
+            _ => None,
+        };
+        if let (Some(k), Some(p)) = (touched, &mut self.pending)
+            && k < p.tools
+        {
+            p.saved
+                .entry(k)
+                .or_insert_with(|| self.fold.tools[k].clone());
+        }
+        if let Event::EvidenceAppended { evidence_id, .. } = &*event {
+            let target = self.fold.evidence_index(evidence_id);
+            if target != self.growing {
+                self.shrink_growing();
+                self.growing = target;
+            }
+        }
         match event {
             std::borrow::Cow::Borrowed(event) => self.fold.apply(t, event),
             std::borrow::Cow::Owned(event) => self.fold.apply_owned(t, event),
@@ -333,24 +404,48 @@ impl Builder {
             self.since_keyframe = 0;
             self.bytes_at_keyframe = bytes;
             self.settle_pending();
-            let (mut copy, lens) = snapshot(&mut self.fold);
-            copy.drop_index();
-            self.pending = Some((i + 1, copy, lens));
+            // Neither the tool calls nor the lookup indexes are copied into the keyframe.
+            let tools = std::mem::take(&mut self.fold.tools);
+            let evidence_at = std::mem::take(&mut self.fold.evidence_at);
+            let tool_at = std::mem::take(&mut self.fold.tool_at);
+            let (copy, lens) = snapshot(&mut self.fold);
+            self.fold.tools = tools;
+            self.fold.evidence_at = evidence_at;
+            self.fold.tool_at = tool_at;
+            self.pending = Some(Pending::new(i + 1, copy, lens, self.fold.tools.len()));
+        }
+    }
+
+    /// Give back the spare capacity of the body appends last grew.
+    fn shrink_growing(&mut self) {
+        if let Some(e) = self
+            .growing
+            .and_then(|g| self.fold.evidence.get_mut(g))
+            .and_then(Arc::get_mut)
+            && let crate::model::EvidenceBody::Text { text, .. } = &mut e.body
+        {
+            text.shrink_to_fit();
         }
     }
 
     /// Store the pending keyframe as a difference from the fold as it stands now.
     fn settle_pending(&mut self) {
-        if let Some((at, mut base, lens)) = self.pending.take() {
-            let lists = Lists::take(&mut base, lens, &self.fold);
-            self.keyframes.push(Keyframe { at, base, lists });
+        if let Some(mut p) = self.pending.take() {
+            let tools = p.tools(&self.fold.tools);
+            let mut lists = Lists::take(&mut p.base, p.lens, &self.fold);
+            lists.tools = tools;
+            self.keyframes.push(Keyframe {
+                at: p.at,
+                base: p.base,
+                lists,
+            });
         }
     }
 
     fn finish(mut self, source: Source) -> Replay {
         self.settle_pending();
-        // Nothing grows any more: give back what doubling reserved (bodies grown by appends
-        // hold up to twice their text).
+        // Nothing grows any more: give back what growth reserved (bodies grown by appends hold
+        // up to half as much again as their text).
         self.times.shrink_to_fit();
         self.play_at.shrink_to_fit();
         for e in &mut self.fold.evidence {
@@ -1082,6 +1177,44 @@ mod tests {
             assert_eq!(r.record(i).as_ref(), records.get(i), "record {i}");
         }
         assert_eq!(r.record(1000), None);
+        check_seeks(&mut r, &records);
+    }
+
+    #[test]
+    fn keyframes_keep_tool_calls_as_they_were_before_later_results() {
+        let mut records = Vec::new();
+        let mut t = 0.0;
+        let mut next = |event: Event| {
+            t += 0.1;
+            Record { t, event }
+        };
+        for i in 0..400 {
+            records.push(next(Event::ToolCalled {
+                call_id: format!("c{}", i % 150),
+                tool: "kubernetes.pods".into(),
+                specialist: None,
+                params: Default::default(),
+            }));
+            // Results for calls made long before, some failing, some for ids called again.
+            if i >= 100 {
+                let old = (i * 37) % 97;
+                records.push(next(if i % 3 == 0 {
+                    Event::ToolFailed {
+                        call_id: format!("c{}", old % 150),
+                        duration_ms: i as u64,
+                        error: format!("failed {i}"),
+                    }
+                } else {
+                    Event::ToolSucceeded {
+                        call_id: format!("c{}", old % 150),
+                        duration_ms: i as u64,
+                        summary: format!("done {i}"),
+                    }
+                }));
+            }
+        }
+        let mut r = Replay::new(records.clone());
+        assert!(r.keyframes.len() > 5, "{}", r.keyframes.len());
         check_seeks(&mut r, &records);
     }
 }
