@@ -343,7 +343,10 @@ mod cache {
     /// Replace the cache in `path` whole (written aside, then renamed), so a reader never sees
     /// half of it.
     pub fn write(path: &Path, cache: &Cache) -> std::io::Result<()> {
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        // Unique per write: a server lists sessions from several requests at once.
+        static WRITES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
         let result = (|| {
             let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
             writeln!(out, "{MAGIC}")?;

@@ -70,9 +70,12 @@ impl Clone for Source {
         match self {
             Source::Memory(records) => Source::Memory(records.clone()),
             // The copy opens its own reader when it first needs one.
-            Source::File(f) => {
-                Source::File(FileRecords::new(f.path.clone(), f.offsets.clone(), f.len))
-            }
+            Source::File(f) => Source::File(FileRecords::new(
+                f.path.clone(),
+                f.offsets.clone(),
+                f.len,
+                f.end,
+            )),
         }
     }
 }
@@ -82,6 +85,9 @@ impl Clone for Source {
 /// index costs an eighth of a byte a record rather than eight.
 const OFFSET_EVERY: usize = 64;
 
+/// Bytes of records a seek to the end folds from the file rather than copying the final fold.
+const FORWARD_BYTES: u64 = 1 << 20;
+
 /// Records of a session file, found by the byte offset of their line.
 #[derive(Debug)]
 struct FileRecords {
@@ -90,6 +96,8 @@ struct FileRecords {
     offsets: Vec<u64>,
     /// Records in the file.
     len: usize,
+    /// Where the last record ends.
+    end: u64,
     reader: Option<BufReader<File>>,
     /// Index of the record `reader` is positioned at.
     next: usize,
@@ -97,11 +105,12 @@ struct FileRecords {
 }
 
 impl FileRecords {
-    fn new(path: PathBuf, offsets: Vec<u64>, len: usize) -> FileRecords {
+    fn new(path: PathBuf, offsets: Vec<u64>, len: usize, end: u64) -> FileRecords {
         FileRecords {
             path,
             offsets,
             len,
+            end,
             reader: None,
             next: usize::MAX,
             line: Vec::new(),
@@ -536,12 +545,14 @@ impl Replay {
         let step = size.div_ceil(MAX_KEYFRAMES as u64).max(1);
         let mut offsets = Vec::new();
         let mut len = 0;
+        let mut end = 0;
         while let Some(r) = reader.next() {
             if len % OFFSET_EVERY == 0 {
                 offsets.push(reader.record_offset());
             }
             len += 1;
             let bytes = reader.offset();
+            end = bytes;
             b.push(
                 r.t,
                 std::borrow::Cow::Owned(r.event),
@@ -556,6 +567,7 @@ impl Replay {
             path.to_path_buf(),
             offsets,
             len,
+            end,
         )));
         Ok(OpenedReplay {
             replay,
@@ -792,12 +804,28 @@ impl Replay {
         inc
     }
 
+    /// At most how many bytes of the file hold records `from..` (0 for a replay in memory).
+    fn bytes_from(&self, from: usize) -> u64 {
+        match &self.source {
+            Source::Memory(_) => 0,
+            Source::File(f) => f
+                .offsets
+                .get(from / OFFSET_EVERY)
+                .map_or(0, |start| f.end.saturating_sub(*start)),
+        }
+    }
+
     /// Position the replay after the first `n` records (clamped), rebuilding the fold from the
     /// nearest keyframe at or before `n`.
     pub fn seek_index(&mut self, n: usize) {
         let n = n.min(self.len());
-        // The end is kept whole: jumping there is a copy, not a fold.
-        if n == self.len() && !self.truncated && (self.pos > n || n - self.pos > MIN_KEYFRAME_EVERY)
+        // The end is kept whole: jumping there is a copy, not a fold. Folding the last few
+        // records is cheaper, unless reading them back is not (one can hold a large log).
+        if n == self.len()
+            && !self.truncated
+            && (self.pos > n
+                || n - self.pos > MIN_KEYFRAME_EVERY
+                || self.bytes_from(self.pos) > FORWARD_BYTES)
         {
             self.incident = self.last.clone();
             self.pos = n;
@@ -1216,5 +1244,50 @@ mod tests {
         let mut r = Replay::new(records.clone());
         assert!(r.keyframes.len() > 5, "{}", r.keyframes.len());
         check_seeks(&mut r, &records);
+    }
+
+    #[test]
+    fn seeking_to_the_end_past_a_large_record_copies_the_final_fold() {
+        use crate::model::{Evidence, EvidenceBody};
+        let records = vec![
+            rec(0.0, Stage::Gather),
+            Record {
+                t: 1.0,
+                event: Event::EvidenceAdded {
+                    evidence: Evidence {
+                        id: "big".into(),
+                        kind: "logs".into(),
+                        title: "a large log".into(),
+                        source: "loki.query_range".into(),
+                        call_id: None,
+                        body: EvidenceBody::Text {
+                            language: "log".into(),
+                            text: "a log line\n".repeat(200_000),
+                        },
+                    },
+                },
+            },
+            warn(2.0, 1),
+        ];
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("s.ndjson");
+        let mut text = String::from(
+            r#"{"sitrep_session":1,"id":"s","started":"2026-11-22T09:00:00Z","title":"t"}"#,
+        );
+        text.push('\n');
+        for r in &records {
+            text.push_str(&serde_json::to_string(r).unwrap_or_default());
+            text.push('\n');
+        }
+        std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{e}"));
+        let mut r = Replay::open(&path)
+            .map(|o| o.replay)
+            .unwrap_or_else(|e| panic!("{e}"));
+        // With the file gone, only the kept fold can show the end.
+        std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        r.seek_fraction(1.0);
+        assert_eq!(r.position(), records.len());
+        let expect = Incident::fold(records.iter().map(|r| (r.t, &r.event)));
+        assert_eq!(r.incident(), &expect);
     }
 }
