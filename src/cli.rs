@@ -848,22 +848,32 @@ fn sessions(dir: Option<&Path>) -> anyhow::Result<()> {
         }
     }
     widths[3] = widths[3].min(60);
-    let print = |out: &mut std::io::StdoutLock, cells: [&str; 5]| -> std::io::Result<()> {
-        let mut line = String::new();
+    // Ten thousand rows: one line buffer, no string per cell.
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+    let mut line = String::new();
+    let mut print = |out: &mut dyn Write, cells: [&str; 5]| -> std::io::Result<()> {
+        line.clear();
         for (i, cell) in cells.iter().enumerate() {
-            let cell: String = cell.chars().take(widths[i]).collect();
-            if i + 1 == cells.len() {
-                line.push_str(&cell);
-            } else {
-                line.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            let mut shown = 0;
+            for c in cell.chars().take(widths[i]) {
+                line.push(c);
+                shown += 1;
+            }
+            if i + 1 < cells.len() {
+                line.extend(std::iter::repeat_n(' ', widths[i] - shown + 2));
             }
         }
         writeln!(out, "{}", line.trim_end())
     };
-    print(&mut out, headers)?;
-    for row in &rows {
-        print(&mut out, row.each_ref().map(String::as_str))?;
+    if quiet_on_closed_pipe(print(&mut out, headers))?.is_none() {
+        return Ok(());
     }
+    for row in &rows {
+        if quiet_on_closed_pipe(print(&mut out, row.each_ref().map(String::as_str)))?.is_none() {
+            return Ok(());
+        }
+    }
+    quiet_on_closed_pipe(out.flush())?;
     Ok(())
 }
 
@@ -881,9 +891,16 @@ fn format_duration(secs: f64) -> String {
 fn export(file: &Path, format: Format, output: Option<&Path>) -> anyhow::Result<()> {
     // Folded while reading: the records are never all in memory at once, and markdown, which
     // shows a text body as its line count, folds only the bodies' line structure.
-    let folded = match format {
-        Format::Markdown => session::fold_file_with(file, session::export::markdown_input)?,
-        Format::Json => session::fold_file(file)?,
+    // JSON keeps text bodies in the file, copying each out as it is written.
+    let (folded, bodies) = match format {
+        Format::Markdown => (
+            session::fold_file_with(file, session::export::markdown_input)?,
+            None,
+        ),
+        Format::Json => {
+            let (folded, bodies) = session::export::fold_file_for_json(file)?;
+            (folded, Some(bodies))
+        }
     };
     if let Some(tear) = &folded.tear {
         // A crash leaves a torn last line, and the postmortem of everything before it is whole;
@@ -907,7 +924,12 @@ fn export(file: &Path, format: Format, output: Option<&Path>) -> anyhow::Result<
         match format {
             Format::Markdown => out.write_all(session::export::markdown(&incident).as_bytes())?,
             Format::Json => {
-                session::export::write_json(&mut *out, &incident)?;
+                match &bodies {
+                    Some(bodies) => {
+                        session::export::write_json_streamed(&mut *out, &incident, bodies)?
+                    }
+                    None => session::export::write_json(&mut *out, &incident)?,
+                }
                 out.write_all(b"\n")?;
             }
         }
@@ -930,19 +952,27 @@ fn export(file: &Path, format: Format, output: Option<&Path>) -> anyhow::Result<
 }
 
 fn diagnose(file: &Path, json: bool, runbooks: Option<&Path>) -> anyhow::Result<()> {
-    let log = session::read_file(file)?;
+    let mut reader = session::open_file(file)?;
     let (books, book_errors) = crate::runbook::load(runbooks);
     for e in &book_errors {
         eprintln!("sitrep: runbook skipped: {e}");
     }
-    let events: Vec<_> = log.records.iter().map(|r| r.event.clone()).collect();
-    let torn = log.tear.as_ref().map(|t| {
-        format!(
-            "the file is torn at {t}: diagnosed from the {} records before it",
-            log.records.len()
-        )
+    // Read, diagnosed and folded in one pass; evidence bodies, which neither the reasoning nor
+    // the verdict reads, are folded as their line structure only.
+    let mut incident = crate::model::Incident::new();
+    let mut records = 0usize;
+    let events = reader.by_ref().map(|r| {
+        let event = session::export::markdown_input(r.event);
+        incident.apply(r.t, &event);
+        records += 1;
+        event
     });
-    let re = agent::rediagnose(&events, &books).map_err(|e| match &torn {
+    let re = agent::rediagnose_stream(events, &books);
+    let tear = reader.tear().cloned();
+    let torn = tear.as_ref().map(|t| {
+        format!("the file is torn at {t}: diagnosed from the {records} records before it")
+    });
+    let re = re.map_err(|e| match &torn {
         Some(t) => anyhow::anyhow!("{}: {e} ({t})", file.display()),
         None => anyhow::anyhow!("{}: {e}", file.display()),
     })?;
@@ -956,14 +986,14 @@ fn diagnose(file: &Path, json: bool, runbooks: Option<&Path>) -> anyhow::Result<
             "evidence": re.evidence,
             "notes": re.notes,
             "reasoner": re.reasoner,
-            "tear": log.tear.as_ref().map(|t| serde_json::json!({
+            "tear": tear.as_ref().map(|t| serde_json::json!({
                 "line": t.line, "byte_offset": t.byte_offset, "reason": t.reason,
             })),
         }))?;
         s.push('\n');
         s
     } else {
-        verdict_text(&re, &log.incident(), torn.as_deref())
+        verdict_text(&re, &incident, torn.as_deref())
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

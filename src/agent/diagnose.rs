@@ -164,7 +164,24 @@ pub enum RediagnoseError {
 /// Re-run Diagnose on a session's events, against these runbooks (the recorded runbook is looked
 /// up by name among them).
 pub fn rediagnose(events: &[Event], runbooks: &[Runbook]) -> Result<Rediagnosis, RediagnoseError> {
-    let log = ObservationLog::from_events(events);
+    rediagnose_stream(events, runbooks)
+}
+
+/// [`rediagnose`] over events as they are read, in one pass: only the folds are kept, never the
+/// log, so a session file of any length re-diagnoses in the space of its facts.
+pub fn rediagnose_stream<E: std::borrow::Borrow<Event>>(
+    events: impl IntoIterator<Item = E>,
+    runbooks: &[Runbook],
+) -> Result<Rediagnosis, RediagnoseError> {
+    let mut log = ObservationLog::new();
+    let mut incident = Incident::new();
+    let mut trace = super::model::ModelTrace::default();
+    for e in events {
+        let e = e.borrow();
+        log.apply(e);
+        trace.observe(e, &incident);
+        incident.apply(0.0, e);
+    }
     if !log.triaged {
         return Err(RediagnoseError::NotTriaged);
     }
@@ -192,7 +209,7 @@ pub fn rediagnose(events: &[Event], runbooks: &[Runbook]) -> Result<Rediagnosis,
     }
     let mut diagnosed = diagnose(&obs, &scope, runbook);
     // An LLM session: its recorded exchanges replayed through the same loop, offline.
-    let reasoner = match super::model::rediagnose(events, &mut diagnosed.analysis) {
+    let reasoner = match super::model::rediagnose(trace, &incident, &mut diagnosed.analysis) {
         None => "rules".to_string(),
         Some(r) => {
             if !r.requests_match {
@@ -219,10 +236,6 @@ pub fn rediagnose(events: &[Event], runbooks: &[Runbook]) -> Result<Rediagnosis,
             .iter()
             .filter_map(|s| s.clone().err()),
     );
-    let mut incident = Incident::new();
-    for e in events {
-        incident.apply(0.0, e);
-    }
     Ok(Rediagnosis {
         verdict: diagnosed.verdict(),
         recorded: Verdict::recorded(&incident),

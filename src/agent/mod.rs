@@ -25,7 +25,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-pub use diagnose::{RediagnoseError, Rediagnosis, Verdict, rediagnose};
+pub use diagnose::{RediagnoseError, Rediagnosis, Verdict, rediagnose, rediagnose_stream};
 pub use tools::{Params, ToolOutput, Tools};
 pub use world_tools::WorldTools;
 

@@ -5,7 +5,7 @@ use super::evidence::Chart;
 use super::journal::Journal;
 use super::specialists::{Caller, lock};
 use crate::integrations::llm::{ChatRequest, Message};
-use crate::model::{ChatRole, Event, EvidenceId, Finding, Hypothesis};
+use crate::model::{ChatRole, Event, EvidenceId, Finding, Hypothesis, Incident};
 use crate::policy::redact::Redactor;
 use crate::reason::llm::{self, Brief, Model, Params, ToolResult, Toolbox};
 use crate::reason::{Analysis, Observations};
@@ -249,16 +249,20 @@ impl Toolbox for Recorded {
     }
 }
 
-/// Replay a saved session's recorded model exchanges through the same loop, offline, and fold
-/// the answer into `analysis` (the rules' re-run) as Diagnose did live. `None` when the session
-/// has no model investigation.
-pub fn rediagnose(events: &[Event], analysis: &mut Analysis) -> Option<Rederived> {
-    let is_investigation =
-        |e: &Event| matches!(e, Event::ModelExchange { purpose, .. } if purpose == "investigate");
-    let first = events.iter().position(is_investigation)?;
-    let recorded: Vec<crate::integrations::llm::Recorded> = events
-        .iter()
-        .filter_map(|e| match e {
+/// What a re-diagnosis needs of a session's model investigation, gathered in the one pass over
+/// its events: the fold the model was briefed from, the fold its answer was checked against, and
+/// the recorded exchanges.
+#[derive(Default)]
+pub struct ModelTrace {
+    before: Option<Incident>,
+    at_answer: Option<Incident>,
+    recorded: Vec<crate::integrations::llm::Recorded>,
+}
+
+impl ModelTrace {
+    /// Look at the next event; `fold` is the incident folded up to, not including, it.
+    pub fn observe(&mut self, event: &Event, fold: &Incident) {
+        match event {
             Event::ModelExchange {
                 purpose,
                 provider,
@@ -267,34 +271,39 @@ pub fn rediagnose(events: &[Event], analysis: &mut Analysis) -> Option<Rederived
                 raw,
                 error,
                 ..
-            } if purpose == "investigate" => Some(crate::integrations::llm::Recorded {
-                provider: serde_json::from_value(serde_json::Value::String(provider.clone()))
-                    .unwrap_or_default(),
-                model: model.clone(),
-                request: request.clone(),
-                raw: raw.clone(),
-                error: error.clone(),
-            }),
-            _ => None,
-        })
-        .collect();
-    let fold = |upto: usize| {
-        let mut i = crate::model::Incident::new();
-        for e in &events[..upto] {
-            i.apply(0.0, e);
+            } if purpose == "investigate" => {
+                if self.before.is_none() {
+                    self.before = Some(fold.clone());
+                }
+                self.recorded.push(crate::integrations::llm::Recorded {
+                    provider: serde_json::from_value(serde_json::Value::String(provider.clone()))
+                        .unwrap_or_default(),
+                    model: model.clone(),
+                    request: request.clone(),
+                    raw: raw.clone(),
+                    error: error.clone(),
+                });
+            }
+            Event::Diagnosis { .. } if self.before.is_some() && self.at_answer.is_none() => {
+                self.at_answer = Some(fold.clone());
+            }
+            _ => {}
         }
-        i
-    };
-    // What the model was briefed with, and what existed when its answer was checked.
-    let before = fold(first);
-    let end = events
-        .iter()
-        .skip(first)
-        .position(|e| matches!(e, Event::Diagnosis { .. }))
-        .map(|n| first + n)
-        .unwrap_or(events.len());
+    }
+}
+
+/// Replay a saved session's recorded model exchanges through the same loop, offline, and fold
+/// the answer into `analysis` (the rules' re-run) as Diagnose did live. `None` when the session
+/// has no model investigation.
+pub fn rediagnose(
+    trace: ModelTrace,
+    last: &Incident,
+    analysis: &mut Analysis,
+) -> Option<Rederived> {
+    let before = trace.before?;
+    let recorded = trace.recorded;
     let toolbox = Recorded {
-        incident: fold(end),
+        incident: trace.at_answer.unwrap_or_else(|| last.clone()),
         emitted: Mutex::new(Vec::new()),
     };
     let trigger = match (&before.alert, &before.problem) {

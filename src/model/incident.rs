@@ -449,6 +449,13 @@ impl Incident {
                     && let EvidenceBody::Text { text: body, .. } =
                         &mut Arc::make_mut(&mut self.evidence[i]).body
                 {
+                    // A streamed log grows by many small appends: growing by half rather than
+                    // doubling caps a long body's spare capacity at half its text rather than
+                    // all of it, for a constant number of extra copies per byte.
+                    let need = text.len() + 1;
+                    if body.capacity() - body.len() < need {
+                        body.reserve_exact(need.max(body.len() / 2));
+                    }
                     if !body.is_empty() && !body.ends_with('\n') {
                         body.push('\n');
                     }
@@ -820,6 +827,31 @@ impl Incident {
         }
     }
 
+    /// [`Incident::apply`] taking the event by value: an evidence body moves into the fold
+    /// instead of being copied, which for a log of a million lines is a hundred megabytes.
+    pub fn apply_owned(&mut self, t: f64, event: Event) {
+        match event {
+            Event::EvidenceAdded { mut evidence } => {
+                let body = std::mem::replace(
+                    &mut evidence.body,
+                    EvidenceBody::Text {
+                        language: String::new(),
+                        text: String::new(),
+                    },
+                );
+                let items = self.evidence.len();
+                self.apply(t, &Event::EvidenceAdded { evidence });
+                // The item just pushed is not shared yet.
+                if self.evidence.len() > items
+                    && let Some(added) = self.evidence.last_mut().and_then(Arc::get_mut)
+                {
+                    added.body = body;
+                }
+            }
+            other => self.apply(t, &other),
+        }
+    }
+
     /// Forget the lookup indexes (a stored copy of the fold need not carry them); lookups scan
     /// until [`Incident::reindex`].
     pub fn drop_index(&mut self) {
@@ -882,6 +914,17 @@ impl Incident {
 
     fn action_mut(&mut self, id: &str) -> Option<&mut ActionState> {
         self.actions.iter_mut().find(|a| a.action.id == id)
+    }
+
+    /// Position in [`Incident::tools`] of the call an id names (the latest with it): the one
+    /// a result or evidence for that id updates.
+    pub fn tool_index(&self, call_id: &str) -> Option<usize> {
+        self.tool_position(call_id)
+    }
+
+    /// Position in [`Incident::evidence`] of the item an id names (the first with it).
+    pub fn evidence_index(&self, id: &str) -> Option<usize> {
+        self.evidence_position(id)
     }
 
     pub fn evidence(&self, id: &str) -> Option<&Evidence> {
@@ -1061,5 +1104,59 @@ mod tests {
             Some(ActionStatus::Approved)
         );
         assert!(inc.pending_approval().is_none());
+    }
+
+    #[test]
+    fn folding_owned_events_matches_folding_borrowed_ones() {
+        let append = |id: &str, text: &str| Event::EvidenceAppended {
+            evidence_id: id.into(),
+            text: text.into(),
+        };
+        let events = [
+            started(),
+            evidence("e1", "a"),
+            append("e1", "b"),
+            evidence("e1", "shadowed"),
+            evidence("e2", ""),
+            append("e2", "c\n"),
+            append("e2", "d"),
+            append("missing", "x"),
+        ];
+        let (mut borrowed, mut owned) = (Incident::new(), Incident::new());
+        for (i, e) in events.iter().enumerate() {
+            borrowed.apply(i as f64, e);
+            owned.apply_owned(i as f64, e.clone());
+        }
+        assert_eq!(owned, borrowed);
+        assert_eq!(body(&owned, "e1"), "a\nb");
+        assert_eq!(body(&owned, "e2"), "c\nd");
+        assert_eq!(owned.evidence_index("e1"), Some(0));
+        assert_eq!(owned.evidence_index("e2"), Some(2));
+        assert_eq!(owned.evidence_index("missing"), None);
+    }
+
+    #[test]
+    fn a_streamed_body_keeps_its_unused_capacity_under_half_its_length() {
+        let mut inc = Incident::new();
+        inc.apply(0.0, &evidence("log", "first line"));
+        for i in 0..20_000 {
+            inc.apply(
+                i as f64,
+                &Event::EvidenceAppended {
+                    evidence_id: "log".into(),
+                    text: format!("line {i} of a streamed log"),
+                },
+            );
+            if let Some(EvidenceBody::Text { text, .. }) = inc.evidence("log").map(|e| &e.body)
+                && text.len() > 4096
+            {
+                assert!(
+                    text.capacity() <= text.len() * 3 / 2 + 64,
+                    "{} / {}",
+                    text.capacity(),
+                    text.len()
+                );
+            }
+        }
     }
 }

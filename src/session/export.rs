@@ -433,6 +433,14 @@ pub fn json(incident: &Incident) -> serde_json::Value {
 /// [`json`], pretty-printed straight into `out`: the same document, without first copying the
 /// incident (evidence bodies included) into a JSON tree.
 pub fn write_json(out: &mut dyn std::io::Write, incident: &Incident) -> std::io::Result<()> {
+    write_json_with(out, incident, TerminalSafe::default())
+}
+
+fn write_json_with(
+    out: &mut dyn std::io::Write,
+    incident: &Incident,
+    formatter: impl serde_json::ser::Formatter,
+) -> std::io::Result<()> {
     #[derive(serde::Serialize)]
     struct Diagnosis<'a> {
         category: crate::model::Category,
@@ -470,8 +478,238 @@ pub fn write_json(out: &mut dyn std::io::Write, incident: &Incident) -> std::io:
         started: incident.started,
         title: &incident.title,
     };
-    let mut ser = serde_json::Serializer::with_formatter(out, TerminalSafe::default());
+    let mut ser = serde_json::Serializer::with_formatter(out, formatter);
     serde::Serialize::serialize(&doc, &mut ser).map_err(std::io::Error::other)
+}
+
+/// A session folded for the JSON postmortem with its text evidence bodies left in the file: the
+/// fold holds a marker in place of each body, and [`write_json_streamed`] copies the body from
+/// the records that built it. Memory holds the incident's structure and one offset per body
+/// record, never the bodies, so a million log lines export in a few tens of megabytes.
+pub struct FileBodies {
+    path: std::path::PathBuf,
+    /// Starts every marker, followed by the item's position and a newline (which keeps the fold
+    /// from adding one of its own when text is appended). Random per export, so no evidence
+    /// text can pass for a marker.
+    marker: String,
+    /// Per evidence item (by position), the byte offsets of the records whose text makes its
+    /// body, in order: the one that added it, then each append that reached it.
+    sources: Vec<Vec<u64>>,
+}
+
+/// Fold a session file for [`write_json_streamed`].
+pub fn fold_file_for_json(
+    path: &std::path::Path,
+) -> Result<(super::FoldedSession, FileBodies), super::SessionError> {
+    use crate::model::Event;
+    use std::hash::{BuildHasher, Hasher};
+    let file = std::fs::File::open(path).map_err(|source| super::SessionError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut reader = super::Reader::new(std::io::BufReader::with_capacity(1 << 16, file))
+        .map_err(|e| e.with_path(path))?;
+    let nonce = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let marker = format!("\u{FDD0}sitrep-body-{nonce:016x}-");
+    let mut incident = Incident::new();
+    let mut sources: Vec<Vec<u64>> = Vec::new();
+    let mut records = 0;
+    while let Some(record) = reader.next() {
+        let at = reader.record_offset();
+        let mut event = record.event;
+        match &mut event {
+            Event::EvidenceAdded { evidence } => {
+                let i = incident.evidence.len();
+                sources.resize_with(i + 1, Vec::new);
+                if let EvidenceBody::Text { text, .. } = &mut evidence.body {
+                    *text = format!("{marker}{i}\n");
+                    sources[i].push(at);
+                }
+            }
+            Event::EvidenceAppended { evidence_id, text } => {
+                // Only an append the fold would make to a text body belongs to one.
+                if let Some(i) = incident.evidence_index(evidence_id)
+                    && matches!(incident.evidence[i].body, EvidenceBody::Text { .. })
+                    && let Some(list) = sources.get_mut(i)
+                {
+                    list.push(at);
+                }
+                text.clear();
+            }
+            _ => {}
+        }
+        incident.apply(record.t, &event);
+        records += 1;
+    }
+    for list in &mut sources {
+        list.shrink_to_fit();
+    }
+    let folded = super::FoldedSession {
+        header: reader.header().clone(),
+        incident,
+        records,
+        tear: reader.tear().cloned(),
+    };
+    Ok((
+        folded,
+        FileBodies {
+            path: path.to_path_buf(),
+            marker,
+            sources,
+        },
+    ))
+}
+
+/// [`write_json`] of a fold from [`fold_file_for_json`]: the same document, each text body copied
+/// from the session file as it is written.
+pub fn write_json_streamed(
+    out: &mut dyn std::io::Write,
+    incident: &Incident,
+    bodies: &FileBodies,
+) -> std::io::Result<()> {
+    let formatter = Streamed {
+        inner: TerminalSafe::default(),
+        bodies,
+        reader: None,
+        pos: 0,
+        swallow_escape: false,
+    };
+    write_json_with(out, incident, formatter)
+}
+
+/// The postmortem's formatter, writing a body from the file where the fold holds its marker.
+struct Streamed<'a> {
+    inner: TerminalSafe,
+    bodies: &'a FileBodies,
+    reader: Option<std::io::BufReader<std::fs::File>>,
+    /// Where `reader` stands in the file.
+    pos: u64,
+    /// The marker's newline is the next escape serde writes: it is not part of the body.
+    swallow_escape: bool,
+}
+
+impl Streamed<'_> {
+    /// The text record `at` contributes to a body.
+    fn text_at(&mut self, at: u64) -> std::io::Result<String> {
+        use crate::model::{Event, Record};
+        use std::io::BufRead;
+        let reader = match &mut self.reader {
+            Some(r) => r,
+            None => self.reader.insert(std::io::BufReader::with_capacity(
+                1 << 16,
+                std::fs::File::open(&self.bodies.path)?,
+            )),
+        };
+        // Relative, so a record already in the buffer is not read again.
+        reader.seek_relative(at as i64 - self.pos as i64)?;
+        let mut line = Vec::new();
+        let n = reader.read_until(b'\n', &mut line)?;
+        self.pos = at + n as u64;
+        let changed = || std::io::Error::other("the session file changed while it was exported");
+        let record: Record =
+            serde_json::from_slice(line.trim_ascii_end()).map_err(|_| changed())?;
+        match record.event {
+            Event::EvidenceAdded { evidence } => match evidence.body {
+                EvidenceBody::Text { text, .. } => Ok(text),
+                _ => Err(changed()),
+            },
+            Event::EvidenceAppended { text, .. } => Ok(text),
+            _ => Err(changed()),
+        }
+    }
+
+    /// Write body `i`'s escaped contents, joining appends as the fold does.
+    fn copy_body<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        i: usize,
+    ) -> std::io::Result<()> {
+        let bodies = self.bodies;
+        let Some(list) = bodies.sources.get(i) else {
+            return Err(std::io::Error::other("evidence body marker out of range"));
+        };
+        let (mut empty, mut newline_last) = (true, false);
+        for (k, &at) in list.iter().enumerate() {
+            let text = self.text_at(at)?;
+            if k > 0 && !empty && !newline_last {
+                w.write_all(b"\\n")?;
+                newline_last = true;
+            }
+            if text.is_empty() {
+                continue;
+            }
+            empty = false;
+            newline_last = text.ends_with('\n');
+            let quoted = serde_json::to_string(&text).map_err(std::io::Error::other)?;
+            let inner = &quoted[1..quoted.len() - 1];
+            w.write_all(crate::model::text::escape_json_controls(inner).as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+impl serde_json::ser::Formatter for Streamed<'_> {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        if let Some(i) = fragment
+            .strip_prefix(self.bodies.marker.as_str())
+            .and_then(|rest| rest.parse::<usize>().ok())
+        {
+            self.swallow_escape = true;
+            return self.copy_body(w, i);
+        }
+        self.inner.write_string_fragment(w, fragment)
+    }
+    fn write_char_escape<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        escape: serde_json::ser::CharEscape,
+    ) -> std::io::Result<()> {
+        if std::mem::take(&mut self.swallow_escape) {
+            return Ok(());
+        }
+        serde_json::ser::CompactFormatter.write_char_escape(w, escape)
+    }
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.inner.begin_array(w)
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.inner.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.inner.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.inner.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.inner.begin_object(w)
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.inner.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.inner.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.inner.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.inner.end_object_value(w)
+    }
 }
 
 /// Pretty JSON whose strings are safe to print to a terminal: the characters serde_json leaves
@@ -739,5 +977,81 @@ mod tests {
         assert_eq!(cell("a|b\nc"), "a\\|b c");
         assert_eq!(human_duration(75.0), "1m 15s");
         assert_eq!(human_duration(7300.0), "2h 01m");
+    }
+
+    #[test]
+    fn json_streamed_from_the_file_is_the_json_of_the_whole_fold() {
+        use crate::model::{Event, Evidence, EvidenceBody, Record};
+        let added = |id: &str, body: EvidenceBody| Event::EvidenceAdded {
+            evidence: Evidence {
+                id: id.into(),
+                kind: "logs".into(),
+                title: format!("about {id}"),
+                source: "loki.query_range".into(),
+                call_id: None,
+                body,
+            },
+        };
+        let text = |t: &str| EvidenceBody::Text {
+            language: "log".into(),
+            text: t.into(),
+        };
+        let append = |id: &str, t: &str| Event::EvidenceAppended {
+            evidence_id: id.into(),
+            text: t.into(),
+        };
+        let events = vec![
+            added("e1", text("first\n")),
+            append("e1", "second"),
+            append("e1", ""),
+            append(
+                "e1",
+                "quote \" slash \\ esc \u{1b}[31m del \u{7f} c1 \u{85} bidi \u{202e} tab\t",
+            ),
+            added("e2", text("")),
+            append("e2", "into an empty body"),
+            append("e2", "line\r\n"),
+            append("nope", "lost"),
+            added(
+                "j",
+                EvidenceBody::Json {
+                    value: serde_json::json!({"a": "\u{202e}"}),
+                },
+            ),
+            append("j", "not text"),
+            added("e1", text("a second item with the same id")),
+            append("e1", "goes to the first"),
+            // Text that looks like a marker stays text.
+            Event::Warning {
+                message: "\u{FDD0}sitrep-body-0000000000000000-0\n".into(),
+            },
+        ];
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("s.ndjson");
+        let mut file = String::from(
+            r#"{"sitrep_session":1,"id":"s","started":"2026-11-22T09:00:00Z","title":"t"}"#,
+        );
+        file.push('\n');
+        for (i, event) in events.into_iter().enumerate() {
+            let r = Record { t: i as f64, event };
+            file.push_str(&serde_json::to_string(&r).unwrap_or_default());
+            file.push('\n');
+        }
+        std::fs::write(&path, &file).unwrap_or_else(|e| panic!("{e}"));
+        let (folded, bodies) = fold_file_for_json(&path).unwrap_or_else(|e| panic!("{e}"));
+        let mut streamed = Vec::new();
+        assert!(write_json_streamed(&mut streamed, &folded.incident, &bodies).is_ok());
+        let whole = crate::session::fold_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        let mut direct = Vec::new();
+        assert!(write_json(&mut direct, &whole.incident).is_ok());
+        let (streamed, direct) = (
+            String::from_utf8_lossy(&streamed),
+            String::from_utf8_lossy(&direct),
+        );
+        assert_eq!(streamed, direct);
+        assert!(direct.contains("goes to the first"));
+        assert!(direct.contains("\\u202e"));
+        // The fold held markers, not bodies.
+        assert!(!format!("{:?}", folded.incident).contains("second"));
     }
 }

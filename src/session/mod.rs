@@ -10,7 +10,7 @@ mod writer;
 
 pub use reader::{
     FORMAT_VERSION, FoldedSession, Reader, SessionLog, SessionTail, Tear, fold_file,
-    fold_file_with, read_file, read_tail,
+    fold_file_with, open_file, read_file, read_tail,
 };
 pub use replay::{OpenedReplay, Replay};
 pub use writer::Writer;
@@ -123,7 +123,9 @@ pub struct SessionSummary {
 
 /// Summaries of every `*.ndjson` session in `dir`, newest first. Unreadable files are returned
 /// as errors next to the good ones so one bad file never hides the rest. Each file is read at its
-/// header and its tail only, so listing costs the same for short and million-event sessions.
+/// header and its tail only, so listing costs the same for short and million-event sessions, and
+/// a file whose size and modification time match the directory's listing cache
+/// ([`CACHE_FILE`]) is not opened at all.
 pub fn list_sessions(dir: &Path) -> (Vec<SessionSummary>, Vec<SessionError>) {
     let mut found = Vec::new();
     let mut errors = Vec::new();
@@ -138,27 +140,229 @@ pub fn list_sessions(dir: &Path) -> (Vec<SessionSummary>, Vec<SessionError>) {
             return (found, errors);
         }
     };
+    let cache_path = dir.join(CACHE_FILE);
+    let mut cache = cache::read(&cache_path);
+    let mut fresh = cache::Cache::default();
+    let mut missed: Vec<(PathBuf, Option<cache::Stamp>)> = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
         if path.extension().and_then(|e| e.to_str()) != Some("ndjson") {
             continue;
         }
-        match read_tail(&path) {
-            Ok(tail) => {
-                found.push(SessionSummary {
-                    started: tail.header.started,
-                    title: tail.header.title,
-                    outcome: tail.outcome,
-                    duration: tail.duration,
-                    tear: tail.tear,
-                    path,
-                });
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let stamp = entry.metadata().ok().and_then(|m| cache::Stamp::of(&m));
+        match stamp.and_then(|s| cache.take(&name, s)) {
+            Some(hit) => {
+                found.push(hit.summary(path));
+                fresh.put(name, hit);
+            }
+            None => missed.push((path, stamp)),
+        }
+    }
+    // Entries left over are files gone since.
+    let changed = !missed.is_empty() || cache.len() > 0;
+    // Opening and reading thousands of small files is system calls and waiting on the disk:
+    // spread over the cores, each thread taking every n-th file.
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(missed.len().div_ceil(256))
+        .max(1);
+    let read = |k: usize| {
+        missed
+            .iter()
+            .skip(k)
+            .step_by(threads)
+            .map(|(path, stamp)| {
+                read_tail(path).map(|tail| {
+                    let summary = SessionSummary {
+                        started: tail.header.started,
+                        title: tail.header.title,
+                        outcome: tail.outcome,
+                        duration: tail.duration,
+                        tear: tail.tear,
+                        path: path.clone(),
+                    };
+                    (summary, *stamp)
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    let results = if threads == 1 {
+        vec![read(0)]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (1..threads).map(|k| scope.spawn(move || read(k))).collect();
+            let mut all = vec![read(0)];
+            for h in handles {
+                match h.join() {
+                    Ok(part) => all.push(part),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            all
+        })
+    };
+    for r in results.into_iter().flatten() {
+        match r {
+            Ok((summary, stamp)) => {
+                if let Some(stamp) = stamp {
+                    fresh.insert(&summary, stamp);
+                }
+                found.push(summary);
             }
             Err(e) => errors.push(e),
         }
     }
+    if changed {
+        // Only a speed-up: a directory the user cannot write is listed the slow way each time.
+        let _ = cache::write(&cache_path, &fresh);
+    }
     found.sort_by(|a, b| b.started.cmp(&a.started).then_with(|| a.path.cmp(&b.path)));
     (found, errors)
+}
+
+/// The listing cache's file name inside a sessions directory (not a session: no `.ndjson`).
+pub const CACHE_FILE: &str = ".sitrep-sessions-cache";
+
+/// What `sitrep sessions` learnt from each file, keyed by name, size and modification time: a
+/// file that changed in any way is read again.
+mod cache {
+    use super::{SessionSummary, Tear};
+    use crate::model::Outcome;
+    use chrono::{DateTime, Utc};
+    use std::collections::HashMap;
+    use std::io::{BufRead, Write};
+    use std::path::{Path, PathBuf};
+
+    const MAGIC: &str = "sitrep-sessions-cache 1";
+
+    /// A file's size and modification time in nanoseconds.
+    #[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
+    pub struct Stamp(u64, i128);
+
+    impl Stamp {
+        pub fn of(meta: &std::fs::Metadata) -> Option<Stamp> {
+            let modified = meta.modified().ok()?;
+            let ns = match modified.duration_since(std::time::UNIX_EPOCH) {
+                Ok(d) => d.as_nanos() as i128,
+                Err(e) => -(e.duration().as_nanos() as i128),
+            };
+            Some(Stamp(meta.len(), ns))
+        }
+    }
+
+    #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+    pub struct Entry {
+        name: String,
+        stamp: Stamp,
+        started: DateTime<Utc>,
+        title: String,
+        outcome: Option<Outcome>,
+        duration: f64,
+        tear: Option<(usize, u64, String)>,
+    }
+
+    impl Entry {
+        pub fn summary(&self, path: PathBuf) -> SessionSummary {
+            SessionSummary {
+                path,
+                started: self.started,
+                title: self.title.clone(),
+                outcome: self.outcome,
+                duration: self.duration,
+                tear: self.tear.as_ref().map(|(line, byte_offset, reason)| Tear {
+                    line: *line,
+                    byte_offset: *byte_offset,
+                    reason: reason.clone(),
+                }),
+            }
+        }
+    }
+
+    #[derive(Default)]
+    pub struct Cache(HashMap<String, Entry>);
+
+    impl Cache {
+        /// Take `name`'s entry out if it was made for a file with this stamp.
+        pub fn take(&mut self, name: &str, stamp: Stamp) -> Option<Entry> {
+            match self.0.get(name) {
+                Some(e) if e.stamp == stamp => self.0.remove(name),
+                _ => None,
+            }
+        }
+
+        pub fn len(&self) -> usize {
+            self.0.len()
+        }
+
+        pub fn put(&mut self, name: String, entry: Entry) {
+            self.0.insert(name, entry);
+        }
+
+        pub fn insert(&mut self, s: &SessionSummary, stamp: Stamp) {
+            let Some(name) = s.path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+                return;
+            };
+            let entry = Entry {
+                name: name.clone(),
+                stamp,
+                started: s.started,
+                title: s.title.clone(),
+                outcome: s.outcome,
+                duration: s.duration,
+                tear: s
+                    .tear
+                    .as_ref()
+                    .map(|t| (t.line, t.byte_offset, t.reason.clone())),
+            };
+            self.0.insert(name, entry);
+        }
+    }
+
+    /// The cache in `path`; empty when it is missing, of another version or damaged (a damaged
+    /// line only loses its own entry).
+    pub fn read(path: &Path) -> Cache {
+        let mut cache = Cache::default();
+        let Ok(file) = std::fs::File::open(path) else {
+            return cache;
+        };
+        let mut lines = std::io::BufReader::with_capacity(1 << 16, file).lines();
+        if !matches!(lines.next(), Some(Ok(l)) if l == MAGIC) {
+            return cache;
+        }
+        for line in lines {
+            let Ok(line) = line else { break };
+            if let Ok(e) = serde_json::from_str::<Entry>(&line) {
+                cache.0.insert(e.name.clone(), e);
+            }
+        }
+        cache
+    }
+
+    /// Replace the cache in `path` whole (written aside, then renamed), so a reader never sees
+    /// half of it.
+    pub fn write(path: &Path, cache: &Cache) -> std::io::Result<()> {
+        // Unique per write: a server lists sessions from several requests at once.
+        static WRITES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
+        let result = (|| {
+            let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+            writeln!(out, "{MAGIC}")?;
+            for e in cache.0.values() {
+                serde_json::to_writer(&mut out, e)?;
+                out.write_all(b"\n")?;
+            }
+            out.flush()?;
+            drop(out);
+            std::fs::rename(&tmp, path)
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result
+    }
 }
 
 #[cfg(test)]
@@ -188,5 +392,67 @@ mod tests {
         let b = new_session_path_in(&dir, started, "Bad deploy");
         assert_ne!(a, b);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn listing_many_sessions_finds_every_one_newest_first() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        for i in 0..700 {
+            let started = DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::seconds(i);
+            let h = header(&format!("s{i}"), started, &format!("session {i}"));
+            let text = format!(
+                "{}\n{{\"t\":{i}.0,\"event\":{{\"type\":\"session_ended\",\"outcome\":\"resolved\"}}}}\n",
+                serde_json::to_string(&h).unwrap_or_default()
+            );
+            std::fs::write(dir.path().join(format!("{i:04}.ndjson")), text)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::fs::write(dir.path().join("bad.ndjson"), "garbage\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join("notes.txt"), "not a session")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (found, errors) = list_sessions(dir.path());
+        assert_eq!(found.len(), 700);
+        assert_eq!(errors.len(), 1);
+        assert_eq!(found[0].title, "session 699");
+        assert_eq!(found[699].title, "session 0");
+        assert!(found.windows(2).all(|w| w[0].started > w[1].started));
+        assert_eq!(found[10].duration, 689.0);
+        assert_eq!(found[10].outcome, Some(Outcome::Resolved));
+    }
+
+    #[test]
+    fn the_listing_cache_is_used_only_for_files_that_did_not_change() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let write = |name: &str, title: &str, end: &str| {
+            let h = header(name, DateTime::<Utc>::UNIX_EPOCH, title);
+            let text = format!("{}\n{end}", serde_json::to_string(&h).unwrap_or_default());
+            std::fs::write(dir.path().join(name), text).unwrap_or_else(|e| panic!("{e}"));
+        };
+        let ended = "{\"t\":5.0,\"event\":{\"type\":\"session_ended\",\"outcome\":\"resolved\"}}\n";
+        write("a.ndjson", "first", "");
+        write("b.ndjson", "second", ended);
+        let (found, errors) = list_sessions(dir.path());
+        assert!(errors.is_empty());
+        assert_eq!(found.len(), 2);
+        assert!(dir.path().join(CACHE_FILE).exists());
+        // A session that ended since: its size changed, so it is read again.
+        write("a.ndjson", "first", ended);
+        std::fs::remove_file(dir.path().join("b.ndjson")).unwrap_or_else(|e| panic!("{e}"));
+        let (found, _) = list_sessions(dir.path());
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].outcome, Some(Outcome::Resolved));
+        assert_eq!(found[0].duration, 5.0);
+        // What the cache says is what reading says, and a damaged cache is only slower.
+        let (cached, _) = list_sessions(dir.path());
+        assert_eq!(cached, found);
+        std::fs::write(
+            dir.path().join(CACHE_FILE),
+            "sitrep-sessions-cache 1\n{not json\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let (after, errors) = list_sessions(dir.path());
+        assert_eq!(after, found);
+        assert!(errors.is_empty());
     }
 }

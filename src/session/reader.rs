@@ -90,6 +90,15 @@ pub fn read_file(path: &Path) -> Result<SessionLog, SessionError> {
     SessionLog::from_reader(file).map_err(|e| e.with_path(path))
 }
 
+/// A streaming reader over a session file, its header checked.
+pub fn open_file(path: &Path) -> Result<Reader<BufReader<File>>, SessionError> {
+    let file = File::open(path).map_err(|source| SessionError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Reader::new(BufReader::with_capacity(1 << 16, file)).map_err(|e| e.with_path(path))
+}
+
 /// A session folded straight from its file, without keeping its records.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FoldedSession {
@@ -121,7 +130,7 @@ pub fn fold_file_with(
     let mut incident = Incident::new();
     let mut records = 0;
     for record in reader.by_ref() {
-        incident.apply(record.t, &prepare(record.event));
+        incident.apply_owned(record.t, prepare(record.event));
         records += 1;
     }
     Ok(FoldedSession {
@@ -156,21 +165,42 @@ pub fn read_tail(path: &Path) -> Result<SessionTail, SessionError> {
     };
     let mut file = File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
-    // A small buffer: the header is one short line, and the listing opens thousands of files.
-    let reader =
-        Reader::new(BufReader::with_capacity(1024, &mut file)).map_err(|e| e.with_path(path))?;
-    let header = reader.header().clone();
-    let body_start = reader.offset;
-    drop(reader);
+    // One read serves the header and, for a short file, the tail too: a listing opens thousands
+    // of files, so system calls and allocations per file are what it costs.
+    let mut first = vec![0u8; TAIL_CHUNK as usize];
+    let got = read_full(&mut file, &mut first).map_err(io)?;
+    first.truncate(got);
+    let (header, body_start) = match first.iter().position(|b| *b == b'\n') {
+        Some(nl) => {
+            let line = &first[..nl];
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let header = parse_header(line).map_err(|e| e.with_path(path))?;
+            (header, nl as u64 + 1)
+        }
+        // A header longer than the first read, a file of one unterminated line, or an empty
+        // file: the streaming reader's rules and messages apply.
+        None => {
+            file.seek(SeekFrom::Start(0)).map_err(io)?;
+            let reader = Reader::new(BufReader::with_capacity(1024, &mut file))
+                .map_err(|e| e.with_path(path))?;
+            (reader.header().clone(), reader.offset)
+        }
+    };
     let mut chunk = TAIL_CHUNK;
     loop {
         let from = size.saturating_sub(chunk).max(body_start);
-        file.seek(SeekFrom::Start(from)).map_err(io)?;
-        let mut buf = Vec::with_capacity((size - from) as usize);
-        (&mut file)
-            .take(size - from)
-            .read_to_end(&mut buf)
-            .map_err(io)?;
+        let buf = if got as u64 == size {
+            // The whole file is already in hand.
+            std::borrow::Cow::Borrowed(&first[from as usize..])
+        } else {
+            file.seek(SeekFrom::Start(from)).map_err(io)?;
+            let mut buf = Vec::with_capacity((size - from) as usize);
+            (&mut file)
+                .take(size - from)
+                .read_to_end(&mut buf)
+                .map_err(io)?;
+            std::borrow::Cow::Owned(buf)
+        };
         let whole = from == body_start;
         if let Some(mut tail) = scan_tail(&buf, whole) {
             if let Some(tear) = &mut tail.tear {
@@ -186,6 +216,20 @@ pub fn read_tail(path: &Path) -> Result<SessionTail, SessionError> {
         }
         chunk = chunk.saturating_mul(2);
     }
+}
+
+/// Read into `buf` until it is full or the input ends; the bytes read.
+fn read_full(input: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match input.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }
 
 struct Scanned {
@@ -293,6 +337,64 @@ fn count_lines_before(path: &Path, offset: u64) -> std::io::Result<usize> {
     }
 }
 
+/// Parse one record line. Lines appended to a streaming log are most of a long session and the
+/// general path (an internally tagged enum) buffers every field before it knows the variant, so
+/// they are read straight into their shape first; anything else, or anything that shape does not
+/// accept, takes the general path, which decides what is valid.
+pub(crate) fn parse_record(text: &str) -> serde_json::Result<Record> {
+    #[derive(serde::Deserialize)]
+    struct Appended<'a> {
+        t: f64,
+        #[serde(borrow)]
+        event: AppendedEvent<'a>,
+    }
+    #[derive(serde::Deserialize)]
+    struct AppendedEvent<'a> {
+        #[serde(rename = "type")]
+        kind: &'a str,
+        #[serde(borrow)]
+        evidence_id: std::borrow::Cow<'a, str>,
+        #[serde(borrow)]
+        text: std::borrow::Cow<'a, str>,
+    }
+    // The writer puts the type first: other lines, a large evidence body among them, are not
+    // parsed twice.
+    let head = &text.as_bytes()[..text.len().min(64)];
+    if head.windows(19).any(|w| w == b"\"evidence_appended\"")
+        && let Ok(a) = serde_json::from_str::<Appended>(text)
+        && a.event.kind == "evidence_appended"
+    {
+        return Ok(Record {
+            t: a.t,
+            event: crate::model::Event::EvidenceAppended {
+                evidence_id: a.event.evidence_id.into_owned(),
+                text: a.event.text.into_owned(),
+            },
+        });
+    }
+    serde_json::from_str::<Record>(text)
+}
+
+/// Check and parse a header line (its newline stripped).
+fn parse_header(line: &[u8]) -> Result<SessionHeader, SessionError> {
+    let bad = |reason: String| SessionError::BadHeader { path: None, reason };
+    let text = std::str::from_utf8(line).map_err(|e| bad(format!("line 1 is not UTF-8: {e}")))?;
+    let header: SessionHeader = serde_json::from_str(text).map_err(|e| {
+        if text.contains("\"event\"") {
+            bad("line 1 is an event, not a session header".into())
+        } else {
+            bad(format!("line 1 is not a sitrep session header: {e}"))
+        }
+    })?;
+    if header.sitrep_session != FORMAT_VERSION {
+        return Err(bad(format!(
+            "session format version {} is not supported (this build reads version {FORMAT_VERSION})",
+            header.sitrep_session
+        )));
+    }
+    Ok(header)
+}
+
 /// Streaming reader: yields records one at a time; after the iterator ends, [`Reader::tear`]
 /// says whether it stopped early.
 pub struct Reader<R> {
@@ -339,22 +441,7 @@ impl<R: BufRead> Reader<R> {
             Line::Failed(reason) => return Err(bad(reason)),
             Line::Full { .. } => {}
         }
-        let text = std::str::from_utf8(&reader.buf)
-            .map_err(|e| bad(format!("line 1 is not UTF-8: {e}")))?;
-        let header: SessionHeader = serde_json::from_str(text).map_err(|e| {
-            if text.contains("\"event\"") {
-                bad("line 1 is an event, not a session header".into())
-            } else {
-                bad(format!("line 1 is not a sitrep session header: {e}"))
-            }
-        })?;
-        if header.sitrep_session != FORMAT_VERSION {
-            return Err(bad(format!(
-                "session format version {} is not supported (this build reads version {FORMAT_VERSION})",
-                header.sitrep_session
-            )));
-        }
-        reader.header = header;
+        reader.header = parse_header(&reader.buf)?;
         Ok(reader)
     }
 
@@ -384,6 +471,10 @@ impl<R: BufRead> Reader<R> {
 
     fn next_line(&mut self) -> Line {
         self.buf.clear();
+        // One very long line (a large evidence body) must not pin its size for the rest.
+        if self.buf.capacity() > 1 << 20 {
+            self.buf = Vec::new();
+        }
         self.line_start = self.offset;
         let mut limited = (&mut self.input).take(MAX_LINE_BYTES as u64 + 1);
         match limited.read_until(b'\n', &mut self.buf) {
@@ -449,7 +540,7 @@ impl<R: BufRead> Iterator for Reader<R> {
                 Err(e) if !terminated => return self.stop(torn(format!("not UTF-8: {e}"))),
                 Err(e) => return self.stop(format!("corrupt record: not UTF-8: {e}")),
             };
-            return match serde_json::from_str::<Record>(text) {
+            return match parse_record(text) {
                 Ok(record) if (0.0..=MAX_T).contains(&record.t) => Some(record),
                 Ok(record) => self.stop(format!(
                     "corrupt record: the time `t` = {} is not between 0 and {MAX_T:e} seconds",
@@ -562,5 +653,65 @@ mod tests {
         assert_eq!(folded.incident, log.incident());
         assert_eq!(folded.records, 2);
         assert_eq!(folded.tear, None);
+    }
+
+    #[test]
+    fn appended_lines_parse_as_the_general_path_does() {
+        let lines = [
+            r#"{"t":1.5,"event":{"type":"evidence_appended","evidence_id":"e1","text":"plain"}}"#,
+            r#"{"t":2,"event":{"type":"evidence_appended","evidence_id":"e\"1","text":"a\nb\u001b[31m\u00e9"}}"#,
+            r#"{"t":3.0,"event":{"type":"evidence_appended","text":"x","evidence_id":"e2","extra":1}}"#,
+            r#"{"event":{"type":"evidence_appended","evidence_id":"e3","text":"late t"},"t":4.0}"#,
+            r#"{"t":5.0,"event":{"evidence_id":"e4","text":"type last","type":"evidence_appended"}}"#,
+            r#"{"t":6.0,"event":{"type":"evidence_appended","evidence_id":"e5"}}"#,
+            r#"{"t":7.0,"event":{"type":"evidence_appended","evidence_id":5,"text":"x"}}"#,
+            r#"{"t":"8","event":{"type":"evidence_appended","evidence_id":"e","text":"x"}}"#,
+            r#"{"t":9.0,"event":{"type":"evidence_appended_not","evidence_id":"e","text":"x"}}"#,
+            r#"{"t":10.0,"event":{"type":"warning","message":"evidence_appended"}}"#,
+            r#"{"t":11.0,"event":{"type":"evidence_appended","evidence_id":"e","text":"x"},"t":12.0}"#,
+            r#"{"t":12.0,"event":{"type":"evidence_appended","evidence_id":"e","text":"x"}"#,
+        ];
+        for line in lines {
+            let fast = parse_record(line).ok();
+            let general = serde_json::from_str::<Record>(line).ok();
+            assert_eq!(fast, general, "{line}");
+        }
+        assert!(parse_record(lines[0]).is_ok());
+        assert!(parse_record(lines[1]).is_ok());
+        assert!(parse_record(lines[5]).is_err());
+    }
+
+    #[test]
+    fn tail_of_a_file_shorter_than_a_chunk_and_of_a_header_longer_than_one() {
+        let (_d, path) = file(
+            "short.ndjson",
+            "{\"t\":1.0,\"event\":{\"type\":\"session_ended\",\"outcome\":\"resolved\"}}\n",
+        );
+        let t = tail(&path);
+        assert_eq!(t.outcome, Some(crate::model::Outcome::Resolved));
+        assert_eq!(t.duration, 1.0);
+        assert_eq!(t.header.id, "s");
+
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("long.ndjson");
+        let title = "x".repeat(3 * TAIL_CHUNK as usize);
+        let header = format!(
+            r#"{{"sitrep_session":1,"id":"l","started":"2026-11-22T09:00:00Z","title":"{title}"}}"#
+        );
+        let body = r#"{"t":2.0,"event":{"type":"stage_started","stage":"triage"}}"#;
+        std::fs::write(&path, format!("{header}\n{body}\n")).unwrap_or_else(|e| panic!("{e}"));
+        let t = tail(&path);
+        assert_eq!(t.header.title, title);
+        assert_eq!(t.duration, 2.0);
+        assert_eq!(t.outcome, None);
+        // A header with nothing after it, not even a newline.
+        std::fs::write(&path, &header).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(tail(&path).duration, 0.0);
+        // A file that is not a session at all says so, whichever path read its first line.
+        std::fs::write(&path, "not json\n").unwrap_or_else(|e| panic!("{e}"));
+        assert!(read_tail(&path).is_err());
+        std::fs::write(&path, "x".repeat(3 * TAIL_CHUNK as usize))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(read_tail(&path).is_err());
     }
 }

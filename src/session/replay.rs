@@ -69,32 +69,62 @@ impl Clone for Source {
     fn clone(&self) -> Source {
         match self {
             Source::Memory(records) => Source::Memory(records.clone()),
-            Source::File(f) => Source::File(FileRecords {
-                path: f.path.clone(),
-                offsets: f.offsets.clone(),
-                // The copy opens its own reader when it first needs one.
-                reader: None,
-                next: usize::MAX,
-            }),
+            // The copy opens its own reader when it first needs one.
+            Source::File(f) => Source::File(FileRecords::new(
+                f.path.clone(),
+                f.offsets.clone(),
+                f.len,
+                f.end,
+            )),
         }
     }
 }
+
+/// Records between two remembered offsets: reading record `i` starts at the offset of record
+/// `i - i % OFFSET_EVERY` and skips the lines before it, a few kilobytes at most, while the
+/// index costs an eighth of a byte a record rather than eight.
+const OFFSET_EVERY: usize = 64;
+
+/// Bytes of records a seek to the end folds from the file rather than copying the final fold.
+const FORWARD_BYTES: u64 = 1 << 20;
 
 /// Records of a session file, found by the byte offset of their line.
 #[derive(Debug)]
 struct FileRecords {
     path: PathBuf,
+    /// Byte offset of every `OFFSET_EVERY`-th record's line.
     offsets: Vec<u64>,
+    /// Records in the file.
+    len: usize,
+    /// Where the last record ends.
+    end: u64,
     reader: Option<BufReader<File>>,
     /// Index of the record `reader` is positioned at.
     next: usize,
+    line: Vec<u8>,
 }
 
 impl FileRecords {
+    fn new(path: PathBuf, offsets: Vec<u64>, len: usize, end: u64) -> FileRecords {
+        FileRecords {
+            path,
+            offsets,
+            len,
+            end,
+            reader: None,
+            next: usize::MAX,
+            line: Vec::new(),
+        }
+    }
+
     /// Record `i`, read from the file. None when the file no longer holds it (changed since).
     fn read(&mut self, i: usize) -> Option<Record> {
-        let offset = *self.offsets.get(i)?;
-        if self.reader.is_none() || self.next != i {
+        if i >= self.len {
+            return None;
+        }
+        if self.reader.is_none() || self.next > i || i - self.next >= OFFSET_EVERY {
+            let k = i / OFFSET_EVERY;
+            let offset = *self.offsets.get(k)?;
             let reader = match self.reader.as_mut() {
                 Some(r) => r,
                 None => self.reader.insert(BufReader::with_capacity(
@@ -103,17 +133,34 @@ impl FileRecords {
                 )),
             };
             reader.seek(SeekFrom::Start(offset)).ok()?;
-            self.next = i;
+            self.next = k * OFFSET_EVERY;
         }
-        let reader = self.reader.as_mut()?;
-        let mut line = Vec::new();
-        reader.read_until(b'\n', &mut line).ok()?;
+        while self.next < i {
+            self.next_line()?;
+            self.next += 1;
+        }
+        self.next_line()?;
         self.next = i + 1;
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        let text = text.strip_suffix(b"\r").unwrap_or(text);
-        serde_json::from_slice::<Record>(text)
+        let text = std::str::from_utf8(&self.line).ok()?;
+        super::reader::parse_record(text)
             .ok()
             .filter(|r| r.t.is_finite())
+    }
+
+    /// Read the next record's line into `line`, past blank lines as the reader skips them.
+    fn next_line(&mut self) -> Option<()> {
+        let reader = self.reader.as_mut()?;
+        loop {
+            self.line.clear();
+            if reader.read_until(b'\n', &mut self.line).ok()? == 0 {
+                return None;
+            }
+            if !self.line.iter().all(u8::is_ascii_whitespace) {
+                let end = self.line.trim_ascii_end().len();
+                self.line.truncate(end);
+                return Some(());
+            }
+        }
     }
 }
 
@@ -241,12 +288,57 @@ struct Builder {
     stage_starts: Vec<(usize, Stage)>,
     keyframes: Vec<Keyframe>,
     /// The latest keyframe, until the next one is known to diff it against.
-    pending: Option<(usize, Incident, Lens)>,
+    pending: Option<Pending>,
     fold: Incident,
+    /// The evidence item the last append grew: when appends move on, it is done growing and
+    /// gives back its spare capacity.
+    growing: Option<usize>,
     prev_t: f64,
     play: f64,
     since_keyframe: usize,
     bytes_at_keyframe: u64,
+}
+
+/// A keyframe taken, not yet stored. Its tool calls are not copied when it is taken (a long
+/// session has thousands, and most never change again): it keeps how many there were and a copy
+/// of each one the fold changes before the next keyframe, taken just before the change.
+struct Pending {
+    at: usize,
+    base: Incident,
+    lens: Lens,
+    tools: usize,
+    saved: std::collections::HashMap<usize, ToolCallState>,
+}
+
+impl Pending {
+    fn new(at: usize, base: Incident, lens: Lens, tools: usize) -> Pending {
+        Pending {
+            at,
+            base,
+            lens,
+            tools,
+            saved: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The keyframe's tool calls as a difference from `now`'s.
+    fn tools(&self, now: &[ToolCallState]) -> Delta<ToolCallState> {
+        let then = |i: usize| self.saved.get(&i).unwrap_or(&now[i]);
+        let keep = self
+            .saved
+            .iter()
+            .filter(|(i, old)| **i < self.tools && now[**i] != **old)
+            .map(|(i, _)| *i)
+            .min()
+            .unwrap_or(self.tools)
+            .min(now.len());
+        Delta {
+            keep,
+            rest: (keep..self.tools.min(now.len()))
+                .map(|i| then(i).clone())
+                .collect(),
+        }
+    }
 }
 
 impl Builder {
@@ -257,8 +349,9 @@ impl Builder {
             play_at: Vec::new(),
             stage_starts: Vec::new(),
             keyframes: Vec::new(),
-            pending: Some((0, Incident::new(), Lens::default())),
+            pending: Some(Pending::new(0, Incident::new(), Lens::default(), 0)),
             fold: Incident::new(),
+            growing: None,
             prev_t: 0.0,
             play: 0.0,
             since_keyframe: 0,
@@ -267,7 +360,13 @@ impl Builder {
     }
 
     /// Fold record number `self.times.len()`; `cut` says a keyframe is due after it.
-    fn push(&mut self, t: f64, event: &Event, cut: impl Fn(usize, u64) -> bool, bytes: u64) {
+    fn push(
+        &mut self,
+        t: f64,
+        event: std::borrow::Cow<'_, Event>,
+        cut: impl Fn(usize, u64) -> bool,
+        bytes: u64,
+    ) {
         let i = self.times.len();
         let tt = if t.is_finite() { t } else { self.prev_t };
         // Out-of-order times replay as simultaneous rather than going backwards.
@@ -275,10 +374,38 @@ impl Builder {
         self.prev_t = self.prev_t.max(tt);
         self.play_at.push(self.play);
         self.times.push(t);
-        if let Event::StageStarted { stage } = event {
+        if let Event::StageStarted { stage } = &*event {
             self.stage_starts.push((i, *stage));
         }
-        self.fold.apply(t, event);
+        // The tool calls `Incident::apply` changes in place: the latest call with the id named.
+        let touched = match &*event {
+            Event::ToolSucceeded { call_id, .. } | Event::ToolFailed { call_id, .. } => {
+                self.fold.tool_index(call_id)
+            }
+            Event::EvidenceAdded { evidence } => evidence
+                .call_id
+                .as_deref()
+                .and_then(|c| self.fold.tool_index(c)),
+            _ => None,
+        };
+        if let (Some(k), Some(p)) = (touched, &mut self.pending)
+            && k < p.tools
+        {
+            p.saved
+                .entry(k)
+                .or_insert_with(|| self.fold.tools[k].clone());
+        }
+        if let Event::EvidenceAppended { evidence_id, .. } = &*event {
+            let target = self.fold.evidence_index(evidence_id);
+            if target != self.growing {
+                self.shrink_growing();
+                self.growing = target;
+            }
+        }
+        match event {
+            std::borrow::Cow::Borrowed(event) => self.fold.apply(t, event),
+            std::borrow::Cow::Owned(event) => self.fold.apply_owned(t, event),
+        }
         self.since_keyframe += 1;
         if self.since_keyframe >= MIN_KEYFRAME_EVERY
             && cut(self.since_keyframe, bytes - self.bytes_at_keyframe)
@@ -286,24 +413,48 @@ impl Builder {
             self.since_keyframe = 0;
             self.bytes_at_keyframe = bytes;
             self.settle_pending();
-            let (mut copy, lens) = snapshot(&mut self.fold);
-            copy.drop_index();
-            self.pending = Some((i + 1, copy, lens));
+            // Neither the tool calls nor the lookup indexes are copied into the keyframe.
+            let tools = std::mem::take(&mut self.fold.tools);
+            let evidence_at = std::mem::take(&mut self.fold.evidence_at);
+            let tool_at = std::mem::take(&mut self.fold.tool_at);
+            let (copy, lens) = snapshot(&mut self.fold);
+            self.fold.tools = tools;
+            self.fold.evidence_at = evidence_at;
+            self.fold.tool_at = tool_at;
+            self.pending = Some(Pending::new(i + 1, copy, lens, self.fold.tools.len()));
+        }
+    }
+
+    /// Give back the spare capacity of the body appends last grew.
+    fn shrink_growing(&mut self) {
+        if let Some(e) = self
+            .growing
+            .and_then(|g| self.fold.evidence.get_mut(g))
+            .and_then(Arc::get_mut)
+            && let crate::model::EvidenceBody::Text { text, .. } = &mut e.body
+        {
+            text.shrink_to_fit();
         }
     }
 
     /// Store the pending keyframe as a difference from the fold as it stands now.
     fn settle_pending(&mut self) {
-        if let Some((at, mut base, lens)) = self.pending.take() {
-            let lists = Lists::take(&mut base, lens, &self.fold);
-            self.keyframes.push(Keyframe { at, base, lists });
+        if let Some(mut p) = self.pending.take() {
+            let tools = p.tools(&self.fold.tools);
+            let mut lists = Lists::take(&mut p.base, p.lens, &self.fold);
+            lists.tools = tools;
+            self.keyframes.push(Keyframe {
+                at: p.at,
+                base: p.base,
+                lists,
+            });
         }
     }
 
     fn finish(mut self, source: Source) -> Replay {
         self.settle_pending();
-        // Nothing grows any more: give back what doubling reserved (bodies grown by appends
-        // hold up to twice their text).
+        // Nothing grows any more: give back what growth reserved (bodies grown by appends hold
+        // up to half as much again as their text).
         self.times.shrink_to_fit();
         self.play_at.shrink_to_fit();
         for e in &mut self.fold.evidence {
@@ -368,7 +519,12 @@ impl Replay {
         let mut b = Builder::new(sanitize_gap_cap(gap_cap));
         let every = records.len().div_ceil(MAX_KEYFRAMES);
         for r in &records {
-            b.push(r.t, &r.event, |n, _| n >= every, 0);
+            b.push(
+                r.t,
+                std::borrow::Cow::Borrowed(&r.event),
+                |n, _| n >= every,
+                0,
+            );
         }
         b.finish(Source::Memory(records))
     }
@@ -388,19 +544,31 @@ impl Replay {
         let mut b = Builder::new(DEFAULT_GAP_CAP);
         let step = size.div_ceil(MAX_KEYFRAMES as u64).max(1);
         let mut offsets = Vec::new();
+        let mut len = 0;
+        let mut end = 0;
         while let Some(r) = reader.next() {
-            offsets.push(reader.record_offset());
-            b.push(r.t, &r.event, |_, bytes| bytes >= step, reader.offset());
+            if len % OFFSET_EVERY == 0 {
+                offsets.push(reader.record_offset());
+            }
+            len += 1;
+            let bytes = reader.offset();
+            end = bytes;
+            b.push(
+                r.t,
+                std::borrow::Cow::Owned(r.event),
+                |_, b| b >= step,
+                bytes,
+            );
         }
         offsets.shrink_to_fit();
         let header = reader.header().clone();
         let tear = reader.tear().cloned();
-        let replay = b.finish(Source::File(FileRecords {
-            path: path.to_path_buf(),
+        let replay = b.finish(Source::File(FileRecords::new(
+            path.to_path_buf(),
             offsets,
-            reader: None,
-            next: usize::MAX,
-        }));
+            len,
+            end,
+        )));
         Ok(OpenedReplay {
             replay,
             header,
@@ -614,7 +782,7 @@ impl Replay {
         self.play_at.truncate(n);
         self.stage_starts.retain(|(i, _)| *i < n);
         if let Source::File(f) = &mut self.source {
-            f.offsets.truncate(n);
+            f.len = f.len.min(n);
         }
         self.truncated = true;
         self.pos = self.pos.min(n);
@@ -636,12 +804,28 @@ impl Replay {
         inc
     }
 
+    /// At most how many bytes of the file hold records `from..` (0 for a replay in memory).
+    fn bytes_from(&self, from: usize) -> u64 {
+        match &self.source {
+            Source::Memory(_) => 0,
+            Source::File(f) => f
+                .offsets
+                .get(from / OFFSET_EVERY)
+                .map_or(0, |start| f.end.saturating_sub(*start)),
+        }
+    }
+
     /// Position the replay after the first `n` records (clamped), rebuilding the fold from the
     /// nearest keyframe at or before `n`.
     pub fn seek_index(&mut self, n: usize) {
         let n = n.min(self.len());
-        // The end is kept whole: jumping there is a copy, not a fold.
-        if n == self.len() && !self.truncated && (self.pos > n || n - self.pos > MIN_KEYFRAME_EVERY)
+        // The end is kept whole: jumping there is a copy, not a fold. Folding the last few
+        // records is cheaper, unless reading them back is not (one can hold a large log).
+        if n == self.len()
+            && !self.truncated
+            && (self.pos > n
+                || n - self.pos > MIN_KEYFRAME_EVERY
+                || self.bytes_from(self.pos) > FORWARD_BYTES)
         {
             self.incident = self.last.clone();
             self.pos = n;
@@ -990,6 +1174,120 @@ mod tests {
         assert!(r.len() < records.len());
         assert!(r.position() <= r.len());
         let expect = Incident::fold(records[..r.position()].iter().map(|r| (r.t, &r.event)));
+        assert_eq!(r.incident(), &expect);
+    }
+
+    #[test]
+    fn a_replay_reads_its_file_past_blank_lines_and_from_sparse_offsets() {
+        let records = busy_session(1000);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("s.ndjson");
+        let mut text = String::from(
+            r#"{"sitrep_session":1,"id":"s","started":"2026-11-22T09:00:00Z","title":"t"}"#,
+        );
+        text.push('\n');
+        for (i, r) in records.iter().enumerate() {
+            text.push_str(&serde_json::to_string(r).unwrap_or_default());
+            // Blank lines and CRLF endings, which the reader passes over, in between.
+            text.push_str(match i % 7 {
+                0 => "\n\n",
+                3 => "\r\n",
+                5 => "\n  \n",
+                _ => "\n",
+            });
+        }
+        std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{e}"));
+        let mut r = Replay::open(&path)
+            .map(|o| o.replay)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.len(), records.len());
+        for i in [0, 1, 63, 64, 65, 127, 128, 500, 999, 3, 2] {
+            assert_eq!(r.record(i).as_ref(), records.get(i), "record {i}");
+        }
+        assert_eq!(r.record(1000), None);
+        check_seeks(&mut r, &records);
+    }
+
+    #[test]
+    fn keyframes_keep_tool_calls_as_they_were_before_later_results() {
+        let mut records = Vec::new();
+        let mut t = 0.0;
+        let mut next = |event: Event| {
+            t += 0.1;
+            Record { t, event }
+        };
+        for i in 0..400 {
+            records.push(next(Event::ToolCalled {
+                call_id: format!("c{}", i % 150),
+                tool: "kubernetes.pods".into(),
+                specialist: None,
+                params: Default::default(),
+            }));
+            // Results for calls made long before, some failing, some for ids called again.
+            if i >= 100 {
+                let old = (i * 37) % 97;
+                records.push(next(if i % 3 == 0 {
+                    Event::ToolFailed {
+                        call_id: format!("c{}", old % 150),
+                        duration_ms: i as u64,
+                        error: format!("failed {i}"),
+                    }
+                } else {
+                    Event::ToolSucceeded {
+                        call_id: format!("c{}", old % 150),
+                        duration_ms: i as u64,
+                        summary: format!("done {i}"),
+                    }
+                }));
+            }
+        }
+        let mut r = Replay::new(records.clone());
+        assert!(r.keyframes.len() > 5, "{}", r.keyframes.len());
+        check_seeks(&mut r, &records);
+    }
+
+    #[test]
+    fn seeking_to_the_end_past_a_large_record_copies_the_final_fold() {
+        use crate::model::{Evidence, EvidenceBody};
+        let records = vec![
+            rec(0.0, Stage::Gather),
+            Record {
+                t: 1.0,
+                event: Event::EvidenceAdded {
+                    evidence: Evidence {
+                        id: "big".into(),
+                        kind: "logs".into(),
+                        title: "a large log".into(),
+                        source: "loki.query_range".into(),
+                        call_id: None,
+                        body: EvidenceBody::Text {
+                            language: "log".into(),
+                            text: "a log line\n".repeat(200_000),
+                        },
+                    },
+                },
+            },
+            warn(2.0, 1),
+        ];
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("s.ndjson");
+        let mut text = String::from(
+            r#"{"sitrep_session":1,"id":"s","started":"2026-11-22T09:00:00Z","title":"t"}"#,
+        );
+        text.push('\n');
+        for r in &records {
+            text.push_str(&serde_json::to_string(r).unwrap_or_default());
+            text.push('\n');
+        }
+        std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{e}"));
+        let mut r = Replay::open(&path)
+            .map(|o| o.replay)
+            .unwrap_or_else(|e| panic!("{e}"));
+        // With the file gone, only the kept fold can show the end.
+        std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        r.seek_fraction(1.0);
+        assert_eq!(r.position(), records.len());
+        let expect = Incident::fold(records.iter().map(|r| (r.t, &r.event)));
         assert_eq!(r.incident(), &expect);
     }
 }
