@@ -20,6 +20,7 @@ mod recovery;
 mod rollout;
 mod scheduling;
 mod storm;
+mod templates;
 
 /// Everything the Gather stage learned, as typed facts, plus which evidence items hold them.
 #[derive(Clone, Debug, Default)]
