@@ -415,11 +415,18 @@ pub fn absorb(
             }));
         }
         ToolOutput::Logs(v) => obs.logs.extend(v.iter().cloned()),
+        // Discovered names and metadata plan queries; they are not measurements.
+        ToolOutput::Series(_) if is_discovery(tool) => {}
         ToolOutput::Series(v) => merge_series(&mut obs.metrics, v),
         ToolOutput::Rules(v) => merge_by(&mut obs.rules, v, |r| (r.group.clone(), r.name.clone())),
         ToolOutput::Alerts(v) => obs.alerts.extend(v.iter().cloned()),
         ToolOutput::Changes(v) => obs.changes.extend(v.iter().cloned()),
     }
+}
+
+/// Reads that discover what Prometheus has rather than measure it.
+pub fn is_discovery(tool: &str) -> bool {
+    matches!(tool, "prometheus.series" | "prometheus.metadata")
 }
 
 /// The same series read over two windows is one series: points are unioned by timestamp.
@@ -1029,13 +1036,53 @@ async fn changes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
         if let Some(ns) = &scope.namespace
             && c.tools.has("kubernetes")
         {
-            c.call(
-                "kubernetes.replica_sets",
-                params([("namespace", s(ns))]),
-                &none,
-                obs,
-            )
-            .await;
+            let got = c
+                .call(
+                    "kubernetes.replica_sets",
+                    params([("namespace", s(ns))]),
+                    &none,
+                    obs,
+                )
+                .await;
+            // When the workload reads ConfigMaps or Secrets, when each was last written.
+            let refs: Vec<String> = match &got {
+                Some((ToolOutput::Deployments(rs), _)) => rs
+                    .iter()
+                    .filter(|r| {
+                        scope.workload.as_ref().is_none_or(|w| {
+                            r.name.starts_with(&format!("{w}-"))
+                                || r.labels.get("app").is_some_and(|a| a == w)
+                        })
+                    })
+                    .flat_map(|r| r.config_refs.iter().cloned())
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let wants = |kind: &str| refs.iter().any(|r| r.starts_with(&format!("{kind}/")));
+            futures::join!(
+                async {
+                    if wants("configmap") {
+                        c.call(
+                            "kubernetes.config_maps",
+                            params([("namespace", s(ns))]),
+                            &none,
+                            obs,
+                        )
+                        .await;
+                    }
+                },
+                async {
+                    if wants("secret") {
+                        c.call(
+                            "kubernetes.secrets",
+                            params([("namespace", s(ns))]),
+                            &none,
+                            obs,
+                        )
+                        .await;
+                    }
+                },
+            );
         }
     };
     let gh = async {

@@ -149,10 +149,14 @@ pub enum ReadTool {
     GitHubDeployments,
     GitHubCommits,
     GitHubMergedPulls,
+    ConfigMaps,
+    Secrets,
+    PromSeries,
+    PromMetadata,
 }
 
 impl ReadTool {
-    pub const ALL: [ReadTool; 15] = [
+    pub const ALL: [ReadTool; 19] = [
         ReadTool::Pods,
         ReadTool::Events,
         ReadTool::Deployments,
@@ -168,6 +172,10 @@ impl ReadTool {
         ReadTool::GitHubDeployments,
         ReadTool::GitHubCommits,
         ReadTool::GitHubMergedPulls,
+        ReadTool::ConfigMaps,
+        ReadTool::Secrets,
+        ReadTool::PromSeries,
+        ReadTool::PromMetadata,
     ];
 }
 
@@ -483,6 +491,22 @@ pub static ENTRIES: &[Entry] = &[
         "kubectl get nodes",
     ),
     read(
+        "kubernetes.config_maps",
+        "kubernetes",
+        ReadTool::ConfigMaps,
+        "when each ConfigMap was last written (metadata only)",
+        &[req("namespace", Str, "namespace of the ConfigMaps")],
+        "kubectl -n NS get configmaps --show-managed-fields -o metadata",
+    ),
+    read(
+        "kubernetes.secrets",
+        "kubernetes",
+        ReadTool::Secrets,
+        "when each Secret was last written (metadata only, never values)",
+        &[req("namespace", Str, "namespace of the Secrets")],
+        "kubectl -n NS get secrets --show-managed-fields -o metadata",
+    ),
+    read(
         "kubernetes.pod_logs",
         "kubernetes",
         ReadTool::PodLogs,
@@ -535,6 +559,26 @@ pub static ENTRIES: &[Entry] = &[
         "alerts Prometheus has pending or firing",
         &[],
         "GET /api/v1/alerts",
+    ),
+    read(
+        "prometheus.series",
+        "prometheus",
+        ReadTool::PromSeries,
+        "the series (metric names and labels) a selector matches",
+        &[
+            req("match", Str, "series selector, e.g. {job=\"checkout\"}"),
+            START,
+            END,
+        ],
+        "GET /api/v1/series?match[]=SELECTOR&start=S&end=E",
+    ),
+    read(
+        "prometheus.metadata",
+        "prometheus",
+        ReadTool::PromMetadata,
+        "metric types and help text",
+        &[p("metric", Str, "only this metric")],
+        "GET /api/v1/metadata[?metric=NAME]",
     ),
     read(
         "alertmanager.alerts",

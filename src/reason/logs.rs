@@ -394,6 +394,19 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             ),
             _ => (None, 0.3),
         };
+        // A configuration-shaped failure right after the workload's configuration changed: that
+        // change is the first thing to look at.
+        let cause = match (h.sig, onset) {
+            (Sig::Config | Sig::Auth | Sig::Cert, Some(at)) => {
+                match super::config::before(ctx, at).first() {
+                    Some((c, lead)) => {
+                        cause.map(|text| format!("{text}; {}", super::config::describe(c, *lead)))
+                    }
+                    None => cause,
+                }
+            }
+            _ => cause,
+        };
         // Errors that were there at the same rate before the onset did not start the incident;
         // a class that is new since the onset (or jumped) did.
         let (cause, confidence) = match shift {

@@ -698,8 +698,16 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
         .map(|p| p.subject().into_iter().map(|m| m.value).collect())
         .unwrap_or_default();
     subject.extend(ctx.focus_deployment.clone());
-    let mut changes: Vec<Change> = ctx.obs.changes.clone();
+    // Config objects count only when the workload reads them (`config::changes` keeps those).
+    let mut changes: Vec<Change> = ctx
+        .obs
+        .changes
+        .iter()
+        .filter(|c| c.kind != crate::model::ChangeKind::Config)
+        .cloned()
+        .collect();
     changes.extend(build_info_changes(ctx));
+    changes.extend(super::config::changes(ctx));
     let evidence = ctx.ev(&["metrics", "changes"]);
     let base_points = parsed.as_ref().and_then(|p| {
         ctx.obs
@@ -794,6 +802,23 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
         };
         let change = correlate(ctx, &changes, at, &subject);
         match change {
+            Some((c, lead)) if worse && c.kind == crate::model::ChangeKind::Config => {
+                let what = super::config::describe(&c, lead);
+                sig.summary = format!(
+                    "{name} {} → {} at {}, after {what}",
+                    level(before),
+                    level(after),
+                    hhmmss(at)
+                );
+                sig.category = Category::ConfigurationError;
+                sig.confidence = if role.is_some() || is_base { 0.75 } else { 0.7 };
+                sig.cause = Some(format!(
+                    "Configuration change: {what}; {name} {} → {} at {}{still}",
+                    level(before),
+                    level(after),
+                    hhmmss(at)
+                ));
+            }
             Some((c, lead)) if worse => {
                 let lag = lag_text(lead);
                 let what = if c.title.contains('→') {

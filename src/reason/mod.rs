@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 
 mod actions;
+mod config;
 mod coverage;
 pub mod llm;
 mod logs;
@@ -142,6 +143,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(nodes::node_pressure(&ctx));
     signals.extend(rollout::rollout_stuck(&ctx));
     signals.extend(rollout::recent_changes(&ctx));
+    signals.extend(config::changed_before_onset(&ctx));
     signals.extend(recovery::recovered(&ctx));
     signals.extend(metrics::threshold_breaches(&ctx));
     signals.extend(metrics::step_changes(&ctx));
