@@ -684,6 +684,8 @@ async fn metrics(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
         _ => None,
     });
     let Some(expr) = expr else {
+        // No alert and no rule: what Prometheus has about the subject the problem names.
+        discover(c, scope, None, obs).await;
         return;
     };
     if scope.alert.is_none() {
@@ -730,6 +732,7 @@ async fn metrics(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
     let Ok(parsed) = crate::reason::promql::parse(&expr) else {
         return;
     };
+    discover(c, scope, Some(&parsed), obs).await;
     let start = scope.onset - ChronoDuration::minutes(60);
     let end = (scope.onset + ChronoDuration::minutes(30)).min(scope.now);
     let end = if end <= start { scope.now } else { end };
@@ -748,6 +751,109 @@ async fn metrics(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
                         ("query", s(query)),
                         ("start", rfc3339(start)),
                         ("end", rfc3339(end)),
+                        ("step", Some(json!(30))),
+                    ]),
+                    marker,
+                    obs,
+                )
+                .await;
+            }
+        });
+    futures::future::join_all(calls).await;
+}
+
+/// Discovery: the series Prometheus lists for the subject (the alert expression's subject, else
+/// the workload or the words of the problem) and their metadata, then the error-ratio, latency,
+/// saturation and version queries built from what was found, over a window that starts well
+/// before the onset so a step and the change before it both show.
+async fn discover(
+    c: &Caller,
+    scope: &Scope,
+    parsed: Option<&crate::reason::promql::AlertExpr>,
+    obs: &Mutex<Observations>,
+) {
+    use crate::reason::discover;
+    let none = Chart::default();
+    let candidates: Vec<String> = match (&scope.workload, &scope.problem) {
+        (Some(w), _) => vec![w.clone()],
+        (None, Some(p)) => problem_words(p),
+        (None, None) => Vec::new(),
+    };
+    let selectors = match parsed {
+        Some(p) => discover::subject_selectors(
+            &p.subject(),
+            scope.namespace.as_deref(),
+            scope.workload.as_deref(),
+        ),
+        None => discover::selectors(&candidates, scope.namespace.as_deref()),
+    };
+    if selectors.is_empty() {
+        return;
+    }
+    let start = scope.onset - ChronoDuration::minutes(60);
+    let end = scope.now;
+    let found = c
+        .call(
+            "prometheus.series",
+            params([
+                ("match", s(selectors.join("\n"))),
+                ("start", rfc3339(start)),
+                ("end", rfc3339(end)),
+            ]),
+            &none,
+            obs,
+        )
+        .await;
+    let series = match found {
+        Some((ToolOutput::Series(v), _)) if !v.is_empty() => v,
+        _ => return,
+    };
+    let metadata = match c
+        .call("prometheus.metadata", Params::new(), &none, obs)
+        .await
+    {
+        Some((ToolOutput::Series(v), _)) => v,
+        _ => Vec::new(),
+    };
+    let subjects = match parsed {
+        Some(p) => {
+            let mut out = vec![p.subject()];
+            if let (Some(ns), Some(w)) = (&scope.namespace, &scope.workload) {
+                out.extend(
+                    discover::subject(&series, std::slice::from_ref(w), Some(ns))
+                        .into_iter()
+                        .filter(|m| m.iter().any(|x| x.name == "pod")),
+                );
+            }
+            out
+        }
+        None => discover::subject(&series, &candidates, scope.namespace.as_deref()),
+    };
+    let marker = Chart {
+        threshold: None,
+        markers: vec![Marker {
+            at: scope.onset.timestamp() as f64,
+            label: if scope.alert.is_some() {
+                "alert fired"
+            } else {
+                "reported"
+            }
+            .into(),
+        }],
+    };
+    let q_end = (scope.onset + ChronoDuration::minutes(30)).min(scope.now);
+    let q_end = if q_end <= start { scope.now } else { q_end };
+    let calls = discover::plan(&series, &metadata, &subjects)
+        .into_iter()
+        .map(|(_, query)| {
+            let marker = &marker;
+            async move {
+                c.call(
+                    "prometheus.query_range",
+                    params([
+                        ("query", s(query)),
+                        ("start", rfc3339(start)),
+                        ("end", rfc3339(q_end)),
                         ("step", Some(json!(30))),
                     ]),
                     marker,

@@ -76,7 +76,8 @@ impl WorldTools {
                 let p = w.prometheus();
                 let got = if read == ReadTool::PromSeries {
                     let (start, end) = self.window(params);
-                    p.series(need(params, "match", tool)?, start, end).await
+                    let selectors: Vec<&str> = need(params, "match", tool)?.lines().collect();
+                    p.series(&selectors, start, end).await
                 } else {
                     p.metadata(p_str(params, "metric")).await
                 };

@@ -65,17 +65,22 @@ impl PrometheusClient {
         parse_result(expr, &data).map_err(|m| req.error(ErrorKind::Decode(m)))
     }
 
-    /// The series a selector matches over `[start, end]`: metric names and label sets, no samples.
+    /// The series any of the selectors matches over `[start, end]`: metric names and label sets,
+    /// no samples.
     pub async fn series(
         &self,
-        selector: &str,
+        selectors: &[&str],
         start: DateTime<Utc>,
         end: DateTime<Utc>,
     ) -> Result<Vec<Series>, IntegrationError> {
-        let req = Request::get(NAME, "/api/v1/series")
-            .query("match[]", selector)
-            .query("start", unix(start))
-            .query("end", unix(end));
+        let mut req = Request::get(NAME, "/api/v1/series");
+        for sel in selectors.iter().filter(|s| !s.trim().is_empty()) {
+            req = req.query("match[]", sel.trim());
+        }
+        if req.query.is_empty() {
+            return Err(req.error(ErrorKind::Invalid("no series selector".into())));
+        }
+        let req = req.query("start", unix(start)).query("end", unix(end));
         let data = self.data(req.clone()).await?;
         parse_series(&data).map_err(|m| req.error(ErrorKind::Decode(m)))
     }

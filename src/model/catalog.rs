@@ -566,7 +566,11 @@ pub static ENTRIES: &[Entry] = &[
         ReadTool::PromSeries,
         "the series (metric names and labels) a selector matches",
         &[
-            req("match", Str, "series selector, e.g. {job=\"checkout\"}"),
+            req(
+                "match",
+                Str,
+                "series selectors, one per line, e.g. {job=\"checkout\"}",
+            ),
             START,
             END,
         ],

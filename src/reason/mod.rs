@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 mod actions;
 mod config;
 mod coverage;
+pub mod discover;
 pub mod llm;
 mod logs;
 mod metrics;
