@@ -902,8 +902,11 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
                     Category::DependencyFailure => {
                         "requests wait on something slower downstream (no change recorded before it)"
                     }
-                    Category::ResourceExhaustion => {
+                    Category::ResourceExhaustion if name.starts_with("CPU") => {
                         "the containers hit their CPU limit (no change recorded before it)"
+                    }
+                    Category::ResourceExhaustion => {
+                        "it is used to capacity, so requests wait for it (no change recorded before it)"
                     }
                     _ => {
                         "no change was recorded before it, so the failing requests' own errors say why"

@@ -155,6 +155,11 @@ pub fn analyze(obs: &Observations) -> Analysis {
     rank::rank(&ctx, signals)
 }
 
+/// A level shift in a series: the index where it starts and the levels before and after.
+pub fn level_shift(points: &[(f64, f64)]) -> Option<(usize, f64, f64)> {
+    metrics::step(points)
+}
+
 /// One analyzer's conclusion, richer than a [`Finding`]: whether it can be the root cause,
 /// what it rules out and what it would do about it.
 #[derive(Clone, Debug, Default)]
