@@ -414,6 +414,7 @@ fn event() -> impl Strategy<Value = Event> {
                     verification: Verification {
                         action_id,
                         passed,
+                        unknown: false,
                         summary,
                         before,
                         after,

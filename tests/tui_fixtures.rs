@@ -410,6 +410,7 @@ pub fn full_session() -> Vec<Record> {
                 verification: Verification {
                     action_id: Some("act-1".into()),
                     passed: true,
+                    unknown: false,
                     summary: "3/3 pods Ready, no restarts for 30s".into(),
                     before: None,
                     after: None,

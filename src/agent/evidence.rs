@@ -120,6 +120,20 @@ pub fn build(tool: &str, params: &Params, output: &ToolOutput, chart: &Chart) ->
             };
             (title, logs_text(v))
         }
+        ToolOutput::Series(v) if tool == "prometheus.series" => (
+            format!("Series matching {}", p_str(params, "match").unwrap_or("")),
+            discovered_table(v),
+        ),
+        ToolOutput::Series(v) if tool == "prometheus.metadata" => {
+            ("Metric metadata".to_string(), discovered_table(v))
+        }
+        ToolOutput::Changes(v) if tool == "kubernetes.config_maps" => {
+            (format!("ConfigMaps{scope}, last written"), changes_table(v))
+        }
+        ToolOutput::Changes(v) if tool == "kubernetes.secrets" => (
+            format!("Secrets{scope}, last written (metadata only)"),
+            changes_table(v),
+        ),
         ToolOutput::Series(v) => {
             let title = p_str(params, "query")
                 .map(|q| format!("Metric: {q}"))
@@ -152,6 +166,24 @@ fn external_text(t: &str) -> EvidenceBody {
         language: language.into(),
         text,
     }
+}
+
+/// Discovered series or metadata: names and label sets, no samples.
+fn discovered_table(v: &[Series]) -> EvidenceBody {
+    let rows = v
+        .iter()
+        .map(|s| {
+            vec![
+                s.name.clone(),
+                s.labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ]
+        })
+        .collect();
+    table(&["metric", "labels"], rows)
 }
 
 fn when(t: Option<DateTime<Utc>>) -> String {

@@ -468,6 +468,8 @@ pub fn absorb(
             }));
         }
         ToolOutput::Logs(v) => obs.logs.extend(v.iter().cloned()),
+        // Discovered names and metadata plan queries; they are not measurements.
+        ToolOutput::Series(_) if is_discovery(tool) => {}
         ToolOutput::Series(v) => merge_series(&mut obs.metrics, v),
         ToolOutput::Rules(v) => merge_by(&mut obs.rules, v, |r| (r.group.clone(), r.name.clone())),
         ToolOutput::Alerts(v) => obs.alerts.extend(v.iter().cloned()),
@@ -475,6 +477,11 @@ pub fn absorb(
         ToolOutput::Text(_) => {}
         ToolOutput::Postgres(v) => obs.postgres.extend(v.iter().cloned()),
     }
+}
+
+/// Reads that discover what Prometheus has rather than measure it.
+pub fn is_discovery(tool: &str) -> bool {
+    matches!(tool, "prometheus.series" | "prometheus.metadata")
 }
 
 /// The same series read over two windows is one series: points are unioned by timestamp.
@@ -828,6 +835,8 @@ async fn metrics(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
         _ => None,
     });
     let Some(expr) = expr else {
+        // No alert and no rule: what Prometheus has about the subject the problem names.
+        discover(c, scope, None, obs).await;
         return;
     };
     if scope.alert.is_none() {
@@ -874,6 +883,7 @@ async fn metrics(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
     let Ok(parsed) = crate::reason::promql::parse(&expr) else {
         return;
     };
+    discover(c, scope, Some(&parsed), obs).await;
     let start = scope.onset - ChronoDuration::minutes(60);
     let end = (scope.onset + ChronoDuration::minutes(30)).min(scope.now);
     let end = if end <= start { scope.now } else { end };
@@ -892,6 +902,109 @@ async fn metrics(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
                         ("query", s(query)),
                         ("start", rfc3339(start)),
                         ("end", rfc3339(end)),
+                        ("step", Some(json!(30))),
+                    ]),
+                    marker,
+                    obs,
+                )
+                .await;
+            }
+        });
+    futures::future::join_all(calls).await;
+}
+
+/// Discovery: the series Prometheus lists for the subject (the alert expression's subject, else
+/// the workload or the words of the problem) and their metadata, then the error-ratio, latency,
+/// saturation and version queries built from what was found, over a window that starts well
+/// before the onset so a step and the change before it both show.
+async fn discover(
+    c: &Caller,
+    scope: &Scope,
+    parsed: Option<&crate::reason::promql::AlertExpr>,
+    obs: &Mutex<Observations>,
+) {
+    use crate::reason::discover;
+    let none = Chart::default();
+    let candidates: Vec<String> = match (&scope.workload, &scope.problem) {
+        (Some(w), _) => vec![w.clone()],
+        (None, Some(p)) => problem_words(p),
+        (None, None) => Vec::new(),
+    };
+    let selectors = match parsed {
+        Some(p) => discover::subject_selectors(
+            &p.subject(),
+            scope.namespace.as_deref(),
+            scope.workload.as_deref(),
+        ),
+        None => discover::selectors(&candidates, scope.namespace.as_deref()),
+    };
+    if selectors.is_empty() {
+        return;
+    }
+    let start = scope.onset - ChronoDuration::minutes(60);
+    let end = scope.now;
+    let found = c
+        .call(
+            "prometheus.series",
+            params([
+                ("match", s(selectors.join("\n"))),
+                ("start", rfc3339(start)),
+                ("end", rfc3339(end)),
+            ]),
+            &none,
+            obs,
+        )
+        .await;
+    let series = match found {
+        Some((ToolOutput::Series(v), _)) if !v.is_empty() => v,
+        _ => return,
+    };
+    let metadata = match c
+        .call("prometheus.metadata", Params::new(), &none, obs)
+        .await
+    {
+        Some((ToolOutput::Series(v), _)) => v,
+        _ => Vec::new(),
+    };
+    let subjects = match parsed {
+        Some(p) => {
+            let mut out = vec![p.subject()];
+            if let (Some(ns), Some(w)) = (&scope.namespace, &scope.workload) {
+                out.extend(
+                    discover::subject(&series, std::slice::from_ref(w), Some(ns))
+                        .into_iter()
+                        .filter(|m| m.iter().any(|x| x.name == "pod")),
+                );
+            }
+            out
+        }
+        None => discover::subject(&series, &candidates, scope.namespace.as_deref()),
+    };
+    let marker = Chart {
+        threshold: None,
+        markers: vec![Marker {
+            at: scope.onset.timestamp() as f64,
+            label: if scope.alert.is_some() {
+                "alert fired"
+            } else {
+                "reported"
+            }
+            .into(),
+        }],
+    };
+    let q_end = (scope.onset + ChronoDuration::minutes(30)).min(scope.now);
+    let q_end = if q_end <= start { scope.now } else { q_end };
+    let calls = discover::plan(&series, &metadata, &subjects)
+        .into_iter()
+        .map(|(_, query)| {
+            let marker = &marker;
+            async move {
+                c.call(
+                    "prometheus.query_range",
+                    params([
+                        ("query", s(query)),
+                        ("start", rfc3339(start)),
+                        ("end", rfc3339(q_end)),
                         ("step", Some(json!(30))),
                     ]),
                     marker,
@@ -1180,13 +1293,53 @@ async fn changes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
         if let Some(ns) = &scope.namespace
             && c.tools.has("kubernetes")
         {
-            c.call(
-                "kubernetes.replica_sets",
-                params([("namespace", s(ns))]),
-                &none,
-                obs,
-            )
-            .await;
+            let got = c
+                .call(
+                    "kubernetes.replica_sets",
+                    params([("namespace", s(ns))]),
+                    &none,
+                    obs,
+                )
+                .await;
+            // When the workload reads ConfigMaps or Secrets, when each was last written.
+            let refs: Vec<String> = match &got {
+                Some((ToolOutput::Deployments(rs), _)) => rs
+                    .iter()
+                    .filter(|r| {
+                        scope.workload.as_ref().is_none_or(|w| {
+                            r.name.starts_with(&format!("{w}-"))
+                                || r.labels.get("app").is_some_and(|a| a == w)
+                        })
+                    })
+                    .flat_map(|r| r.config_refs.iter().cloned())
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let wants = |kind: &str| refs.iter().any(|r| r.starts_with(&format!("{kind}/")));
+            futures::join!(
+                async {
+                    if wants("configmap") {
+                        c.call(
+                            "kubernetes.config_maps",
+                            params([("namespace", s(ns))]),
+                            &none,
+                            obs,
+                        )
+                        .await;
+                    }
+                },
+                async {
+                    if wants("secret") {
+                        c.call(
+                            "kubernetes.secrets",
+                            params([("namespace", s(ns))]),
+                            &none,
+                            obs,
+                        )
+                        .await;
+                    }
+                },
+            );
         }
     };
     let gh = async {

@@ -68,6 +68,37 @@ impl WorldTools {
                 ToolOutput::Deployments(w.kubernetes().replica_sets(ns).await.map_err(e)?)
             }
             ReadTool::Nodes => ToolOutput::Nodes(w.kubernetes().nodes().await.map_err(e)?),
+            // A recorded world without these objects has none to report: absent, not a failure.
+            ReadTool::ConfigMaps | ReadTool::Secrets => {
+                let ns = need(params, "namespace", tool)?;
+                let k = w.kubernetes();
+                let got = if read == ReadTool::ConfigMaps {
+                    k.config_maps(ns).await
+                } else {
+                    k.secrets(ns).await
+                };
+                match got {
+                    Ok(v) => ToolOutput::Changes(v),
+                    Err(err) if err.is_no_recording() => ToolOutput::Changes(Vec::new()),
+                    Err(err) => return Err(e(err)),
+                }
+            }
+            // Discovery is optional too: a recorded world without it answers nothing discovered.
+            ReadTool::PromSeries | ReadTool::PromMetadata => {
+                let p = w.prometheus();
+                let got = if read == ReadTool::PromSeries {
+                    let (start, end) = self.window(params);
+                    let selectors: Vec<&str> = need(params, "match", tool)?.lines().collect();
+                    p.series(&selectors, start, end).await
+                } else {
+                    p.metadata(p_str(params, "metric")).await
+                };
+                match got {
+                    Ok(v) => ToolOutput::Series(v),
+                    Err(err) if err.is_no_recording() => ToolOutput::Series(Vec::new()),
+                    Err(err) => return Err(e(err)),
+                }
+            }
             ReadTool::PodLogs => ToolOutput::Logs(
                 w.kubernetes()
                     .pod_logs(

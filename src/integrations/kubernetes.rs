@@ -6,7 +6,10 @@
 
 use super::error::{ErrorKind, IntegrationError};
 use super::transport::{Request, RequestBody, Transport};
-use crate::model::{ContainerFacts, DeploymentFacts, K8sEventFacts, LogLine, NodeFacts, PodFacts};
+use crate::model::{
+    Change, ChangeKind, ContainerFacts, DeploymentFacts, K8sEventFacts, LogLine, NodeFacts,
+    PodFacts,
+};
 use chrono::{DateTime, TimeZone, Utc};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Container, Event, Node, Pod, PodTemplateSpec};
@@ -18,6 +21,9 @@ use std::sync::Arc;
 
 const NAME: &str = "kubernetes";
 const REVISION: &str = "deployment.kubernetes.io/revision";
+/// The API server's metadata-only list representation (what `kubectl get -o name` asks for). No
+/// fallback to full objects: a server that cannot answer it fails the read rather than send values.
+const METADATA_LIST: &str = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io";
 
 #[derive(Clone)]
 pub struct KubernetesClient {
@@ -289,6 +295,120 @@ fn template_images(t: Option<&PodTemplateSpec>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The ConfigMaps and Secrets a pod template reads, through env, envFrom and volumes (projected
+/// ones included), init containers too: `configmap/NAME`, `secret/NAME`, sorted, once each.
+fn template_config_refs(t: Option<&PodTemplateSpec>) -> Vec<String> {
+    let mut out = std::collections::BTreeSet::new();
+    let Some(spec) = t.and_then(|t| t.spec.as_ref()) else {
+        return Vec::new();
+    };
+    let containers = spec
+        .containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten());
+    for c in containers {
+        for e in c.env.iter().flatten() {
+            let from = e.value_from.as_ref();
+            if let Some(r) = from.and_then(|f| f.config_map_key_ref.as_ref()) {
+                out.insert(format!("configmap/{}", r.name));
+            }
+            if let Some(r) = from.and_then(|f| f.secret_key_ref.as_ref()) {
+                out.insert(format!("secret/{}", r.name));
+            }
+        }
+        for e in c.env_from.iter().flatten() {
+            if let Some(r) = &e.config_map_ref {
+                out.insert(format!("configmap/{}", r.name));
+            }
+            if let Some(r) = &e.secret_ref {
+                out.insert(format!("secret/{}", r.name));
+            }
+        }
+    }
+    for v in spec.volumes.iter().flatten() {
+        if let Some(cm) = &v.config_map {
+            out.insert(format!("configmap/{}", cm.name));
+        }
+        if let Some(name) = v.secret.as_ref().and_then(|s| s.secret_name.as_ref()) {
+            out.insert(format!("secret/{name}"));
+        }
+        for src in v
+            .projected
+            .as_ref()
+            .and_then(|p| p.sources.as_ref())
+            .into_iter()
+            .flatten()
+        {
+            if let Some(cm) = &src.config_map {
+                out.insert(format!("configmap/{}", cm.name));
+            }
+            if let Some(sec) = &src.secret {
+                out.insert(format!("secret/{}", sec.name));
+            }
+        }
+    }
+    out.into_iter().filter(|r| !r.ends_with('/')).collect()
+}
+
+fn template_annotations(t: Option<&PodTemplateSpec>) -> BTreeMap<String, String> {
+    t.and_then(|t| t.metadata.as_ref())
+        .and_then(|m| m.annotations.clone())
+        .unwrap_or_default()
+}
+
+/// ConfigMaps or Secrets from a metadata-only list, as changes: when each was last written
+/// (`metadata.managedFields[].time`, else its creation) and by which manager.
+pub fn config_changes(v: &Value, kind: &str) -> Result<Vec<Change>, String> {
+    let items = match v.get("items") {
+        Some(Value::Array(items)) => items.as_slice(),
+        Some(Value::Null) | None => &[],
+        Some(_) => return Err("`items` is not an array".into()),
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        // Only `metadata` is read: whatever else a server sends (a Secret's data) is never parsed.
+        let meta = item
+            .get("metadata")
+            .cloned()
+            .map(serde_json::from_value::<ObjectMeta>)
+            .transpose()
+            .map_err(|e| format!("{kind} item {i}: {e}"))?
+            .unwrap_or_default();
+        let Some(name) = meta.name.clone() else {
+            continue;
+        };
+        let created = meta.creation_timestamp.as_ref().and_then(time);
+        let latest = meta
+            .managed_fields
+            .iter()
+            .flatten()
+            .filter_map(|f| {
+                f.time
+                    .as_ref()
+                    .and_then(time)
+                    .map(|t| (t, f.manager.clone()))
+            })
+            .max_by_key(|(t, _)| *t);
+        let (at, author, verb) = match (latest, created) {
+            (Some((t, who)), Some(c)) if t > c => (Some(t), who, "updated"),
+            (Some((t, who)), None) => (Some(t), who, "updated"),
+            (_, c) => (c, None, "created"),
+        };
+        let ns = meta.namespace.clone().unwrap_or_default();
+        out.push(Change {
+            kind: ChangeKind::Config,
+            at,
+            id: name.clone(),
+            title: format!("{kind} {name} {verb}"),
+            author,
+            target: format!("{ns}/{}/{name}", kind.replace('-', "")),
+            url: None,
+        });
+    }
+    out.sort_by_key(|c| std::cmp::Reverse(c.at));
+    Ok(out)
+}
+
 /// A Deployment as facts.
 pub fn deployment_facts(d: &Deployment) -> DeploymentFacts {
     let meta = &d.metadata;
@@ -328,6 +448,8 @@ pub fn deployment_facts(d: &Deployment) -> DeploymentFacts {
         conditions,
         labels: labels(meta),
         created_at: meta.creation_timestamp.as_ref().and_then(time),
+        config_refs: template_config_refs(spec.map(|s| &s.template)),
+        template_annotations: template_annotations(spec.map(|s| &s.template)),
     }
 }
 
@@ -353,6 +475,8 @@ pub fn replica_set_facts(rs: &ReplicaSet) -> DeploymentFacts {
         images: template_images(spec.and_then(|s| s.template.as_ref())),
         labels: labels(meta),
         created_at: meta.creation_timestamp.as_ref().and_then(time),
+        config_refs: template_config_refs(spec.and_then(|s| s.template.as_ref())),
+        template_annotations: template_annotations(spec.and_then(|s| s.template.as_ref())),
         ..DeploymentFacts::default()
     }
 }
@@ -768,6 +892,29 @@ impl KubernetesClient {
         Ok((req, list))
     }
 
+    /// ConfigMaps in `ns` as changes (when each was last written), metadata only.
+    pub async fn config_maps(&self, ns: &str) -> Result<Vec<Change>, IntegrationError> {
+        self.metadata_changes(ns, "configmaps", "config-map").await
+    }
+
+    /// Secrets in `ns` as changes, from a metadata-only list: the server never sends their values.
+    pub async fn secrets(&self, ns: &str) -> Result<Vec<Change>, IntegrationError> {
+        self.metadata_changes(ns, "secrets", "secret").await
+    }
+
+    async fn metadata_changes(
+        &self,
+        ns: &str,
+        resource: &str,
+        kind: &str,
+    ) -> Result<Vec<Change>, IntegrationError> {
+        let req =
+            Request::get(NAME, Self::scoped(Some(ns), "/api/v1", resource)).accept(METADATA_LIST);
+        check_name(&req, "namespace", ns)?;
+        let (req, v) = self.get_json(req).await?;
+        config_changes(&v, kind).map_err(|m| req.error(ErrorKind::Decode(m)))
+    }
+
     pub async fn nodes(&self) -> Result<Vec<NodeFacts>, IntegrationError> {
         let (req, v) = self.get_json(Request::get(NAME, "/api/v1/nodes")).await?;
         let list: Vec<Node> = items(v, "Node").map_err(|m| req.error(ErrorKind::Decode(m)))?;
@@ -1147,5 +1294,71 @@ mod tests {
         assert!(check_name(&req, "pod", "../secrets").is_err());
         assert!(check_name(&req, "pod", "a/b").is_err());
         assert!(check_name(&req, "pod", "").is_err());
+    }
+
+    #[test]
+    fn templates_name_every_config_map_and_secret_they_read() {
+        let d: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"selector": {}, "template": {
+                "metadata": {"annotations": {"checksum/config": "abc"}},
+                "spec": {
+                    "initContainers": [{"name": "migrate", "envFrom": [{"secretRef": {"name": "db-admin"}}]}],
+                    "containers": [{"name": "web", "env": [
+                        {"name": "A", "valueFrom": {"configMapKeyRef": {"name": "web-env", "key": "a"}}},
+                        {"name": "B", "valueFrom": {"secretKeyRef": {"name": "web-token", "key": "b"}}},
+                        {"name": "C", "value": "plain"}
+                    ], "envFrom": [{"configMapRef": {"name": "web-flags"}}]}],
+                    "volumes": [
+                        {"name": "cfg", "configMap": {"name": "web-files"}},
+                        {"name": "tls", "secret": {"secretName": "web-tls"}},
+                        {"name": "p", "projected": {"sources": [
+                            {"configMap": {"name": "ca-bundle"}}, {"secret": {"name": "sidecar-key"}}
+                        ]}}
+                    ]
+                }
+            }}
+        }))
+        .unwrap_or_else(|e| panic!("deployment: {e}"));
+        let f = deployment_facts(&d);
+        assert_eq!(
+            f.config_refs,
+            vec![
+                "configmap/ca-bundle",
+                "configmap/web-env",
+                "configmap/web-files",
+                "configmap/web-flags",
+                "secret/db-admin",
+                "secret/sidecar-key",
+                "secret/web-tls",
+                "secret/web-token",
+            ]
+        );
+        assert_eq!(
+            f.template_annotations
+                .get("checksum/config")
+                .map(String::as_str),
+            Some("abc")
+        );
+    }
+
+    #[test]
+    fn secret_values_a_server_sends_anyway_are_never_read() {
+        // A server that ignores the metadata-only Accept header sends whole Secrets.
+        let v = json!({"items": [{"metadata": {"name": "db", "namespace": "shop",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "managedFields": [{"manager": "vault-sync", "operation": "Update", "time": "2026-02-01T10:00:00Z"}]},
+            "data": {"password": "aHVudGVyMg=="}, "stringData": {"token": "s3cr3t-value"}}]});
+        let changes = config_changes(&v, "secret").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(changes.len(), 1);
+        let text = format!("{changes:?}");
+        assert!(
+            !text.contains("aHVudGVyMg") && !text.contains("s3cr3t"),
+            "{text}"
+        );
+        assert_eq!(changes[0].title, "secret db updated");
+        assert_eq!(changes[0].author.as_deref(), Some("vault-sync"));
+        assert_eq!(changes[0].target, "shop/secret/db");
+        assert!(config_changes(&json!({"items": 3}), "secret").is_err());
     }
 }

@@ -65,6 +65,34 @@ impl PrometheusClient {
         parse_result(expr, &data).map_err(|m| req.error(ErrorKind::Decode(m)))
     }
 
+    /// The series any of the selectors matches over `[start, end]`: metric names and label sets,
+    /// no samples.
+    pub async fn series(
+        &self,
+        selectors: &[&str],
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<Vec<Series>, IntegrationError> {
+        let mut req = Request::get(NAME, "/api/v1/series");
+        for sel in selectors.iter().filter(|s| !s.trim().is_empty()) {
+            req = req.query("match[]", sel.trim());
+        }
+        if req.query.is_empty() {
+            return Err(req.error(ErrorKind::Invalid("no series selector".into())));
+        }
+        let req = req.query("start", unix(start)).query("end", unix(end));
+        let data = self.data(req.clone()).await?;
+        parse_series(&data).map_err(|m| req.error(ErrorKind::Decode(m)))
+    }
+
+    /// Metric metadata (type, unit, help), of one metric or all. Each metric is a series with no
+    /// samples whose labels are `type`, `unit` and `help`.
+    pub async fn metadata(&self, metric: Option<&str>) -> Result<Vec<Series>, IntegrationError> {
+        let req = Request::get(NAME, "/api/v1/metadata").query_opt("metric", metric);
+        let data = self.data(req.clone()).await?;
+        parse_metadata(&data).map_err(|m| req.error(ErrorKind::Decode(m)))
+    }
+
     /// Alerting and recording rules.
     pub async fn rules(&self) -> Result<Vec<RuleInfo>, IntegrationError> {
         let req = Request::get(NAME, "/api/v1/rules");
@@ -187,6 +215,49 @@ pub fn parse_result(expr: &str, data: &Value) -> Result<Vec<Series>, String> {
         }]),
         other => Err(format!("unknown resultType {other:?}")),
     }
+}
+
+/// Parses `data` of `/api/v1/series`: an array of label sets.
+pub fn parse_series(data: &Value) -> Result<Vec<Series>, String> {
+    let items = data.as_array().ok_or("`data` is not an array")?;
+    Ok(items
+        .iter()
+        .filter_map(|item| {
+            let mut labels = string_map(Some(item));
+            let name = labels.remove("__name__")?;
+            Some(Series {
+                name,
+                labels,
+                points: Vec::new(),
+            })
+        })
+        .collect())
+}
+
+/// Parses `data` of `/api/v1/metadata`: metric -> [{type, help, unit}], the first entry kept.
+pub fn parse_metadata(data: &Value) -> Result<Vec<Series>, String> {
+    let map = data.as_object().ok_or("`data` is not an object")?;
+    Ok(map
+        .iter()
+        .filter_map(|(name, entries)| {
+            let first = entries.as_array()?.first()?;
+            let labels = ["type", "unit", "help"]
+                .iter()
+                .filter_map(|k| {
+                    first
+                        .get(*k)
+                        .and_then(Value::as_str)
+                        .filter(|v| !v.is_empty())
+                        .map(|v| (k.to_string(), v.to_string()))
+                })
+                .collect();
+            Some(Series {
+                name: name.clone(),
+                labels,
+                points: Vec::new(),
+            })
+        })
+        .collect())
 }
 
 /// Parses `data` of `/api/v1/rules`.

@@ -66,6 +66,9 @@ pub struct Request {
     pub path: String,
     pub query: Vec<(String, String)>,
     pub body: Option<RequestBody>,
+    /// An `Accept` header, when the request needs a representation other than the default
+    /// (Kubernetes' metadata-only lists, so Secret values never leave the cluster).
+    pub accept: Option<String>,
 }
 
 impl Request {
@@ -76,7 +79,13 @@ impl Request {
             path: path.into(),
             query: Vec::new(),
             body: None,
+            accept: None,
         }
+    }
+
+    pub fn accept(mut self, media_type: &str) -> Self {
+        self.accept = Some(media_type.to_string());
+        self
     }
 
     pub fn get(integration: &str, path: impl Into<String>) -> Self {
@@ -456,6 +465,9 @@ impl LiveTransport {
                         }
                     };
                 }
+                if let Some(accept) = &req.accept {
+                    b = b.header(reqwest::header::ACCEPT, accept);
+                }
                 if let Some(body) = body {
                     b = b
                         .header(reqwest::header::CONTENT_TYPE, body.content_type())
@@ -533,6 +545,9 @@ impl LiveTransport {
         let mut builder = http::Request::builder()
             .method(req.method.as_str())
             .uri(uri);
+        if let Some(accept) = &req.accept {
+            builder = builder.header("accept", accept.as_str());
+        }
         let body = match &req.body {
             Some(b) => {
                 builder = builder.header("content-type", b.content_type());

@@ -160,10 +160,14 @@ pub enum ReadTool {
     PgStatements,
     PgReplication,
     PgDatabases,
+    ConfigMaps,
+    Secrets,
+    PromSeries,
+    PromMetadata,
 }
 
 impl ReadTool {
-    pub const ALL: [ReadTool; 22] = [
+    pub const ALL: [ReadTool; 26] = [
         ReadTool::Pods,
         ReadTool::Events,
         ReadTool::Deployments,
@@ -186,6 +190,10 @@ impl ReadTool {
         ReadTool::PgStatements,
         ReadTool::PgReplication,
         ReadTool::PgDatabases,
+        ReadTool::ConfigMaps,
+        ReadTool::Secrets,
+        ReadTool::PromSeries,
+        ReadTool::PromMetadata,
     ];
 }
 
@@ -512,6 +520,22 @@ pub static ENTRIES: &[Entry] = &[
         "kubectl get nodes",
     ),
     read(
+        "kubernetes.config_maps",
+        "kubernetes",
+        ReadTool::ConfigMaps,
+        "when each ConfigMap was last written (metadata only)",
+        &[req("namespace", Str, "namespace of the ConfigMaps")],
+        "kubectl -n NS get configmaps --show-managed-fields -o metadata",
+    ),
+    read(
+        "kubernetes.secrets",
+        "kubernetes",
+        ReadTool::Secrets,
+        "when each Secret was last written (metadata only, never values)",
+        &[req("namespace", Str, "namespace of the Secrets")],
+        "kubectl -n NS get secrets --show-managed-fields -o metadata",
+    ),
+    read(
         "kubernetes.pod_logs",
         "kubernetes",
         ReadTool::PodLogs,
@@ -564,6 +588,30 @@ pub static ENTRIES: &[Entry] = &[
         "alerts Prometheus has pending or firing",
         &[],
         "GET /api/v1/alerts",
+    ),
+    read(
+        "prometheus.series",
+        "prometheus",
+        ReadTool::PromSeries,
+        "the series (metric names and labels) a selector matches",
+        &[
+            req(
+                "match",
+                Str,
+                "series selectors, one per line, e.g. {job=\"checkout\"}",
+            ),
+            START,
+            END,
+        ],
+        "GET /api/v1/series?match[]=SELECTOR&start=S&end=E",
+    ),
+    read(
+        "prometheus.metadata",
+        "prometheus",
+        ReadTool::PromMetadata,
+        "metric types and help text",
+        &[p("metric", Str, "only this metric")],
+        "GET /api/v1/metadata[?metric=NAME]",
     ),
     read(
         "alertmanager.alerts",

@@ -99,6 +99,14 @@ pub struct DeploymentFacts {
     pub conditions: BTreeMap<String, (String, String, String)>,
     pub labels: BTreeMap<String, String>,
     pub created_at: Option<DateTime<Utc>>,
+    /// ConfigMaps and Secrets the pod template reads (env, envFrom, volumes): `configmap/NAME`,
+    /// `secret/NAME`. Names only: a Secret's values are never read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub config_refs: Vec<String>,
+    /// The pod template's own annotations (a config checksum, `restartedAt`), to tell what a
+    /// new revision changed when its images did not.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub template_annotations: BTreeMap<String, String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
@@ -163,6 +171,8 @@ pub enum ChangeKind {
     Commit,
     PullRequest,
     Rollout,
+    /// A ConfigMap or Secret (metadata only) updated, or a pod-template annotation changed.
+    Config,
 }
 
 /// Something that changed: a deploy, a commit, a merged PR, a rollout.

@@ -348,6 +348,9 @@ pub struct Verification {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action_id: Option<ActionId>,
     pub passed: bool,
+    /// The re-query that would tell could not be made: neither passed nor failed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unknown: bool,
     pub summary: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<EvidenceId>,

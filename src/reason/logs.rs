@@ -1,7 +1,10 @@
-//! Log analyzers: error bursts and known failure signatures (DNS, connection refused, timeouts, panics, 5xx, OOM).
+//! Log analyzers: failure signatures by error class (DNS, refused/reset, timeouts, TLS, auth,
+//! panics, 5xx, OOM, configuration) over Drain-style templates, compared across the onset.
 
+use super::templates::{self, Shift, Template};
 use super::{Ctx, Signal, list_names};
 use crate::model::{Category, LogLine};
+use chrono::{DateTime, Utc};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -12,7 +15,9 @@ pub(crate) enum Sig {
     Cert,
     Dns,
     ConnRefused,
+    Reset,
     Timeout,
+    Auth,
     Panic,
     Http5xx,
     Oom,
@@ -26,7 +31,9 @@ impl Sig {
             Sig::Cert => "TLS certificate errors",
             Sig::Dns => "DNS resolution failures",
             Sig::ConnRefused => "connection refused errors",
+            Sig::Reset => "connection resets",
             Sig::Timeout => "timeouts",
+            Sig::Auth => "authentication / authorization failures",
             Sig::Panic => "panics / stack traces",
             Sig::Http5xx => "HTTP 5xx responses",
             Sig::Oom => "out-of-memory messages",
@@ -36,7 +43,8 @@ impl Sig {
 
     pub(crate) fn category(self) -> Category {
         match self {
-            Sig::Dns | Sig::ConnRefused | Sig::Timeout => Category::DependencyFailure,
+            Sig::Dns | Sig::ConnRefused | Sig::Reset | Sig::Timeout => Category::DependencyFailure,
+            Sig::Auth => Category::ConfigurationError,
             Sig::Panic | Sig::Http5xx => Category::CodeDefect,
             Sig::Oom => Category::ResourceExhaustion,
             Sig::Config | Sig::Cert => Category::ConfigurationError,
@@ -46,7 +54,7 @@ impl Sig {
 }
 
 static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
-    let table: [(Sig, &str); 9] = [
+    let table: [(Sig, &str); 11] = [
         (
             Sig::Pool,
             r"(?i)pool (?:is )?exhausted|connection pool (?:is )?(?:full|exhausted)|too many (?:connections|clients)|remaining connection slots|could not acquire (?:a )?connection|timeout acquiring (?:a )?connection|no available connections?|max_connections",
@@ -60,6 +68,14 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
             r"(?i)no such host|nxdomain|could not resolve|temporary failure in name resolution|name or service not known|getaddrinfo|dns lookup failed|unknown host|servfail",
         ),
         (Sig::ConnRefused, r"(?i)connection refused|econnrefused"),
+        (
+            Sig::Reset,
+            r"(?i)connection reset|econnreset|broken pipe|unexpected eof|connection closed by (?:peer|remote)",
+        ),
+        (
+            Sig::Auth,
+            r"(?i)(?:password )?authentication failed|access denied for|permission denied for|unauthori[sz]ed\b|invalid (?:credentials|api[ _-]?key|token|username or password)|401 unauthorized|403 forbidden|not authorized to|token (?:has )?expired|signature (?:is )?invalid",
+        ),
         (
             Sig::Timeout,
             r"(?i)timed out|deadline exceeded|i/o timeout|etimedout|read timeout|connect timeout|timeout (?:after|exceeded|waiting)|gateway timeout",
@@ -78,7 +94,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Config,
-            r"(?i)missing (?:required )?(?:env|environment variable|config)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key) \S+ (?:is )?not set",
+            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|keyerror:|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)",
         ),
     ];
     table
@@ -92,8 +108,44 @@ static ERROR_LEVEL: LazyLock<Option<Regex>> = LazyLock::new(|| {
 });
 
 static TARGET: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:dial tcp|connect(?:ing)? to|lookup|upstream(?: request to)?|host[=:]|\(host)\s*\x22?([a-z0-9][a-z0-9._-]*(?::\d+)?)").ok()
+    Regex::new(r"(?i)(?:dial tcp|connect(?:ing)? to|lookup|upstream(?: request to)?|host[=:]|\(host|->)\s*\x22?([a-z0-9][a-z0-9._-]*(?::\d+)?)").ok()
 });
+
+/// A `host:port` anywhere in a line (a name, not a time of day), when no verb introduces one.
+static HOST_PORT: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?i)\b([a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*:\d{2,5})\b").ok());
+
+static CONFIG_KEY: LazyLock<Vec<Regex>> = LazyLock::new(|| {
+    [
+        r#"(?i)missing (?:required )?(?:env(?:ironment)? variable|env var|config(?:uration)? key|key|setting|field|option)s?\s*[:=]?\s*["'`]?([A-Za-z_][\w.\-/]*)"#,
+        r#"(?i)(?:env(?:ironment)? variable|config key|key|setting|variable|field|option)\s+["'`]?([A-Za-z_][\w.\-/]*)["'`]?\s+(?:is\s+)?(?:not set|not found|missing|required|undefined|not defined)"#,
+        r#"KeyError:\s*["']([^"']+)["']"#,
+        r#"(?i)\b((?:configmaps?|secrets?)\s+["']?[a-z0-9][a-z0-9.\-]*)["']?\s+not found"#,
+    ]
+    .into_iter()
+    .filter_map(|p| Regex::new(p).ok())
+    .collect()
+});
+
+/// The configuration key (or ConfigMap/Secret) a configuration error names, if any.
+pub(crate) fn config_key(line: &str) -> Option<String> {
+    CONFIG_KEY.iter().find_map(|re| {
+        re.captures(line)
+            .and_then(|c| c.get(1))
+            .map(|m| m.as_str().replace(['"', '\''], ""))
+            .filter(|k| {
+                !["is", "was", "not", "the", "a"].contains(&k.to_ascii_lowercase().as_str())
+            })
+    })
+}
+
+/// The decisive detail of a line of class `sig`: the host:port that fails, the key that is missing.
+fn detail_of(sig: Sig, line: &str) -> Option<String> {
+    match sig {
+        Sig::Config => config_key(line),
+        _ => target(line),
+    }
+}
 
 /// The signatures a line shows.
 pub(crate) fn classify(line: &str) -> Vec<Sig> {
@@ -121,10 +173,13 @@ pub(crate) fn is_error(l: &LogLine) -> bool {
 
 /// The dependency a failing line names (`db.svc:5432`), if any.
 pub(crate) fn target(line: &str) -> Option<String> {
-    let re = TARGET.as_ref()?;
-    re.captures(line)
-        .and_then(|c| c.get(1))
-        .map(|m| m.as_str().trim_end_matches(['.', ',']).to_string())
+    let found = |re: &Option<Regex>| {
+        re.as_ref()?
+            .captures(line)
+            .and_then(|c| c.get(1))
+            .map(|m| m.as_str().trim_end_matches(['.', ',']).to_string())
+    };
+    found(&TARGET).or_else(|| found(&HOST_PORT))
 }
 
 /// One signature's hits in a set of lines.
@@ -134,6 +189,8 @@ pub(crate) struct Hits {
     pub count: usize,
     pub example: String,
     pub targets: Vec<String>,
+    /// Indexes (in the scanned lines) of the lines of this signature.
+    pub lines: Vec<usize>,
     /// Where the lines came from (app, service, container or pod label), to group services failing alike.
     pub sources: Vec<String>,
 }
@@ -141,7 +198,7 @@ pub(crate) struct Hits {
 /// Counts each signature over the lines, most frequent first.
 pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits> {
     let mut hits: Vec<Hits> = Vec::new();
-    for l in lines {
+    for (i, l) in lines.into_iter().enumerate() {
         for sig in classify(&l.line) {
             let slot = match hits.iter_mut().position(|h| h.sig == sig) {
                 Some(i) => &mut hits[i],
@@ -151,6 +208,7 @@ pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits
                         count: 0,
                         example: short(&l.line),
                         targets: Vec::new(),
+                        lines: Vec::new(),
                         sources: Vec::new(),
                     });
                     let last = hits.len() - 1;
@@ -158,6 +216,7 @@ pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits
                 }
             };
             slot.count += 1;
+            slot.lines.push(i);
             if let Some(src) = [
                 "app",
                 "service",
@@ -171,7 +230,7 @@ pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits
             {
                 slot.sources.push(src.clone());
             }
-            if let Some(t) = target(&l.line)
+            if let Some(t) = detail_of(sig, &l.line)
                 && !slot.targets.contains(&t)
             {
                 slot.targets.push(t);
@@ -247,11 +306,16 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
         .clone()
         .unwrap_or_else(|| "the service".into());
     let mut out = Vec::new();
+    let onset = onset(ctx);
+    let clusters = templates::cluster(&lines);
     for h in scan(lines.iter().copied()) {
-        let dep = match h.targets.as_slice() {
-            [] => String::new(),
-            t => format!(" (to {})", list_names(t, 3)),
+        let dep = match (h.sig, h.targets.as_slice()) {
+            (_, []) => String::new(),
+            (Sig::Config, t) => format!(" (missing {})", list_names(t, 3)),
+            (_, t) => format!(" (to {})", list_names(t, 3)),
         };
+        let shift = onset.map(|at| templates::shift(&of_lines(&h.lines), &lines, at));
+        let when = shift_text(shift, onset);
         // Several workloads failing the same way on the same dependency: one cause, named first.
         let services: Vec<&String> = h
             .sources
@@ -259,18 +323,22 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             .filter(|s| ctx.obs.deployments.iter().any(|d| &d.name == *s))
             .collect();
         let (cause, confidence) = match h.sig {
-            Sig::Dns | Sig::ConnRefused | Sig::Timeout if h.count >= 2 && services.len() >= 2 => (
-                Some(format!(
-                    "One dependency{dep} fails {} services at once ({}): {} {} in their logs, e.g. \"{}\"; the services are symptoms, the unreachable dependency is the cause",
-                    services.len(),
-                    list_names(&services, 5),
-                    h.count,
-                    h.sig.label(),
-                    h.example
-                )),
-                (0.55 + 0.05 * services.len().min(4) as f32).min(0.8),
-            ),
-            Sig::Dns | Sig::ConnRefused | Sig::Timeout if h.count >= 2 => (
+            Sig::Dns | Sig::ConnRefused | Sig::Reset | Sig::Timeout
+                if h.count >= 2 && services.len() >= 2 =>
+            {
+                (
+                    Some(format!(
+                        "One dependency{dep} fails {} services at once ({}): {} {} in their logs, e.g. \"{}\"; the services are symptoms, the unreachable dependency is the cause",
+                        services.len(),
+                        list_names(&services, 5),
+                        h.count,
+                        h.sig.label(),
+                        h.example
+                    )),
+                    (0.55 + 0.05 * services.len().min(4) as f32).min(0.8),
+                )
+            }
+            Sig::Dns | Sig::ConnRefused | Sig::Reset | Sig::Timeout if h.count >= 2 => (
                 Some(format!(
                     "{scope} cannot reach a dependency{dep}: {} {} in its logs, e.g. \"{}\"; requests fail because the downstream service is unreachable, not because of {scope}'s own code",
                     h.count,
@@ -308,19 +376,65 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             ),
             Sig::Config => (
                 Some(format!(
-                    "{scope} is misconfigured: {} {} in its logs, e.g. \"{}\"",
+                    "{scope} is misconfigured{dep}: {} {} in its logs, e.g. \"{}\"",
                     h.count,
                     h.sig.label(),
                     h.example
                 )),
                 0.5,
             ),
+            Sig::Auth if h.count >= 2 => (
+                Some(format!(
+                    "{scope} is refused by a dependency{dep} on its credentials: {} {} in its logs, e.g. \"{}\"; the credentials it uses are wrong, expired or rotated",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                0.55,
+            ),
             _ => (None, 0.3),
+        };
+        // A configuration-shaped failure right after the workload's configuration changed: that
+        // change is the first thing to look at.
+        let cause = match (h.sig, onset) {
+            (Sig::Config | Sig::Auth | Sig::Cert, Some(at)) => {
+                match super::config::before(ctx, at).first() {
+                    Some((c, lead)) => {
+                        cause.map(|text| format!("{text}; {}", super::config::describe(c, *lead)))
+                    }
+                    None => cause,
+                }
+            }
+            _ => cause,
+        };
+        // Errors that were there at the same rate before the onset did not start the incident;
+        // a class that is new since the onset (or jumped) did.
+        let (cause, confidence) = match shift {
+            Some(Shift::New { .. } | Shift::Jump { .. }) => (
+                cause.map(|c| format!("{c}; {when}")),
+                (confidence + 0.1).min(0.85),
+            ),
+            Some(Shift::Steady) => (
+                cause.map(|c| format!("{c} ({when}, so it may be background)")),
+                (confidence - 0.15).max(0.2),
+            ),
+            _ => (cause, confidence),
+        };
+        let template = clusters
+            .iter()
+            .filter(|t| t.lines.iter().any(|i| h.lines.contains(i)))
+            .max_by_key(|t| t.lines.iter().filter(|i| h.lines.contains(i)).count())
+            .map(|t| t.text())
+            .unwrap_or_default();
+        let when = if when.is_empty() {
+            String::new()
+        } else {
+            format!(", {when}")
         };
         out.push(Signal {
             analyzer: "log_signature",
-            summary: format!("{} {} in logs{dep}", h.count, h.sig.label()),
-            detail: format!("example: {}", h.example),
+            summary: format!("{} {} in logs{dep}{when}", h.count, h.sig.label()),
+            detail: format!("template: {template}; example: {}", h.example),
             category: h.sig.category(),
             confidence,
             evidence: evidence.clone(),
@@ -328,6 +442,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             ..Signal::default()
         });
     }
+    out.extend(new_templates(&lines, &clusters, onset, &evidence));
     let errors: Vec<&&LogLine> = lines.iter().filter(|l| is_error(l)).collect();
     if errors.len() >= 5 {
         let first = errors.iter().filter_map(|l| l.at).min();
@@ -350,6 +465,109 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             evidence: evidence.clone(),
             ..Signal::default()
         });
+    }
+    out
+}
+
+/// When the incident started: the alert's start, when it has one that the logs can be compared to.
+fn onset(ctx: &Ctx) -> Option<DateTime<Utc>> {
+    ctx.obs
+        .alert
+        .as_ref()
+        .and_then(|a| a.starts_at)
+        .filter(|t| t.timestamp() > 0 && *t <= ctx.obs.now)
+}
+
+/// Error-level log templates of the alert's subject that are new since the onset or jumped at
+/// it: the failure is still speaking in the logs, so the subject is not all clear.
+pub(crate) fn errors_since_onset(ctx: &Ctx) -> usize {
+    let Some(at) = onset(ctx) else {
+        return 0;
+    };
+    let lines = scoped_lines(ctx);
+    templates::cluster(&lines)
+        .iter()
+        .filter(|t| {
+            t.lines
+                .first()
+                .and_then(|i| lines.get(*i))
+                .is_some_and(|l| is_error(l))
+        })
+        .filter(|t| {
+            matches!(
+                templates::shift(t, &lines, at),
+                Shift::New { .. } | Shift::Jump { .. }
+            )
+        })
+        .map(|t| t.count())
+        .sum()
+}
+
+/// A pseudo-template of some lines, to compare their counts across the onset.
+fn of_lines(lines: &[usize]) -> Template {
+    Template {
+        tokens: Vec::new(),
+        lines: lines.to_vec(),
+        first: None,
+        last: None,
+    }
+}
+
+fn shift_text(shift: Option<Shift>, onset: Option<DateTime<Utc>>) -> String {
+    let at = onset
+        .map(|t| t.format("%H:%M").to_string())
+        .unwrap_or_default();
+    match shift {
+        Some(Shift::New { after }) => {
+            format!("new since the onset at {at} (0 before, {after} after)")
+        }
+        Some(Shift::Jump { before, after }) => {
+            format!("jumped at the onset {at} ({before} before, {after} after)")
+        }
+        Some(Shift::Steady) => format!("already logged before the onset at {at} at a similar rate"),
+        _ => String::new(),
+    }
+}
+
+/// Error-level templates no class explains that appeared or jumped at the onset: context that
+/// points at where to look, never a cause on their own.
+fn new_templates(
+    lines: &[&LogLine],
+    clusters: &[Template],
+    onset: Option<DateTime<Utc>>,
+    evidence: &[crate::model::EvidenceId],
+) -> Vec<Signal> {
+    let Some(at) = onset else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for t in clusters {
+        let Some(first) = t.lines.first().and_then(|i| lines.get(*i)) else {
+            continue;
+        };
+        if !is_error(first) || !classify(&first.line).is_empty() {
+            continue;
+        }
+        let shift = templates::shift(t, lines, at);
+        if !matches!(shift, Shift::New { .. } | Shift::Jump { .. }) {
+            continue;
+        }
+        out.push(Signal {
+            analyzer: "log_template",
+            summary: format!(
+                "log template {}: \"{}\"",
+                shift_text(Some(shift), onset),
+                short(&t.text())
+            ),
+            detail: format!("e.g. \"{}\"", short(&first.line)),
+            category: Category::Unknown,
+            confidence: 0.2,
+            evidence: evidence.to_vec(),
+            ..Signal::default()
+        });
+        if out.len() >= 3 {
+            break;
+        }
     }
     out
 }

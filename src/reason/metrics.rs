@@ -188,6 +188,10 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
         if siblings.contains(&s.name) || s.name.ends_with("_build_info") {
             return false;
         }
+        // Discovered queries are compared with their own past, not with the alert's threshold.
+        if s.name != lhs && promql::role_of(&s.name).is_some() {
+            return false;
+        }
         s.name.is_empty()
             || s.name == lhs
             || lhs.contains(&s.name)
@@ -698,8 +702,16 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
         .map(|p| p.subject().into_iter().map(|m| m.value).collect())
         .unwrap_or_default();
     subject.extend(ctx.focus_deployment.clone());
-    let mut changes: Vec<Change> = ctx.obs.changes.clone();
+    // Config objects count only when the workload reads them (`config::changes` keeps those).
+    let mut changes: Vec<Change> = ctx
+        .obs
+        .changes
+        .iter()
+        .filter(|c| c.kind != crate::model::ChangeKind::Config)
+        .cloned()
+        .collect();
     changes.extend(build_info_changes(ctx));
+    changes.extend(super::config::changes(ctx));
     let evidence = ctx.ev(&["metrics", "changes"]);
     let base_points = parsed.as_ref().and_then(|p| {
         ctx.obs
@@ -712,7 +724,14 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
         if s.name.ends_with("_build_info") {
             continue;
         }
-        let role = roles.iter().find(|(_, q)| *q == s.name).map(|(r, _)| *r);
+        let is_base = parsed.as_ref().is_some_and(|p| p.base == s.name);
+        // A discovered query says what it measures by its shape.
+        let role = roles
+            .iter()
+            .find(|(_, q)| *q == s.name)
+            .map(|(r, _)| *r)
+            .or_else(|| (!is_base).then(|| promql::role_of(&s.name)).flatten());
+        let own = promql::parse(&s.name).ok();
         // Replica counts move on purpose (hpa_at_max reads them); versions are changes, not levels.
         if matches!(
             role,
@@ -734,11 +753,28 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
             continue;
         };
         let at = s.points[i].0;
-        let is_base = parsed.as_ref().is_some_and(|p| p.base == s.name);
         let (name, ratio) = match (role, &parsed) {
-            (Some(promql::Role::ErrorRatio), Some(p)) => (error_label(p), true),
+            (Some(promql::Role::ErrorRatio), p) => (
+                own.as_ref()
+                    .or(p.as_ref())
+                    .map(error_label)
+                    .unwrap_or_default(),
+                true,
+            ),
             (Some(promql::Role::Latency), _) => ("p99 latency".to_string(), false),
-            (Some(promql::Role::Saturation), _) => ("CPU throttling ratio".to_string(), true),
+            (Some(promql::Role::Saturation), _) if s.name.contains("cfs_throttled") => {
+                ("CPU throttling ratio".to_string(), true)
+            }
+            (Some(promql::Role::Saturation), _) => (
+                format!(
+                    "{} saturation",
+                    own.as_ref()
+                        .and_then(|o| o.primary())
+                        .and_then(|p| p.metric.clone())
+                        .unwrap_or_default()
+                ),
+                true,
+            ),
             (_, Some(p)) if is_base && p.counts_errors() => (error_label(p), base_is_ratio),
             _ => (series_label(s), false),
         };
@@ -792,8 +828,32 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
             Category::Unknown => true,
             _ => after > before,
         };
+        // A discovered query names its own subject (`job="ledger"`), which a change may touch.
+        let mut subject = subject.clone();
+        if role.is_some()
+            && let Some(o) = &own
+        {
+            subject.extend(o.subject().into_iter().map(|m| m.value));
+        }
         let change = correlate(ctx, &changes, at, &subject);
         match change {
+            Some((c, lead)) if worse && c.kind == crate::model::ChangeKind::Config => {
+                let what = super::config::describe(&c, lead);
+                sig.summary = format!(
+                    "{name} {} → {} at {}, after {what}",
+                    level(before),
+                    level(after),
+                    hhmmss(at)
+                );
+                sig.category = Category::ConfigurationError;
+                sig.confidence = if role.is_some() || is_base { 0.75 } else { 0.7 };
+                sig.cause = Some(format!(
+                    "Configuration change: {what}; {name} {} → {} at {}{still}",
+                    level(before),
+                    level(after),
+                    hhmmss(at)
+                ));
+            }
             Some((c, lead)) if worse => {
                 let lag = lag_text(lead);
                 let what = if c.title.contains('→') {
@@ -842,8 +902,11 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
                     Category::DependencyFailure => {
                         "requests wait on something slower downstream (no change recorded before it)"
                     }
-                    Category::ResourceExhaustion => {
+                    Category::ResourceExhaustion if name.starts_with("CPU") => {
                         "the containers hit their CPU limit (no change recorded before it)"
+                    }
+                    Category::ResourceExhaustion => {
+                        "it is used to capacity, so requests wait for it (no change recorded before it)"
                     }
                     _ => {
                         "no change was recorded before it, so the failing requests' own errors say why"

@@ -8,8 +8,10 @@ use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 
 mod actions;
+mod config;
 mod coverage;
 mod database;
+pub mod discover;
 pub mod llm;
 mod logs;
 mod metrics;
@@ -21,6 +23,7 @@ mod recovery;
 mod rollout;
 mod scheduling;
 mod storm;
+mod templates;
 
 /// Everything the Gather stage learned, as typed facts, plus which evidence items hold them.
 #[derive(Clone, Debug, Default)]
@@ -144,6 +147,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(nodes::node_pressure(&ctx));
     signals.extend(rollout::rollout_stuck(&ctx));
     signals.extend(rollout::recent_changes(&ctx));
+    signals.extend(config::changed_before_onset(&ctx));
     signals.extend(recovery::recovered(&ctx));
     signals.extend(metrics::threshold_breaches(&ctx));
     signals.extend(metrics::step_changes(&ctx));
@@ -158,6 +162,11 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(database::unreachable(&ctx));
     signals.extend(coverage::report(&ctx));
     rank::rank(&ctx, signals)
+}
+
+/// A level shift in a series: the index where it starts and the levels before and after.
+pub fn level_shift(points: &[(f64, f64)]) -> Option<(usize, f64, f64)> {
+    metrics::step(points)
 }
 
 /// One analyzer's conclusion, richer than a [`Finding`]: whether it can be the root cause,

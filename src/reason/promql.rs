@@ -314,9 +314,9 @@ impl Role {
     }
 }
 
-/// Queries next to the alert's own for the same subject: its error ratio, latency, CPU throttling
-/// and `*_build_info` (versions). Derived from the expression alone, so the reasoning recognises
-/// their series by the same text.
+/// Queries next to the alert's own that its expression alone determines: the error ratio of the
+/// metric it counts failures of, and the HPA of its workload (kube-state-metrics' own names).
+/// Latency, saturation and versions come from discovery (`reason::discover`), not guessed names.
 pub fn siblings(e: &AlertExpr) -> Vec<(Role, String)> {
     let mut out = Vec::new();
     let subject = e.subject();
@@ -344,17 +344,6 @@ pub fn siblings(e: &AlertExpr) -> Vec<(Role, String)> {
     if subject.is_empty() {
         return out;
     }
-    let s = braces(&subject);
-    out.push((
-        Role::Latency,
-        format!(
-            "histogram_quantile(0.99, sum by (le) (rate({{__name__=~\".+_(duration|latency)_seconds_bucket\", {s}}}[5m])))"
-        ),
-    ));
-    out.push((
-        Role::BuildInfo,
-        format!("{{__name__=~\".+_build_info\", {s}}}"),
-    ));
     if let Some(ns) = subject.iter().find(|m| m.name == "namespace")
         && let Some(w) = subject.iter().find(|m| {
             [
@@ -368,11 +357,6 @@ pub fn siblings(e: &AlertExpr) -> Vec<(Role, String)> {
             .contains(&m.name.as_str())
         })
     {
-        let sel = format!(
-            "namespace=\"{}\", pod=~\"{}-.*\"",
-            ns.value,
-            regex::escape(&w.value)
-        );
         let hpa = format!(
             "namespace=\"{}\", horizontalpodautoscaler=~\"{}.*\"",
             ns.value,
@@ -386,14 +370,49 @@ pub fn siblings(e: &AlertExpr) -> Vec<(Role, String)> {
             Role::HpaMax,
             format!("kube_horizontalpodautoscaler_spec_max_replicas{{{hpa}}}"),
         ));
-        out.push((
-            Role::Saturation,
-            format!(
-                "sum(rate(container_cpu_cfs_throttled_periods_total{{{sel}}}[5m])) / sum(rate(container_cpu_cfs_periods_total{{{sel}}}[5m]))"
-            ),
-        ));
     }
     out
+}
+
+/// What a query measures, read from its structure: the shapes discovery and [`siblings`] build,
+/// so the reasoning knows a discovered series' role from its query text alone.
+pub fn role_of(query: &str) -> Option<Role> {
+    let e = parse(query).ok()?;
+    let names: Vec<&str> = e
+        .selectors
+        .iter()
+        .filter_map(|s| s.metric.as_deref())
+        .collect();
+    if names
+        .iter()
+        .any(|n| n.starts_with("kube_horizontalpodautoscaler_"))
+    {
+        return Some(if names.iter().any(|n| n.contains("max_replicas")) {
+            Role::HpaMax
+        } else {
+            Role::HpaCurrent
+        });
+    }
+    if e.base.contains("histogram_quantile") {
+        return Some(Role::Latency);
+    }
+    let ratio = e.selectors.len() == 2 && e.base.contains('/');
+    if ratio && e.counts_errors() {
+        return Some(Role::ErrorRatio);
+    }
+    if ratio
+        && names.last().is_some_and(|n| {
+            ["_max", "_limit", "_size", "_capacity", "cfs_periods_total"]
+                .iter()
+                .any(|s| n.ends_with(s))
+        })
+    {
+        return Some(Role::Saturation);
+    }
+    if e.selectors.len() == 1 && names.first().is_some_and(|n| n.ends_with("_info")) {
+        return Some(Role::BuildInfo);
+    }
+    None
 }
 
 #[cfg(test)]
@@ -459,7 +478,19 @@ mod tests {
             assert!(parser::parse(query).is_ok(), "{query}");
             assert!(query.contains("checkout"), "{query}");
         }
-        assert!(q.contains_key("CPU throttling") && q.contains_key("build info"));
+        // Nothing is guessed: latency, saturation and versions come from discovery.
+        assert!(!q.contains_key("p99 latency") && !q.contains_key("build info"));
+        assert_eq!(role_of(ratio), Some(Role::ErrorRatio));
+        assert_eq!(
+            role_of("histogram_quantile(0.99, sum by (le) (rate(x_seconds_bucket{a=\"b\"}[5m])))"),
+            Some(Role::Latency)
+        );
+        assert_eq!(
+            role_of("max(p_active{a=\"b\"}) / max(p_max{a=\"b\"})"),
+            Some(Role::Saturation)
+        );
+        assert_eq!(role_of("web_build_info{a=\"b\"}"), Some(Role::BuildInfo));
+        assert_eq!(role_of("sum(rate(x_total[5m]))"), None);
         let ok_only = parse(r#"rate(http_requests_total{code="200"}[5m]) < 1"#).expect("parses");
         assert!(!ok_only.counts_errors());
     }

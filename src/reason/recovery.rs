@@ -244,6 +244,10 @@ fn all_clear(ctx: &Ctx) -> Option<Signal> {
     if recent_warnings {
         return None;
     }
+    // Errors that began with the alert are the failure speaking, whatever the pods say.
+    if super::logs::errors_since_onset(ctx) > 0 {
+        return None;
+    }
     let deps_ok = super::rollout::deployments_in_scope(ctx)
         .iter()
         .all(|d| d.available_replicas >= d.replicas);
