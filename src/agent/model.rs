@@ -46,14 +46,7 @@ impl Toolbox for Tools {
                         .iter()
                         .filter(|e| e.id == id || (call.is_some() && e.call_id == call))
                         .collect();
-                    Ok(ToolResult {
-                        evidence: items.iter().map(|e| e.id.clone()).collect(),
-                        text: items
-                            .iter()
-                            .map(|e| llm::prompt::evidence_text(e, usize::MAX))
-                            .collect::<Vec<_>>()
-                            .join("\n\n"),
-                    })
+                    Ok(tool_result(&items))
                 }
                 None => {
                     let j = lock(&self.caller.journal);
@@ -213,14 +206,7 @@ impl Toolbox for Recorded {
                         .iter()
                         .filter(|e| e.call_id.as_deref() == Some(c.call_id.as_str()))
                         .collect();
-                    Ok(ToolResult {
-                        evidence: items.iter().map(|e| e.id.clone()).collect(),
-                        text: items
-                            .iter()
-                            .map(|e| llm::prompt::evidence_text(e, usize::MAX))
-                            .collect::<Vec<_>>()
-                            .join("\n\n"),
-                    })
+                    Ok(tool_result(&items))
                 }
                 Some(Err(e)) => Err(e.clone()),
                 None => Err(format!("{tool} returned nothing")),
@@ -246,6 +232,18 @@ impl Toolbox for Recorded {
 
     fn redact(&self, text: &str) -> String {
         Redactor::new().redact(text).into_owned()
+    }
+}
+
+/// What the model is shown of a call: every evidence item it produced, whole (the loop caps it).
+fn tool_result(items: &[&Arc<crate::model::Evidence>]) -> ToolResult {
+    ToolResult {
+        evidence: items.iter().map(|e| e.id.clone()).collect(),
+        text: items
+            .iter()
+            .map(|e| llm::prompt::evidence_text(e, usize::MAX))
+            .collect::<Vec<_>>()
+            .join("\n\n"),
     }
 }
 

@@ -891,25 +891,34 @@ async fn metrics(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
         threshold: None,
         markers: chart.markers.clone(),
     };
-    let calls = crate::reason::promql::siblings(&parsed)
+    let queries = crate::reason::promql::siblings(&parsed)
         .into_iter()
-        .map(|(_, query)| {
-            let marker = &marker;
-            async move {
-                c.call(
-                    "prometheus.query_range",
-                    params([
-                        ("query", s(query)),
-                        ("start", rfc3339(start)),
-                        ("end", rfc3339(end)),
-                        ("step", Some(json!(30))),
-                    ]),
-                    marker,
-                    obs,
-                )
-                .await;
-            }
-        });
+        .map(|(_, q)| q);
+    range_queries(c, queries, (start, end), &marker, obs).await;
+}
+
+/// Run PromQL range queries in parallel at a 30 s step over `window`, each drawn with `chart`.
+async fn range_queries(
+    c: &Caller,
+    queries: impl IntoIterator<Item = String>,
+    (start, end): (DateTime<Utc>, DateTime<Utc>),
+    chart: &Chart,
+    obs: &Mutex<Observations>,
+) {
+    let calls = queries.into_iter().map(|query| async move {
+        c.call(
+            "prometheus.query_range",
+            params([
+                ("query", s(query)),
+                ("start", rfc3339(start)),
+                ("end", rfc3339(end)),
+                ("step", Some(json!(30))),
+            ]),
+            chart,
+            obs,
+        )
+        .await;
+    });
     futures::future::join_all(calls).await;
 }
 
@@ -994,26 +1003,10 @@ async fn discover(
     };
     let q_end = (scope.onset + ChronoDuration::minutes(30)).min(scope.now);
     let q_end = if q_end <= start { scope.now } else { q_end };
-    let calls = discover::plan(&series, &metadata, &subjects)
+    let queries = discover::plan(&series, &metadata, &subjects)
         .into_iter()
-        .map(|(_, query)| {
-            let marker = &marker;
-            async move {
-                c.call(
-                    "prometheus.query_range",
-                    params([
-                        ("query", s(query)),
-                        ("start", rfc3339(start)),
-                        ("end", rfc3339(q_end)),
-                        ("step", Some(json!(30))),
-                    ]),
-                    marker,
-                    obs,
-                )
-                .await;
-            }
-        });
-    futures::future::join_all(calls).await;
+        .map(|(_, q)| q);
+    range_queries(c, queries, (start, q_end), &marker, obs).await;
 }
 
 /// Firing alerts from Alertmanager: the trigger's own state (still firing, resolved, silenced) and its neighbours.

@@ -7,7 +7,7 @@ use super::state::{AppState, Effect, Overlay, Pane};
 use super::theme::Theme;
 use crate::model::{Command, commands};
 use crate::session::replay::{MAX_SPEED, MIN_SPEED};
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent};
 
 #[derive(Default)]
 pub struct PaletteState {
@@ -38,17 +38,8 @@ pub(crate) fn on_palette_key(
     let cands = palette_candidates(&p.input);
     let k = Key::from_event(&key);
     // Printable characters are the command line; other keys come from the table.
-    let typed = matches!(key.code, KeyCode::Char(_))
-        && !key
-            .modifiers
-            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
-    let action = if typed {
-        None
-    } else {
-        state
-            .keymap
-            .lookup(k, &[Scope::Palette, Scope::Global, Scope::Navigation])
-    };
+    let typed = super::reducer::is_text(&key);
+    let action = super::reducer::input_key_action(state, &key, k, Scope::Palette);
     match (action, key.code) {
         (Some(Action::Back | Action::Quit), _) => return Vec::new(),
         (Some(Action::Up), _) => p.selected = p.selected.saturating_sub(1),

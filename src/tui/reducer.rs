@@ -328,19 +328,34 @@ fn to_move(action: Action) -> Move {
     }
 }
 
-fn on_chat_key(state: &mut AppState, key: KeyEvent, k: Key) -> Vec<Effect> {
-    // Typing goes to the input; keys without text come from the table.
-    let typed = matches!(key.code, KeyCode::Char(_))
+/// A printable character typed into an input (no ctrl or alt held).
+pub(super) fn is_text(key: &KeyEvent) -> bool {
+    matches!(key.code, KeyCode::Char(_))
         && !key
             .modifiers
-            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
-    let action = if typed {
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+}
+
+/// The command a key runs while a text input has focus (`scope` first, then the global and
+/// navigation keys); `None` for a printable character, which is text, not a command.
+pub(super) fn input_key_action(
+    state: &AppState,
+    key: &KeyEvent,
+    k: Key,
+    scope: Scope,
+) -> Option<Action> {
+    if is_text(key) {
         None
     } else {
         state
             .keymap
-            .lookup(k, &[Scope::Chat, Scope::Global, Scope::Navigation])
-    };
+            .lookup(k, &[scope, Scope::Global, Scope::Navigation])
+    }
+}
+
+fn on_chat_key(state: &mut AppState, key: KeyEvent, k: Key) -> Vec<Effect> {
+    // Typing goes to the input; keys without text come from the table.
+    let action = input_key_action(state, &key, k, Scope::Chat);
     match action {
         Some(a @ (Action::PageUp | Action::PageDown)) if key.modifiers.is_empty() => {
             state.chat.apply(to_move(a));
