@@ -80,6 +80,8 @@ pub fn kind_of(tool: &str, output: &ToolOutput) -> &'static str {
         ToolOutput::Alerts(_) => "alerts",
         ToolOutput::Changes(_) => "changes",
         ToolOutput::Text(_) => "mcp",
+        // Only a session written by a newer build holds these; no tool returns them.
+        ToolOutput::Other => "other",
         ToolOutput::Postgres(_) => match tool {
             "postgres.connections" => "postgres/connections",
             "postgres.locks" => "postgres/locks",
@@ -144,6 +146,13 @@ pub fn build(tool: &str, params: &Params, output: &ToolOutput, chart: &Chart) ->
         ToolOutput::Alerts(v) => ("Active alerts".to_string(), alerts_table(v)),
         ToolOutput::Changes(v) => (format!("Recent changes{scope}"), changes_table(v)),
         ToolOutput::Text(t) => (tool.to_string(), external_text(t)),
+        ToolOutput::Other => (
+            tool.to_string(),
+            EvidenceBody::Text {
+                language: "text".into(),
+                text: "facts of a kind this build does not read".into(),
+            },
+        ),
         ToolOutput::Postgres(v) => postgres_evidence(tool, v),
     };
     Draft { kind, title, body }

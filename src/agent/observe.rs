@@ -3,46 +3,11 @@
 
 use super::evidence::TRIGGER_KIND;
 use super::specialists::{self, Scope};
-use super::tools::{Params, ToolOutput};
+use super::tools::Params;
 use crate::model::{Alert, Event, EvidenceId, Facts, Stage, ToolCallState};
 use crate::reason::Observations;
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
-
-/// The facts form of a tool's output, as written to the session.
-pub fn facts_of(output: &ToolOutput) -> Facts {
-    match output {
-        ToolOutput::Pods(v) => Facts::Pods(v.clone()),
-        ToolOutput::Events(v) => Facts::Events(v.clone()),
-        ToolOutput::Deployments(v) => Facts::Deployments(v.clone()),
-        ToolOutput::Nodes(v) => Facts::Nodes(v.clone()),
-        ToolOutput::Logs(v) => Facts::Logs(v.clone()),
-        ToolOutput::Series(v) => Facts::Series(v.clone()),
-        ToolOutput::Rules(v) => Facts::Rules(v.clone()),
-        ToolOutput::Alerts(v) => Facts::Alerts(v.clone()),
-        ToolOutput::Changes(v) => Facts::Changes(v.clone()),
-        // Free text has no typed facts; the evidence carries it.
-        ToolOutput::Text(_) => Facts::Other,
-        ToolOutput::Postgres(v) => Facts::Postgres(v.clone()),
-    }
-}
-
-/// The tool output a facts record stands for; `None` for facts this build does not know.
-pub fn output_of(facts: &Facts) -> Option<ToolOutput> {
-    Some(match facts {
-        Facts::Pods(v) => ToolOutput::Pods(v.clone()),
-        Facts::Events(v) => ToolOutput::Events(v.clone()),
-        Facts::Deployments(v) => ToolOutput::Deployments(v.clone()),
-        Facts::Nodes(v) => ToolOutput::Nodes(v.clone()),
-        Facts::Logs(v) => ToolOutput::Logs(v.clone()),
-        Facts::Series(v) => ToolOutput::Series(v.clone()),
-        Facts::Rules(v) => ToolOutput::Rules(v.clone()),
-        Facts::Alerts(v) => ToolOutput::Alerts(v.clone()),
-        Facts::Changes(v) => ToolOutput::Changes(v.clone()),
-        Facts::Postgres(v) => ToolOutput::Postgres(v.clone()),
-        Facts::Other => return None,
-    })
-}
 
 /// One `Observed` record, resolved to the call that produced it.
 #[derive(Clone, Debug)]
@@ -51,7 +16,7 @@ struct Fact {
     params: Params,
     kind: String,
     evidence_id: EvidenceId,
-    output: ToolOutput,
+    output: Facts,
 }
 
 /// The fold. Feed it every event in order ([`ObservationLog::apply`]); ask it for the
@@ -164,9 +129,10 @@ impl ObservationLog {
                 facts,
             } => {
                 self.observed += 1;
-                let Some(output) = output_of(facts) else {
+                if matches!(facts, Facts::Text(_) | Facts::Other) {
                     return;
-                };
+                }
+                let output = facts.clone();
                 let Some((tool, lane, params)) = self
                     .evidence
                     .get(evidence_id)
@@ -204,7 +170,7 @@ impl ObservationLog {
         Some(match (&self.alert, &self.problem) {
             (Some(a), _) => Scope::from_alert(a, now),
             (None, Some(p)) => {
-                let read = |tool: &str| -> Vec<&ToolOutput> {
+                let read = |tool: &str| -> Vec<&Facts> {
                     self.facts
                         .get(specialists::TRIAGE_LANE)
                         .into_iter()
@@ -216,14 +182,14 @@ impl ObservationLog {
                 let mut alerts = Vec::new();
                 for tool in ["alertmanager.alerts", "prometheus.alerts"] {
                     for out in read(tool) {
-                        if let ToolOutput::Alerts(v) = out {
+                        if let Facts::Alerts(v) = out {
                             alerts.extend(v.iter().cloned());
                         }
                     }
                 }
                 let mut rules = Vec::new();
                 for out in read("prometheus.rules") {
-                    if let ToolOutput::Rules(v) = out {
+                    if let Facts::Rules(v) = out {
                         rules.extend(v.iter().cloned());
                     }
                 }
@@ -370,7 +336,7 @@ mod tests {
                     &mut o,
                     "kubernetes.pods",
                     &Params::new(),
-                    &ToolOutput::Pods(pods.clone()),
+                    &Facts::Pods(pods.clone()),
                     "kubernetes/pods",
                     &format!("ev-{n}"),
                 );

@@ -300,7 +300,7 @@ impl Caller {
             j.emit(Event::Observed {
                 evidence_id: id.clone(),
                 kind: draft.kind.clone(),
-                facts: super::observe::facts_of(&output),
+                facts: output.clone(),
             });
             id
         };
@@ -336,7 +336,7 @@ impl Caller {
                     j.emit(Event::Observed {
                         evidence_id: cid.clone(),
                         kind: "changes".into(),
-                        facts: super::observe::facts_of(&out),
+                        facts: out.clone(),
                     });
                     cid
                 };
@@ -474,7 +474,7 @@ pub fn absorb(
         ToolOutput::Rules(v) => merge_by(&mut obs.rules, v, |r| (r.group.clone(), r.name.clone())),
         ToolOutput::Alerts(v) => obs.alerts.extend(v.iter().cloned()),
         ToolOutput::Changes(v) => obs.changes.extend(v.iter().cloned()),
-        ToolOutput::Text(_) => {}
+        ToolOutput::Text(_) | ToolOutput::Other => {}
         ToolOutput::Postgres(v) => obs.postgres.extend(v.iter().cloned()),
     }
 }

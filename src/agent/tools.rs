@@ -3,10 +3,7 @@
 //! Tools are named `<integration>.<verb>` and take JSON params, so runbook steps, specialists
 //! and tests all speak the same language; tests swap in slow or failing fakes through [`Tools`].
 
-use crate::model::{
-    Action, AlertInfo, Change, DeploymentFacts, K8sEventFacts, LogLine, NodeFacts, PgFact,
-    PodFacts, RuleInfo, Series,
-};
+use crate::model::Action;
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
@@ -14,44 +11,8 @@ use std::collections::BTreeMap;
 /// Parameters of a tool call, as recorded in `ToolCalled`.
 pub type Params = BTreeMap<String, serde_json::Value>;
 
-/// What a tool returned, already parsed into model facts.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ToolOutput {
-    Pods(Vec<PodFacts>),
-    Events(Vec<K8sEventFacts>),
-    Deployments(Vec<DeploymentFacts>),
-    Nodes(Vec<NodeFacts>),
-    /// Pod logs (`kubernetes.pod_logs`) or log queries (`loki.query_range`).
-    Logs(Vec<LogLine>),
-    Series(Vec<Series>),
-    Rules(Vec<RuleInfo>),
-    Alerts(Vec<AlertInfo>),
-    Changes(Vec<Change>),
-    /// Text from a tool outside the built-in table (an MCP server's tool).
-    Text(String),
-    /// PostgreSQL reads (`postgres.*`).
-    Postgres(Vec<PgFact>),
-}
-
-impl ToolOutput {
-    /// A one-line summary for `ToolSucceeded`.
-    pub fn summary(&self) -> String {
-        let (n, what) = match self {
-            ToolOutput::Text(t) => (t.chars().count(), "characters"),
-            ToolOutput::Pods(v) => (v.len(), "pods"),
-            ToolOutput::Events(v) => (v.len(), "events"),
-            ToolOutput::Deployments(v) => (v.len(), "deployments"),
-            ToolOutput::Nodes(v) => (v.len(), "nodes"),
-            ToolOutput::Logs(v) => (v.len(), "log lines"),
-            ToolOutput::Series(v) => (v.len(), "series"),
-            ToolOutput::Rules(v) => (v.len(), "rules"),
-            ToolOutput::Alerts(v) => (v.len(), "alerts"),
-            ToolOutput::Changes(v) => (v.len(), "changes"),
-            ToolOutput::Postgres(v) => (v.len(), "rows"),
-        };
-        format!("{n} {what}")
-    }
-}
+/// What a tool returned, already parsed into model facts: the facts the session records.
+pub use crate::model::Facts as ToolOutput;
 
 /// Tool sources joined at run time: each source's name with the catalog names it added, or why
 /// it could not be reached.

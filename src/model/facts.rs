@@ -342,16 +342,17 @@ pub enum PgFact {
     Other,
 }
 
-/// What one read returned, parsed: the typed facts a specialist learned from one evidence item.
-/// Written to the session (`Event::Observed`) so the reasoning's inputs are a fold of the log.
-#[derive(Serialize, Clone, Debug, PartialEq)]
-#[serde(tag = "type", content = "items", rename_all = "snake_case")]
+/// What one read returned, parsed: the typed facts a specialist learned from one evidence item,
+/// and what every tool call hands back. Written to the session (`Event::Observed`) so the
+/// reasoning's inputs are a fold of the log.
+#[derive(Clone, Debug, PartialEq)]
 pub enum Facts {
     Pods(Vec<PodFacts>),
     Events(Vec<K8sEventFacts>),
     /// Deployments, or ReplicaSets in the same shape (the tool that produced them tells).
     Deployments(Vec<DeploymentFacts>),
     Nodes(Vec<NodeFacts>),
+    /// Pod logs (`kubernetes.pod_logs`) or log queries (`loki.query_range`).
     Logs(Vec<LogLine>),
     Series(Vec<Series>),
     Rules(Vec<RuleInfo>),
@@ -359,8 +360,68 @@ pub enum Facts {
     Changes(Vec<Change>),
     /// PostgreSQL reads: backends, connections, statements, replicas, databases.
     Postgres(Vec<PgFact>),
+    /// Text from a tool outside the built-in table (an MCP server's tool). It has no typed facts:
+    /// the session records it as `other`, the (redacted) evidence body carries the text.
+    Text(String),
     /// A kind of facts this build does not know (written by a newer one): skipped, not an error.
     Other,
+}
+
+impl Facts {
+    /// A one-line summary for `ToolSucceeded`.
+    pub fn summary(&self) -> String {
+        let (n, what) = match self {
+            Facts::Text(t) => (t.chars().count(), "characters"),
+            Facts::Pods(v) => (v.len(), "pods"),
+            Facts::Events(v) => (v.len(), "events"),
+            Facts::Deployments(v) => (v.len(), "deployments"),
+            Facts::Nodes(v) => (v.len(), "nodes"),
+            Facts::Logs(v) => (v.len(), "log lines"),
+            Facts::Series(v) => (v.len(), "series"),
+            Facts::Rules(v) => (v.len(), "rules"),
+            Facts::Alerts(v) => (v.len(), "alerts"),
+            Facts::Changes(v) => (v.len(), "changes"),
+            Facts::Postgres(v) => (v.len(), "rows"),
+            Facts::Other => return "facts of an unknown kind".to_string(),
+        };
+        format!("{n} {what}")
+    }
+}
+
+// By hand, in serde's adjacently tagged shape (`{"type": kind, "items": [...]}`, a bare
+// `{"type": "other"}` for facts without items): `Text` is written as `other`, so tool text never
+// lands in the session twice and older builds read the file unchanged.
+impl Serialize for Facts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        fn tagged<S: serde::Serializer, T: Serialize>(
+            s: S,
+            kind: &'static str,
+            items: &T,
+        ) -> Result<S::Ok, S::Error> {
+            let mut st = s.serialize_struct("Facts", 2)?;
+            st.serialize_field("type", kind)?;
+            st.serialize_field("items", items)?;
+            st.end()
+        }
+        match self {
+            Facts::Pods(v) => tagged(s, "pods", v),
+            Facts::Events(v) => tagged(s, "events", v),
+            Facts::Deployments(v) => tagged(s, "deployments", v),
+            Facts::Nodes(v) => tagged(s, "nodes", v),
+            Facts::Logs(v) => tagged(s, "logs", v),
+            Facts::Series(v) => tagged(s, "series", v),
+            Facts::Rules(v) => tagged(s, "rules", v),
+            Facts::Alerts(v) => tagged(s, "alerts", v),
+            Facts::Changes(v) => tagged(s, "changes", v),
+            Facts::Postgres(v) => tagged(s, "postgres", v),
+            Facts::Text(_) | Facts::Other => {
+                let mut st = s.serialize_struct("Facts", 1)?;
+                st.serialize_field("type", "other")?;
+                st.end()
+            }
+        }
+    }
 }
 
 // By hand: serde's `other` cannot keep an unknown kind's items, and a session written by a newer
@@ -396,5 +457,43 @@ impl<'de> Deserialize<'de> for Facts {
             "postgres" => Facts::Postgres(items(raw.items)?),
             _ => Facts::Other,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn facts_keep_the_adjacently_tagged_session_shape() {
+        let pods = Facts::Pods(vec![PodFacts {
+            name: "web-1".into(),
+            ..PodFacts::default()
+        }]);
+        let v = serde_json::to_value(&pods).expect("pods serialize");
+        assert_eq!(v["type"], "pods");
+        assert_eq!(v["items"][0]["name"], "web-1");
+        assert_eq!(v.as_object().map(|o| o.len()), Some(2));
+        assert_eq!(
+            serde_json::to_value(Facts::Changes(Vec::new())).expect("changes serialize"),
+            json!({"type": "changes", "items": []})
+        );
+        assert_eq!(
+            serde_json::to_value(Facts::Other).expect("other serializes"),
+            json!({"type": "other"})
+        );
+        let back: Facts = serde_json::from_value(v).expect("pods read back");
+        assert_eq!(back, pods);
+    }
+
+    #[test]
+    fn tool_text_is_recorded_as_other_without_its_text() {
+        let text = Facts::Text("token=s3cr3t rows: 4".into());
+        assert_eq!(text.summary(), "20 characters");
+        let line = serde_json::to_string(&text).expect("text serializes");
+        assert_eq!(line, r#"{"type":"other"}"#);
+        let back: Facts = serde_json::from_str(&line).expect("reads back");
+        assert_eq!(back, Facts::Other);
     }
 }
