@@ -1,4 +1,4 @@
-//! Whole-screen snapshots of the console (ratatui TestBackend) at 80x24 and 160x48.
+//! Whole-screen snapshots of the console (ratatui TestBackend) at 80x24, 160x48 and 200x50.
 
 #[path = "tui_fixtures.rs"]
 mod fixtures;
@@ -22,7 +22,7 @@ fn render(state: &AppState) -> String {
     term.backend().to_string()
 }
 
-const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
+const SIZES: [(u16, u16); 3] = [(80, 24), (160, 48), (200, 50)];
 
 #[test]
 fn live_mid_gather() {
@@ -201,19 +201,21 @@ fn render_chooser(state: &sitrep::tui::chooser_state::ChooserState) -> String {
 #[test]
 fn demo_chooser() {
     use sitrep::tui::chooser_state::{ChooserMsg, update};
-    let mut s = fixtures::chooser(80, 24);
-    let j = crossterm::event::KeyEvent::new(
-        crossterm::event::KeyCode::Char('j'),
-        crossterm::event::KeyModifiers::NONE,
-    );
-    let _ = update(&mut s, ChooserMsg::Key(j));
-    let screen = render_chooser(&s);
-    assert!(screen.contains("▸ search-cpu-saturation"), "{screen}");
-    assert!(
-        screen.contains("q/esc quit"),
-        "the key hints are at the bottom: {screen}"
-    );
-    insta::assert_snapshot!("demo_chooser_80x24", screen);
+    for (w, h) in [(80, 24), (200, 50)] {
+        let mut s = fixtures::chooser(w, h);
+        let j = crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char('j'),
+            crossterm::event::KeyModifiers::NONE,
+        );
+        let _ = update(&mut s, ChooserMsg::Key(j));
+        let screen = render_chooser(&s);
+        assert!(screen.contains("▸ search-cpu-saturation"), "{screen}");
+        assert!(
+            screen.contains("q/esc quit"),
+            "the key hints are at the bottom: {screen}"
+        );
+        insta::assert_snapshot!(format!("demo_chooser_{w}x{h}"), screen);
+    }
 }
 
 #[test]
