@@ -114,3 +114,100 @@ async fn an_auth_reference_is_read_after_approval_and_sent_as_the_token() {
     let _ = world.prometheus().rules().await;
     assert_eq!(*vault_reads.lock().unwrap_or_else(|e| e.into_inner()), 1);
 }
+
+/// PagerDuty's key by `op://` reference: not read before approval (`op` never runs), then sent as
+/// `Authorization: Token token=KEY`, and masked when an answer echoes it.
+#[tokio::test]
+async fn a_pagerduty_key_by_reference_is_sent_as_its_token_header_after_approval() {
+    use std::os::unix::fs::PermissionsExt;
+    let key = "pd-key-via-op-41c7";
+    let reference = "op://ops/pagerduty/credential";
+    let bin = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("{e}"),
+    };
+    let marker = bin.path().join("op-ran");
+    let script = format!(
+        "#!/bin/sh\ntouch '{}'\nif [ \"$1\" = read ] && [ \"$3\" = '{reference}' ]; then printf '%s' '{key}'; exit 0; fi\necho \"[ERROR] could not read secret '$3'\" >&2\nexit 1\n",
+        marker.display()
+    );
+    let op = bin.path().join("op");
+    if let Err(e) = std::fs::write(&op, script)
+        .and_then(|_| std::fs::set_permissions(&op, std::fs::Permissions::from_mode(0o755)))
+    {
+        panic!("{e}");
+    }
+    let pd = support::serve(axum::Router::new().route(
+        "/incidents",
+        get(move |h: HeaderMap| async move {
+            let auth = h
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            if auth != format!("Token token={key}") {
+                return (
+                    StatusCode::UNAUTHORIZED,
+                    axum::Json(json!({"error": {"message": "Unauthorized", "code": 2006}})),
+                );
+            }
+            (
+                StatusCode::OK,
+                axum::Json(json!({"incidents": [{
+                    "id": "PABC123", "incident_number": 7, "status": "triggered",
+                    "title": format!("client sent {}", auth.trim_start_matches("Token token=")),
+                    "urgency": "high", "created_at": "2026-01-01T00:00:00Z",
+                    "service": {"id": "PSVC1", "summary": "checkout"}
+                }], "limit": 100, "offset": 0, "more": false})),
+            )
+        }),
+    ))
+    .await;
+    // SAFETY: PATH gains a directory holding only the fake `op`; every other program is found as before.
+    unsafe {
+        std::env::set_var(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.path().display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        );
+    }
+    let text = format!(
+        "[integrations.pagerduty]\nurl = \"{}\"\nauth = {{ kind = \"bearer\", token_env = \"{reference}\" }}\n",
+        pd.url
+    );
+    let config = match sitrep::config::Config::parse(&text, Path::new("config.toml")) {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
+    let world = match sitrep::world::World::live(&config).await {
+        Ok(w) => w,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(
+        world.keyring().pending_for("pagerduty").as_deref(),
+        Some(reference)
+    );
+    let before = world.pagerduty().open_incidents(&[]).await;
+    assert!(
+        before
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("approval")),
+        "{before:?}"
+    );
+    assert!(!marker.exists(), "op ran before approval");
+    world
+        .keyring()
+        .decide(reference, sitrep::secrets::Decision::Approved);
+    let incidents = match world.pagerduty().open_incidents(&[]).await {
+        Ok(i) => i,
+        Err(e) => panic!("{e}"),
+    };
+    assert!(marker.exists(), "op was asked once approved");
+    let shown = format!("{incidents:?}");
+    assert_eq!(incidents.len(), 1, "{shown}");
+    assert!(!shown.contains(key), "the echoed key is masked: {shown}");
+    assert!(shown.contains("[REDACTED]"), "{shown}");
+}
