@@ -681,6 +681,17 @@ async fn get_session(State(state): State<AppState>, UrlPath(id): UrlPath<String>
                     .collect::<Vec<_>>()
             ),
         );
+        obj.insert(
+            "pending_credentials".into(),
+            json!(
+                incident
+                    .credentials
+                    .iter()
+                    .filter(|c| c.approved.is_none())
+                    .map(|c| json!({"ref": c.reference, "integration": c.integration}))
+                    .collect::<Vec<_>>()
+            ),
+        );
     }
     axum::Json(body).into_response()
 }

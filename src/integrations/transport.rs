@@ -265,9 +265,17 @@ pub struct Endpoint {
 /// The shape of an `auth` whose secret is a reference, not yet read.
 #[derive(Clone, Debug)]
 pub enum LazyAuth {
-    Bearer { reference: String },
-    Basic { username: String, reference: String },
-    Header { name: String, reference: String },
+    Bearer {
+        reference: String,
+    },
+    Basic {
+        username: String,
+        reference: String,
+    },
+    Header {
+        name: String,
+        reference: String,
+    },
     /// A header whose value is a fixed prefix and the secret (PagerDuty's `Token token=`).
     Prefixed {
         name: String,
