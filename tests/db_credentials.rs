@@ -217,6 +217,16 @@ async fn a_pagerduty_key_by_reference_is_sent_as_its_token_header_after_approval
 /// receives it as the bearer token, and the key (echoed back in an error) reaches no output.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_key_by_reference_is_read_after_approval_and_never_shown() {
+    model_key_run(true).await;
+}
+
+/// Denied, the key is never read, the model never called, and the rules' verdict stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_model_key_is_never_read_and_the_model_never_called() {
+    model_key_run(false).await;
+}
+
+async fn model_key_run(approve: bool) {
     use std::os::unix::fs::PermissionsExt;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let key = "sk-model-key-via-op-93ad";
@@ -322,7 +332,11 @@ async fn a_model_key_by_reference_is_read_after_approval_and_never_shown() {
                 );
                 asked = true;
                 if let Some(w) = stdin.as_mut() {
-                    let cmd = json!({"type": "approve_credential", "ref": r});
+                    let cmd = if approve {
+                        json!({"type": "approve_credential", "ref": r})
+                    } else {
+                        json!({"type": "deny_credential", "ref": r, "reason": "not for this incident"})
+                    };
                     let _ = w.write_all(format!("{cmd}\n").as_bytes()).await;
                     let _ = w.flush().await;
                 }
@@ -341,18 +355,29 @@ async fn a_model_key_by_reference_is_read_after_approval_and_never_shown() {
     drop(stdin);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait()).await;
     assert!(asked, "the key was never asked for:\n{out}");
-    assert!(marker.exists(), "op read the approved key");
     let sent = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    assert!(
-        !sent.is_empty() && sent.iter().all(|a| *a == format!("Bearer {key}")),
-        "{sent:?}"
-    );
-    // The refusal is reported, with the key it echoed masked.
-    assert!(
-        out.lines()
-            .any(|l| l.contains("model investigation failed") && l.contains("[REDACTED]")),
-        "{out}"
-    );
+    if approve {
+        assert!(marker.exists(), "op read the approved key");
+        assert!(
+            !sent.is_empty() && sent.iter().all(|a| *a == format!("Bearer {key}")),
+            "{sent:?}"
+        );
+        // The refusal is reported, with the key it echoed masked.
+        assert!(
+            out.lines()
+                .any(|l| l.contains("model investigation failed") && l.contains("[REDACTED]")),
+            "{out}"
+        );
+    } else {
+        assert!(!marker.exists(), "op ran although the key was denied");
+        assert!(sent.is_empty(), "the model was called: {sent:?}");
+        assert!(
+            out.lines()
+                .any(|l| l.contains("model investigation not run")
+                    && l.contains("not for this incident")),
+            "{out}"
+        );
+    }
     assert!(!out.contains(key), "the key reached the output:\n{out}");
     let sessions = support::session_files(&data.path().join("sessions"));
     assert!(!sessions.is_empty(), "no session file written");
