@@ -429,7 +429,8 @@ pub struct Llm {
     /// ollama: POST {base_url}/api/chat.
     pub base_url: String,
     pub model: String,
-    /// The environment variable holding the API key; its value stays in memory only.
+    /// The API key: an environment variable (`VAR` or `env:VAR`), or an `op://`/`vault://`
+    /// reference read after approval; its value stays in memory only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
     /// Model turns per investigation.
@@ -529,7 +530,7 @@ impl Config {
             .flatten()
             .map(|a| a.secret_env().to_string())
             .chain(llm_key)
-            .filter_map(|var| std::env::var(var).ok())
+            .filter_map(|var| std::env::var(var.strip_prefix("env:").unwrap_or(&var)).ok())
             .filter(|v| !v.is_empty())
             .map(SecretString::from)
             .collect()

@@ -267,6 +267,7 @@ fn router(state: AppState) -> Router {
         .route("/api/sessions/{id}", get(get_session))
         .route("/api/sessions/{id}/approve", post(approve))
         .route("/api/sessions/{id}/deny", post(deny))
+        .route("/api/sessions/{id}/credentials", post(credentials))
         .route("/api/investigations", post(new_investigation))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route") })
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
@@ -680,6 +681,17 @@ async fn get_session(State(state): State<AppState>, UrlPath(id): UrlPath<String>
                     .collect::<Vec<_>>()
             ),
         );
+        obj.insert(
+            "pending_credentials".into(),
+            json!(
+                incident
+                    .credentials
+                    .iter()
+                    .filter(|c| c.approved.is_none())
+                    .map(|c| json!({"ref": c.reference, "integration": c.integration}))
+                    .collect::<Vec<_>>()
+            ),
+        );
     }
     axum::Json(body).into_response()
 }
@@ -833,6 +845,65 @@ async fn deny(
 ) -> Response {
     let by = decider(&state, caller.as_deref(), peer);
     decide(&state, &id, &body, false, by)
+}
+
+/// `{"ref": "op://...", "approve": true|false, "reason": "..."}`: the caller's decision on a
+/// credential a specialist of that session asked for, recorded under the caller's identity.
+async fn credentials(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    caller: Option<Extension<Caller>>,
+    UrlPath(id): UrlPath<String>,
+    body: Bytes,
+) -> Response {
+    let v = match parse_json(&body) {
+        Ok(v) => v,
+        Err(r) => return *r,
+    };
+    let by = match decider(&state, caller.as_deref(), peer) {
+        Ok(by) => by,
+        Err(e) => return error(StatusCode::FORBIDDEN, e),
+    };
+    let expected = "expected {\"ref\": \"op://...\", \"approve\": true|false, \"reason\": \"...\"}";
+    let (Some(reference), Some(approve)) = (
+        v.get("ref")
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty()),
+        v.get("approve").and_then(Value::as_bool),
+    ) else {
+        return error(StatusCode::BAD_REQUEST, expected);
+    };
+    let sessions = lock(&state.sessions);
+    let Some(r) = sessions.get(&id).filter(|r| r.outcome.is_none()) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("no running session {id:?} started by this server"),
+        );
+    };
+    let cmd = if approve {
+        Command::ApproveCredential {
+            reference: reference.to_string(),
+            by: Some(by.name.clone()),
+        }
+    } else {
+        Command::DenyCredential {
+            reference: reference.to_string(),
+            reason: v
+                .get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or("denied through the API")
+                .to_string(),
+            by: Some(by.name.clone()),
+        }
+    };
+    let sent = r.decisions.send(Attributed {
+        decider: by,
+        command: cmd,
+    });
+    match sent {
+        Ok(()) => (StatusCode::ACCEPTED, axum::Json(json!({"sent": true}))).into_response(),
+        Err(_) => error(StatusCode::CONFLICT, "the session has ended"),
+    }
 }
 
 async fn new_investigation(State(state): State<AppState>, body: Bytes) -> Response {

@@ -367,3 +367,177 @@ async fn named_tokens_must_be_distinct() {
         "{err}"
     );
 }
+
+/// A credential a specialist of a served session asks for is decided through
+/// `POST /api/sessions/{id}/credentials`: refused without a token or with a malformed body,
+/// recorded under the token's name (never the name the request claims), and only then read and
+/// sent to its integration.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credential_is_decided_through_the_api_under_the_token_name() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::sync::{Arc, Mutex};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secret = "prom-token-by-op-77d0";
+    let reference = "op://ops/prometheus/token";
+    let bin = tempfile::tempdir().expect("tempdir");
+    let marker = bin.path().join("op-ran");
+    let op = bin.path().join("op");
+    std::fs::write(
+        &op,
+        format!(
+            "#!/bin/sh\ntouch '{}'\nif [ \"$1\" = read ] && [ \"$3\" = '{reference}' ]; then printf '%s' '{secret}'; exit 0; fi\nexit 1\n",
+            marker.display()
+        ),
+    )
+    .expect("write op");
+    std::fs::set_permissions(&op, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // Prometheus on loopback: remembers the Authorization headers it saw, answers empty results.
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let headers = seen.clone();
+    let prom = support::serve(axum::Router::new().fallback(
+        move |h: axum::http::HeaderMap| {
+            let headers = headers.clone();
+            async move {
+                if let Some(a) = h.get("authorization").and_then(|v| v.to_str().ok()) {
+                    headers.lock().unwrap_or_else(|e| e.into_inner()).push(a.to_string());
+                }
+                axum::Json(json!({"status": "success", "data": {"resultType": "vector", "result": [], "groups": [], "alerts": []}}))
+            }
+        },
+    ))
+    .await;
+    let config = format!(
+        "[integrations.prometheus]\nurl = \"{}\"\nauth = {{ kind = \"bearer\", token_env = \"{reference}\" }}\n",
+        prom.url
+    );
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let tokens = "alice=alice-token-1b2c, bob=bob-token-9f8e";
+    let mut served = sitrep_serve(
+        0,
+        dir.path(),
+        &config,
+        &["--token-env", "SITREP_SERVE_NAMED_TOKENS"],
+        &[("SITREP_SERVE_NAMED_TOKENS", tokens), ("PATH", &path)],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let started: Value = http
+        .post(format!("{}/webhook/alertmanager", served.url))
+        .bearer_auth("bob-token-9f8e")
+        .json(&alert_payload())
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    let id = started["session"].as_str().expect("session id").to_string();
+    let session_url = format!("{}/api/sessions/{id}", served.url);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let now: Value = http
+            .get(&session_url)
+            .bearer_auth("bob-token-9f8e")
+            .send()
+            .await
+            .expect("send")
+            .json()
+            .await
+            .expect("json");
+        let asked = now["pending_credentials"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|c| c["ref"] == reference));
+        if asked {
+            break;
+        }
+        assert!(now["running"] != false, "ended without asking: {now}");
+        assert!(std::time::Instant::now() < deadline, "never asked: {now}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!marker.exists(), "op ran before the decision");
+    let url = format!("{session_url}/credentials");
+    let unauthenticated = http
+        .post(&url)
+        .json(&json!({"ref": reference, "approve": true}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(unauthenticated.status(), 401);
+    let malformed = http
+        .post(&url)
+        .bearer_auth("alice-token-1b2c")
+        .json(&json!({"ref": reference}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(malformed.status(), 400);
+    assert!(!marker.exists(), "op ran before a valid decision");
+    let resp = http
+        .post(&url)
+        .bearer_auth("alice-token-1b2c")
+        .json(&json!({"ref": reference, "approve": true, "by": "mallory"}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 202);
+    wait_until_ended(&http, &session_url, "bob-token-9f8e").await;
+    let files = session_files(&served.sessions);
+    let log = sitrep::session::read_file(&files[0]).expect("session");
+    let decided: Vec<(String, String, bool)> = log
+        .records
+        .iter()
+        .filter_map(|r| match &r.event {
+            sitrep::model::Event::CredentialDecided {
+                reference,
+                by,
+                approved,
+                ..
+            } => Some((reference.clone(), by.clone(), *approved)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        vec![(reference.to_string(), "alice".to_string(), true)]
+    );
+    assert!(marker.exists(), "op read the approved credential");
+    let sent = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert!(
+        sent.iter().any(|a| *a == format!("Bearer {secret}")),
+        "{sent:?}"
+    );
+    let text = std::fs::read_to_string(&files[0]).expect("read session");
+    assert!(
+        !text.contains(secret),
+        "the credential reached the session file"
+    );
+    assert!(!text.contains("mallory"));
+    assert!(terminate(&mut served).success());
+}
+
+async fn wait_until_ended(http: &reqwest::Client, url: &str, token: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        let now: Value = http
+            .get(url)
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("send")
+            .json()
+            .await
+            .expect("json");
+        if now["running"] == false {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never finished: {now}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

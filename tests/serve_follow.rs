@@ -160,3 +160,126 @@ async fn a_follower_approval_is_recorded_as_its_os_user() {
             .collect::<Vec<_>>()
     );
 }
+
+/// The follower's credential modal decides through the server: a denial sent from the follower
+/// is recorded under the follower's token, and the credential is never read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_denies_a_credential_through_the_server() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let reference = "op://ops/prometheus/token";
+    let bin = tempfile::tempdir().expect("tempdir");
+    let marker = bin.path().join("op-ran");
+    let op = bin.path().join("op");
+    std::fs::write(
+        &op,
+        format!(
+            "#!/bin/sh\ntouch '{}'\nprintf '%s' 'prom-token-never-read'\n",
+            marker.display()
+        ),
+    )
+    .expect("write op");
+    std::fs::set_permissions(&op, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let prom = support::serve(axum::Router::new().fallback(|| async {
+        axum::Json(serde_json::json!({"status": "success", "data": {"resultType": "vector", "result": []}}))
+    }))
+    .await;
+    let config = format!(
+        "[integrations.prometheus]\nurl = \"{}\"\nauth = {{ kind = \"bearer\", token_env = \"{reference}\" }}\n",
+        prom.url
+    );
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut served = sitrep_serve(
+        0,
+        dir.path(),
+        &config,
+        &["--token-env", "SITREP_FOLLOW_TOKEN"],
+        &[("SITREP_FOLLOW_TOKEN", TOKEN), ("PATH", &path)],
+    )
+    .await;
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/checkout-bad-deploy");
+    let alert = std::fs::read(case.join("alert.json")).expect("alert.json");
+    let resp = reqwest::Client::new()
+        .post(format!("{}/webhook/alertmanager", served.url))
+        .bearer_auth(TOKEN)
+        .header("Content-Type", "application/json")
+        .body(alert)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 202);
+    let started: serde_json::Value = resp.json().await.expect("json");
+    let id = started["session"].as_str().expect("session id").to_string();
+    let files = wait_for_sessions(&served.sessions, 1).await;
+    let (records_tx, mut records) = tokio::sync::mpsc::unbounded_channel();
+    let (commands, commands_rx) = tokio::sync::mpsc::unbounded_channel();
+    let tailer = follow::tail(
+        files[0].clone(),
+        records_tx.clone(),
+        Duration::from_millis(50),
+    );
+    let forwarder = tokio::spawn(follow::forward(
+        commands_rx,
+        files[0].clone(),
+        Some(Remote {
+            url: served.url.clone(),
+            token: Some(TOKEN.to_string().into()),
+            session_id: id,
+        }),
+        records_tx,
+    ));
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while let Ok(Some(r)) = tokio::time::timeout_at(deadline, records.recv()).await {
+        match &r.event {
+            Event::CredentialRequested {
+                reference: asked, ..
+            } => {
+                assert_eq!(asked, reference);
+                commands
+                    .send(Command::DenyCredential {
+                        reference: asked.clone(),
+                        reason: "not for this incident".into(),
+                        by: None,
+                    })
+                    .expect("send");
+            }
+            Event::Warning { message } => assert!(!message.contains("refused"), "{message}"),
+            _ => {}
+        }
+        let ended = matches!(r.event, Event::SessionEnded { .. });
+        seen.push(r.event);
+        if ended {
+            break;
+        }
+    }
+    let decided: Vec<(String, bool, String)> = seen
+        .iter()
+        .filter_map(|e| match e {
+            Event::CredentialDecided {
+                reference,
+                approved,
+                by,
+                ..
+            } => Some((reference.clone(), *approved, by.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        vec![(reference.to_string(), false, "api".to_string())],
+        "{seen:?}"
+    );
+    assert!(matches!(seen.last(), Some(Event::SessionEnded { .. })));
+    assert!(
+        !marker.exists(),
+        "op ran although the credential was denied"
+    );
+    tailer.abort();
+    forwarder.abort();
+    assert_eq!(terminate(&mut served).code(), Some(0));
+}

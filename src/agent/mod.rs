@@ -134,7 +134,15 @@ pub struct AgentHandle {
 }
 
 /// Start an investigation against a world (live, a case, or a built-in demo).
-pub fn spawn(world: Arc<crate::world::World>, trigger: Trigger, opts: AgentOptions) -> AgentHandle {
+pub fn spawn(
+    world: Arc<crate::world::World>,
+    trigger: Trigger,
+    mut opts: AgentOptions,
+) -> AgentHandle {
+    // A model key by reference waits in the world's keyring for approval like the others.
+    if let Some(model) = opts.model.as_mut() {
+        model.use_keyring(world.keyring());
+    }
     spawn_with(Arc::new(WorldTools(world)), trigger, opts)
 }
 

@@ -118,6 +118,15 @@ pub(super) async fn diagnose(
         ruled_out: &analysis.ruled_out,
         evidence: &evidence,
     };
+    // A key by reference is read only once the operator approved it, like any credential.
+    if let Some(reference) = caller.tools.pending_credential(llm::KEY_INTEGRATION)
+        && let Err(e) = caller.credential(llm::KEY_INTEGRATION, &reference).await
+    {
+        caller.emit(Event::Warning {
+            message: format!("model investigation not run ({e}); the rules' verdict stands"),
+        });
+        return;
+    }
     match llm::investigate(model, &brief, &tools).await {
         Ok(o) => merge(model, o, analysis),
         Err(e) => caller.emit(Event::Warning {

@@ -353,7 +353,11 @@ impl Caller {
 impl Caller {
     /// Asks the operator (once per reference and session) whether `integration` may read its
     /// credential; waits for the recorded decision and hands it to the world.
-    async fn credential(&self, integration: &str, reference: &str) -> Result<(), String> {
+    pub(super) async fn credential(
+        &self,
+        integration: &str,
+        reference: &str,
+    ) -> Result<(), String> {
         use super::credentials::Ask;
         let decided = match self.credentials.ask(reference) {
             Ask::First => {

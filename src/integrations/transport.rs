@@ -265,9 +265,23 @@ pub struct Endpoint {
 /// The shape of an `auth` whose secret is a reference, not yet read.
 #[derive(Clone, Debug)]
 pub enum LazyAuth {
-    Bearer { reference: String },
-    Basic { username: String, reference: String },
-    Header { name: String, reference: String },
+    Bearer {
+        reference: String,
+    },
+    Basic {
+        username: String,
+        reference: String,
+    },
+    Header {
+        name: String,
+        reference: String,
+    },
+    /// A header whose value is a fixed prefix and the secret (PagerDuty's `Token token=`).
+    Prefixed {
+        name: String,
+        prefix: String,
+        reference: String,
+    },
 }
 
 impl LazyAuth {
@@ -275,7 +289,8 @@ impl LazyAuth {
         match self {
             LazyAuth::Bearer { reference }
             | LazyAuth::Basic { reference, .. }
-            | LazyAuth::Header { reference, .. } => reference,
+            | LazyAuth::Header { reference, .. }
+            | LazyAuth::Prefixed { reference, .. } => reference,
         }
     }
 }
@@ -394,6 +409,10 @@ impl LiveTransport {
             LazyAuth::Header { name, .. } => ResolvedAuth::Header {
                 name: name.clone(),
                 value,
+            },
+            LazyAuth::Prefixed { name, prefix, .. } => ResolvedAuth::Header {
+                name: name.clone(),
+                value: secrecy::SecretString::from(format!("{prefix}{}", value.expose_secret())),
             },
         }))
     }

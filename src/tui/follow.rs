@@ -122,13 +122,19 @@ pub async fn forward(
                 "deny",
                 serde_json::json!({"action_id": action_id, "reason": reason}),
             ),
+            Command::ApproveCredential { reference, .. } => (
+                "credentials",
+                serde_json::json!({"ref": reference, "approve": true}),
+            ),
+            Command::DenyCredential {
+                reference, reason, ..
+            } => (
+                "credentials",
+                serde_json::json!({"ref": reference, "approve": false, "reason": reason}),
+            ),
             // A follower that is stopped leaves the served session running, undecided.
             Command::Interrupt { .. } => continue,
-            Command::Chat { .. }
-            | Command::Cancel
-            | Command::PauseVeto { .. }
-            | Command::ApproveCredential { .. }
-            | Command::DenyCredential { .. } => {
+            Command::Chat { .. } | Command::Cancel | Command::PauseVeto { .. } => {
                 warn("a followed session takes approvals and denials only".into());
                 continue;
             }
@@ -163,6 +169,11 @@ pub async fn forward(
                         warn(format!("approval not recorded: {e}"));
                     }
                 }
+                Command::ApproveCredential { .. } | Command::DenyCredential { .. } => warn(
+                    "deciding on a credential of a followed session needs its server: \
+                     sitrep follow SESSION --server URL"
+                        .into(),
+                ),
                 _ => warn(
                     "denying a followed session needs its server: sitrep follow SESSION --server URL"
                         .into(),

@@ -739,8 +739,22 @@ async fn live_transport(
         t = t.with_endpoint("loki", ep);
     }
     if let Some(p) = &int.pagerduty {
-        // PagerDuty wants `Authorization: Token token=KEY`: a bearer-kind secret is sent that way.
-        let auth = match resolve_auth(config, "integrations.pagerduty", p.auth.as_ref())? {
+        // PagerDuty wants `Authorization: Token token=KEY`: a bearer-kind secret is sent that way,
+        // read now (environment) or by reference once approved.
+        let key = "integrations.pagerduty";
+        let lazy = match lazy_auth(key, "pagerduty", p.auth.as_ref(), keyring)? {
+            Some(LazyAuth::Bearer { reference }) => Some(LazyAuth::Prefixed {
+                name: "Authorization".into(),
+                prefix: "Token token=".into(),
+                reference,
+            }),
+            other => other,
+        };
+        let resolved = match lazy {
+            Some(_) => None,
+            None => resolve_auth(config, key, p.auth.as_ref())?,
+        };
+        let auth = match resolved {
             Some(ResolvedAuth::Bearer(key)) => {
                 let key = secrecy::ExposeSecret::expose_secret(&key).to_string();
                 let value = secrecy::SecretString::from(format!("Token token={key}"));
@@ -753,7 +767,7 @@ async fn live_transport(
             }
             other => other,
         };
-        let mut ep = endpoint(&p.url, p.timeout_secs, auth, None);
+        let mut ep = endpoint(&p.url, p.timeout_secs, auth, lazy);
         ep.headers.push((
             "Accept".into(),
             "application/vnd.pagerduty+json;version=2".into(),

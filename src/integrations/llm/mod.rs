@@ -181,6 +181,8 @@ pub enum LlmError {
         provider: &'static str,
         message: String,
     },
+    #[error("the model's API key: {0}")]
+    Credential(String),
 }
 
 impl LlmError {
@@ -201,6 +203,9 @@ pub struct ClientConfig {
     pub base_url: String,
     pub model: String,
     pub api_key: Option<SecretString>,
+    /// The key by reference (`op://`, `vault://`), read through the keyring on first use once
+    /// the operator approved it; used when `api_key` is None.
+    pub api_key_ref: Option<KeyRef>,
     pub max_retries: u32,
     /// First backoff when the server gives no `retry-after`; doubles per attempt.
     pub backoff: Duration,
@@ -220,6 +225,7 @@ impl ClientConfig {
             base_url: base_url.trim_end_matches('/').to_string(),
             model: model.to_string(),
             api_key: None,
+            api_key_ref: None,
             max_retries: 3,
             backoff: Duration::from_millis(500),
             max_wait: Duration::from_secs(30),
@@ -228,6 +234,13 @@ impl ClientConfig {
             record: None,
         }
     }
+}
+
+/// A model API key by reference and the keyring that reads it once approved.
+#[derive(Clone, Debug)]
+pub struct KeyRef {
+    pub keyring: std::sync::Arc<crate::secrets::Keyring>,
+    pub reference: String,
 }
 
 /// One recorded exchange as a case directory's `llm.ndjson` holds it.
@@ -271,6 +284,10 @@ impl std::fmt::Debug for Client {
             .field("base_url", &self.cfg.base_url)
             .field("model", &self.cfg.model)
             .field("api_key", &self.cfg.api_key.as_ref().map(|_| "[set]"))
+            .field(
+                "api_key_ref",
+                &self.cfg.api_key_ref.as_ref().map(|k| &k.reference),
+            )
             .finish()
     }
 }
@@ -320,6 +337,37 @@ impl Client {
         &self.cfg.model
     }
 
+    /// Reads the API key by `reference` through `keyring` (after approval) instead of a value.
+    pub fn set_key_reference(
+        &mut self,
+        keyring: std::sync::Arc<crate::secrets::Keyring>,
+        reference: &str,
+    ) {
+        self.cfg.api_key = None;
+        self.cfg.api_key_ref = Some(KeyRef {
+            keyring,
+            reference: reference.to_string(),
+        });
+    }
+
+    /// The key this client sends: configured, or read by reference once approved.
+    async fn key(&self) -> Result<Option<SecretString>, LlmError> {
+        if let Some(k) = &self.cfg.api_key {
+            return Ok(Some(k.clone()));
+        }
+        let Some(r) = &self.cfg.api_key_ref else {
+            return Ok(None);
+        };
+        let value = r
+            .keyring
+            .get(&r.reference)
+            .await
+            .map_err(|e| LlmError::Credential(e.to_string()))?;
+        // Every redactor (requests, recordings, errors) masks it from now on.
+        crate::policy::redact::learn_secret(value.expose_secret());
+        Ok(Some(value))
+    }
+
     fn url(&self) -> String {
         let base = &self.cfg.base_url;
         match self.cfg.provider {
@@ -331,11 +379,16 @@ impl Client {
 
     /// Remove the key from any text that leaves this client (errors, recordings).
     fn scrub(&self, text: &str) -> String {
-        match &self.cfg.api_key {
+        let text = match &self.cfg.api_key {
             Some(k) if !k.expose_secret().is_empty() => {
                 text.replace(k.expose_secret(), "[REDACTED]")
             }
             _ => text.to_string(),
+        };
+        // A key read by reference was learned by every redactor when it was read.
+        match &self.cfg.api_key_ref {
+            Some(_) => self.cfg.redactor.redact(&text).into_owned(),
+            None => text,
         }
     }
 
@@ -467,7 +520,8 @@ impl Client {
     ) -> Result<Reply, (LlmError, Option<Duration>)> {
         let url = self.url();
         let mut rb = self.http.post(&url).json(body);
-        if let Some(key) = &self.cfg.api_key {
+        let key = self.key().await.map_err(|e| (e, None))?;
+        if let Some(key) = &key {
             rb = match self.cfg.provider {
                 Provider::Anthropic => rb.header("x-api-key", key.expose_secret()),
                 _ => rb.bearer_auth(key.expose_secret()),

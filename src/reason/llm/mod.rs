@@ -32,6 +32,8 @@ pub struct Model {
     pub extra_mutating: BTreeSet<String>,
     pub tool_cap: usize,
     pub context_budget: usize,
+    /// `[llm] api_key_env` as an `op://` or `vault://` reference.
+    pub key_reference: Option<crate::secrets::SecretRef>,
 }
 
 /// Why `[llm]` cannot be used.
@@ -43,7 +45,12 @@ pub enum SetupError {
     Provider(String),
     #[error("cannot set up the model client: {0}")]
     Client(String),
+    #[error("[llm] api_key_env: {0}")]
+    Reference(String),
 }
+
+/// The integration name a model key by reference is approved under.
+pub const KEY_INTEGRATION: &str = "llm";
 
 impl Model {
     /// The model from `[llm]`; the key is read from the named variable and kept in memory.
@@ -59,13 +66,36 @@ impl Model {
             other => return Err(SetupError::Provider(other.to_string())),
         };
         let mut cfg = ClientConfig::new(provider, &llm.base_url, &llm.model);
-        if let Some(var) = &llm.api_key_env {
-            let value = std::env::var(var).map_err(|_| SetupError::MissingKey(var.clone()))?;
-            cfg.api_key = Some(SecretString::from(value));
+        // `env:VAR` (or a bare name) is read now; `op://` and `vault://` only once the operator
+        // approved the reference (see [`Model::use_keyring`]).
+        let mut key_reference = None;
+        if let Some(text) = &llm.api_key_env {
+            if text.starts_with("op://") || text.starts_with("vault://") {
+                let r = crate::secrets::SecretRef::parse(text)
+                    .map_err(|e| SetupError::Reference(e.to_string()))?;
+                key_reference = Some(r);
+            } else {
+                let var = text.strip_prefix("env:").unwrap_or(text);
+                let value =
+                    std::env::var(var).map_err(|_| SetupError::MissingKey(var.to_string()))?;
+                cfg.api_key = Some(SecretString::from(value));
+            }
         }
         cfg.record = record;
         let client = Client::new(cfg).map_err(|e| SetupError::Client(e.to_string()))?;
-        Ok(Model::new(client, llm.max_steps))
+        let mut model = Model::new(client, llm.max_steps);
+        model.key_reference = key_reference;
+        Ok(model)
+    }
+
+    /// Reads a key given by reference through `keyring`, where it waits for the operator's
+    /// approval like every other credential (integration `llm`).
+    pub fn use_keyring(&mut self, keyring: &std::sync::Arc<crate::secrets::Keyring>) {
+        if let Some(r) = &self.key_reference {
+            keyring.register(KEY_INTEGRATION, r);
+            self.client
+                .set_key_reference(keyring.clone(), &r.to_string());
+        }
     }
 
     /// A model that answers from a case directory's recorded exchanges (`llm.ndjson`), offline.
@@ -83,6 +113,7 @@ impl Model {
             extra_mutating: BTreeSet::new(),
             tool_cap: prompt::TOOL_CAP,
             context_budget: prompt::CONTEXT_BUDGET,
+            key_reference: None,
         }
     }
 
