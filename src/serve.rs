@@ -767,6 +767,33 @@ fn find_socket_uid(table: &str, local: SocketAddr, remote_port: u16) -> Option<u
     })
 }
 
+/// The reason a denial through the API gives, or the API's own.
+fn deny_reason(v: &Value) -> String {
+    v.get("reason")
+        .and_then(Value::as_str)
+        .unwrap_or("denied through the API")
+        .to_string()
+}
+
+/// Hand a decision to the running session `id`, attributed to the caller the server identified.
+fn send_decision(state: &AppState, id: &str, by: Decider, cmd: Command) -> Response {
+    let sessions = lock(&state.sessions);
+    let Some(r) = sessions.get(id).filter(|r| r.outcome.is_none()) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("no running session {id:?} started by this server"),
+        );
+    };
+    let sent = r.decisions.send(Attributed {
+        decider: by,
+        command: cmd,
+    });
+    match sent {
+        Ok(()) => (StatusCode::ACCEPTED, axum::Json(json!({"sent": true}))).into_response(),
+        Err(_) => error(StatusCode::CONFLICT, "the session has ended"),
+    }
+}
+
 fn decide(
     state: &AppState,
     id: &str,
@@ -789,13 +816,6 @@ fn decide(
     else {
         return error(StatusCode::BAD_REQUEST, "expected {\"action_id\": \"...\"}");
     };
-    let sessions = lock(&state.sessions);
-    let Some(r) = sessions.get(id).filter(|r| r.outcome.is_none()) else {
-        return error(
-            StatusCode::NOT_FOUND,
-            format!("no running session {id:?} started by this server"),
-        );
-    };
     let cmd = if approve {
         Command::Approve {
             action_id: action_id.to_string(),
@@ -807,22 +827,11 @@ fn decide(
     } else {
         Command::Deny {
             action_id: action_id.to_string(),
-            reason: v
-                .get("reason")
-                .and_then(Value::as_str)
-                .unwrap_or("denied through the API")
-                .to_string(),
+            reason: deny_reason(&v),
             by: Some(by.name.clone()),
         }
     };
-    let sent = r.decisions.send(Attributed {
-        decider: by,
-        command: cmd,
-    });
-    match sent {
-        Ok(()) => (StatusCode::ACCEPTED, axum::Json(json!({"sent": true}))).into_response(),
-        Err(_) => error(StatusCode::CONFLICT, "the session has ended"),
-    }
+    send_decision(state, id, by, cmd)
 }
 
 async fn approve(
@@ -873,13 +882,6 @@ async fn credentials(
     ) else {
         return error(StatusCode::BAD_REQUEST, expected);
     };
-    let sessions = lock(&state.sessions);
-    let Some(r) = sessions.get(&id).filter(|r| r.outcome.is_none()) else {
-        return error(
-            StatusCode::NOT_FOUND,
-            format!("no running session {id:?} started by this server"),
-        );
-    };
     let cmd = if approve {
         Command::ApproveCredential {
             reference: reference.to_string(),
@@ -888,22 +890,11 @@ async fn credentials(
     } else {
         Command::DenyCredential {
             reference: reference.to_string(),
-            reason: v
-                .get("reason")
-                .and_then(Value::as_str)
-                .unwrap_or("denied through the API")
-                .to_string(),
+            reason: deny_reason(&v),
             by: Some(by.name.clone()),
         }
     };
-    let sent = r.decisions.send(Attributed {
-        decider: by,
-        command: cmd,
-    });
-    match sent {
-        Ok(()) => (StatusCode::ACCEPTED, axum::Json(json!({"sent": true}))).into_response(),
-        Err(_) => error(StatusCode::CONFLICT, "the session has ended"),
-    }
+    send_decision(&state, &id, by, cmd)
 }
 
 async fn new_investigation(State(state): State<AppState>, body: Bytes) -> Response {
