@@ -514,3 +514,20 @@ fn chat_slash_commands_are_the_palette_commands() {
         )]
     ));
 }
+
+#[test]
+fn chat_pane_draws_a_message_added_after_the_last_frame() {
+    let mut s = fixtures::live(&fixtures::full_session(), 200, 50);
+    let before = text(&draw(&s));
+    assert!(!before.contains("zebra-canary-answer"), "{before}");
+    let mut inc = s.incident().clone();
+    inc.chat.push(sitrep::model::ChatEntry {
+        t: inc.now,
+        from: sitrep::model::ChatRole::Agent,
+        text: "zebra-canary-answer".into(),
+        streaming: false,
+    });
+    s.set_incident(inc);
+    let after = text(&draw(&s));
+    assert!(after.contains("zebra-canary-answer"), "{after}");
+}

@@ -3,11 +3,12 @@
 use super::app::{AppState, Pane};
 use super::theme::Role;
 use super::{fmt_t, pane_block, sanitize::sanitize};
-use crate::model::ChatRole;
+use crate::model::{ChatEntry, ChatRole};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
+use std::hash::{DefaultHasher, Hash, Hasher};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     if area.height < 3 || area.width < 10 {
@@ -32,37 +33,41 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     // Newest messages at the bottom, wrapped to the width; the scroll follows new ones until
     // the operator pages up (pgup/pgdn while typing).
     let chat = &state.incident().chat;
-    let mut lines: Vec<Line> = Vec::new();
-    for e in chat {
-        let (who, role) = match e.from {
-            ChatRole::Operator => ("you", Role::ChatOperator),
-            ChatRole::Agent => ("agent", Role::ChatAgent),
-            ChatRole::System => ("system", Role::ChatSystem),
-        };
-        for (i, l) in e.text.lines().enumerate() {
-            let head = if i == 0 {
-                vec![
-                    Span::styled(format!("{} ", fmt_t(e.t)), th.get(Role::Dim)),
-                    Span::styled(format!("{who}: "), th.get(role)),
-                ]
-            } else {
-                vec![Span::raw("  ")]
+    let build = || {
+        let mut lines: Vec<Line<'static>> = Vec::new();
+        for e in chat {
+            let (who, role) = match e.from {
+                ChatRole::Operator => ("you", Role::ChatOperator),
+                ChatRole::Agent => ("agent", Role::ChatAgent),
+                ChatRole::System => ("system", Role::ChatSystem),
             };
-            let mut spans = head;
-            spans.push(Span::raw(sanitize(l).into_owned()));
-            lines.push(Line::from(spans));
+            for (i, l) in e.text.lines().enumerate() {
+                let head = if i == 0 {
+                    vec![
+                        Span::styled(format!("{} ", fmt_t(e.t)), th.get(Role::Dim)),
+                        Span::styled(format!("{who}: "), th.get(role)),
+                    ]
+                } else {
+                    vec![Span::raw("  ")]
+                };
+                let mut spans = head;
+                spans.push(Span::raw(sanitize(l).into_owned()));
+                lines.push(Line::from(spans));
+            }
         }
-    }
-    if chat.is_empty() && convo.height > 0 {
-        lines.push(Line::from(Span::styled(
-            "no messages yet",
-            th.get(Role::Dim),
-        )));
-    }
-    super::details::render_rows(
+        if chat.is_empty() && convo.height > 0 {
+            lines.push(Line::from(Span::styled(
+                "no messages yet",
+                th.get(Role::Dim),
+            )));
+        }
+        lines
+    };
+    super::details::render_rows_keyed(
         frame,
         convo,
-        lines,
+        Some(source_key(chat, &th.name)),
+        build,
         &state.chat,
         state.chat.wrap,
         th.get(Role::Text),
@@ -109,4 +114,18 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         };
         frame.render_widget(Paragraph::new(Span::styled(text, th.get(Role::Dim))), field);
     }
+}
+
+/// What the conversation's rows depend on: messages are only appended, and only the last one
+/// changes in place (a streaming answer), so its count and the last message stand for all.
+fn source_key(chat: &[ChatEntry], theme: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    chat.len().hash(&mut h);
+    if let Some(last) = chat.last() {
+        last.t.to_bits().hash(&mut h);
+        last.text.hash(&mut h);
+        last.streaming.hash(&mut h);
+    }
+    theme.hash(&mut h);
+    h.finish()
 }

@@ -328,51 +328,102 @@ pub fn render_rows(
     style: ratatui::style::Style,
     search: Option<(&Filter, &super::theme::Theme)>,
 ) {
+    render_rows_keyed(frame, inner, None, || lines, scroll, wrap, style, search);
+}
+
+/// [`render_rows`] for content that grows over a session (chat): `key` names the state of the
+/// source, and while it, the width, wrap and pan are those of the last frame, the rows built
+/// then are drawn again, so a frame costs the visible rows, not the whole conversation.
+#[allow(clippy::too_many_arguments)]
+pub fn render_rows_keyed(
+    frame: &mut Frame,
+    inner: Rect,
+    key: Option<u64>,
+    lines: impl FnOnce() -> Vec<Line<'static>>,
+    scroll: &Scroll,
+    wrap: bool,
+    style: ratatui::style::Style,
+    search: Option<(&Filter, &super::theme::Theme)>,
+) {
     let (h, w) = (usize::from(inner.height), usize::from(inner.width));
     if h == 0 || w == 0 {
         return;
     }
-    let mut rows: Vec<Line<'static>> = if wrap {
-        lines.into_iter().flat_map(|l| text::wrap(l, w)).collect()
+    let col = if wrap { 0 } else { scroll.col };
+    let key = key.map(|k| (k, w, wrap, col));
+    if let Some(k) = key
+        && let Some(rows) = scroll.cached_rows(k)
+    {
+        let plain = scroll.text();
+        draw_rows(frame, inner, &rows, &plain, scroll, style, search);
+        return;
+    }
+    let rows: Vec<Line<'static>> = if wrap {
+        lines().into_iter().flat_map(|l| text::wrap(l, w)).collect()
     } else {
-        lines
-            .into_iter()
-            .map(|l| cut_line(l, scroll.col, w))
-            .collect()
+        lines().into_iter().map(|l| cut_line(l, col, w)).collect()
     };
     let plain: Vec<String> = rows.iter().map(|l| l.to_string()).collect();
-    if let Some((f, _)) = search
-        && f.hides()
-    {
-        rows = rows
-            .into_iter()
-            .zip(&plain)
-            .filter(|(_, t)| f.matches(t))
-            .map(|(l, _)| l)
-            .collect();
-    }
-    scroll.report(rows.len(), h, w);
-    let top = scroll.top_for(rows.len(), h);
-    let current = search.and_then(|(f, _)| f.current_row());
-    let visible: Vec<Line> = rows
-        .into_iter()
-        .enumerate()
-        .skip(top)
-        .take(h)
-        .map(|(i, line)| match search {
-            Some((f, th)) => {
-                let marks = f.ranges(&line.to_string());
-                let role = if current == Some(i) {
-                    Role::Selection
-                } else {
-                    Role::Match
-                };
-                text::mark(line, &marks, th.get(role))
+    match key {
+        Some(k) => {
+            scroll.cache_rows(k, rows);
+            scroll.report_text(plain);
+            if let Some(rows) = scroll.cached_rows(k) {
+                let plain = scroll.text();
+                draw_rows(frame, inner, &rows, &plain, scroll, style, search);
             }
-            None => line,
+        }
+        None => {
+            draw_rows(frame, inner, &rows, &plain, scroll, style, search);
+            scroll.report_text(plain);
+        }
+    }
+}
+
+/// The visible part of built rows: only the rows on screen are cloned and marked.
+fn draw_rows(
+    frame: &mut Frame,
+    inner: Rect,
+    rows: &[Line<'static>],
+    plain: &[String],
+    scroll: &Scroll,
+    style: ratatui::style::Style,
+    search: Option<(&Filter, &super::theme::Theme)>,
+) {
+    let (h, w) = (usize::from(inner.height), usize::from(inner.width));
+    // A filter keeps only the matching rows; without one the rows are used in place.
+    let kept: Option<Vec<usize>> = match search {
+        Some((f, _)) if f.hides() => Some(
+            plain
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| f.matches(t))
+                .map(|(i, _)| i)
+                .collect(),
+        ),
+        _ => None,
+    };
+    let len = kept.as_ref().map_or(rows.len(), Vec::len);
+    scroll.report(len, h, w);
+    let top = scroll.top_for(len, h);
+    let current = search.and_then(|(f, _)| f.current_row());
+    let visible: Vec<Line> = (top..len.min(top + h))
+        .map(|i| {
+            let line = rows[kept.as_ref().map_or(i, |k| k[i])].clone();
+            match search {
+                Some((f, th)) => {
+                    let marks = f.ranges(&line.to_string());
+                    let role = if current == Some(i) {
+                        Role::Selection
+                    } else {
+                        Role::Match
+                    };
+                    text::mark(line, &marks, th.get(role))
+                }
+                None => line,
+            }
         })
         .collect();
-    scroll.report_text(plain);
     frame.render_widget(Paragraph::new(visible).style(style), inner);
 }
 

@@ -31,6 +31,18 @@ pub struct Scroll {
     /// Plain text of every row as last drawn (prose panes only), what a search of the pane
     /// looks through: the view hands it back like its sizes.
     text: RefCell<Vec<String>>,
+    /// The rows last built from a keyed source, so a view whose source did not change since
+    /// the last frame draws its visible rows without building (and wrapping) every row again.
+    rows: RefCell<Option<RowCache>>,
+}
+
+/// Rows built for one source state and one geometry.
+#[derive(Clone, Debug)]
+pub struct RowCache {
+    /// The view's own key of its source (e.g. message count and last message), with the width,
+    /// wrap and pan the rows were built for.
+    pub key: (u64, usize, bool, usize),
+    pub rows: Vec<ratatui::text::Line<'static>>,
 }
 
 /// How far one pan step moves, in columns.
@@ -68,6 +80,28 @@ impl Scroll {
     /// Called by a prose view while drawing: the plain text of each row, in order.
     pub fn report_text(&self, rows: Vec<String>) {
         *self.text.borrow_mut() = rows;
+    }
+
+    /// The rows cached for `key`, if the last build was for it.
+    pub fn cached_rows(
+        &self,
+        key: (u64, usize, bool, usize),
+    ) -> Option<std::cell::Ref<'_, [ratatui::text::Line<'static>]>> {
+        std::cell::Ref::filter_map(self.rows.borrow(), |c| {
+            c.as_ref()
+                .filter(|c| c.key == key)
+                .map(|c| c.rows.as_slice())
+        })
+        .ok()
+    }
+
+    /// Keep the rows built for `key` for the next frames.
+    pub fn cache_rows(
+        &self,
+        key: (u64, usize, bool, usize),
+        rows: Vec<ratatui::text::Line<'static>>,
+    ) {
+        *self.rows.borrow_mut() = Some(RowCache { key, rows });
     }
 
     /// The rows' text as last drawn.
