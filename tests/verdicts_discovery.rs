@@ -4,49 +4,12 @@
 //! Skips (saying why) only when the binaries are not installed.
 
 use sitrep::model::{Category, Event, Record};
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+
+mod support;
 
 const SCRAPE: i64 = 15;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(0)
-}
-
-fn installed(bin: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|p| p.join(bin).is_file()))
-}
-
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn ready(url: &str) -> bool {
-    use std::io::{Read, Write};
-    let Some(addr) = url.strip_prefix("http://") else {
-        return false;
-    };
-    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    if s.write_all(b"GET /-/ready HTTP/1.0\r\n\r\n").is_err() {
-        return false;
-    }
-    let mut head = [0u8; 12];
-    s.read_exact(&mut head).is_ok() && head.ends_with(b"200")
-}
 
 /// Two services over two hours: `ledger` fails 15% of its calls from `step` on, right after its
 /// version changed at `change`; `quotes` runs out of database connections at `step` (nothing
@@ -102,46 +65,6 @@ fn history(end: i64, step: i64, change: i64) -> String {
         t += SCRAPE;
     }
     format!("{calls}{build}{active}{max}{hist}# EOF\n")
-}
-
-fn start_prometheus(dir: &Path, end: i64, step: i64, change: i64) -> (String, Proc) {
-    let data = dir.join("data");
-    let om = dir.join("history.om");
-    std::fs::write(&om, history(end, step, change)).expect("write history");
-    let out = Command::new("promtool")
-        .args(["tsdb", "create-blocks-from", "openmetrics"])
-        .arg(&om)
-        .arg(&data)
-        .output()
-        .expect("run promtool");
-    assert!(
-        out.status.success(),
-        "promtool: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // No rule files: nothing here names these services but their own series.
-    let config = dir.join("prometheus.yml");
-    std::fs::write(&config, "global:\n  evaluation_interval: 15s\n").expect("write config");
-    let port = free_port();
-    let url = format!("http://127.0.0.1:{port}");
-    let mut child = Command::new("prometheus")
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!("--storage.tsdb.path={}", data.display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .arg("--storage.tsdb.retention.time=3650d")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start prometheus");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !ready(&url) {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("prometheus exited early: {status}");
-        }
-        assert!(Instant::now() < deadline, "prometheus not ready in 30s");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    (url, Proc(child))
 }
 
 fn sitrep(data: &Path, config: &str, args: &[&str]) -> Vec<Record> {
@@ -205,10 +128,9 @@ fn queries(records: &[Record]) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn a_service_without_any_rule_is_found_through_its_own_series() {
-    if !["prometheus", "promtool"].iter().all(|b| installed(b)) {
-        eprintln!("SKIP: prometheus or promtool not installed (apt-get install -y prometheus)");
+#[tokio::test(flavor = "multi_thread")]
+async fn a_service_without_any_rule_is_found_through_its_own_series() {
+    if !support::have_binaries(&["prometheus", "promtool"]) {
         return;
     }
     let now = chrono::Utc::now().timestamp();
@@ -216,7 +138,11 @@ fn a_service_without_any_rule_is_found_through_its_own_series() {
     let step = end - 20 * 60;
     let change = step - 50;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (url, _prom) = start_prometheus(dir.path(), end, step, change);
+    // No rules: nothing here names these services but their own series.
+    let prom = support::prometheus(&history(end, step, change), "groups: []\n")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let url = prom.url.clone();
     let config = format!("[integrations.prometheus]\nurl = \"{url}\"\n");
 
     let records = sitrep(
