@@ -4,6 +4,7 @@
 //! [`crate::model::Record`] a line (`t` is seconds since the start).
 
 pub mod export;
+mod large_line;
 mod reader;
 pub mod replay;
 mod writer;

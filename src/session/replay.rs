@@ -141,8 +141,7 @@ impl FileRecords {
         }
         self.next_line()?;
         self.next = i + 1;
-        let text = std::str::from_utf8(&self.line).ok()?;
-        super::reader::parse_record(text)
+        super::large_line::parse_record_line(&mut self.line)
             .ok()
             .filter(|r| r.t.is_finite())
     }
