@@ -171,15 +171,25 @@ fn unicode_escape(rest: &[u8]) -> Option<(char, usize)> {
     }
 }
 
-/// Parse one record line held in `line`, which a large text evidence body takes over.
-pub(crate) fn parse_record_line(line: &mut Vec<u8>) -> serde_json::Result<Record> {
+/// Why a record line could not be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LineError {
+    #[error("not UTF-8: {0}")]
+    NotUtf8(#[from] std::str::Utf8Error),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
+/// Parse one record line held in `line`, which a large text evidence body takes over. The line is
+/// checked for UTF-8 once: by the JSON parser on the large path, here on the general one.
+pub(crate) fn parse_record_line(line: &mut Vec<u8>) -> Result<Record, LineError> {
     if line.len() >= LARGE_LINE
         && let Some(record) = take_text_evidence(line)
     {
-        return record;
+        return Ok(record?);
     }
-    let text = std::str::from_utf8(line).map_err(serde::de::Error::custom)?;
-    super::reader::parse_record(text)
+    let text = std::str::from_utf8(line)?;
+    Ok(super::reader::parse_record(text)?)
 }
 
 #[cfg(test)]
@@ -261,8 +271,17 @@ mod tests {
         };
         let mut line = serde_json::to_vec(&record).unwrap_or_else(|e| panic!("{e}"));
         assert!(line.len() >= LARGE_LINE);
-        assert_eq!(parse_record_line(&mut line).ok(), Some(record));
+        assert_eq!(parse_record_line(&mut line).ok(), Some(record.clone()));
         assert!(line.is_empty(), "the buffer became the text");
+
+        // A byte that is not UTF-8 in a large body is reported as such, not as bad JSON.
+        let mut broken = serde_json::to_vec(&record).unwrap_or_else(|e| panic!("{e}"));
+        let at = broken.len() / 2;
+        broken[at] = 0xff;
+        assert!(matches!(
+            parse_record_line(&mut broken),
+            Err(LineError::NotUtf8(_))
+        ));
 
         let mut small = br#"{"t":2,"event":{"type":"stage_started","stage":"triage"}}"#.to_vec();
         assert!(parse_record_line(&mut small).is_ok());

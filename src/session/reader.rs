@@ -535,11 +535,6 @@ impl<R: BufRead> Iterator for Reader<R> {
             // The writer ends every line with a newline, so a last line without one that does not
             // parse is a write cut short by a crash, not corruption.
             let torn = |detail: String| format!("{TORN} (the file ends mid-record): {detail}");
-            match std::str::from_utf8(&self.buf) {
-                Ok(_) => {}
-                Err(e) if !terminated => return self.stop(torn(format!("not UTF-8: {e}"))),
-                Err(e) => return self.stop(format!("corrupt record: not UTF-8: {e}")),
-            };
             return match super::large_line::parse_record_line(&mut self.buf) {
                 Ok(record) if (0.0..=MAX_T).contains(&record.t) => Some(record),
                 Ok(record) => self.stop(format!(
