@@ -542,3 +542,98 @@ async fn live_kubernetes_goes_through_kube_with_kubeconfig_and_context() {
             .any(|s| s.contains("/pods"))
     );
 }
+
+/// StatefulSets, DaemonSets, Jobs and CronJobs as the API server lists them, namespaced and
+/// cluster-wide; an API group the cluster does not serve is a 404 the caller sees as one.
+#[tokio::test]
+async fn kubernetes_workload_lists_parse_into_facts() {
+    use axum::http::{StatusCode, Uri};
+    use axum::response::IntoResponse;
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = seen.clone();
+    let router = axum::Router::new().fallback(move |uri: Uri| {
+        let log = log.clone();
+        async move {
+            let path = uri.path().to_string();
+            log.lock().unwrap_or_else(|e| e.into_inner()).push(path.clone());
+            let list = |kind: &str, items: serde_json::Value| {
+                json!({"apiVersion": "v1", "kind": format!("{kind}List"),
+                       "metadata": {"resourceVersion": "4242"}, "items": items})
+            };
+            let body = match path.as_str() {
+                "/apis/apps/v1/namespaces/orders/statefulsets" => list("StatefulSet", json!([{
+                    "metadata": {"name": "orders-db", "namespace": "orders", "uid": "ss-1"},
+                    "spec": {"replicas": 3, "serviceName": "orders-db",
+                        "selector": {"matchLabels": {"app": "orders-db"}},
+                        "template": {"spec": {"containers": [{"name": "pg", "image": "postgres:16.2"}]}}},
+                    "status": {"replicas": 3, "readyReplicas": 2, "availableReplicas": 2, "updatedReplicas": 3,
+                        "currentRevision": "orders-db-5c8d", "updateRevision": "orders-db-5c8d"}
+                }])),
+                "/apis/apps/v1/daemonsets" => list("DaemonSet", json!([{
+                    "metadata": {"name": "node-exporter", "namespace": "monitoring"},
+                    "spec": {"selector": {"matchLabels": {"app": "node-exporter"}}, "template": {}},
+                    "status": {"currentNumberScheduled": 4, "desiredNumberScheduled": 4,
+                        "numberMisscheduled": 0, "numberReady": 3, "numberUnavailable": 1,
+                        "numberAvailable": 3, "updatedNumberScheduled": 4}
+                }])),
+                "/apis/batch/v1/namespaces/orders/jobs" => list("Job", json!([{
+                    "metadata": {"name": "orders-migrate", "namespace": "orders", "uid": "job-1",
+                        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob",
+                            "name": "orders-nightly", "uid": "cj-1", "controller": true}]},
+                    "spec": {"backoffLimit": 2, "completions": 1,
+                        "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "job-1"}},
+                        "template": {}},
+                    "status": {"failed": 3, "startTime": "2026-03-11T02:00:00Z",
+                        "conditions": [{"type": "Failed", "status": "True",
+                            "reason": "BackoffLimitExceeded",
+                            "message": "Job has reached the specified backoff limit"}]}
+                }])),
+                "/apis/batch/v1/namespaces/orders/cronjobs" => list("CronJob", json!([{
+                    "metadata": {"name": "orders-nightly", "namespace": "orders"},
+                    "spec": {"schedule": "0 2 * * *", "jobTemplate": {}},
+                    "status": {"lastScheduleTime": "2026-03-11T02:00:00Z",
+                        "lastSuccessfulTime": "2026-03-10T02:03:00Z"}
+                }])),
+                _ => {
+                    let status = support::k8s_status(404, "NotFound", "the server could not find the requested resource");
+                    return (StatusCode::NOT_FOUND, axum::Json(status)).into_response();
+                }
+            };
+            axum::Json(body).into_response()
+        }
+    });
+    let server = support::serve(router).await;
+    let world = world_over(&[("kubernetes", Endpoint::new(&server.url))]);
+    let k = world.kubernetes();
+
+    let sets = k.statefulsets("orders").await.expect("statefulsets");
+    assert_eq!(sets.len(), 1);
+    assert_eq!(
+        (sets[0].kind.as_str(), sets[0].desired, sets[0].ready, sets[0].unavailable),
+        ("StatefulSet", 3, 2, 1)
+    );
+    assert_eq!(sets[0].current_revision, sets[0].update_revision);
+
+    let daemons = k.daemonsets(None).await.expect("all daemonsets");
+    assert_eq!(daemons[0].namespace, "monitoring");
+    assert_eq!((daemons[0].desired, daemons[0].unavailable), (4, 1));
+
+    let jobs = k.jobs("orders").await.expect("jobs");
+    assert_eq!(jobs[0].owner.as_deref(), Some("CronJob/orders-nightly"));
+    assert_eq!(jobs[0].conditions["Failed"].1, "BackoffLimitExceeded");
+    assert_eq!((jobs[0].failed, jobs[0].backoff_limit), (3, Some(2)));
+
+    let crons = k.cronjobs("orders").await.expect("cronjobs");
+    assert_eq!(crons[0].schedule.as_deref(), Some("0 2 * * *"));
+    assert_eq!(crons[0].last_schedule, Some(t("2026-03-11T02:00:00Z")));
+    assert_eq!(crons[0].last_success, Some(t("2026-03-10T02:03:00Z")));
+
+    // A cluster without the objects (or the API) answers 404: an error, not an empty list.
+    let e = k.cronjobs("shop").await.expect_err("404");
+    assert_eq!(e.status(), Some(404));
+    // A bad namespace never becomes a request.
+    assert!(k.jobs("../secrets").await.is_err());
+    let paths = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert!(paths.iter().all(|p| !p.contains("secrets")), "{paths:?}");
+    assert!(paths.contains(&"/apis/apps/v1/daemonsets".to_string()), "{paths:?}");
+}

@@ -97,6 +97,15 @@ impl Diagnosed {
                 message: message.clone(),
             },
         }));
+        out.push(Event::Subject {
+            objects: a.subject.clone(),
+        });
+        out.push(Event::Symptom {
+            symptom: a.symptom.clone(),
+        });
+        out.push(Event::Checks {
+            checks: a.checks.clone(),
+        });
         out.push(Event::HypothesesRanked {
             hypotheses: a.hypotheses.clone(),
             ruled_out: a.ruled_out.clone(),

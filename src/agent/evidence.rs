@@ -3,7 +3,7 @@
 use super::tools::{Params, ToolOutput, p_str};
 use crate::model::{
     AlertInfo, Change, DeploymentFacts, EvidenceBody, K8sEventFacts, LogLine, Marker, NodeFacts,
-    PgFact, PodFacts, RuleInfo, Series,
+    PgFact, PodFacts, RuleInfo, Series, WorkloadFacts,
 };
 use chrono::{DateTime, Utc};
 
@@ -73,6 +73,7 @@ pub fn kind_of(tool: &str, output: &ToolOutput) -> &'static str {
         ToolOutput::Events(_) => "kubernetes/events",
         ToolOutput::Deployments(_) => "kubernetes/deployments",
         ToolOutput::Nodes(_) => "kubernetes/nodes",
+        ToolOutput::Workloads(_) => "kubernetes/workloads",
         ToolOutput::Logs(_) if tool.starts_with("kubernetes.") => "kubernetes/pod_logs",
         ToolOutput::Logs(_) => "logs",
         ToolOutput::Series(_) => "metrics",
@@ -107,6 +108,16 @@ pub fn build(tool: &str, params: &Params, output: &ToolOutput, chart: &Chart) ->
         }
         ToolOutput::Deployments(v) => (format!("Deployments{scope}"), deployments_table(v)),
         ToolOutput::Nodes(v) => ("Nodes".to_string(), nodes_table(v)),
+        ToolOutput::Workloads(v) => {
+            let what = match tool {
+                "kubernetes.statefulsets" => "StatefulSets",
+                "kubernetes.daemonsets" => "DaemonSets",
+                "kubernetes.jobs" => "Jobs",
+                "kubernetes.cronjobs" => "CronJobs",
+                _ => "Workloads",
+            };
+            (format!("{what}{scope}"), workloads_table(v))
+        }
         ToolOutput::Logs(v) => {
             let title = match (p_str(params, "pod"), p_str(params, "query")) {
                 (Some(pod), _) => {
@@ -317,6 +328,125 @@ pub fn deployments_table(deps: &[DeploymentFacts]) -> EvidenceBody {
             "revision",
             "images",
             "conditions",
+            "created",
+        ],
+        rows,
+    )
+}
+
+/// StatefulSets, DaemonSets, Jobs and CronJobs, one row each: how many pods are ready of how
+/// many wanted (a Job's completions), what is off (revisions apart, pods unavailable or
+/// misscheduled, failures against the backoff limit, a suspended or late CronJob) and the
+/// conditions that say why.
+pub fn workloads_table(v: &[WorkloadFacts]) -> EvidenceBody {
+    let rows = v
+        .iter()
+        .map(|w| {
+            let mut status: Vec<String> = Vec::new();
+            let ready = match w.kind.as_str() {
+                "Job" => format!("{}/{}", w.succeeded, w.desired),
+                "CronJob" => String::new(),
+                _ => format!("{}/{}", w.ready, w.desired),
+            };
+            match w.kind.as_str() {
+                "StatefulSet" => {
+                    if w.updated < w.desired {
+                        status.push(format!("updated {}", w.updated));
+                    }
+                    if let (Some(cur), Some(upd)) = (&w.current_revision, &w.update_revision)
+                        && cur != upd
+                    {
+                        status.push(format!("revision {cur} -> {upd}"));
+                    }
+                }
+                "DaemonSet" => {
+                    if w.updated < w.desired {
+                        status.push(format!("updated {}", w.updated));
+                    }
+                    if w.unavailable > 0 {
+                        status.push(format!("unavailable {}", w.unavailable));
+                    }
+                    if w.misscheduled > 0 {
+                        status.push(format!("misscheduled {}", w.misscheduled));
+                    }
+                }
+                "Job" => {
+                    if w.active > 0 {
+                        status.push(format!("active {}", w.active));
+                    }
+                    if w.failed > 0 {
+                        status.push(match w.backoff_limit {
+                            Some(limit) => format!("failed {} (backoff limit {limit})", w.failed),
+                            None => format!("failed {}", w.failed),
+                        });
+                    }
+                    if w.suspend {
+                        status.push("suspended".into());
+                    }
+                }
+                "CronJob" => {
+                    if let Some(s) = &w.schedule {
+                        status.push(format!("schedule {s}"));
+                    }
+                    if w.suspend {
+                        status.push("suspended".into());
+                    }
+                    if w.last_schedule.is_some() {
+                        status.push(format!("last run {}", when(w.last_schedule)));
+                    }
+                    status.push(match w.last_success {
+                        Some(_) => format!("last success {}", when(w.last_success)),
+                        None => "never succeeded".into(),
+                    });
+                    if !w.active_jobs.is_empty() {
+                        status.push(format!("running {}", w.active_jobs.join(", ")));
+                    }
+                }
+                _ => {}
+            }
+            if w.unavailable > 0 && w.kind == "StatefulSet" {
+                status.push(format!("unavailable {}", w.unavailable));
+            }
+            // A Job's Complete/Failed are news when true; other kinds' conditions when not.
+            let conditions: Vec<String> = w
+                .conditions
+                .iter()
+                .filter(|(k, (st, _, _))| {
+                    if w.kind == "Job" {
+                        st == "True" && matches!(k.as_str(), "Complete" | "Failed" | "Suspended")
+                    } else {
+                        (st != "True") != (k.as_str() == "ReplicaFailure")
+                    }
+                })
+                .map(|(k, (_, reason, _))| {
+                    if reason.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{k}: {reason}")
+                    }
+                })
+                .collect();
+            vec![
+                w.namespace.clone(),
+                w.kind.clone(),
+                w.name.clone(),
+                ready,
+                status.join(", "),
+                conditions.join("; "),
+                w.images.join(", "),
+                when(w.created_at),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "namespace",
+            "kind",
+            "name",
+            "ready",
+            "status",
+            "conditions",
+            "images",
             "created",
         ],
         rows,
@@ -626,6 +756,54 @@ mod tests {
             }
             other => panic!("not a time series: {other:?}"),
         }
+    }
+
+    #[test]
+    fn workloads_show_what_is_off_and_why() {
+        let job = WorkloadFacts {
+            kind: "Job".into(),
+            name: "nightly-report-1".into(),
+            namespace: "batch".into(),
+            desired: 1,
+            failed: 7,
+            backoff_limit: Some(6),
+            conditions: [(
+                "Failed".to_string(),
+                (
+                    "True".to_string(),
+                    "BackoffLimitExceeded".to_string(),
+                    "Job has reached the specified backoff limit".to_string(),
+                ),
+            )]
+            .into(),
+            ..WorkloadFacts::default()
+        };
+        let ds = WorkloadFacts {
+            kind: "DaemonSet".into(),
+            name: "node-exporter".into(),
+            desired: 5,
+            ready: 3,
+            updated: 5,
+            unavailable: 2,
+            misscheduled: 1,
+            ..WorkloadFacts::default()
+        };
+        let d = build(
+            "kubernetes.jobs",
+            &params([("namespace", s("batch"))]),
+            &ToolOutput::Workloads(vec![job, ds]),
+            &Chart::default(),
+        );
+        assert_eq!(d.kind, "kubernetes/workloads");
+        assert_eq!(d.title, "Jobs in batch");
+        let EvidenceBody::Table { rows, .. } = d.body else {
+            panic!("not a table");
+        };
+        assert_eq!(rows[0][3], "0/1");
+        assert_eq!(rows[0][4], "failed 7 (backoff limit 6)");
+        assert_eq!(rows[0][5], "Failed: BackoffLimitExceeded");
+        assert_eq!(rows[1][3], "3/5");
+        assert_eq!(rows[1][4], "unavailable 2, misscheduled 1");
     }
 
     #[test]

@@ -157,6 +157,23 @@ fn redact_event(r: &Redactor, event: &mut Event) {
             r.redact_string(&mut finding.summary);
             r.redact_string(&mut finding.detail);
         }
+        Event::Subject { objects } => {
+            for o in objects {
+                r.redact_string(&mut o.name);
+                r.redact_string(&mut o.how);
+            }
+        }
+        Event::Symptom { symptom } => {
+            r.redact_string(&mut symptom.claim);
+            r.redact_string(&mut symptom.detail);
+        }
+        Event::Checks { checks } => {
+            for c in checks {
+                r.redact_string(&mut c.object);
+                r.redact_string(&mut c.check);
+                r.redact_string(&mut c.detail);
+            }
+        }
         Event::HypothesesRanked {
             hypotheses,
             ruled_out,

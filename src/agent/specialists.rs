@@ -453,6 +453,9 @@ pub fn absorb(
             (d.namespace.clone(), d.name.clone())
         }),
         ToolOutput::Nodes(v) => merge_by(&mut obs.nodes, v, |n| (String::new(), n.name.clone())),
+        ToolOutput::Workloads(v) => merge_by(&mut obs.workloads, v, |w| {
+            (format!("{}/{}", w.kind, w.namespace), w.name.clone())
+        }),
         ToolOutput::Logs(v) if tool.starts_with("kubernetes.") => {
             let pod = super::tools::p_str(params, "pod").unwrap_or("").to_string();
             let container = super::tools::p_str(params, "container").map(str::to_string);
@@ -528,6 +531,9 @@ pub fn merge(into: &mut Observations, from: Observations) {
     merge_by(&mut into.replica_sets, &from.replica_sets, |d| {
         (d.namespace.clone(), d.name.clone())
     });
+    merge_by(&mut into.workloads, &from.workloads, |w| {
+        (w.kind.clone(), w.namespace.clone(), w.name.clone())
+    });
     merge_by(&mut into.nodes, &from.nodes, |n| n.name.clone());
     into.pod_logs.extend(from.pod_logs);
     into.logs.extend(from.logs);
@@ -551,12 +557,14 @@ pub fn merge(into: &mut Observations, from: Observations) {
     }
 }
 
-/// The specialists available for a world with these integrations.
-/// [`pick`], plus the database specialist when PostgreSQL is configured and the alert or problem
-/// points at a database or at what a database in trouble looks like from its clients.
+/// The specialists available for a world with these integrations: [`pick`], plus the database
+/// specialist when PostgreSQL is configured and either the investigation started from a described
+/// problem (whose words say little about where the cause sits, so every configured source is
+/// asked) or the alert points at a database or at what a database in trouble looks like from
+/// its clients.
 pub fn pick_for(tools: &dyn Tools, scope: &Scope) -> Vec<&'static str> {
     let mut out = pick(tools);
-    if tools.has("postgres") && points_at_database(scope) {
+    if tools.has("postgres") && (scope.problem.is_some() || points_at_database(scope)) {
         out.push("database");
     }
     out
@@ -736,10 +744,24 @@ fn troubled(p: &PodFacts) -> bool {
             .any(|c| c.reason.is_some() || c.last_reason.is_some())
 }
 
+/// The workload controllers besides Deployments (StatefulSets, DaemonSets, Jobs, CronJobs) in the
+/// namespace pods are read from (all namespaces when none is known), in parallel. Each read that
+/// fails (a cluster without the API, a case without a recording) is one failed step, no more.
+async fn workloads(c: &Caller, ns: Option<&str>, obs: &Mutex<Observations>) {
+    let none = Chart::default();
+    let scoped = || params([("namespace", ns.and_then(s))]);
+    futures::join!(
+        c.call("kubernetes.statefulsets", scoped(), &none, obs),
+        c.call("kubernetes.daemonsets", scoped(), &none, obs),
+        c.call("kubernetes.jobs", scoped(), &none, obs),
+        c.call("kubernetes.cronjobs", scoped(), &none, obs),
+    );
+}
+
 async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
     let ns = scope.namespace.clone();
     let none = Chart::default();
-    let (pods, _, _, _) = futures::join!(
+    let (pods, _, _, _, _) = futures::join!(
         c.call(
             "kubernetes.pods",
             params([("namespace", ns.clone().and_then(s))]),
@@ -767,6 +789,7 @@ async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
             }
         },
         c.call("kubernetes.nodes", Params::new(), &none, obs),
+        workloads(c, ns.as_deref(), obs),
     );
     let Some((ToolOutput::Pods(pods), _)) = pods else {
         return;
@@ -1393,6 +1416,87 @@ mod tests {
         let s = Scope::from_alert(&alert, Utc::now());
         assert_eq!(s.namespace.as_deref(), Some("payments"));
         assert_eq!(s.workload.as_deref(), Some("payments-api"));
+    }
+
+    /// A world with these integrations configured; nothing is ever called.
+    struct Configured(&'static [&'static str]);
+
+    impl Tools for Configured {
+        fn now(&self) -> DateTime<Utc> {
+            Utc::now()
+        }
+        fn has(&self, integration: &str) -> bool {
+            self.0.contains(&integration)
+        }
+        fn call<'a>(
+            &'a self,
+            tool: &'a str,
+            _: &'a Params,
+        ) -> futures::future::BoxFuture<'a, Result<ToolOutput, String>> {
+            Box::pin(async move { Err(format!("{tool}: not in this test")) })
+        }
+        fn execute<'a>(
+            &'a self,
+            _: &'a crate::model::Action,
+        ) -> futures::future::BoxFuture<'a, Result<String, String>> {
+            Box::pin(async { Err("no actions".to_string()) })
+        }
+    }
+
+    #[test]
+    fn lanes_merge_workloads_by_kind_namespace_and_name() {
+        let w = |kind: &str, name: &str, ready: u32| crate::model::WorkloadFacts {
+            kind: kind.into(),
+            name: name.into(),
+            namespace: "orders".into(),
+            ready,
+            ..Default::default()
+        };
+        let mut into = Observations::default();
+        into.workloads = vec![w("StatefulSet", "db", 1)];
+        let from = Observations {
+            workloads: vec![w("StatefulSet", "db", 3), w("Job", "db", 0)],
+            ..Observations::default()
+        };
+        merge(&mut into, from);
+        assert_eq!(into.workloads.len(), 2);
+        assert_eq!(into.workloads[0].ready, 3);
+    }
+
+    #[test]
+    fn a_described_problem_asks_every_configured_source() {
+        let now = Utc::now();
+        let hang = Scope::from_problem("checkout requests hang", now);
+        // The words say nothing of a database, and still the configured one is asked.
+        assert!(!points_at_database(&hang));
+        assert_eq!(pick_for(&Configured(&["postgres"]), &hang), vec!["database"]);
+        assert_eq!(
+            pick_for(
+                &Configured(&[
+                    "kubernetes",
+                    "prometheus",
+                    "alertmanager",
+                    "loki",
+                    "github",
+                    "postgres"
+                ]),
+                &Scope::from_problem("pods crash after the deploy", now)
+            ),
+            vec!["kubernetes", "metrics", "alerts", "logs", "changes", "database"]
+        );
+        // A problem matched to a firing alert is still a described problem.
+        let mut alert = Alert::default();
+        alert
+            .labels
+            .insert("alertname".into(), "KubePodCrashLooping".into());
+        let mut matched = Scope::from_alert(&alert, now);
+        matched.problem = Some("checkout requests hang".into());
+        assert!(pick_for(&Configured(&["postgres"]), &matched).contains(&"database"));
+        // An alert about something else leaves the database alone.
+        let crash = Scope::from_alert(&alert, now);
+        assert!(!pick_for(&Configured(&["kubernetes", "postgres"]), &crash).contains(&"database"));
+        // No PostgreSQL configured, no database specialist.
+        assert!(!pick_for(&Configured(&["kubernetes"]), &hang).contains(&"database"));
     }
 
     #[test]

@@ -67,6 +67,16 @@ impl WorldTools {
             ReadTool::ReplicaSets => {
                 ToolOutput::Deployments(w.kubernetes().replica_sets(ns).await.map_err(e)?)
             }
+            ReadTool::StatefulSets => {
+                ToolOutput::Workloads(w.kubernetes().statefulsets(ns).await.map_err(e)?)
+            }
+            ReadTool::DaemonSets => {
+                ToolOutput::Workloads(w.kubernetes().daemonsets(ns).await.map_err(e)?)
+            }
+            ReadTool::Jobs => ToolOutput::Workloads(w.kubernetes().jobs(ns).await.map_err(e)?),
+            ReadTool::CronJobs => {
+                ToolOutput::Workloads(w.kubernetes().cronjobs(ns).await.map_err(e)?)
+            }
             ReadTool::Nodes => ToolOutput::Nodes(w.kubernetes().nodes().await.map_err(e)?),
             // A recorded world without these objects has none to report: absent, not a failure.
             ReadTool::ConfigMaps | ReadTool::Secrets => {

@@ -8,12 +8,13 @@ use super::error::{ErrorKind, IntegrationError};
 use super::transport::{Request, RequestBody, Transport};
 use crate::model::{
     Change, ChangeKind, ContainerFacts, DeploymentFacts, K8sEventFacts, LogLine, NodeFacts,
-    PodFacts,
+    PodFacts, WorkloadFacts,
 };
 use chrono::{DateTime, TimeZone, Utc};
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Container, Event, Node, Pod, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -55,6 +56,66 @@ fn time(t: &Time) -> Option<DateTime<Utc>> {
 
 fn labels(meta: &ObjectMeta) -> BTreeMap<String, String> {
     meta.labels.clone().unwrap_or_default()
+}
+
+/// The controlling owner as `Kind/name`: the ownerReference with `controller: true`, else the
+/// first one (objects written by hand or by old controllers may not set the flag).
+fn controller_owner(meta: &ObjectMeta) -> Option<String> {
+    let refs = meta.owner_references.as_deref().unwrap_or_default();
+    refs.iter()
+        .find(|o| o.controller == Some(true))
+        .or_else(|| refs.first())
+        .map(|o| format!("{}/{}", o.kind, o.name))
+}
+
+/// A label selector as its `matchLabels` and its `matchExpressions`, each expression written
+/// `key In (a,b)`, `key NotIn (a)`, `key Exists` or `key DoesNotExist`.
+pub fn selector_parts(sel: Option<&LabelSelector>) -> (BTreeMap<String, String>, Vec<String>) {
+    let Some(sel) = sel else {
+        return (BTreeMap::new(), Vec::new());
+    };
+    let expressions = sel
+        .match_expressions
+        .iter()
+        .flatten()
+        .map(|e| match e.values.as_deref() {
+            Some(values) if !values.is_empty() => {
+                format!("{} {} ({})", e.key, e.operator, values.join(","))
+            }
+            _ => format!("{} {}", e.key, e.operator),
+        })
+        .collect();
+    (sel.match_labels.clone().unwrap_or_default(), expressions)
+}
+
+/// The pod template's `spec.nodeSelector`.
+fn template_node_selector(t: Option<&PodTemplateSpec>) -> BTreeMap<String, String> {
+    t.and_then(|t| t.spec.as_ref())
+        .and_then(|s| s.node_selector.clone())
+        .unwrap_or_default()
+}
+
+/// A status count (`Option<i32>` in the API) as a count; negative or absent is 0.
+fn count(v: Option<i32>) -> u32 {
+    v.and_then(|v| u32::try_from(v).ok()).unwrap_or(0)
+}
+
+/// Conditions as type -> (status, reason, message), the shape deployment and workload facts keep.
+fn full_conditions<'a>(
+    conditions: impl Iterator<Item = (&'a String, &'a String, Option<&'a String>, Option<&'a String>)>,
+) -> BTreeMap<String, (String, String, String)> {
+    conditions
+        .map(|(kind, status, reason, message)| {
+            (
+                kind.clone(),
+                (
+                    status.clone(),
+                    reason.cloned().unwrap_or_default(),
+                    message.cloned().unwrap_or_default(),
+                ),
+            )
+        })
+        .collect()
 }
 
 /// Parses `items` of a `*List` one by one, so one odd item names its index instead of failing opaquely.
@@ -239,14 +300,14 @@ pub fn pod_facts(pod: &Pod) -> PodFacts {
         created_at: meta.creation_timestamp.as_ref().and_then(time),
         deleting: meta.deletion_timestamp.is_some(),
         labels: labels(meta),
-        owner: meta
-            .owner_references
-            .as_ref()
-            .and_then(|o| o.first())
-            .map(|o| format!("{}/{}", o.kind, o.name)),
+        owner: controller_owner(meta),
         conditions,
         condition_messages,
         containers,
+        uid: meta.uid.clone().unwrap_or_default(),
+        node_selector: spec
+            .and_then(|s| s.node_selector.clone())
+            .unwrap_or_default(),
     }
 }
 
@@ -414,22 +475,15 @@ pub fn deployment_facts(d: &Deployment) -> DeploymentFacts {
     let meta = &d.metadata;
     let spec = d.spec.as_ref();
     let status = d.status.as_ref();
-    let n = |v: Option<i32>| v.and_then(|v| u32::try_from(v).ok()).unwrap_or(0);
-    let mut conditions = BTreeMap::new();
-    for c in status
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-    {
-        conditions.insert(
-            c.type_.clone(),
-            (
-                c.status.clone(),
-                c.reason.clone().unwrap_or_default(),
-                c.message.clone().unwrap_or_default(),
-            ),
-        );
-    }
+    let n = count;
+    let conditions = full_conditions(
+        status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|c| (&c.type_, &c.status, c.reason.as_ref(), c.message.as_ref())),
+    );
+    let (selector, selector_expressions) = selector_parts(spec.map(|s| &s.selector));
     DeploymentFacts {
         name: meta.name.clone().unwrap_or_default(),
         namespace: meta.namespace.clone().unwrap_or_default(),
@@ -450,6 +504,10 @@ pub fn deployment_facts(d: &Deployment) -> DeploymentFacts {
         created_at: meta.creation_timestamp.as_ref().and_then(time),
         config_refs: template_config_refs(spec.map(|s| &s.template)),
         template_annotations: template_annotations(spec.map(|s| &s.template)),
+        selector,
+        selector_expressions,
+        owner: controller_owner(meta),
+        node_selector: template_node_selector(spec.map(|s| &s.template)),
     }
 }
 
@@ -459,7 +517,9 @@ pub fn replica_set_facts(rs: &ReplicaSet) -> DeploymentFacts {
     let meta = &rs.metadata;
     let spec = rs.spec.as_ref();
     let status = rs.status.as_ref();
-    let n = |v: Option<i32>| v.and_then(|v| u32::try_from(v).ok()).unwrap_or(0);
+    let n = count;
+    let template = spec.and_then(|s| s.template.as_ref());
+    let (selector, selector_expressions) = selector_parts(spec.map(|s| &s.selector));
     DeploymentFacts {
         name: meta.name.clone().unwrap_or_default(),
         namespace: meta.namespace.clone().unwrap_or_default(),
@@ -472,13 +532,172 @@ pub fn replica_set_facts(rs: &ReplicaSet) -> DeploymentFacts {
             .annotations
             .as_ref()
             .and_then(|a| a.get(REVISION).cloned()),
-        images: template_images(spec.and_then(|s| s.template.as_ref())),
+        images: template_images(template),
         labels: labels(meta),
         created_at: meta.creation_timestamp.as_ref().and_then(time),
-        config_refs: template_config_refs(spec.and_then(|s| s.template.as_ref())),
-        template_annotations: template_annotations(spec.and_then(|s| s.template.as_ref())),
+        config_refs: template_config_refs(template),
+        template_annotations: template_annotations(template),
+        selector,
+        selector_expressions,
+        owner: controller_owner(meta),
+        node_selector: template_node_selector(template),
         ..DeploymentFacts::default()
     }
+}
+
+/// What every workload kind shares: identity, owner, selector, template images and nodeSelector.
+fn workload_base(
+    kind: &str,
+    meta: &ObjectMeta,
+    selector: Option<&LabelSelector>,
+    template: Option<&PodTemplateSpec>,
+) -> WorkloadFacts {
+    let (selector, selector_expressions) = selector_parts(selector);
+    WorkloadFacts {
+        kind: kind.to_string(),
+        name: meta.name.clone().unwrap_or_default(),
+        namespace: meta.namespace.clone().unwrap_or_default(),
+        uid: meta.uid.clone().unwrap_or_default(),
+        labels: labels(meta),
+        created_at: meta.creation_timestamp.as_ref().and_then(time),
+        owner: controller_owner(meta),
+        selector,
+        selector_expressions,
+        images: template_images(template),
+        node_selector: template_node_selector(template),
+        generation: meta.generation.unwrap_or(0),
+        ..WorkloadFacts::default()
+    }
+}
+
+/// A StatefulSet as facts: replicas (desired, ready, updated, available) and its current and
+/// update revisions, which differ while a rolling update is under way or stuck.
+pub fn stateful_set_facts(s: &StatefulSet) -> WorkloadFacts {
+    let spec = s.spec.as_ref();
+    let status = s.status.as_ref();
+    let mut w = workload_base(
+        "StatefulSet",
+        &s.metadata,
+        spec.map(|s| &s.selector),
+        spec.map(|s| &s.template),
+    );
+    // The API server defaults `replicas` to 1.
+    w.desired = spec.map_or(1, |s| count(s.replicas.or(Some(1))));
+    w.ready = count(status.and_then(|s| s.ready_replicas));
+    w.updated = count(status.and_then(|s| s.updated_replicas));
+    w.available = count(status.and_then(|s| s.available_replicas));
+    w.unavailable = w.desired.saturating_sub(w.available);
+    w.current_revision = status.and_then(|s| s.current_revision.clone());
+    w.update_revision = status.and_then(|s| s.update_revision.clone());
+    w.observed_generation = status.and_then(|s| s.observed_generation).unwrap_or(0);
+    w.conditions = full_conditions(
+        status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|c| (&c.type_, &c.status, c.reason.as_ref(), c.message.as_ref())),
+    );
+    w
+}
+
+/// A DaemonSet as facts: how many nodes should run it, and how many do (ready, updated,
+/// available, unavailable), and how many run it where they should not (misscheduled).
+pub fn daemon_set_facts(d: &DaemonSet) -> WorkloadFacts {
+    let spec = d.spec.as_ref();
+    let status = d.status.as_ref();
+    let mut w = workload_base(
+        "DaemonSet",
+        &d.metadata,
+        spec.map(|s| &s.selector),
+        spec.map(|s| &s.template),
+    );
+    w.desired = count(status.map(|s| s.desired_number_scheduled));
+    w.ready = count(status.map(|s| s.number_ready));
+    w.updated = count(status.and_then(|s| s.updated_number_scheduled));
+    w.available = count(status.and_then(|s| s.number_available));
+    w.unavailable = count(status.and_then(|s| s.number_unavailable));
+    w.misscheduled = count(status.map(|s| s.number_misscheduled));
+    w.observed_generation = status.and_then(|s| s.observed_generation).unwrap_or(0);
+    w.current_revision = status
+        .and_then(|s| s.observed_generation)
+        .map(|g| g.to_string());
+    w.conditions = full_conditions(
+        status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|c| (&c.type_, &c.status, c.reason.as_ref(), c.message.as_ref())),
+    );
+    w
+}
+
+/// A Job as facts: its pods (active, ready, succeeded, failed) against its completions and
+/// backoff limit, when it started and finished, and its `Complete`/`Failed` conditions with
+/// their reasons (`BackoffLimitExceeded`, `DeadlineExceeded`).
+pub fn job_facts(j: &Job) -> WorkloadFacts {
+    let spec = j.spec.as_ref();
+    let status = j.status.as_ref();
+    let mut w = workload_base(
+        "Job",
+        &j.metadata,
+        spec.and_then(|s| s.selector.as_ref()),
+        spec.map(|s| &s.template),
+    );
+    // Unset completions: any one pod's success completes the Job, `parallelism` run at once.
+    w.desired = spec.map_or(1, |s| count(s.completions.or(s.parallelism).or(Some(1))));
+    w.ready = count(status.and_then(|s| s.ready));
+    w.active = count(status.and_then(|s| s.active));
+    w.succeeded = count(status.and_then(|s| s.succeeded));
+    w.failed = count(status.and_then(|s| s.failed));
+    w.backoff_limit = spec
+        .and_then(|s| s.backoff_limit)
+        .and_then(|b| u32::try_from(b).ok());
+    w.suspend = spec.and_then(|s| s.suspend).unwrap_or(false);
+    w.start_time = status.and_then(|s| s.start_time.as_ref()).and_then(time);
+    w.completion_time = status
+        .and_then(|s| s.completion_time.as_ref())
+        .and_then(time);
+    w.conditions = full_conditions(
+        status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|c| (&c.type_, &c.status, c.reason.as_ref(), c.message.as_ref())),
+    );
+    w
+}
+
+/// A CronJob as facts: its schedule, whether it is suspended, when it last ran and last
+/// succeeded, and the Jobs it has running now.
+pub fn cron_job_facts(c: &CronJob) -> WorkloadFacts {
+    let spec = c.spec.as_ref();
+    let status = c.status.as_ref();
+    let job = spec.and_then(|s| s.job_template.spec.as_ref());
+    let mut w = workload_base(
+        "CronJob",
+        &c.metadata,
+        job.and_then(|j| j.selector.as_ref()),
+        job.map(|j| &j.template),
+    );
+    w.schedule = spec.map(|s| s.schedule.clone()).filter(|s| !s.is_empty());
+    w.suspend = spec.and_then(|s| s.suspend).unwrap_or(false);
+    w.backoff_limit = job
+        .and_then(|j| j.backoff_limit)
+        .and_then(|b| u32::try_from(b).ok());
+    w.last_schedule = status
+        .and_then(|s| s.last_schedule_time.as_ref())
+        .and_then(time);
+    w.last_success = status
+        .and_then(|s| s.last_successful_time.as_ref())
+        .and_then(time);
+    w.active_jobs = status
+        .and_then(|s| s.active.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.name.clone())
+        .collect();
+    w.active = u32::try_from(w.active_jobs.len()).unwrap_or(u32::MAX);
+    w
 }
 
 /// A Node as facts.
@@ -890,6 +1109,64 @@ impl KubernetesClient {
         let (req, v) = self.get_json(req).await?;
         let list = items(v, "ReplicaSet").map_err(|m| req.error(ErrorKind::Decode(m)))?;
         Ok((req, list))
+    }
+
+    /// A list of one kind in `ns` (all namespaces when `None`), each item parsed on its own.
+    async fn list<T: DeserializeOwned>(
+        &self,
+        ns: Option<&str>,
+        group: &str,
+        resource: &str,
+        kind: &str,
+    ) -> Result<Vec<T>, IntegrationError> {
+        let req = Request::get(NAME, Self::scoped(ns, group, resource));
+        Self::check_ns(&req, ns)?;
+        let (req, v) = self.get_json(req).await?;
+        items(v, kind).map_err(|m| req.error(ErrorKind::Decode(m)))
+    }
+
+    /// StatefulSets in `ns` (all namespaces when `None`).
+    pub async fn statefulsets<'a>(
+        &self,
+        ns: impl Into<Option<&'a str>>,
+    ) -> Result<Vec<WorkloadFacts>, IntegrationError> {
+        let list: Vec<StatefulSet> = self
+            .list(ns.into(), "/apis/apps/v1", "statefulsets", "StatefulSet")
+            .await?;
+        Ok(list.iter().map(stateful_set_facts).collect())
+    }
+
+    /// DaemonSets in `ns` (all namespaces when `None`).
+    pub async fn daemonsets<'a>(
+        &self,
+        ns: impl Into<Option<&'a str>>,
+    ) -> Result<Vec<WorkloadFacts>, IntegrationError> {
+        let list: Vec<DaemonSet> = self
+            .list(ns.into(), "/apis/apps/v1", "daemonsets", "DaemonSet")
+            .await?;
+        Ok(list.iter().map(daemon_set_facts).collect())
+    }
+
+    /// Jobs in `ns` (all namespaces when `None`).
+    pub async fn jobs<'a>(
+        &self,
+        ns: impl Into<Option<&'a str>>,
+    ) -> Result<Vec<WorkloadFacts>, IntegrationError> {
+        let list: Vec<Job> = self
+            .list(ns.into(), "/apis/batch/v1", "jobs", "Job")
+            .await?;
+        Ok(list.iter().map(job_facts).collect())
+    }
+
+    /// CronJobs in `ns` (all namespaces when `None`).
+    pub async fn cronjobs<'a>(
+        &self,
+        ns: impl Into<Option<&'a str>>,
+    ) -> Result<Vec<WorkloadFacts>, IntegrationError> {
+        let list: Vec<CronJob> = self
+            .list(ns.into(), "/apis/batch/v1", "cronjobs", "CronJob")
+            .await?;
+        Ok(list.iter().map(cron_job_facts).collect())
     }
 
     /// ConfigMaps in `ns` as changes (when each was last written), metadata only.
@@ -1340,6 +1617,269 @@ mod tests {
                 .map(String::as_str),
             Some("abc")
         );
+    }
+
+    fn parse<T: DeserializeOwned>(v: Value) -> T {
+        serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_pods_owner_is_its_controller_and_its_uid_and_node_selector_are_kept() {
+        let pod: Pod = parse(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "nightly-report-28991520-x2k9q", "namespace": "batch",
+                "uid": "6c1f4c1e-2a41-4d0c-9f43-0d2b8c9a1f10",
+                "labels": {"batch.kubernetes.io/controller-uid": "0f6e-job-uid", "job-name": "nightly-report-28991520"},
+                "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "not-the-controller", "uid": "1"},
+                    {"apiVersion": "batch/v1", "kind": "Job", "name": "nightly-report-28991520",
+                     "uid": "0f6e-job-uid", "controller": true, "blockOwnerDeletion": true}
+                ]},
+            "spec": {"nodeSelector": {"kubernetes.io/os": "linux", "pool": "batch"},
+                "containers": [{"name": "report", "image": "registry/report:1.4"}]},
+            "status": {"phase": "Failed"}
+        }));
+        let f = pod_facts(&pod);
+        assert_eq!(f.owner.as_deref(), Some("Job/nightly-report-28991520"));
+        assert_eq!(f.uid, "6c1f4c1e-2a41-4d0c-9f43-0d2b8c9a1f10");
+        assert_eq!(
+            f.node_selector.get("pool").map(String::as_str),
+            Some("batch")
+        );
+        // Without the controller flag, the first reference still names an owner.
+        let bare: Pod = parse(json!({"metadata": {"name": "p", "ownerReferences": [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d9c", "uid": "2"}]}}));
+        assert_eq!(pod_facts(&bare).owner.as_deref(), Some("ReplicaSet/web-5d9c"));
+        assert_eq!(pod_facts(&parse::<Pod>(json!({"metadata": {"name": "q"}}))).owner, None);
+    }
+
+    #[test]
+    fn deployments_and_replica_sets_keep_their_selectors_owner_and_node_selector() {
+        let d: Deployment = parse(json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "checkout", "namespace": "shop", "generation": 4},
+            "spec": {
+                "replicas": 3,
+                "selector": {
+                    "matchLabels": {"app": "checkout"},
+                    "matchExpressions": [
+                        {"key": "tier", "operator": "In", "values": ["web", "edge"]},
+                        {"key": "canary", "operator": "NotIn", "values": ["true"]},
+                        {"key": "team", "operator": "Exists"},
+                        {"key": "legacy", "operator": "DoesNotExist", "values": []}
+                    ]
+                },
+                "template": {
+                    "metadata": {"labels": {"app": "checkout", "tier": "web", "team": "pay"}},
+                    "spec": {"nodeSelector": {"pool": "general"},
+                        "containers": [{"name": "checkout", "image": "registry/checkout:2.1"}]}
+                }
+            },
+            "status": {"replicas": 3, "readyReplicas": 3, "observedGeneration": 4}
+        }));
+        let f = deployment_facts(&d);
+        assert_eq!(f.selector.get("app").map(String::as_str), Some("checkout"));
+        assert_eq!(
+            f.selector_expressions,
+            vec![
+                "tier In (web,edge)",
+                "canary NotIn (true)",
+                "team Exists",
+                "legacy DoesNotExist"
+            ]
+        );
+        assert_eq!(f.node_selector.get("pool").map(String::as_str), Some("general"));
+        assert_eq!(f.owner, None);
+
+        let rs: ReplicaSet = parse(json!({
+            "apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": "checkout-6f7b9c8d5", "namespace": "shop",
+                "annotations": {"deployment.kubernetes.io/revision": "7"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "checkout",
+                    "uid": "d-uid", "controller": true, "blockOwnerDeletion": true}]},
+            "spec": {"replicas": 3,
+                "selector": {"matchLabels": {"app": "checkout", "pod-template-hash": "6f7b9c8d5"}},
+                "template": {"metadata": {"labels": {"app": "checkout", "pod-template-hash": "6f7b9c8d5"}},
+                    "spec": {"nodeSelector": {"pool": "general"},
+                        "containers": [{"name": "checkout", "image": "registry/checkout:2.1"}]}}},
+            "status": {"replicas": 3, "readyReplicas": 2, "availableReplicas": 2}
+        }));
+        let f = replica_set_facts(&rs);
+        assert_eq!(f.owner.as_deref(), Some("Deployment/checkout"));
+        assert_eq!(
+            f.selector.get("pod-template-hash").map(String::as_str),
+            Some("6f7b9c8d5")
+        );
+        assert!(f.selector_expressions.is_empty());
+        assert_eq!(f.node_selector.get("pool").map(String::as_str), Some("general"));
+        assert_eq!(f.revision.as_deref(), Some("7"));
+    }
+
+    #[test]
+    fn stateful_sets_show_a_rollout_stuck_between_revisions() {
+        let s: StatefulSet = parse(json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "orders-db", "namespace": "orders", "uid": "ss-uid", "generation": 3,
+                "labels": {"app": "orders-db"}, "creationTimestamp": "2026-01-10T08:00:00Z"},
+            "spec": {"replicas": 3, "serviceName": "orders-db",
+                "selector": {"matchLabels": {"app": "orders-db"}},
+                "template": {"metadata": {"labels": {"app": "orders-db"}},
+                    "spec": {"nodeSelector": {"disk": "ssd"},
+                        "containers": [{"name": "postgres", "image": "postgres:16.2"}]}}},
+            "status": {"observedGeneration": 3, "replicas": 3, "readyReplicas": 2, "currentReplicas": 2,
+                "updatedReplicas": 1, "availableReplicas": 2,
+                "currentRevision": "orders-db-5c8d7b9f6", "updateRevision": "orders-db-7d9f8c6b5",
+                "collisionCount": 0}
+        }));
+        let w = stateful_set_facts(&s);
+        assert_eq!(w.kind, "StatefulSet");
+        assert_eq!((w.name.as_str(), w.namespace.as_str(), w.uid.as_str()), ("orders-db", "orders", "ss-uid"));
+        assert_eq!((w.desired, w.ready, w.updated, w.available, w.unavailable), (3, 2, 1, 2, 1));
+        assert_eq!(w.current_revision.as_deref(), Some("orders-db-5c8d7b9f6"));
+        assert_eq!(w.update_revision.as_deref(), Some("orders-db-7d9f8c6b5"));
+        assert_eq!(w.images, vec!["postgres:16.2"]);
+        assert_eq!(w.node_selector.get("disk").map(String::as_str), Some("ssd"));
+        assert_eq!(w.selector.get("app").map(String::as_str), Some("orders-db"));
+        assert_eq!((w.generation, w.observed_generation), (3, 3));
+        assert!(w.created_at.is_some());
+        // A StatefulSet created without `replicas` runs one.
+        let bare: StatefulSet = parse(json!({"metadata": {"name": "x"}, "spec": {
+            "selector": {}, "serviceName": "x", "template": {}}}));
+        assert_eq!(stateful_set_facts(&bare).desired, 1);
+    }
+
+    #[test]
+    fn daemon_sets_count_nodes_scheduled_ready_and_misscheduled() {
+        let d: DaemonSet = parse(json!({
+            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "node-exporter", "namespace": "monitoring", "uid": "ds-uid", "generation": 2},
+            "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "node-exporter"}},
+                "template": {"metadata": {"labels": {"app.kubernetes.io/name": "node-exporter"}},
+                    "spec": {"nodeSelector": {"kubernetes.io/os": "linux"},
+                        "containers": [{"name": "node-exporter", "image": "quay.io/prometheus/node-exporter:v1.8.1"}]}}},
+            "status": {"currentNumberScheduled": 5, "desiredNumberScheduled": 5, "numberMisscheduled": 1,
+                "numberReady": 3, "observedGeneration": 2, "updatedNumberScheduled": 4,
+                "numberAvailable": 3, "numberUnavailable": 2}
+        }));
+        let w = daemon_set_facts(&d);
+        assert_eq!(w.kind, "DaemonSet");
+        assert_eq!(
+            (w.desired, w.ready, w.updated, w.available, w.unavailable, w.misscheduled),
+            (5, 3, 4, 3, 2, 1)
+        );
+        assert_eq!(w.current_revision.as_deref(), Some("2"));
+        assert_eq!(
+            w.node_selector.get("kubernetes.io/os").map(String::as_str),
+            Some("linux")
+        );
+        // A DaemonSet the controller has not looked at yet has no status.
+        let fresh: DaemonSet = parse(json!({"metadata": {"name": "y"}, "spec": {"selector": {}, "template": {}}}));
+        let w = daemon_set_facts(&fresh);
+        assert_eq!((w.desired, w.ready, w.unavailable), (0, 0, 0));
+    }
+
+    #[test]
+    fn jobs_say_why_they_failed() {
+        let j: Job = parse(json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "nightly-report-28991520", "namespace": "batch", "uid": "0f6e-job-uid",
+                "labels": {"batch.kubernetes.io/controller-uid": "0f6e-job-uid", "job-name": "nightly-report-28991520"},
+                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly-report",
+                    "uid": "cj-uid", "controller": true, "blockOwnerDeletion": true}]},
+            "spec": {"parallelism": 1, "completions": 1, "backoffLimit": 6, "completionMode": "NonIndexed",
+                "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "0f6e-job-uid"}},
+                "template": {"metadata": {"labels": {"job-name": "nightly-report-28991520"}},
+                    "spec": {"restartPolicy": "Never",
+                        "containers": [{"name": "report", "image": "registry/report:1.4"}]}}},
+            "status": {
+                "conditions": [
+                    {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded",
+                     "message": "Job has reached the specified backoff limit",
+                     "lastProbeTime": "2026-03-11T02:07:41Z", "lastTransitionTime": "2026-03-11T02:07:41Z"},
+                    {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+                     "message": "Job has reached the specified backoff limit",
+                     "lastProbeTime": "2026-03-11T02:07:41Z", "lastTransitionTime": "2026-03-11T02:07:41Z"}
+                ],
+                "startTime": "2026-03-11T02:00:00Z", "failed": 7, "ready": 0, "terminating": 0,
+                "uncountedTerminatedPods": {}
+            }
+        }));
+        let w = job_facts(&j);
+        assert_eq!(w.kind, "Job");
+        assert_eq!(w.owner.as_deref(), Some("CronJob/nightly-report"));
+        assert_eq!(
+            w.selector
+                .get("batch.kubernetes.io/controller-uid")
+                .map(String::as_str),
+            Some("0f6e-job-uid")
+        );
+        assert_eq!((w.desired, w.active, w.succeeded, w.failed), (1, 0, 0, 7));
+        assert_eq!(w.backoff_limit, Some(6));
+        assert!(w.start_time.is_some() && w.completion_time.is_none());
+        let (status, reason, message) = &w.conditions["Failed"];
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("True", "BackoffLimitExceeded")
+        );
+        assert!(message.contains("backoff limit"), "{message}");
+
+        let done: Job = parse(json!({
+            "metadata": {"name": "migrate", "namespace": "shop"},
+            "spec": {"activeDeadlineSeconds": 600, "template": {"spec": {"containers": [{"name": "m"}]}}},
+            "status": {"conditions": [{"type": "Failed", "status": "True", "reason": "DeadlineExceeded",
+                "message": "Job was active longer than specified deadline"}],
+                "startTime": "2026-03-11T02:00:00Z", "active": 0, "failed": 1}
+        }));
+        let w = job_facts(&done);
+        assert_eq!(w.conditions["Failed"].1, "DeadlineExceeded");
+        assert_eq!(w.desired, 1);
+
+        let ok: Job = parse(json!({
+            "metadata": {"name": "backfill", "namespace": "shop"},
+            "spec": {"completions": 5, "parallelism": 2, "template": {}},
+            "status": {"conditions": [
+                {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached"},
+                {"type": "Complete", "status": "True", "reason": "CompletionsReached"}],
+                "startTime": "2026-03-11T01:00:00Z", "completionTime": "2026-03-11T01:05:00Z",
+                "succeeded": 5, "ready": 0}
+        }));
+        let w = job_facts(&ok);
+        assert_eq!((w.desired, w.succeeded), (5, 5));
+        assert_eq!(w.conditions["Complete"].0, "True");
+        assert!(w.completion_time.is_some());
+    }
+
+    #[test]
+    fn cron_jobs_keep_schedule_last_runs_and_active_jobs() {
+        let c: CronJob = parse(json!({
+            "apiVersion": "batch/v1", "kind": "CronJob",
+            "metadata": {"name": "nightly-report", "namespace": "batch", "uid": "cj-uid"},
+            "spec": {"schedule": "0 2 * * *", "concurrencyPolicy": "Forbid", "suspend": false,
+                "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1,
+                "jobTemplate": {"spec": {"backoffLimit": 6, "template": {"spec": {
+                    "nodeSelector": {"pool": "batch"}, "restartPolicy": "Never",
+                    "containers": [{"name": "report", "image": "registry/report:1.4"}]}}}}},
+            "status": {
+                "active": [{"apiVersion": "batch/v1", "kind": "Job", "name": "nightly-report-28991520",
+                    "namespace": "batch", "uid": "0f6e-job-uid", "resourceVersion": "991"}],
+                "lastScheduleTime": "2026-03-11T02:00:00Z",
+                "lastSuccessfulTime": "2026-03-09T02:04:12Z"
+            }
+        }));
+        let w = cron_job_facts(&c);
+        assert_eq!(w.kind, "CronJob");
+        assert_eq!(w.schedule.as_deref(), Some("0 2 * * *"));
+        assert!(!w.suspend);
+        assert_eq!(w.active_jobs, vec!["nightly-report-28991520"]);
+        assert_eq!(w.active, 1);
+        assert!(w.last_schedule > w.last_success);
+        assert_eq!(w.images, vec!["registry/report:1.4"]);
+        assert_eq!(w.node_selector.get("pool").map(String::as_str), Some("batch"));
+        assert_eq!(w.backoff_limit, Some(6));
+        let paused: CronJob = parse(json!({"metadata": {"name": "p"},
+            "spec": {"schedule": "*/5 * * * *", "suspend": true, "jobTemplate": {}}}));
+        let w = cron_job_facts(&paused);
+        assert!(w.suspend && w.last_schedule.is_none() && w.active_jobs.is_empty());
     }
 
     #[test]

@@ -164,10 +164,14 @@ pub enum ReadTool {
     Secrets,
     PromSeries,
     PromMetadata,
+    StatefulSets,
+    DaemonSets,
+    Jobs,
+    CronJobs,
 }
 
 impl ReadTool {
-    pub const ALL: [ReadTool; 26] = [
+    pub const ALL: [ReadTool; 30] = [
         ReadTool::Pods,
         ReadTool::Events,
         ReadTool::Deployments,
@@ -194,6 +198,10 @@ impl ReadTool {
         ReadTool::Secrets,
         ReadTool::PromSeries,
         ReadTool::PromMetadata,
+        ReadTool::StatefulSets,
+        ReadTool::DaemonSets,
+        ReadTool::Jobs,
+        ReadTool::CronJobs,
     ];
 }
 
@@ -510,6 +518,38 @@ pub static ENTRIES: &[Entry] = &[
         "list ReplicaSets (rollout history)",
         &[NS_READ],
         "kubectl -n NS get replicasets",
+    ),
+    read(
+        "kubernetes.statefulsets",
+        "kubernetes",
+        ReadTool::StatefulSets,
+        "list StatefulSets with replicas and current/update revisions",
+        &[NS_READ],
+        "kubectl -n NS get statefulsets",
+    ),
+    read(
+        "kubernetes.daemonsets",
+        "kubernetes",
+        ReadTool::DaemonSets,
+        "list DaemonSets with desired, ready, unavailable and misscheduled pods",
+        &[NS_READ],
+        "kubectl -n NS get daemonsets",
+    ),
+    read(
+        "kubernetes.jobs",
+        "kubernetes",
+        ReadTool::Jobs,
+        "list Jobs with active, succeeded and failed pods and why a Job failed",
+        &[NS_READ],
+        "kubectl -n NS get jobs",
+    ),
+    read(
+        "kubernetes.cronjobs",
+        "kubernetes",
+        ReadTool::CronJobs,
+        "list CronJobs with schedule, last run and last success",
+        &[NS_READ],
+        "kubectl -n NS get cronjobs",
     ),
     read(
         "kubernetes.nodes",

@@ -1,6 +1,7 @@
 //! Events (everything that happens, the session log's lines) and Commands (what the operator asks).
 
 use super::alert::Alert;
+use super::diagnosis::{Check, SubjectObject, Symptom};
 use super::facts::Facts;
 use super::types::{
     Action, ActionId, CallId, Category, ChatRole, Evidence, EvidenceId, Finding, Hypothesis, Risk,
@@ -140,6 +141,18 @@ pub enum Event {
     },
     Finding {
         finding: Finding,
+    },
+    /// Diagnosis step 1: the objects the alert or problem is about, and how each was found.
+    Subject {
+        objects: Vec<SubjectObject>,
+    },
+    /// Diagnosis step 2: what the alert claims, measured.
+    Symptom {
+        symptom: Symptom,
+    },
+    /// Diagnosis step 3: the checks on the subject and its neighbours, each with its status.
+    Checks {
+        checks: Vec<Check>,
     },
     HypothesesRanked {
         hypotheses: Vec<Hypothesis>,
@@ -295,6 +308,9 @@ impl Event {
             Event::EvidenceAppended { .. } => "evidence_appended",
             Event::Finding { .. } => "finding",
             Event::HypothesesRanked { .. } => "hypotheses_ranked",
+            Event::Subject { .. } => "subject",
+            Event::Symptom { .. } => "symptom",
+            Event::Checks { .. } => "checks",
             Event::Diagnosis { .. } => "diagnosis",
             Event::ActionProposed { .. } => "action_proposed",
             Event::ApprovalRequested { .. } => "approval_requested",

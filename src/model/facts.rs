@@ -51,6 +51,12 @@ pub struct PodFacts {
     pub conditions: BTreeMap<String, String>,
     pub condition_messages: BTreeMap<String, String>,
     pub containers: Vec<ContainerFacts>,
+    /// The pod's `metadata.uid`, which its controller's selector (`controller-uid`) names.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// `spec.nodeSelector`: labels a node must carry for the pod to be placed there.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
 }
 
 impl PodFacts {
@@ -107,6 +113,76 @@ pub struct DeploymentFacts {
     /// new revision changed when its images did not.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub template_annotations: BTreeMap<String, String>,
+    /// `spec.selector.matchLabels` (a ReplicaSet's includes its `pod-template-hash`): which pods
+    /// are this object's, by the API's own link rather than by name.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub selector: BTreeMap<String, String>,
+    /// `spec.selector.matchExpressions`, each as `key In (a,b)`, `key NotIn (a)`, `key Exists`,
+    /// `key DoesNotExist`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub selector_expressions: Vec<String>,
+    /// The controlling owner as `Kind/name` (a ReplicaSet's Deployment).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The pod template's `spec.nodeSelector`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+}
+
+/// A workload controller other than a Deployment or ReplicaSet: a StatefulSet, DaemonSet, Job or
+/// CronJob, reduced to what subject resolution and the checks need.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct WorkloadFacts {
+    /// `StatefulSet`, `DaemonSet`, `Job` or `CronJob`.
+    pub kind: String,
+    pub name: String,
+    pub namespace: String,
+    pub uid: String,
+    pub labels: BTreeMap<String, String>,
+    pub created_at: Option<DateTime<Utc>>,
+    /// The controlling owner as `Kind/name` (a Job's CronJob).
+    pub owner: Option<String>,
+    /// `spec.selector.matchLabels` (a Job's carries `controller-uid` or `batch.kubernetes.io/controller-uid`).
+    pub selector: BTreeMap<String, String>,
+    /// `spec.selector.matchExpressions`, formatted as on [`DeploymentFacts::selector_expressions`].
+    pub selector_expressions: Vec<String>,
+    pub images: Vec<String>,
+    /// The pod template's `spec.nodeSelector`.
+    pub node_selector: BTreeMap<String, String>,
+    /// StatefulSet `replicas`, DaemonSet `desiredNumberScheduled`, Job `completions` (or parallelism).
+    pub desired: u32,
+    /// StatefulSet `readyReplicas`, DaemonSet `numberReady`, Job `ready` (pods ready now).
+    pub ready: u32,
+    /// StatefulSet `updatedReplicas`, DaemonSet `updatedNumberScheduled`.
+    pub updated: u32,
+    /// StatefulSet `availableReplicas`, DaemonSet `numberAvailable`.
+    pub available: u32,
+    /// DaemonSet `numberUnavailable`, StatefulSet `replicas - availableReplicas`.
+    pub unavailable: u32,
+    /// DaemonSet `numberMisscheduled`.
+    pub misscheduled: u32,
+    /// StatefulSet `currentRevision`; DaemonSet `observedGeneration` as text.
+    pub current_revision: Option<String>,
+    /// StatefulSet `updateRevision`.
+    pub update_revision: Option<String>,
+    pub generation: i64,
+    pub observed_generation: i64,
+    /// Job: pods running, succeeded and failed; `backoffLimit`.
+    pub active: u32,
+    pub succeeded: u32,
+    pub failed: u32,
+    pub backoff_limit: Option<u32>,
+    pub start_time: Option<DateTime<Utc>>,
+    pub completion_time: Option<DateTime<Utc>>,
+    /// CronJob: `schedule`, `suspend`, `lastScheduleTime`, `lastSuccessfulTime`, active Jobs.
+    pub schedule: Option<String>,
+    pub suspend: bool,
+    pub last_schedule: Option<DateTime<Utc>>,
+    pub last_success: Option<DateTime<Utc>>,
+    pub active_jobs: Vec<String>,
+    /// Condition type -> (status, reason, message): a Job's `Failed` with `BackoffLimitExceeded`.
+    pub conditions: BTreeMap<String, (String, String, String)>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
@@ -351,6 +427,8 @@ pub enum Facts {
     Events(Vec<K8sEventFacts>),
     /// Deployments, or ReplicaSets in the same shape (the tool that produced them tells).
     Deployments(Vec<DeploymentFacts>),
+    /// StatefulSets, DaemonSets, Jobs or CronJobs.
+    Workloads(Vec<WorkloadFacts>),
     Nodes(Vec<NodeFacts>),
     /// Pod logs (`kubernetes.pod_logs`) or log queries (`loki.query_range`).
     Logs(Vec<LogLine>),
@@ -375,6 +453,7 @@ impl Facts {
             Facts::Pods(v) => (v.len(), "pods"),
             Facts::Events(v) => (v.len(), "events"),
             Facts::Deployments(v) => (v.len(), "deployments"),
+            Facts::Workloads(v) => (v.len(), "workloads"),
             Facts::Nodes(v) => (v.len(), "nodes"),
             Facts::Logs(v) => (v.len(), "log lines"),
             Facts::Series(v) => (v.len(), "series"),
@@ -408,6 +487,7 @@ impl Serialize for Facts {
             Facts::Pods(v) => tagged(s, "pods", v),
             Facts::Events(v) => tagged(s, "events", v),
             Facts::Deployments(v) => tagged(s, "deployments", v),
+            Facts::Workloads(v) => tagged(s, "workloads", v),
             Facts::Nodes(v) => tagged(s, "nodes", v),
             Facts::Logs(v) => tagged(s, "logs", v),
             Facts::Series(v) => tagged(s, "series", v),
@@ -448,6 +528,7 @@ impl<'de> Deserialize<'de> for Facts {
             "pods" => Facts::Pods(items(raw.items)?),
             "events" => Facts::Events(items(raw.items)?),
             "deployments" => Facts::Deployments(items(raw.items)?),
+            "workloads" => Facts::Workloads(items(raw.items)?),
             "nodes" => Facts::Nodes(items(raw.items)?),
             "logs" => Facts::Logs(items(raw.items)?),
             "series" => Facts::Series(items(raw.items)?),

@@ -1,6 +1,7 @@
 //! The incident: a pure fold of events. Live mode and replay both build it with `Incident::apply`.
 
 use super::alert::Alert;
+use super::diagnosis::{Check, CheckStatus, SubjectObject, Symptom};
 use super::event::{Event, Outcome, RunMode};
 use super::types::{
     Action, ActionId, CallId, Category, ChatRole, Evidence, EvidenceBody, Finding, Hypothesis,
@@ -200,6 +201,15 @@ pub struct Incident {
     pub findings: Vec<Finding>,
     pub hypotheses: Vec<Hypothesis>,
     pub ruled_out: Vec<RuledOut>,
+    /// Diagnosis step 1: what the alert or problem is about.
+    #[serde(default)]
+    pub subject: Vec<SubjectObject>,
+    /// Diagnosis step 2: the symptom as measured.
+    #[serde(default)]
+    pub symptom: Option<Symptom>,
+    /// Diagnosis step 3: the checks, failing first.
+    #[serde(default)]
+    pub checks: Vec<Check>,
     pub diagnosis: Option<(Category, String, f32)>,
     pub actions: Vec<ActionState>,
     pub verifications: Vec<Verification>,
@@ -470,6 +480,34 @@ impl Incident {
                     TimelineKind::Finding { index },
                     format!("● {} ({:.0}%)", finding.summary, finding.confidence * 100.0),
                 );
+            }
+            Event::Subject { objects } => {
+                self.subject = objects.clone();
+                let named: Vec<String> = objects.iter().map(|o| o.reference()).collect();
+                let text = if named.is_empty() {
+                    "subject: nothing resolved from the alert's labels or the problem's words"
+                        .to_string()
+                } else {
+                    format!("subject: {}", named.join(", "))
+                };
+                push(self, TimelineKind::Hypotheses, text);
+            }
+            Event::Symptom { symptom } => {
+                self.symptom = Some(symptom.clone());
+                let text = format!("symptom {}: {}", symptom.state.name(), symptom.detail);
+                push(self, TimelineKind::Hypotheses, text);
+            }
+            Event::Checks { checks } => {
+                self.checks = checks.clone();
+                let count = |s: CheckStatus| checks.iter().filter(|c| c.status == s).count();
+                let text = format!(
+                    "checks: {} failing, {} history, {} ok, {} unknown",
+                    count(CheckStatus::Failing),
+                    count(CheckStatus::History),
+                    count(CheckStatus::Ok),
+                    count(CheckStatus::Unknown)
+                );
+                push(self, TimelineKind::Hypotheses, text);
             }
             Event::HypothesesRanked {
                 hypotheses,

@@ -3,6 +3,7 @@
 mod alert;
 pub mod catalog;
 pub mod commands;
+mod diagnosis;
 mod event;
 mod facts;
 mod incident;
@@ -10,11 +11,12 @@ pub mod text;
 mod types;
 
 pub use alert::{Alert, AlertStatus, PayloadError, WebhookPayload};
+pub use diagnosis::{Check, CheckStatus, SubjectObject, Symptom, SymptomState};
 pub use event::{Command, Event, Outcome, Record, RunMode, SessionHeader};
 pub use facts::{
     AlertInfo, Change, ChangeKind, ContainerFacts, DeploymentFacts, Facts, K8sEventFacts, LogLine,
     NodeFacts, PgBackend, PgConnections, PgDatabase, PgFact, PgReplica, PgStatement, PodFacts,
-    RuleInfo, Series, human_duration,
+    RuleInfo, Series, WorkloadFacts, human_duration,
 };
 pub use incident::{
     ActionState, ActionStatus, Approval, ChatEntry, CredentialState, Incident, StageState,

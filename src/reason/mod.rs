@@ -1,8 +1,8 @@
 //! Deterministic reasoning: analyzers that turn observations into findings, and their ranking.
 
 use crate::model::{
-    Action, Alert, AlertInfo, AlertStatus, Category, Change, DeploymentFacts, EvidenceId, Finding,
-    Hypothesis, K8sEventFacts, LogLine, NodeFacts, PgFact, PodFacts, RuleInfo, RuledOut, Series,
+    Action, Alert, Check, Symptom, SubjectObject, AlertInfo, AlertStatus, Category, Change, DeploymentFacts, EvidenceId, Finding,
+    Hypothesis, K8sEventFacts, LogLine, NodeFacts, PgFact, PodFacts, RuleInfo, RuledOut, Series, WorkloadFacts,
 };
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
@@ -23,7 +23,10 @@ mod recovery;
 mod rollout;
 mod scheduling;
 mod storm;
+mod subject;
+mod symptom;
 mod templates;
+mod verdict;
 
 /// Everything the Gather stage learned, as typed facts, plus which evidence items hold them.
 #[derive(Clone, Debug, Default)]
@@ -41,6 +44,8 @@ pub struct Observations {
     pub deployments: Vec<DeploymentFacts>,
     /// ReplicaSets, in the same shape as deployments (name, replicas, ready, images, revision, labels).
     pub replica_sets: Vec<DeploymentFacts>,
+    /// StatefulSets, DaemonSets, Jobs and CronJobs.
+    pub workloads: Vec<WorkloadFacts>,
     pub nodes: Vec<NodeFacts>,
     /// Container logs; `labels` carry `pod` and `container` (and `previous` = `true` for the last run).
     pub pod_logs: Vec<LogLine>,
@@ -128,6 +133,12 @@ pub struct Analysis {
     pub confidence: f32,
     /// Proposed remediations; `id` is empty (the agent assigns ids).
     pub suggested_actions: Vec<Action>,
+    /// Diagnosis step 1: what the alert or problem is about.
+    pub subject: Vec<SubjectObject>,
+    /// Diagnosis step 2: the symptom, measured.
+    pub symptom: Symptom,
+    /// Diagnosis step 3: the checks, failing first.
+    pub checks: Vec<Check>,
 }
 
 /// Run every analyzer over the observations and rank what they found.
@@ -207,6 +218,8 @@ impl Signal {
 /// Observations plus what the alert points at, computed once for every analyzer.
 pub(crate) struct Ctx<'a> {
     pub obs: &'a Observations,
+    /// What the alert or problem is about (diagnosis step 1).
+    pub subject: subject::Subject,
     pub focus_pods: Vec<String>,
     pub focus_nodes: Vec<String>,
     pub focus_deployment: Option<String>,
@@ -227,11 +240,12 @@ impl<'a> Ctx<'a> {
             text.push_str(p);
         }
         let alert_text = text.to_lowercase();
-        let mentioned = |name: &str| !name.is_empty() && alert_text.contains(&name.to_lowercase());
+        let subject = subject::resolve(obs);
+        let mentioned = |name: &str| subject::mentions(&alert_text, name);
         let mut focus_pods: Vec<String> = obs
             .pods
             .iter()
-            .filter(|p| mentioned(&p.name))
+            .filter(|p| mentioned(&p.name) || subject.named_pods.contains(&p.name))
             .map(|p| p.name.clone())
             .collect();
         focus_pods.dedup();
@@ -254,27 +268,47 @@ impl<'a> Ctx<'a> {
             .find_map(|k| a.labels.get(*k).or_else(|| a.annotations.get(*k)))
             .cloned()
         });
-        let focus_deployment = label_dep
-            .filter(|d| obs.deployments.is_empty() || obs.deployments.iter().any(|x| &x.name == d))
-            .or_else(|| {
-                let mut names: Vec<&str> = obs
-                    .deployments
+        let subject_deployment = subject.workload("Deployment").map(str::to_string).or_else(|| {
+            subject.workload("ReplicaSet").and_then(|rs| {
+                obs.replica_sets
                     .iter()
-                    .map(|d| d.name.as_str())
-                    .filter(|n| mentioned(n))
-                    .collect();
-                names.sort_by_key(|n| std::cmp::Reverse(n.len()));
-                names.first().map(|s| s.to_string())
+                    .find(|r| r.name == rs)
+                    .and_then(|r| r.owner.as_deref())
+                    .and_then(|o| o.strip_prefix("Deployment/"))
+                    .map(str::to_string)
             })
-            .or_else(|| {
-                focus_pods
-                    .first()
-                    .and_then(|p| obs.pods.iter().find(|x| &x.name == p))
-                    .and_then(pod_deployment)
-            })
-            .or_else(|| (obs.deployments.len() == 1).then(|| obs.deployments[0].name.clone()));
+        });
+        // Without a resolved subject, the older guesses: a label, a name in the text, the only one.
+        let guessed = || {
+            label_dep
+                .clone()
+                .filter(|d| obs.deployments.is_empty() || obs.deployments.iter().any(|x| &x.name == d))
+                .or_else(|| {
+                    let mut names: Vec<&str> = obs
+                        .deployments
+                        .iter()
+                        .map(|d| d.name.as_str())
+                        .filter(|n| mentioned(n))
+                        .collect();
+                    names.sort_by_key(|n| std::cmp::Reverse(n.len()));
+                    names.first().map(|s| s.to_string())
+                })
+                .or_else(|| {
+                    focus_pods
+                        .first()
+                        .and_then(|p| obs.pods.iter().find(|x| &x.name == p))
+                        .and_then(pod_deployment)
+                })
+                .or_else(|| (obs.deployments.len() == 1).then(|| obs.deployments[0].name.clone()))
+        };
+        let focus_deployment = if subject.resolved {
+            subject_deployment
+        } else {
+            guessed()
+        };
         Ctx {
             obs,
+            subject,
             focus_pods,
             focus_nodes,
             focus_deployment,
@@ -290,6 +324,13 @@ impl<'a> Ctx<'a> {
         if self.focus_pods.iter().any(|p| p == &pod.name) {
             return true;
         }
+        let s = &self.subject;
+        if s.resolved && (!s.pods.is_empty() || !s.workloads.is_empty()) {
+            return s.has_pod(pod);
+        }
+        if s.resolved && !s.nodes.is_empty() {
+            return pod.node.as_ref().is_some_and(|n| s.nodes.contains(n));
+        }
         match (&self.focus_deployment, pod_deployment(pod)) {
             (Some(d), Some(pd)) => d == &pd,
             (Some(_), None) => false,
@@ -299,12 +340,12 @@ impl<'a> Ctx<'a> {
 
     /// Pods of the same owner as `pod`, excluding itself.
     pub(crate) fn siblings(&self, pod: &PodFacts) -> Vec<&'a PodFacts> {
-        let dep = pod_deployment(pod);
+        let owner = subject::workload_of(self.obs, pod);
         self.obs
             .pods
             .iter()
             .filter(|p| p.name != pod.name && p.namespace == pod.namespace)
-            .filter(|p| dep.is_some() && pod_deployment(p) == dep)
+            .filter(|p| owner.is_some() && subject::workload_of(self.obs, p) == owner)
             .collect::<Vec<_>>()
     }
 
@@ -358,9 +399,13 @@ impl<'a> Ctx<'a> {
             .obs
             .replica_sets
             .iter()
-            .filter(|r| {
-                rs_deployment(&r.name).as_deref() == Some(deployment)
-                    || r.name.starts_with(&format!("{deployment}-"))
+            .filter(|r| match r.owner.as_deref() {
+                Some(owner) => owner == format!("Deployment/{deployment}"),
+                // No owner read: the controller names it `<deployment>-<pod-template-hash>`.
+                None => r
+                    .labels
+                    .get("pod-template-hash")
+                    .is_some_and(|h| r.name == format!("{deployment}-{h}")),
             })
             .collect();
         if let Some(best) = rs.iter().max_by_key(|r| {
@@ -376,7 +421,11 @@ impl<'a> Ctx<'a> {
         }
         self.pods()
             .into_iter()
-            .filter(|p| !p.deleting && pod_deployment(p).as_deref() == Some(deployment))
+            .filter(|p| {
+                !p.deleting
+                    && subject::workload_of(self.obs, p)
+                        .is_some_and(|(k, n)| k == "Deployment" && n == deployment)
+            })
             .max_by_key(|p| p.created_at)
             .and_then(pod_rs)
     }

@@ -51,7 +51,107 @@ fn adjust(signals: &mut [Signal]) {
     }
 }
 
+/// How an object a signal is about relates to the subject; `None` when no evidenced edge links
+/// them (the failure is reported under "also noticed", never as the root cause).
+pub(crate) fn relation(ctx: &Ctx, object: &str) -> Option<&'static str> {
+    let s = &ctx.subject;
+    if !s.resolved {
+        return Some("subject");
+    }
+    let Some((kind, name)) = object.split_once('/') else {
+        return Some("subject");
+    };
+    match kind.to_ascii_lowercase().as_str() {
+        "node" if s.nodes.iter().any(|n| n == name) => {
+            return Some(if s.objects.iter().any(|o| o.kind == "Node" && o.name == name) {
+                "subject"
+            } else {
+                "node of the subject"
+            });
+        }
+        "replicaset" => {
+            let owns_subject_pod = ctx.pods().iter().any(|p| {
+                s.has_pod(p) && p.owner.as_deref() == Some(&format!("ReplicaSet/{name}"))
+            });
+            let owned_by_subject = ctx
+                .obs
+                .replica_sets
+                .iter()
+                .find(|r| r.name == name)
+                .and_then(|r| r.owner.as_deref())
+                .is_some_and(|o| s.covers(o));
+            let named_by_controller = s
+                .workloads
+                .iter()
+                .any(|(k, d)| k == "Deployment" && name.strip_prefix(d.as_str()).is_some_and(|h| h.starts_with('-') && !h[1..].contains('-')));
+            if owns_subject_pod || owned_by_subject || named_by_controller {
+                return Some("subject");
+            }
+        }
+        "backend" | "application" | "database" => return Some("database of the subject"),
+        _ if s.covers(object) => return Some("subject"),
+        _ => {}
+    }
+    // A dependency the subject's own logs name (its workload's name, or the pod's).
+    let owner = ctx
+        .pods()
+        .into_iter()
+        .find(|p| p.name == name)
+        .and_then(|p| super::subject::workload_of(ctx.obs, p))
+        .map(|(_, n)| n);
+    let subject_lines: Vec<_> = super::logs::scoped_lines(ctx);
+    let named = |n: &str| {
+        subject_lines
+            .iter()
+            .any(|l| super::subject::mentions(&l.line, n))
+    };
+    if named(name) || owner.as_deref().is_some_and(named) {
+        return Some("dependency named in its logs");
+    }
+    None
+}
+
+/// Failures on objects with no evidenced edge to the subject are context, not causes.
+fn set_aside_unrelated(ctx: &Ctx, signals: &mut [Signal]) {
+    for s in signals.iter_mut() {
+        if s.cause.is_none() || s.benign || s.objects.is_empty() {
+            continue;
+        }
+        if s.objects.iter().all(|o| relation(ctx, o).is_none()) {
+            s.cause = None;
+            s.actions.clear();
+            s.confidence = s.confidence.min(0.3);
+            s.summary = format!("also noticed (no evidenced link to the subject): {}", s.summary);
+        }
+    }
+}
+
+/// The alert's own expression breaching is the symptom, not its cause: when an analyzer found a
+/// mechanism, the breach steps back to be the effect it explains.
+fn symptom_is_not_a_cause(signals: &mut [Signal]) {
+    let mechanism = signals.iter().any(|s| {
+        s.cause.is_some()
+            && !s.benign
+            && s.analyzer != "metric_threshold"
+            && s.confidence >= MIN_CAUSE
+    });
+    if !mechanism {
+        return;
+    }
+    for s in signals.iter_mut() {
+        if s.analyzer == "metric_threshold"
+            && !s.benign
+            && s.category != Category::ResourceExhaustion
+        {
+            s.confidence = s.confidence.min(0.3);
+            s.detail.push_str("; the alert's own condition: the symptom the cause explains");
+        }
+    }
+}
+
 pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
+    set_aside_unrelated(ctx, &mut signals);
+    symptom_is_not_a_cause(&mut signals);
     adjust(&mut signals);
     signals.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
     let findings = signals.iter().map(Signal::finding).collect();
@@ -141,15 +241,35 @@ pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
         suggested_actions.push(silence);
     }
 
-    Analysis {
-        findings,
-        hypotheses,
-        ruled_out,
+    let symptom = super::symptom::measure(ctx);
+    let mut verdict = Verdict {
         category,
         root_cause,
         confidence,
         suggested_actions,
+    };
+    super::verdict::settle(ctx, &symptom, top, &mut verdict);
+    let checks = super::verdict::checks(ctx, &signals, &ruled_out);
+    Analysis {
+        findings,
+        hypotheses,
+        ruled_out,
+        category: verdict.category,
+        root_cause: verdict.root_cause,
+        confidence: verdict.confidence,
+        suggested_actions: verdict.suggested_actions,
+        subject: ctx.subject.objects.clone(),
+        symptom,
+        checks,
     }
+}
+
+/// The verdict being settled: what the symptom step can still change.
+pub(crate) struct Verdict {
+    pub category: Category,
+    pub root_cause: String,
+    pub confidence: f32,
+    pub suggested_actions: Vec<Action>,
 }
 
 /// A silence for a still-firing alert, only when a benign signal checked the alert's own condition

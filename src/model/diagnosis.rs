@@ -1,0 +1,113 @@
+//! The three recorded steps of a diagnosis as plain data: the subject, the symptom, the checks.
+
+use super::types::EvidenceId;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// One object the alert or problem is about, and how it was found.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct SubjectObject {
+    /// `Pod`, `Deployment`, `StatefulSet`, `DaemonSet`, `Job`, `CronJob`, `ReplicaSet`, `Node`,
+    /// `Namespace`, `Container`, `Service`, `HorizontalPodAutoscaler`, `PersistentVolumeClaim`,
+    /// `Database`.
+    pub kind: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// How it was found: `label deployment=checkout`, `selector app=checkout`,
+    /// `ownerReferences ReplicaSet/checkout-7f9d`, `job-name label`, `named in the problem`.
+    pub how: String,
+}
+
+impl SubjectObject {
+    /// `Kind/name`.
+    pub fn reference(&self) -> String {
+        format!("{}/{}", self.kind, self.name)
+    }
+}
+
+/// Whether what the alert claims is happening, as measured.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SymptomState {
+    /// Measured and present now.
+    Confirmed,
+    /// Measured back to normal, or the alert resolved.
+    Cleared,
+    /// Nothing available could measure it.
+    #[default]
+    Unmeasurable,
+    /// The alert fires by design (a watchdog or dead man's switch): firing is the normal state.
+    ByDesign,
+}
+
+impl SymptomState {
+    pub fn name(self) -> &'static str {
+        match self {
+            SymptomState::Confirmed => "confirmed",
+            SymptomState::Cleared => "cleared",
+            SymptomState::Unmeasurable => "unmeasurable",
+            SymptomState::ByDesign => "by design",
+        }
+    }
+}
+
+/// The symptom step: what the alert claims, and what measuring it found.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct Symptom {
+    pub state: SymptomState,
+    /// What the alert or problem claims, in words (`payments-api 5xx error rate above 1/s`).
+    pub claim: String,
+    /// What was measured (values and times), or what is missing when unmeasurable.
+    pub detail: String,
+    /// When the symptom began, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub onset: Option<DateTime<Utc>>,
+    /// When it cleared, for a cleared symptom.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cleared_at: Option<DateTime<Utc>>,
+    pub evidence: Vec<EvidenceId>,
+}
+
+/// The outcome of one check.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    Ok,
+    Failing,
+    /// A failure that ended before the subject recovered.
+    History,
+    #[default]
+    Unknown,
+}
+
+impl CheckStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckStatus::Ok => "ok",
+            CheckStatus::Failing => "failing",
+            CheckStatus::History => "history",
+            CheckStatus::Unknown => "unknown",
+        }
+    }
+}
+
+/// One check of the cause step, on the subject or a neighbour along an evidenced edge.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct Check {
+    /// The object checked (`pod/x`, `node/y`, `deployment/z`), or empty for the subject as a whole.
+    pub object: String,
+    /// How the object relates to the subject: `subject`, `node of the subject`, `dependency named
+    /// in its logs`, `change to it`, or `no evidenced edge` (reported under "also noticed").
+    pub relation: String,
+    /// What was checked (`container restarts`, `image pull`, `node Ready`, ...).
+    pub check: String,
+    pub status: CheckStatus,
+    pub detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<DateTime<Utc>>,
+    pub evidence: Vec<EvidenceId>,
+}

@@ -1,0 +1,693 @@
+//! Diagnosis step 1: what the alert or problem is about, resolved into objects through the API's
+//! own links (selectors, ownerReferences, job labels), never by name prefixes.
+
+use super::Observations;
+use crate::model::{DeploymentFacts, PodFacts, SubjectObject};
+use std::collections::BTreeMap;
+
+/// Label (or annotation) keys naming one kind of object, in every convention in use:
+/// kube-state-metrics and the kubernetes-mixin, Datadog's `kube_*` tags, OpenTelemetry's `k8s.*`.
+const NAMESPACE_KEYS: &[&str] = &[
+    "namespace",
+    "kube_namespace",
+    "k8s_namespace_name",
+    "exported_namespace",
+    "namespace_name",
+];
+const POD_KEYS: &[&str] = &["pod", "kube_pod", "pod_name", "k8s_pod_name", "exported_pod"];
+const CONTAINER_KEYS: &[&str] = &[
+    "container",
+    "kube_container",
+    "kube_container_name",
+    "container_name",
+    "k8s_container_name",
+];
+const NODE_KEYS: &[&str] = &["node", "kube_node", "k8s_node_name", "nodename", "host"];
+/// Keys naming a workload directly, with the kind they name.
+const WORKLOAD_KEYS: &[(&str, &str)] = &[
+    ("deployment", "Deployment"),
+    ("kube_deployment", "Deployment"),
+    ("k8s_deployment_name", "Deployment"),
+    ("statefulset", "StatefulSet"),
+    ("kube_stateful_set", "StatefulSet"),
+    ("kube_statefulset", "StatefulSet"),
+    ("k8s_statefulset_name", "StatefulSet"),
+    ("daemonset", "DaemonSet"),
+    ("kube_daemon_set", "DaemonSet"),
+    ("kube_daemonset", "DaemonSet"),
+    ("k8s_daemonset_name", "DaemonSet"),
+    ("job_name", "Job"),
+    ("kube_job", "Job"),
+    ("k8s_job_name", "Job"),
+    ("cronjob", "CronJob"),
+    ("kube_cronjob", "CronJob"),
+    ("kube_cron_job", "CronJob"),
+    ("k8s_cronjob_name", "CronJob"),
+    ("replicaset", "ReplicaSet"),
+    ("kube_replica_set", "ReplicaSet"),
+    ("k8s_replicaset_name", "ReplicaSet"),
+];
+const OTHER_KEYS: &[(&str, &str)] = &[
+    ("horizontalpodautoscaler", "HorizontalPodAutoscaler"),
+    ("hpa", "HorizontalPodAutoscaler"),
+    ("persistentvolumeclaim", "PersistentVolumeClaim"),
+    ("kube_persistentvolumeclaim", "PersistentVolumeClaim"),
+    ("datname", "Database"),
+    ("db_instance_identifier", "Database"),
+];
+/// Keys that name an application rather than an object: matched against workloads and pod labels.
+const APP_KEYS: &[&str] = &[
+    "service",
+    "kube_service",
+    "app",
+    "app_kubernetes_io_name",
+    "k8s_app",
+    "application",
+];
+/// Pod labels an application name is carried in.
+const APP_POD_LABELS: &[&str] = &["app", "app.kubernetes.io/name", "k8s-app", "name", "service"];
+
+/// What the investigation is about.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Subject {
+    pub objects: Vec<SubjectObject>,
+    pub namespace: Option<String>,
+    /// Workloads (kind, name) the subject is, or the owners of the pods it names.
+    pub workloads: Vec<(String, String)>,
+    /// Pods that belong to the subject, by name.
+    pub pods: Vec<String>,
+    /// Pods named by the alert itself.
+    pub named_pods: Vec<String>,
+    pub nodes: Vec<String>,
+    pub containers: Vec<String>,
+    /// False when nothing could be resolved: then every object is in scope, as an unscoped look.
+    pub resolved: bool,
+}
+
+impl Subject {
+    pub(crate) fn has_pod(&self, pod: &PodFacts) -> bool {
+        self.pods.iter().any(|p| p == &pod.name)
+            && self
+                .namespace
+                .as_deref()
+                .is_none_or(|ns| super::namespace_or_default(&pod.namespace) == ns)
+    }
+
+    /// The first workload of a kind.
+    pub(crate) fn workload(&self, kind: &str) -> Option<&str> {
+        self.workloads
+            .iter()
+            .find(|(k, _)| k == kind)
+            .map(|(_, n)| n.as_str())
+    }
+
+    /// Whether an object reference (`pod/x`, `deployment/y`, `node/z`) is the subject or part of it.
+    pub(crate) fn covers(&self, reference: &str) -> bool {
+        let Some((kind, name)) = reference.split_once('/') else {
+            return false;
+        };
+        let kind = kind.to_ascii_lowercase();
+        match kind.as_str() {
+            "pod" => self.pods.iter().any(|p| p == name),
+            "node" => self.nodes.iter().any(|n| n == name),
+            _ => {
+                self.workloads
+                    .iter()
+                    .any(|(k, n)| k.eq_ignore_ascii_case(&kind) && n == name)
+                    || self
+                        .objects
+                        .iter()
+                        .any(|o| o.kind.eq_ignore_ascii_case(&kind) && o.name == name)
+            }
+        }
+    }
+}
+
+fn get<'a>(obs: &'a Observations, keys: &[&'static str]) -> Option<(&'static str, &'a str)> {
+    let alert = obs.alert.as_ref()?;
+    for k in keys {
+        let found = alert
+            .labels
+            .get(*k)
+            .or_else(|| alert.annotations.get(*k))
+            .map(String::as_str)
+            .filter(|v| !v.trim().is_empty());
+        if let Some(v) = found {
+            return Some((*k, v));
+        }
+    }
+    None
+}
+
+/// Whether `labels` satisfy a selector's matchLabels and matchExpressions.
+pub(crate) fn selector_matches(
+    match_labels: &BTreeMap<String, String>,
+    expressions: &[String],
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    if match_labels.is_empty() && expressions.is_empty() {
+        return false;
+    }
+    match_labels
+        .iter()
+        .all(|(k, v)| labels.get(k) == Some(v))
+        && expressions.iter().all(|e| expression_matches(e, labels))
+}
+
+fn expression_matches(expr: &str, labels: &BTreeMap<String, String>) -> bool {
+    let mut parts = expr.splitn(3, ' ');
+    let key = parts.next().unwrap_or_default();
+    let op = parts.next().unwrap_or_default();
+    let values: Vec<&str> = parts
+        .next()
+        .unwrap_or_default()
+        .trim_matches(|c| c == '(' || c == ')')
+        .split(',')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .collect();
+    let have = labels.get(key).map(String::as_str);
+    match op {
+        "In" => have.is_some_and(|v| values.contains(&v)),
+        "NotIn" => have.is_none_or(|v| !values.contains(&v)),
+        "Exists" => have.is_some(),
+        "DoesNotExist" => have.is_none(),
+        _ => false,
+    }
+}
+
+/// The ReplicaSet that owns a pod, and that ReplicaSet's facts when they were read.
+fn pod_replica_set<'a>(obs: &'a Observations, pod: &PodFacts) -> Option<(String, Option<&'a DeploymentFacts>)> {
+    let rs = super::pod_rs(pod)?;
+    let facts = obs
+        .replica_sets
+        .iter()
+        .find(|r| r.name == rs && same_ns(&r.namespace, &pod.namespace));
+    Some((rs, facts))
+}
+
+fn same_ns(a: &str, b: &str) -> bool {
+    super::namespace_or_default(a) == super::namespace_or_default(b)
+}
+
+/// The workload (kind, name) that controls a pod, through ownerReferences: a ReplicaSet's
+/// Deployment (from the ReplicaSet's own owner, else the `pod-template-hash` the controller
+/// appends to the ReplicaSet's name), a Job's CronJob.
+pub(crate) fn workload_of(obs: &Observations, pod: &PodFacts) -> Option<(String, String)> {
+    let (kind, name) = pod.owner.as_deref()?.split_once('/')?;
+    match kind {
+        "ReplicaSet" => {
+            if let Some((_, Some(rs))) = pod_replica_set(obs, pod)
+                && let Some((k, n)) = rs.owner.as_deref().and_then(|o| o.split_once('/'))
+            {
+                return Some((k.to_string(), n.to_string()));
+            }
+            // The controller names a ReplicaSet `<deployment>-<pod-template-hash>`.
+            let hash = pod.labels.get("pod-template-hash")?;
+            let dep = name.strip_suffix(&format!("-{hash}"))?;
+            Some(("Deployment".to_string(), dep.to_string()))
+        }
+        "Job" => {
+            let cron = obs
+                .workloads
+                .iter()
+                .find(|w| w.kind == "Job" && w.name == name && same_ns(&w.namespace, &pod.namespace))
+                .and_then(|w| w.owner.as_deref())
+                .and_then(|o| o.split_once('/'))
+                .filter(|(k, _)| *k == "CronJob");
+            match cron {
+                Some((k, n)) => Some((k.to_string(), n.to_string())),
+                None => Some(("Job".to_string(), name.to_string())),
+            }
+        }
+        _ => Some((kind.to_string(), name.to_string())),
+    }
+}
+
+/// Whether a pod belongs to a workload, by the API's links: ownerReferences (through the
+/// ReplicaSet or Job), the workload's selector, a Job's `job-name`/`controller-uid` labels.
+pub(crate) fn pod_belongs(obs: &Observations, pod: &PodFacts, kind: &str, name: &str) -> bool {
+    let owner = pod.owner.as_deref().and_then(|o| o.split_once('/'));
+    if owner.is_some_and(|(k, n)| k == kind && n == name) {
+        return true;
+    }
+    if let Some((k, n)) = workload_of(obs, pod)
+        && k == kind
+        && n == name
+    {
+        return true;
+    }
+    match kind {
+        "Deployment" => obs
+            .deployments
+            .iter()
+            .find(|d| d.name == name && same_ns(&d.namespace, &pod.namespace))
+            .is_some_and(|d| {
+                owner.is_none_or(|(k, _)| k == "ReplicaSet")
+                    && selector_matches(&d.selector, &d.selector_expressions, &pod.labels)
+            }),
+        "ReplicaSet" => owner.is_some_and(|(k, n)| k == "ReplicaSet" && n == name),
+        "Job" => {
+            let by_label = ["job-name", "batch.kubernetes.io/job-name"]
+                .iter()
+                .any(|k| pod.labels.get(*k).is_some_and(|v| v == name));
+            let uid = obs
+                .workloads
+                .iter()
+                .find(|w| w.kind == "Job" && w.name == name && same_ns(&w.namespace, &pod.namespace))
+                .map(|w| w.uid.as_str())
+                .filter(|u| !u.is_empty());
+            by_label
+                || uid.is_some_and(|u| {
+                    ["controller-uid", "batch.kubernetes.io/controller-uid"]
+                        .iter()
+                        .any(|k| pod.labels.get(*k).is_some_and(|v| v == u))
+                })
+        }
+        "CronJob" => {
+            let job = ["job-name", "batch.kubernetes.io/job-name"]
+                .iter()
+                .find_map(|k| pod.labels.get(*k))
+                .or_else(|| {
+                    owner
+                        .filter(|(k, _)| *k == "Job")
+                        .map(|(_, n)| n)
+                        .and_then(|n| obs.workloads.iter().find(|w| w.name == n).map(|w| &w.name))
+                });
+            let Some(job) = job else { return false };
+            match obs
+                .workloads
+                .iter()
+                .find(|w| w.kind == "Job" && &w.name == job && same_ns(&w.namespace, &pod.namespace))
+            {
+                Some(w) => w.owner.as_deref() == Some(&format!("CronJob/{name}")),
+                // The Jobs could not be read: the CronJob controller names its Jobs
+                // `<cronjob>-<scheduled minute>`.
+                None => job
+                    .strip_prefix(name)
+                    .and_then(|rest| rest.strip_prefix('-'))
+                    .is_some_and(|t| !t.is_empty() && t.chars().all(|c| c.is_ascii_digit())),
+            }
+        }
+        _ => obs
+            .workloads
+            .iter()
+            .find(|w| w.kind == kind && w.name == name && same_ns(&w.namespace, &pod.namespace))
+            .is_some_and(|w| selector_matches(&w.selector, &w.selector_expressions, &pod.labels)),
+    }
+}
+
+/// Whether `name` appears in `text` as a whole name (not as part of a longer one).
+pub(crate) fn mentions(text: &str, name: &str) -> bool {
+    if name.is_empty() {
+        return false;
+    }
+    let is_name_char = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.';
+    let text_l = text.to_lowercase();
+    let name_l = name.to_lowercase();
+    let mut start = 0;
+    while let Some(i) = text_l[start..].find(&name_l) {
+        let at = start + i;
+        let end = at + name_l.len();
+        let before = text_l[..at].chars().next_back();
+        let after = text_l[end..].chars().next();
+        // A trailing dot ends a sentence, not a name.
+        let after_ok = match after {
+            None => true,
+            Some('.') => text_l[end + 1..]
+                .chars()
+                .next()
+                .is_none_or(|c| !is_name_char(c)),
+            Some(c) => !is_name_char(c),
+        };
+        if before.is_none_or(|c| !is_name_char(c)) && after_ok {
+            return true;
+        }
+        start = at + name_l.len().max(1);
+        if start >= text_l.len() {
+            break;
+        }
+    }
+    false
+}
+
+/// Resolve the subject of the alert or problem.
+pub(crate) fn resolve(obs: &Observations) -> Subject {
+    let mut s = Subject::default();
+    let add = |s: &mut Subject, kind: &str, name: &str, ns: &str, how: String| {
+        if !s.objects.iter().any(|o| o.kind == kind && o.name == name) {
+            s.objects.push(SubjectObject {
+                kind: kind.to_string(),
+                name: name.to_string(),
+                namespace: ns.to_string(),
+                how,
+            });
+        }
+    };
+    if let Some((key, ns)) = get(obs, NAMESPACE_KEYS) {
+        s.namespace = Some(ns.to_string());
+        add(&mut s, "Namespace", ns, "", format!("label {key}={ns}"));
+    }
+    let ns = s.namespace.clone().unwrap_or_default();
+    let scope_ns = s.namespace.clone();
+    let in_ns = |n: &str| scope_ns.as_deref().is_none_or(|x| same_ns(x, n));
+    let pods: Vec<&PodFacts> = obs.pods.iter().filter(|p| in_ns(&p.namespace)).collect();
+
+    // Workloads named by a label.
+    let alert = obs.alert.as_ref();
+    let value = |k: &str| {
+        alert.and_then(|a| {
+            a.labels
+                .get(k)
+                .or_else(|| a.annotations.get(k))
+                .filter(|v| !v.trim().is_empty())
+        })
+    };
+    for (key, kind) in WORKLOAD_KEYS {
+        if let Some(v) = value(key) {
+            s.workloads.push((kind.to_string(), v.clone()));
+            add(&mut s, kind, v, &ns, format!("label {key}={v}"));
+        }
+    }
+    if let (Some(kind), Some(name)) = (value("workload_type"), value("workload_name")) {
+        let kind = canonical_kind(kind);
+        if !s.workloads.iter().any(|(k, n)| k == &kind && n == name) {
+            s.workloads.push((kind.clone(), name.clone()));
+            add(&mut s, &kind, name, &ns, format!("labels workload_type, workload_name={name}"));
+        }
+    }
+    // `job` is also Prometheus's scrape job (`kube-state-metrics`): a Job only when one by that
+    // name exists, or pods carry it as their `job-name`.
+    if let Some(v) = value("job")
+        && !s.workloads.iter().any(|(k, _)| k == "Job")
+        && (obs.workloads.iter().any(|w| w.kind == "Job" && &w.name == v)
+            || pods
+                .iter()
+                .any(|p| p.labels.get("job-name").is_some_and(|j| j == v)))
+    {
+        s.workloads.push(("Job".to_string(), v.clone()));
+        add(&mut s, "Job", v, &ns, format!("label job={v} names a Job"));
+    }
+    for (key, kind) in OTHER_KEYS {
+        if let Some(v) = value(key) {
+            add(&mut s, kind, v, &ns, format!("label {key}={v}"));
+        }
+    }
+    if let Some((key, c)) = get(obs, CONTAINER_KEYS) {
+        s.containers.push(c.to_string());
+        add(&mut s, "Container", c, &ns, format!("label {key}={c}"));
+    }
+    // Pods named by a label.
+    if let Some((key, p)) = get(obs, POD_KEYS) {
+        s.named_pods.push(p.to_string());
+        add(&mut s, "Pod", p, &ns, format!("label {key}={p}"));
+    }
+    // Nodes: by label, or an `instance` that is a node's name (with its port dropped).
+    if let Some((key, n)) = get(obs, NODE_KEYS)
+        && (obs.nodes.is_empty() || obs.nodes.iter().any(|x| x.name == n))
+    {
+        s.nodes.push(n.to_string());
+        add(&mut s, "Node", n, "", format!("label {key}={n}"));
+    }
+    if let Some(inst) = value("instance") {
+        let host = inst.rsplit_once(':').map(|(h, _)| h).unwrap_or(inst);
+        if let Some(node) = obs.nodes.iter().find(|n| n.name == host || n.name == *inst) {
+            s.nodes.push(node.name.clone());
+            add(&mut s, "Node", &node.name, "", format!("label instance={inst} is a node"));
+        }
+    }
+    // An application name: a workload of that name, else the pods labelled with it.
+    if s.workloads.is_empty() && s.named_pods.is_empty() {
+        for key in APP_KEYS {
+            let Some(app) = value(key) else { continue };
+            if let Some((kind, name)) = workload_named(obs, app, &s.namespace) {
+                s.workloads.push((kind.clone(), name.clone()));
+                add(&mut s, &kind, &name, &ns, format!("label {key}={app} names the {kind}"));
+                break;
+            }
+            let labelled: Vec<&PodFacts> = pods
+                .iter()
+                .copied()
+                .filter(|p| APP_POD_LABELS.iter().any(|l| p.labels.get(*l) == Some(app)))
+                .collect();
+            if !labelled.is_empty() {
+                for p in labelled {
+                    if let Some(w) = workload_of(obs, p)
+                        && !s.workloads.contains(&w)
+                    {
+                        add(&mut s, &w.0, &w.1, &ns, format!("its pods carry the label {key}={app}"));
+                        s.workloads.push(w);
+                    }
+                    if !s.pods.contains(&p.name) {
+                        s.pods.push(p.name.clone());
+                    }
+                }
+                break;
+            }
+        }
+    }
+    // Names in the alert's text or the problem's words, longest first so `checkout-worker` is not
+    // taken for `checkout`.
+    if s.workloads.is_empty() && s.named_pods.is_empty() {
+        let mut text = String::new();
+        if let Some(a) = alert {
+            for (k, v) in &a.annotations {
+                if ["summary", "description", "message", "title"].contains(&k.as_str()) {
+                    text.push_str(v);
+                    text.push('\n');
+                }
+            }
+        }
+        if let Some(p) = &obs.problem {
+            text.push_str(p);
+        }
+        let mut named: Vec<(String, String)> = obs
+            .deployments
+            .iter()
+            .filter(|d| in_ns(&d.namespace))
+            .map(|d| ("Deployment".to_string(), d.name.clone()))
+            .chain(
+                obs.workloads
+                    .iter()
+                    .filter(|w| in_ns(&w.namespace))
+                    .map(|w| (w.kind.clone(), w.name.clone())),
+            )
+            .filter(|(_, n)| mentions(&text, n))
+            .collect();
+        named.sort_by_key(|(_, n)| std::cmp::Reverse(n.len()));
+        if let Some((kind, name)) = named.first().cloned() {
+            let how = if obs.problem.is_some() {
+                "named in the problem"
+            } else {
+                "named in the alert's text"
+            };
+            add(&mut s, &kind, &name, &ns, how.to_string());
+            s.workloads.push((kind, name));
+        } else if let Some(p) = pods.iter().filter(|p| mentions(&text, &p.name)).max_by_key(|p| p.name.len()) {
+            s.named_pods.push(p.name.clone());
+            add(&mut s, "Pod", &p.name, &ns, "named in the alert's text".to_string());
+        }
+    }
+    // A named pod's owner joins the subject, found through its ownerReferences.
+    for name in s.named_pods.clone() {
+        if let Some(p) = pods.iter().find(|p| p.name == name) {
+            if !s.pods.contains(&p.name) {
+                s.pods.push(p.name.clone());
+            }
+            if let Some(w) = workload_of(obs, p)
+                && !s.workloads.contains(&w)
+            {
+                let how = format!("owner of pod {} (ownerReferences)", p.name);
+                add(&mut s, &w.0, &w.1, &ns, how);
+                s.workloads.push(w);
+            }
+        } else if !s.pods.contains(&name) {
+            // Named but not (or no longer) listed: keep it, it is still what the alert is about.
+            s.pods.push(name);
+        }
+    }
+    // The workloads' pods, by their links.
+    for (kind, name) in s.workloads.clone() {
+        let how = match kind.as_str() {
+            "Job" => "job-name / controller-uid labels, ownerReferences",
+            "CronJob" => "ownerReferences through its Jobs",
+            _ => "selector and ownerReferences",
+        };
+        for p in &pods {
+            if !s.pods.contains(&p.name) && pod_belongs(obs, p, &kind, &name) {
+                s.pods.push(p.name.clone());
+                add(&mut s, "Pod", &p.name, &p.namespace, format!("{kind}/{name}: {how}"));
+            }
+        }
+    }
+    // The nodes the subject's pods run on are neighbours along an evidenced edge.
+    for p in &pods {
+        if s.pods.contains(&p.name)
+            && let Some(n) = &p.node
+            && !s.nodes.contains(n)
+        {
+            s.nodes.push(n.clone());
+        }
+    }
+    s.resolved = !s.workloads.is_empty() || !s.pods.is_empty() || !s.nodes.is_empty();
+    s
+}
+
+/// A workload whose name is exactly `name` (deployments first).
+fn workload_named(obs: &Observations, name: &str, ns: &Option<String>) -> Option<(String, String)> {
+    let in_ns = |n: &str| ns.as_deref().is_none_or(|x| same_ns(x, n));
+    obs.deployments
+        .iter()
+        .find(|d| d.name == name && in_ns(&d.namespace))
+        .map(|d| ("Deployment".to_string(), d.name.clone()))
+        .or_else(|| {
+            obs.workloads
+                .iter()
+                .find(|w| w.name == name && in_ns(&w.namespace))
+                .map(|w| (w.kind.clone(), w.name.clone()))
+        })
+}
+
+/// `deployment` -> `Deployment`, `statefulset` -> `StatefulSet`, ...
+fn canonical_kind(kind: &str) -> String {
+    match kind.to_ascii_lowercase().replace(['_', '-'], "").as_str() {
+        "deployment" => "Deployment",
+        "statefulset" => "StatefulSet",
+        "daemonset" => "DaemonSet",
+        "job" => "Job",
+        "cronjob" => "CronJob",
+        "replicaset" => "ReplicaSet",
+        "pod" => "Pod",
+        _ => return kind.to_string(),
+    }
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Alert, WorkloadFacts};
+
+    fn pod(name: &str, owner: &str, labels: &[(&str, &str)]) -> PodFacts {
+        PodFacts {
+            name: name.into(),
+            namespace: "shop".into(),
+            owner: (!owner.is_empty()).then(|| owner.to_string()),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..PodFacts::default()
+        }
+    }
+
+    fn alert(labels: &[(&str, &str)]) -> Alert {
+        Alert {
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Alert::default()
+        }
+    }
+
+    #[test]
+    fn a_deployment_owns_its_pods_by_link_not_by_name_prefix() {
+        let obs = Observations {
+            alert: Some(alert(&[("namespace", "shop"), ("deployment", "checkout")])),
+            pods: vec![
+                pod(
+                    "checkout-6f7c9-abcde",
+                    "ReplicaSet/checkout-6f7c9",
+                    &[("app", "checkout"), ("pod-template-hash", "6f7c9")],
+                ),
+                pod(
+                    "checkout-worker-5d4c3-zzzzz",
+                    "ReplicaSet/checkout-worker-5d4c3",
+                    &[("app", "checkout-worker"), ("pod-template-hash", "5d4c3")],
+                ),
+            ],
+            ..Observations::default()
+        };
+        let s = resolve(&obs);
+        assert_eq!(s.pods, vec!["checkout-6f7c9-abcde".to_string()]);
+        assert!(s.covers("deployment/checkout") && !s.covers("pod/checkout-worker-5d4c3-zzzzz"));
+    }
+
+    #[test]
+    fn kube_state_metrics_scrape_job_is_not_a_job_but_job_name_is() {
+        let obs = Observations {
+            alert: Some(alert(&[
+                ("namespace", "shop"),
+                ("job", "kube-state-metrics"),
+                ("job_name", "nightly-import"),
+            ])),
+            pods: vec![
+                pod(
+                    "nightly-import-x7k2p",
+                    "Job/nightly-import",
+                    &[("job-name", "nightly-import")],
+                ),
+                pod("web-1", "ReplicaSet/web-7c", &[("pod-template-hash", "7c")]),
+            ],
+            ..Observations::default()
+        };
+        let s = resolve(&obs);
+        assert_eq!(s.workloads, vec![("Job".to_string(), "nightly-import".to_string())]);
+        assert_eq!(s.pods, vec!["nightly-import-x7k2p".to_string()]);
+    }
+
+    #[test]
+    fn a_cronjob_reaches_its_pods_through_its_jobs() {
+        let obs = Observations {
+            alert: Some(alert(&[("namespace", "shop"), ("cronjob", "report")])),
+            workloads: vec![WorkloadFacts {
+                kind: "Job".into(),
+                name: "report-29100".into(),
+                namespace: "shop".into(),
+                owner: Some("CronJob/report".into()),
+                ..WorkloadFacts::default()
+            }],
+            pods: vec![
+                pod("report-29100-abcde", "Job/report-29100", &[("job-name", "report-29100")]),
+                pod("reporter-1", "", &[]),
+            ],
+            ..Observations::default()
+        };
+        let s = resolve(&obs);
+        assert_eq!(s.pods, vec!["report-29100-abcde".to_string()]);
+    }
+
+    #[test]
+    fn a_named_pod_brings_its_owner_and_siblings() {
+        let obs = Observations {
+            alert: Some(alert(&[("namespace", "shop"), ("pod", "db-0")])),
+            pods: vec![
+                pod("db-0", "StatefulSet/db", &[("app", "db")]),
+                pod("db-1", "StatefulSet/db", &[("app", "db")]),
+                pod("web-1", "ReplicaSet/web-7c", &[("pod-template-hash", "7c")]),
+            ],
+            ..Observations::default()
+        };
+        let s = resolve(&obs);
+        assert_eq!(s.workload("StatefulSet"), Some("db"));
+        assert_eq!(s.pods, vec!["db-0".to_string(), "db-1".to_string()]);
+    }
+
+    #[test]
+    fn names_in_text_match_whole_names_only() {
+        assert!(mentions("checkout is slow.", "checkout"));
+        assert!(!mentions("checkout-worker is slow", "checkout"));
+        assert!(mentions("pods of checkout-worker.", "checkout-worker"));
+        assert!(!mentions("", "x"));
+    }
+
+    #[test]
+    fn selector_expressions_are_honoured() {
+        let labels: BTreeMap<String, String> =
+            [("tier".to_string(), "web".to_string())].into_iter().collect();
+        assert!(selector_matches(&BTreeMap::new(), &["tier In (web,api)".into()], &labels));
+        assert!(!selector_matches(&BTreeMap::new(), &["tier NotIn (web)".into()], &labels));
+        assert!(!selector_matches(&BTreeMap::new(), &[], &labels));
+    }
+}

@@ -1,0 +1,564 @@
+//! Diagnosis step 2: what the alert claims, measured now and over the window: confirmed,
+//! cleared, unmeasurable (naming what is missing), or firing by design.
+
+use super::{Ctx, metrics, promql};
+use crate::model::{AlertStatus, PodFacts, Symptom, SymptomState};
+use chrono::{DateTime, Utc};
+
+/// Alerts that fire all the time on purpose: the alerting pipeline's heartbeat.
+const BY_DESIGN: &[&str] = &[
+    "watchdog",
+    "infoinhibitor",
+    "deadmansswitch",
+    "deadmanswitch",
+    "deadmanssnitch",
+    "heartbeat",
+    "alwaysfiring",
+];
+
+/// A restart this recent still counts as the crash loop going on.
+const RECENT_RESTART_MINUTES: f64 = 15.0;
+
+/// What kind of thing an alert claims, which decides what can measure it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// Containers restarting or crash-looping.
+    Restarts,
+    /// Pods not ready, replicas missing, a rollout not progressing, containers waiting.
+    Availability,
+    /// A Job that failed or did not complete.
+    JobFailed,
+    /// A node not Ready.
+    NodeReady,
+    /// Latency: only a latency metric measures it.
+    Latency,
+    /// Errors: only an error metric measures it.
+    Errors,
+    /// CPU, memory, disk, throttling, saturation.
+    Saturation,
+    /// Anything else: only the alert's own expression measures it.
+    Other,
+}
+
+impl Claim {
+    fn words(self) -> &'static str {
+        match self {
+            Claim::Restarts => "containers restarting",
+            Claim::Availability => "pods not ready",
+            Claim::JobFailed => "a failed Job",
+            Claim::NodeReady => "a node not Ready",
+            Claim::Latency => "latency",
+            Claim::Errors => "an error rate",
+            Claim::Saturation => "saturation",
+            Claim::Other => "the alert's condition",
+        }
+    }
+}
+
+/// Whether the alert fires by design (a watchdog).
+pub(crate) fn by_design(ctx: &Ctx) -> bool {
+    let Some(alert) = ctx.obs.alert.as_ref() else {
+        return false;
+    };
+    let name = alert.name().to_lowercase().replace(['_', '-', ' ', '\''], "");
+    let expr_always = metrics::alert_expr(ctx)
+        .is_some_and(|e| e.replace(' ', "") == "vector(1)");
+    BY_DESIGN.contains(&name.as_str()) || expr_always
+}
+
+/// The kind of claim, from the alert's name and summary (or the problem's words) and its expression.
+pub(crate) fn claim(ctx: &Ctx) -> Claim {
+    let mut text = String::new();
+    if let Some(a) = &ctx.obs.alert {
+        text.push_str(a.name());
+        text.push(' ');
+        for k in ["summary", "description", "message"] {
+            if let Some(v) = a.annotations.get(k) {
+                text.push_str(v);
+                text.push(' ');
+            }
+        }
+    }
+    if let Some(p) = &ctx.obs.problem {
+        text.push_str(p);
+    }
+    let name = ctx
+        .obs
+        .alert
+        .as_ref()
+        .map(|a| a.name().to_lowercase())
+        .unwrap_or_default();
+    let t = text.to_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| t.contains(w));
+    let name_has = |words: &[&str]| words.iter().any(|w| name.contains(w));
+    if let Some(p) = metrics::parsed_alert(ctx) {
+        if p.measures_latency() {
+            return Claim::Latency;
+        }
+        if p.counts_errors() && !name_has(&["job", "pod", "container"]) {
+            return Claim::Errors;
+        }
+    }
+    if name_has(&["job"]) && name_has(&["fail", "notcompleted", "not_completed", "error"]) {
+        return Claim::JobFailed;
+    }
+    if name_has(&["node"]) && name_has(&["notready", "not_ready", "unreachable", "down"]) {
+        return Claim::NodeReady;
+    }
+    if name_has(&["crashloop", "restart", "oom"]) || (name.is_empty() && has(&["crash", "restart", "oom"])) {
+        return Claim::Restarts;
+    }
+    if name_has(&[
+        "notready",
+        "not_ready",
+        "nothealthy",
+        "replicasmismatch",
+        "rollout",
+        "generationmismatch",
+        "unavailable",
+        "pending",
+        "containerwaiting",
+        "imagepull",
+        "misscheduled",
+        "notscheduled",
+        "podnot",
+    ]) {
+        return Claim::Availability;
+    }
+    if has(&["latency", "slow", "duration", "response time", "p99", "p95", "hang", "timeout", "timing out"]) {
+        return Claim::Latency;
+    }
+    if has(&["cpu", "throttl", "memory", "disk", "filling", "saturat", "quota", "space", "inode", "connections"]) {
+        return Claim::Saturation;
+    }
+    if has(&["error", "5xx", "failure rate", "failing requests", "500s"]) {
+        return Claim::Errors;
+    }
+    if has(&["crash", "restart", "oom"]) {
+        return Claim::Restarts;
+    }
+    if has(&["not ready", "down", "unavailable", "pending", "imagepull", "waiting"]) {
+        return Claim::Availability;
+    }
+    Claim::Other
+}
+
+fn hhmm(t: DateTime<Utc>) -> String {
+    t.format("%H:%M UTC").to_string()
+}
+
+fn from_secs(t: f64) -> Option<DateTime<Utc>> {
+    DateTime::from_timestamp(t as i64, 0)
+}
+
+/// Measure the symptom.
+pub(crate) fn measure(ctx: &Ctx) -> Symptom {
+    let claim = claim(ctx);
+    let claim_text = claim_text(ctx, claim);
+    let mut s = Symptom {
+        claim: claim_text,
+        ..Symptom::default()
+    };
+    if by_design(ctx) {
+        let expr = metrics::alert_expr(ctx).unwrap_or_default();
+        s.state = SymptomState::ByDesign;
+        s.detail = format!(
+            "{} fires by design{}: it is the alerting pipeline's heartbeat, so firing is its normal state",
+            ctx.obs.alert.as_ref().map(|a| a.name()).unwrap_or("the alert"),
+            if expr.is_empty() { String::new() } else { format!(" (expression {expr})") }
+        );
+        s.evidence = ctx.ev(&["alerts", "alert_rules"]);
+        return s;
+    }
+    if let Some(a) = &ctx.obs.alert
+        && a.status == AlertStatus::Resolved
+    {
+        s.state = SymptomState::Cleared;
+        s.cleared_at = a.ends_at.filter(|t| t.timestamp() > 0);
+        s.detail = match s.cleared_at {
+            Some(t) => format!("the alert resolved at {}", hhmm(t)),
+            None => "the alert resolved".to_string(),
+        };
+        s.onset = a.starts_at.filter(|t| t.timestamp() > 0);
+        s.evidence = ctx.ev(&["alerts"]);
+        return s;
+    }
+    if let Some(m) = measure_expression(ctx, &mut s) {
+        return m;
+    }
+    let k8s = match claim {
+        Claim::Restarts => measure_restarts(ctx, &mut s),
+        Claim::Availability => measure_availability(ctx, &mut s),
+        Claim::JobFailed => measure_job(ctx, &mut s),
+        Claim::NodeReady => measure_nodes(ctx, &mut s),
+        _ => false,
+    };
+    if k8s {
+        return s;
+    }
+    s.state = SymptomState::Unmeasurable;
+    s.detail = missing(ctx, claim);
+    s
+}
+
+fn claim_text(ctx: &Ctx, claim: Claim) -> String {
+    if let Some(a) = &ctx.obs.alert {
+        let summary = a
+            .annotations
+            .get("summary")
+            .or_else(|| a.annotations.get("description"))
+            .or_else(|| a.annotations.get("message"))
+            .map(|s| super::logs::short(s))
+            .unwrap_or_default();
+        if summary.is_empty() {
+            format!("{}: {}", a.name(), claim.words())
+        } else {
+            format!("{}: {summary}", a.name())
+        }
+    } else if let Some(p) = &ctx.obs.problem {
+        format!("\"{}\" ({})", super::logs::short(p), claim.words())
+    } else {
+        claim.words().to_string()
+    }
+}
+
+/// Why nothing could measure the claim.
+fn missing(ctx: &Ctx, claim: Claim) -> String {
+    let what = match claim {
+        Claim::Latency => "no latency metric",
+        Claim::Errors => "no error metric",
+        Claim::Saturation => "no saturation metric",
+        Claim::Restarts | Claim::Availability | Claim::JobFailed => "no pod of the subject was seen",
+        Claim::NodeReady => "the node was not seen",
+        Claim::Other => "nothing measured the alert's condition",
+    };
+    let source = match claim {
+        Claim::Restarts | Claim::Availability | Claim::JobFailed | Claim::NodeReady => "kubernetes",
+        _ => "prometheus",
+    };
+    let why = match ctx.obs.coverage.get(source) {
+        None => String::new(),
+        Some(c) if !c.configured => format!("{source} is not configured"),
+        Some(c) if c.status() == "failed" => format!(
+            "{source} failed: {}",
+            c.error.as_deref().unwrap_or("error")
+        ),
+        Some(c) if c.status() == "empty" => format!("{source} answered with no data"),
+        Some(_) if source == "prometheus" && metrics::alert_expr(ctx).is_some() => {
+            "the alert's expression returned no data".to_string()
+        }
+        Some(_) if source == "prometheus" => "the alert carries no expression to measure".to_string(),
+        Some(_) => String::new(),
+    };
+    if why.is_empty() {
+        what.to_string()
+    } else {
+        format!("{what}: {why}")
+    }
+}
+
+/// The alert's own expression against its threshold, when Prometheus returned its series.
+fn measure_expression(ctx: &Ctx, s: &mut Symptom) -> Option<Symptom> {
+    let p: promql::AlertExpr = metrics::parsed_alert(ctx)?;
+    let own = metrics::own_series(ctx, &p);
+    if own.is_empty() {
+        return None;
+    }
+    let evidence = ctx.ev(&["metrics", "alert_rules"]);
+    let label = |name: &str| if name.is_empty() { p.base.clone() } else { name.to_string() };
+    match p.threshold {
+        Some(th) => {
+            let breaching: Vec<_> = own
+                .iter()
+                .filter(|x| x.points.last().is_some_and(|(_, v)| th.breached(*v)))
+                .collect();
+            if let Some(x) = breaching.first() {
+                let (_, last) = x.points.last().copied().unwrap_or_default();
+                // The onset: the start of the last run of breaching points.
+                let onset = x
+                    .points
+                    .iter()
+                    .rev()
+                    .take_while(|(_, v)| th.breached(*v))
+                    .last()
+                    .and_then(|(t, _)| from_secs(*t));
+                s.state = SymptomState::Confirmed;
+                s.onset = onset;
+                s.detail = format!(
+                    "{} is {} against the alert's threshold {} {}{}",
+                    label(&x.name),
+                    fmt(last),
+                    th.op,
+                    fmt(th.value),
+                    onset.map(|t| format!(", breaching since {}", hhmm(t))).unwrap_or_default()
+                );
+            } else {
+                let last_breach = own
+                    .iter()
+                    .flat_map(|x| x.points.iter())
+                    .filter(|(_, v)| th.breached(*v))
+                    .map(|(t, _)| *t)
+                    .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.max(t))));
+                let x = own[0];
+                let (_, last) = x.points.last().copied().unwrap_or_default();
+                s.state = SymptomState::Cleared;
+                s.cleared_at = last_breach.and_then(from_secs);
+                s.detail = match s.cleared_at {
+                    Some(t) => format!(
+                        "{} is back to {} within the threshold {} {}; last breach at {}",
+                        label(&x.name),
+                        fmt(last),
+                        th.op,
+                        fmt(th.value),
+                        hhmm(t)
+                    ),
+                    None => format!(
+                        "{} is {} within the threshold {} {} over the whole window",
+                        label(&x.name),
+                        fmt(last),
+                        th.op,
+                        fmt(th.value)
+                    ),
+                };
+            }
+        }
+        None => {
+            // No comparison: the expression returning series is the condition holding.
+            let x = own[0];
+            s.state = SymptomState::Confirmed;
+            s.onset = x.points.first().and_then(|(t, _)| from_secs(*t));
+            s.detail = format!(
+                "the alert's expression returns {} series now ({} = {})",
+                own.len(),
+                label(&x.name),
+                fmt(x.points.last().map(|(_, v)| *v).unwrap_or_default())
+            );
+        }
+    }
+    s.evidence = evidence;
+    Some(s.clone())
+}
+
+fn fmt(v: f64) -> String {
+    if v.abs() >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}").trim_end_matches('0').to_string()
+    }
+}
+
+/// The subject's pods that are still meant to run (not being deleted).
+fn live_subject_pods<'a>(ctx: &Ctx<'a>) -> Vec<&'a PodFacts> {
+    ctx.pods()
+        .into_iter()
+        .filter(|p| ctx.pod_in_scope(p) && !p.deleting)
+        .collect()
+}
+
+fn scope_name(ctx: &Ctx) -> String {
+    ctx.subject
+        .workloads
+        .first()
+        .map(|(k, n)| format!("{} {n}", k.to_lowercase()))
+        .or_else(|| ctx.subject.named_pods.first().map(|p| format!("pod {p}")))
+        .unwrap_or_else(|| "the subject".to_string())
+}
+
+/// Restarts and crash loops, from the pods' container statuses.
+fn measure_restarts(ctx: &Ctx, s: &mut Symptom) -> bool {
+    let pods = live_subject_pods(ctx);
+    let all: Vec<&PodFacts> = ctx.pods().into_iter().filter(|p| ctx.pod_in_scope(p)).collect();
+    if all.is_empty() {
+        return false;
+    }
+    s.evidence = ctx.ev(&["kubernetes/pods", "kubernetes/events"]);
+    let recent = |t: Option<DateTime<Utc>>| t.is_some_and(|t| ctx.minutes_ago(t) < RECENT_RESTART_MINUTES);
+    let mut looping = Vec::new();
+    let mut last_restart: Option<DateTime<Utc>> = None;
+    for p in &pods {
+        for c in &p.containers {
+            if c.last_finished_at.is_some() {
+                last_restart = last_restart.max(c.last_finished_at);
+            }
+            let waiting_bad = c.state == "waiting"
+                && c.reason.as_deref().is_some_and(|r| r != "ContainerCreating" && r != "PodInitializing");
+            let failed = c.state == "terminated" && c.exit_code.is_some_and(|e| e != 0);
+            if waiting_bad || failed || (c.restart_count > 0 && recent(c.last_finished_at)) {
+                looping.push(format!(
+                    "{}/{} {} ({} restarts{})",
+                    p.name,
+                    c.name,
+                    c.reason.as_deref().unwrap_or(if c.ready { "running" } else { "not ready" }),
+                    c.restart_count,
+                    c.last_finished_at.map(|t| format!(", last exit {}", hhmm(t))).unwrap_or_default()
+                ));
+            }
+        }
+    }
+    if !looping.is_empty() {
+        s.state = SymptomState::Confirmed;
+        s.onset = last_restart;
+        s.detail = format!("restarting now: {}", super::list_names(&looping, 3));
+        return true;
+    }
+    if pods.is_empty() {
+        s.state = SymptomState::Cleared;
+        s.detail = format!(
+            "the pods the alert is about are being deleted ({}), and no live pod of {} is restarting",
+            super::list_names(&all.iter().map(|p| p.name.clone()).collect::<Vec<_>>(), 3),
+            scope_name(ctx)
+        );
+        return true;
+    }
+    if pods.iter().all(|p| p.ready()) {
+        s.state = SymptomState::Cleared;
+        s.cleared_at = last_restart;
+        s.detail = match last_restart {
+            Some(t) => format!(
+                "all {} pods of {} are Ready; the last restart was at {} ({:.0} min ago), none since",
+                pods.len(),
+                scope_name(ctx),
+                hhmm(t),
+                ctx.minutes_ago(t)
+            ),
+            None => format!(
+                "all {} pods of {} are Ready and no container has a recorded restart",
+                pods.len(),
+                scope_name(ctx)
+            ),
+        };
+        return true;
+    }
+    false
+}
+
+/// Readiness and replica counts, from the pods and their controllers.
+fn measure_availability(ctx: &Ctx, s: &mut Symptom) -> bool {
+    let pods = live_subject_pods(ctx);
+    let mut short: Vec<String> = Vec::new();
+    for d in ctx.obs.deployments.iter().filter(|d| ctx.subject.covers(&format!("deployment/{}", d.name))) {
+        if d.ready_replicas < d.replicas || d.updated_replicas < d.replicas {
+            short.push(format!(
+                "deployment {} has {} of {} replicas ready ({} updated)",
+                d.name, d.ready_replicas, d.replicas, d.updated_replicas
+            ));
+        }
+    }
+    for w in ctx.obs.workloads.iter().filter(|w| ctx.subject.covers(&format!("{}/{}", w.kind, w.name))) {
+        if matches!(w.kind.as_str(), "StatefulSet" | "DaemonSet") && (w.ready < w.desired || w.unavailable > 0) {
+            short.push(format!(
+                "{} {} has {} of {} pods ready",
+                w.kind.to_lowercase(),
+                w.name,
+                w.ready,
+                w.desired
+            ));
+        }
+    }
+    let not_ready: Vec<String> = pods
+        .iter()
+        .filter(|p| !p.ready() && p.phase != "Succeeded")
+        .map(|p| {
+            let why = p
+                .containers
+                .iter()
+                .find_map(|c| c.reason.clone())
+                .unwrap_or_else(|| p.phase.clone());
+            format!("{} ({why})", p.name)
+        })
+        .collect();
+    if pods.is_empty() && short.is_empty() {
+        return false;
+    }
+    s.evidence = ctx.ev(&["kubernetes/pods", "kubernetes/deployments", "kubernetes/workloads"]);
+    if !not_ready.is_empty() || !short.is_empty() {
+        s.state = SymptomState::Confirmed;
+        let mut parts = short;
+        if !not_ready.is_empty() {
+            parts.push(format!("not ready: {}", super::list_names(&not_ready, 3)));
+        }
+        s.onset = pods
+            .iter()
+            .filter(|p| !p.ready())
+            .filter_map(|p| p.created_at)
+            .min();
+        s.detail = parts.join("; ");
+        return true;
+    }
+    s.state = SymptomState::Cleared;
+    s.detail = format!(
+        "all {} pods of {} are Running and Ready and every replica is available",
+        pods.len(),
+        scope_name(ctx)
+    );
+    true
+}
+
+/// A Job's outcome, from its status, else its pods.
+fn measure_job(ctx: &Ctx, s: &mut Symptom) -> bool {
+    let jobs: Vec<_> = ctx
+        .obs
+        .workloads
+        .iter()
+        .filter(|w| w.kind == "Job" && ctx.subject.covers(&format!("job/{}", w.name)))
+        .collect();
+    let pods: Vec<&PodFacts> = ctx.pods().into_iter().filter(|p| ctx.pod_in_scope(p)).collect();
+    s.evidence = ctx.ev(&["kubernetes/workloads", "kubernetes/pods"]);
+    if let Some(j) = jobs.iter().find(|j| j.conditions.get("Failed").is_some_and(|c| c.0 == "True")) {
+        let (_, reason, message) = j.conditions.get("Failed").cloned().unwrap_or_default();
+        s.state = SymptomState::Confirmed;
+        s.onset = j.start_time;
+        s.detail = format!(
+            "job {} failed ({reason}{}): {} failed pod(s), {} succeeded",
+            j.name,
+            if message.is_empty() { String::new() } else { format!(": \"{}\"", super::logs::short(&message)) },
+            j.failed,
+            j.succeeded
+        );
+        return true;
+    }
+    let failed: Vec<&str> = pods
+        .iter()
+        .filter(|p| p.phase == "Failed" || p.containers.iter().any(|c| c.exit_code.is_some_and(|e| e != 0) || c.reason.as_deref() == Some("CrashLoopBackOff")))
+        .map(|p| p.name.as_str())
+        .collect();
+    if !failed.is_empty() {
+        s.state = SymptomState::Confirmed;
+        s.detail = format!("job pods failed: {}", super::list_names(&failed, 3));
+        return true;
+    }
+    if jobs.iter().any(|j| j.succeeded > 0 && j.conditions.get("Complete").is_some_and(|c| c.0 == "True")) {
+        s.state = SymptomState::Cleared;
+        s.cleared_at = jobs.iter().filter_map(|j| j.completion_time).max();
+        s.detail = "the job completed successfully".to_string();
+        return true;
+    }
+    false
+}
+
+/// Node readiness.
+fn measure_nodes(ctx: &Ctx, s: &mut Symptom) -> bool {
+    let nodes: Vec<_> = ctx
+        .obs
+        .nodes
+        .iter()
+        .filter(|n| ctx.subject.nodes.is_empty() || ctx.subject.nodes.contains(&n.name))
+        .collect();
+    if nodes.is_empty() {
+        return false;
+    }
+    s.evidence = ctx.ev(&["kubernetes/nodes"]);
+    let bad: Vec<String> = nodes
+        .iter()
+        .filter(|n| !n.ready())
+        .map(|n| format!("{} (Ready={})", n.name, n.conditions.get("Ready").map(String::as_str).unwrap_or("unknown")))
+        .collect();
+    if bad.is_empty() {
+        s.state = SymptomState::Cleared;
+        s.detail = format!("node {} reports Ready", super::list_names(&nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>(), 3));
+    } else {
+        s.state = SymptomState::Confirmed;
+        s.detail = format!("not Ready: {}", super::list_names(&bad, 3));
+    }
+    true
+}

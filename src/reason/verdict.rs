@@ -1,0 +1,149 @@
+//! Diagnosis step 3's conclusion: the verdict settled against the measured symptom (healthy only
+//! when it cleared, never on an unmeasured one), read as one causal chain, and the checks listed.
+
+use super::rank::{Verdict, relation};
+use super::symptom::{self, Claim};
+use super::{Ctx, Signal};
+use crate::model::{Category, Check, CheckStatus, RuledOut, Symptom, SymptomState};
+
+/// Analyzers whose benign finding is a failure that already ended (history), not a check that passed.
+const HISTORY: &[&str] = &[
+    "restart_recovered",
+    "old_replicaset_churn",
+    "scheduling_recovered",
+    "metric_recovered",
+    "metric_flapping",
+    "probe_history",
+];
+
+/// Settle the verdict against the symptom.
+pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut Verdict) {
+    match symptom.state {
+        SymptomState::ByDesign => {
+            v.category = Category::Healthy;
+            v.confidence = 0.9;
+            v.root_cause = format!("No failure: {}", symptom.detail);
+            v.suggested_actions.clear();
+        }
+        SymptomState::Cleared => {
+            if v.category == Category::Healthy {
+                if !v.root_cause.contains(&symptom.detail) {
+                    v.root_cause = format!("{}; symptom cleared: {}", v.root_cause, symptom.detail);
+                }
+            } else if v.category == Category::Unknown && top.is_none_or(|t| t.benign) {
+                v.category = Category::Healthy;
+                v.confidence = v.confidence.max(0.5);
+                v.root_cause = format!(
+                    "Recovered: {}; no failing check remains in the gathered evidence",
+                    symptom.detail
+                );
+            }
+        }
+        SymptomState::Confirmed | SymptomState::Unmeasurable if v.category == Category::Healthy => {
+            let seen = top.map(|t| t.summary.clone()).unwrap_or_default();
+            v.category = Category::Unknown;
+            v.confidence = 0.25;
+            v.suggested_actions.clear();
+            v.root_cause = if symptom.state == SymptomState::Confirmed {
+                format!(
+                    "The symptom is present and no cause was found: {}. What could be checked shows no failure ({seen}), so the cause lies outside the gathered evidence",
+                    symptom.detail
+                )
+            } else {
+                format!(
+                    "Cannot tell: {} ({}), so the symptom can be neither confirmed nor ruled out; nothing failing was found in what could be checked ({seen}), which does not show the symptom is gone",
+                    symptom.detail, symptom.claim
+                )
+            };
+        }
+        SymptomState::Confirmed if v.category != Category::Unknown => {
+            let pod_state = matches!(
+                symptom::claim(ctx),
+                Claim::Restarts | Claim::Availability | Claim::JobFailed | Claim::NodeReady
+            );
+            let about_subject = top.is_some_and(|t| {
+                t.objects.is_empty()
+                    || t.objects
+                        .iter()
+                        .any(|o| relation(ctx, o) == Some("subject"))
+            });
+            if (!pod_state || !about_subject) && !v.root_cause.contains(&symptom.detail) {
+                v.root_cause = format!(
+                    "{}; so {}",
+                    v.root_cause.trim_end_matches('.'),
+                    symptom.detail
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every check made, failing first: the signals (on the subject or a neighbour, with the edge),
+/// what was ruled out (ok), and what could not be looked at (unknown).
+pub(crate) fn checks(ctx: &Ctx, signals: &[Signal], ruled_out: &[RuledOut]) -> Vec<Check> {
+    let mut out: Vec<Check> = Vec::new();
+    for s in signals {
+        if s.analyzer == "coverage" {
+            continue;
+        }
+        let noticed = s.summary.starts_with("also noticed");
+        if s.cause.is_none() && !noticed {
+            continue;
+        }
+        let object = s.objects.first().cloned().unwrap_or_default();
+        let status = if noticed || !s.benign {
+            CheckStatus::Failing
+        } else if HISTORY.contains(&s.analyzer) {
+            CheckStatus::History
+        } else {
+            CheckStatus::Ok
+        };
+        let relation = if noticed {
+            "no evidenced edge"
+        } else if object.is_empty() {
+            "subject"
+        } else {
+            relation(ctx, &object).unwrap_or("no evidenced edge")
+        };
+        out.push(Check {
+            object,
+            relation: relation.to_string(),
+            check: s.analyzer.replace('_', " "),
+            status,
+            detail: s.summary.clone(),
+            since: None,
+            evidence: s.evidence.clone(),
+        });
+    }
+    for r in ruled_out {
+        out.push(Check {
+            object: String::new(),
+            relation: "subject".to_string(),
+            check: r.statement.clone(),
+            status: CheckStatus::Ok,
+            detail: r.reason.clone(),
+            since: None,
+            evidence: r.evidence.clone(),
+        });
+    }
+    for gap in super::coverage::gaps(ctx) {
+        out.push(Check {
+            object: String::new(),
+            relation: "subject".to_string(),
+            check: "evidence".to_string(),
+            status: CheckStatus::Unknown,
+            detail: gap,
+            since: None,
+            evidence: Vec::new(),
+        });
+    }
+    let order = |s: CheckStatus| match s {
+        CheckStatus::Failing => 0,
+        CheckStatus::History => 1,
+        CheckStatus::Unknown => 2,
+        CheckStatus::Ok => 3,
+    };
+    out.sort_by_key(|c| order(c.status));
+    out
+}
