@@ -548,6 +548,49 @@ pub(crate) fn hpa_at_max(ctx: &Ctx) -> Vec<Signal> {
 }
 
 /// `5xx ratio` or `error ratio`, from the outcome matcher of an error-counting expression.
+/// The alert's expression in words, never as raw PromQL: what it measures (`5xx ratio`, `p99
+/// latency`, or the metric it reads) and for whom (its subject matchers' values).
+pub(crate) fn describe(p: &promql::AlertExpr) -> (String, bool) {
+    let ratio = p.counts_errors() && p.base.contains('/');
+    let what = if p.counts_errors() && ratio {
+        error_label(p)
+    } else if p.base.contains("histogram_quantile") {
+        let q = QUANTILE
+            .as_ref()
+            .and_then(|re| re.captures(&p.base))
+            .and_then(|c| c.get(1))
+            .and_then(|m| m.as_str().parse::<f64>().ok())
+            .map(|q| format!("p{}", (q * 100.0).round()))
+            .unwrap_or_else(|| "quantile".into());
+        format!("{q} latency")
+    } else {
+        p.primary()
+            .and_then(|s| s.metric.clone())
+            .or_else(|| metric_name(&p.base))
+            .unwrap_or_else(|| "the alert's expression".into())
+    };
+    let whom: Vec<String> = p
+        .subject()
+        .iter()
+        .filter(|m| m.op == "=")
+        .map(|m| m.value.clone())
+        .collect();
+    let text = if whom.is_empty() {
+        what
+    } else {
+        format!("{what} of {}", whom.join("/"))
+    };
+    (text, ratio)
+}
+
+/// A value as the description shows it: a ratio as a percentage.
+pub(crate) fn show(v: f64, ratio: bool) -> String {
+    if ratio { pct(v) } else { fmt(v) }
+}
+
+static QUANTILE: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"histogram_quantile\s*\(\s*([0-9.]+)").ok());
+
 fn error_label(p: &promql::AlertExpr) -> String {
     let five = p.selectors.iter().any(|s| {
         s.outcome_matchers()

@@ -11,6 +11,7 @@ mod actions;
 mod config;
 mod coverage;
 mod database;
+mod dependencies;
 pub mod discover;
 pub mod llm;
 mod logs;
@@ -164,6 +165,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(metrics::step_changes(&ctx));
     signals.extend(metrics::hpa_at_max(&ctx));
     signals.extend(logs::signatures(&ctx));
+    signals.extend(dependencies::unhealthy(&ctx));
     signals.extend(storm::storm(&ctx));
     signals.extend(database::lock_contention(&ctx));
     signals.extend(database::connection_exhaustion(&ctx));

@@ -108,6 +108,10 @@ pub(crate) fn relation(ctx: &Ctx, object: &str) -> Option<&'static str> {
     if named(name) || owner.as_deref().is_some_and(named) {
         return Some("dependency named in its logs");
     }
+    let alert = super::dependencies::alert_names(ctx);
+    if super::subject::mentions(&alert, name) {
+        return Some("dependency named by the alert");
+    }
     None
 }
 

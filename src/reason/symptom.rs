@@ -265,7 +265,9 @@ fn measure_expression(ctx: &Ctx, s: &mut Symptom) -> Option<Symptom> {
         return None;
     }
     let evidence = ctx.ev(&["metrics", "alert_rules"]);
-    let label = |name: &str| if name.is_empty() { p.base.clone() } else { name.to_string() };
+    let (what, ratio) = metrics::describe(&p);
+    let label = |_: &str| what.clone();
+    let fmt = |v: f64| metrics::show(v, ratio);
     match p.threshold {
         Some(th) => {
             let breaching: Vec<_> = own
@@ -337,14 +339,6 @@ fn measure_expression(ctx: &Ctx, s: &mut Symptom) -> Option<Symptom> {
     }
     s.evidence = evidence;
     Some(s.clone())
-}
-
-fn fmt(v: f64) -> String {
-    if v.abs() >= 100.0 || v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.3}").trim_end_matches('0').to_string()
-    }
 }
 
 /// The subject's pods that are still meant to run (not being deleted).

@@ -68,11 +68,12 @@ pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut
                         .any(|o| relation(ctx, o) == Some("subject"))
             });
             if (!pod_state || !about_subject) && !v.root_cause.contains(&symptom.detail) {
-                v.root_cause = format!(
-                    "{}; so {}",
-                    v.root_cause.trim_end_matches('.'),
-                    symptom.detail
-                );
+                let cause = v.root_cause.trim_end_matches('.');
+                v.root_cause = if cause.contains(", so ") {
+                    format!("{cause}, and {}", symptom.detail)
+                } else {
+                    format!("{cause}; so {}", symptom.detail)
+                };
             }
         }
         _ => {}

@@ -1,0 +1,210 @@
+//! Neighbours along evidenced edges: a workload the subject's logs or its alert name, audited for
+//! readiness, with the decisive detail of why its pods are down quoted.
+
+use super::logs::{self, Sig};
+use super::{Ctx, Signal, actions, list_names, subject};
+use crate::model::{Category, PodFacts};
+use chrono::{DateTime, Utc};
+
+/// What keeps a pod from running, quoted from its own status and events: a container's waiting
+/// reason and message, its last termination, the scheduler's reason.
+pub(crate) fn pod_trouble(ctx: &Ctx, pod: &PodFacts) -> Option<String> {
+    for c in &pod.containers {
+        if let Some(reason) = c.reason.as_deref().filter(|r| *r != "ContainerCreating") {
+            let last = match (c.last_reason.as_deref(), c.last_exit_code) {
+                (Some(r), Some(code)) => format!(", last exit {r} (code {code})"),
+                (None, Some(code)) => format!(", last exit code {code}"),
+                _ => String::new(),
+            };
+            let message = c
+                .message
+                .as_deref()
+                .filter(|m| !m.is_empty())
+                .map(|m| format!(": \"{}\"", logs::short(m)))
+                .unwrap_or_default();
+            return Some(format!("{} {reason}{message}{last}", c.name));
+        }
+    }
+    if pod.phase == "Pending"
+        && let Some(msg) = pod.condition_messages.get("PodScheduled")
+    {
+        return Some(format!("Pending: \"{}\"", logs::short(msg)));
+    }
+    let warning = ctx
+        .events_for(&pod.name)
+        .into_iter()
+        .filter(|e| e.event_type == "Warning")
+        .max_by_key(|e| e.last_seen.or(e.first_seen))?;
+    Some(format!(
+        "{}: \"{}\"",
+        warning.reason,
+        logs::short(&warning.message)
+    ))
+}
+
+/// When the pods' trouble began: the first warning event on them.
+fn trouble_since(ctx: &Ctx, pods: &[&PodFacts]) -> Option<DateTime<Utc>> {
+    pods.iter()
+        .flat_map(|p| ctx.events_for(&p.name))
+        .filter(|e| e.event_type == "Warning")
+        .filter_map(|e| e.first_seen.or(e.last_seen))
+        .min()
+}
+
+/// Values the alert's labels and expression carry (`upstream="fraud-check"`), which name what it
+/// depends on.
+pub(crate) fn alert_names(ctx: &Ctx) -> String {
+    let mut text = String::new();
+    if let Some(a) = &ctx.obs.alert {
+        for v in a.labels.values() {
+            text.push_str(v);
+            text.push(' ');
+        }
+    }
+    if let Some(e) = super::metrics::alert_expr(ctx) {
+        text.push_str(&e);
+    }
+    text
+}
+
+pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
+    if !ctx.subject.resolved {
+        return Vec::new();
+    }
+    let lines = logs::scoped_lines(ctx);
+    let hits = logs::scan(lines.iter().copied());
+    let refused: Vec<&logs::Hits> = hits
+        .iter()
+        .filter(|h| {
+            matches!(
+                h.sig,
+                Sig::ConnRefused | Sig::Timeout | Sig::Dns | Sig::Reset | Sig::Http5xx
+            )
+        })
+        .collect();
+    let alert_text = alert_names(ctx);
+    let subject_name = ctx
+        .subject
+        .workloads
+        .first()
+        .map(|(_, n)| n.clone())
+        .unwrap_or_else(|| "the subject".into());
+    let mut candidates: Vec<(String, String, String, u32, u32)> = ctx
+        .obs
+        .deployments
+        .iter()
+        .map(|d| {
+            (
+                "Deployment".to_string(),
+                d.name.clone(),
+                d.namespace.clone(),
+                d.ready_replicas,
+                d.replicas,
+            )
+        })
+        .collect();
+    candidates.extend(
+        ctx.obs
+            .workloads
+            .iter()
+            .filter(|w| matches!(w.kind.as_str(), "StatefulSet" | "DaemonSet"))
+            .map(|w| {
+                (
+                    w.kind.clone(),
+                    w.name.clone(),
+                    w.namespace.clone(),
+                    w.ready,
+                    w.desired,
+                )
+            }),
+    );
+    let mut out = Vec::new();
+    for (kind, name, ns, ready, desired) in candidates {
+        if ctx.subject.covers(&format!("{kind}/{name}")) || desired == 0 || ready >= desired {
+            continue;
+        }
+        let in_logs = lines.iter().find(|l| subject::mentions(&l.line, &name));
+        let in_alert = subject::mentions(&alert_text, &name);
+        if in_logs.is_none() && !in_alert {
+            continue;
+        }
+        let pods: Vec<&PodFacts> = ctx
+            .pods()
+            .into_iter()
+            .filter(|p| !p.deleting && subject::pod_belongs(ctx.obs, p, &kind, &name))
+            .collect();
+        let troubles: Vec<String> = pods
+            .iter()
+            .filter(|p| !p.ready())
+            .filter_map(|p| pod_trouble(ctx, p).map(|t| format!("{}: {t}", p.name)))
+            .collect();
+        let since = trouble_since(ctx, &pods);
+        let target = refused
+            .iter()
+            .flat_map(|h| h.targets.iter())
+            .find(|t| {
+                in_logs.is_some_and(|l| l.line.contains(t.as_str())) || t.contains(name.as_str())
+            })
+            .or_else(|| refused.iter().flat_map(|h| h.targets.iter()).next())
+            .cloned();
+        let how = refused
+            .first()
+            .map(|h| h.sig.label().to_string())
+            .unwrap_or_else(|| "errors".into());
+        let why = if troubles.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", list_names(&troubles, 2))
+        };
+        let when = since
+            .map(|t| format!(" since {}", t.format("%H:%M UTC")))
+            .unwrap_or_default();
+        let calls = match &target {
+            Some(t) => format!("{subject_name}'s calls to {t} fail ({how})"),
+            None if !refused.is_empty() => format!("{subject_name}'s calls to it fail ({how})"),
+            None => format!("{subject_name}, which depends on it, is affected"),
+        };
+        let edge = if in_logs.is_some() {
+            format!(
+                "{subject_name}'s logs name it: \"{}\"",
+                logs::short(&in_logs.map(|l| l.line.clone()).unwrap_or_default())
+            )
+        } else {
+            format!("the alert names it as {subject_name}'s dependency")
+        };
+        let lower = kind.to_lowercase();
+        let evidence = ctx.ev(&[
+            "kubernetes/deployments",
+            "kubernetes/workloads",
+            "kubernetes/pods",
+            "kubernetes/events",
+            "kubernetes/pod_logs",
+            "logs",
+        ]);
+        let mut sig = Signal {
+            analyzer: "dependency_down",
+            summary: format!("dependency {lower} {name} has {ready} of {desired} replicas ready{why}"),
+            detail: edge,
+            category: Category::DependencyFailure,
+            confidence: if refused.is_empty() { 0.6 } else { 0.85 },
+            evidence: evidence.clone(),
+            cause: Some(format!(
+                "{name} has {ready} of {desired} replicas ready{why}{when}, so {calls}"
+            )),
+            objects: vec![format!("{lower}/{name}")],
+            ..Signal::default()
+        };
+        if kind == "Deployment" {
+            sig.actions.push(actions::rollout_restart(
+                super::namespace_or_default(&ns),
+                &name,
+                format!(
+                    "{name} has no ready replica to serve {subject_name}; restarting its pods clears a stuck state once the reason above is addressed"
+                ),
+                evidence,
+            ));
+        }
+        out.push(sig);
+    }
+    out
+}
