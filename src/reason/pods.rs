@@ -523,6 +523,80 @@ pub(crate) fn image_pull(ctx: &Ctx) -> Vec<Signal> {
 }
 
 /// Liveness / readiness / startup probe failures (Unhealthy events, kubelet restarts).
+/// Minutes after which a failure that has not recurred is history, not the present.
+const HISTORY_MINUTES: f64 = 15.0;
+
+/// Probe failures that ended: the last one long ago, the pod Ready since and no restart after.
+/// Said as history ("failed 4 times, last 25 min ago while its node was NotReady; Ready since").
+fn probe_history(
+    ctx: &Ctx,
+    pod: &PodFacts,
+    unhealthy: &[&&crate::model::K8sEventFacts],
+    kills: &[&&crate::model::K8sEventFacts],
+) -> Option<Signal> {
+    let last = unhealthy
+        .iter()
+        .chain(kills.iter())
+        .map(|e| e.last_seen.or(e.first_seen))
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .max()?;
+    let first = unhealthy
+        .iter()
+        .chain(kills.iter())
+        .filter_map(|e| e.first_seen.or(e.last_seen))
+        .min()
+        .unwrap_or(last);
+    let restarted_since = pod
+        .containers
+        .iter()
+        .any(|c| c.last_finished_at.is_some_and(|t| t > last) || c.state != "running");
+    if !pod.ready() || restarted_since || ctx.minutes_ago(last) < HISTORY_MINUTES {
+        return None;
+    }
+    let failures: u32 = unhealthy.iter().map(|e| e.count.max(1)).sum();
+    let lasted = (last - first).num_seconds().max(0);
+    let node = pod.node.as_deref().and_then(|n| {
+        ctx.events_for(n).into_iter().find(|e| {
+            (e.reason == "NodeNotReady" || e.message.contains("NotReady"))
+                && e.last_seen.or(e.first_seen).is_some_and(|t| {
+                    (t - last).num_minutes().abs() <= 5 || (t - first).num_minutes().abs() <= 5
+                })
+        })?;
+        Some(format!(" while its node {n} was NotReady"))
+    });
+    let when = format!(
+        "{failures} probe failure(s) over {lasted} s, last at {} ({:.0} min ago){}",
+        last.format("%H:%M UTC"),
+        ctx.minutes_ago(last),
+        node.unwrap_or_default()
+    );
+    let evidence = ctx.ev(&["kubernetes/events", "kubernetes/pods"]);
+    Some(Signal {
+        analyzer: "probe_history",
+        summary: format!("pod {}: {when}; Ready since, no restart after", pod.name),
+        category: Category::Healthy,
+        confidence: 0.7,
+        evidence: evidence.clone(),
+        benign: true,
+        cause: Some(format!(
+            "History, not a live failure: pod {} flapped ({when}) and has been Running and Ready since, with no warning or restart after",
+            pod.name
+        )),
+        ruled_out: vec![crate::model::RuledOut {
+            statement: "Live probe misconfiguration".into(),
+            reason: format!(
+                "not a current failure: the probe failures on {} ended at {} and the pod has passed its probes since",
+                pod.name,
+                last.format("%H:%M UTC")
+            ),
+            evidence,
+        }],
+        objects: vec![format!("pod/{}", pod.name)],
+        ..Signal::default()
+    })
+}
+
 pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
     let mut out = Vec::new();
     for pod in live_pods(ctx) {
@@ -538,6 +612,10 @@ pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
             .filter(|e| e.reason == "Killing" && e.message.to_lowercase().contains("probe"))
             .collect();
         if unhealthy.is_empty() && kills.is_empty() {
+            continue;
+        }
+        if let Some(history) = probe_history(ctx, pod, &unhealthy, &kills) {
+            out.push(history);
             continue;
         }
         let liveness = unhealthy
