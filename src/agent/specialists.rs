@@ -1452,8 +1452,10 @@ mod tests {
             ready,
             ..Default::default()
         };
-        let mut into = Observations::default();
-        into.workloads = vec![w("StatefulSet", "db", 1)];
+        let mut into = Observations {
+            workloads: vec![w("StatefulSet", "db", 1)],
+            ..Observations::default()
+        };
         let from = Observations {
             workloads: vec![w("StatefulSet", "db", 3), w("Job", "db", 0)],
             ..Observations::default()
@@ -1469,7 +1471,10 @@ mod tests {
         let hang = Scope::from_problem("checkout requests hang", now);
         // The words say nothing of a database, and still the configured one is asked.
         assert!(!points_at_database(&hang));
-        assert_eq!(pick_for(&Configured(&["postgres"]), &hang), vec!["database"]);
+        assert_eq!(
+            pick_for(&Configured(&["postgres"]), &hang),
+            vec!["database"]
+        );
         assert_eq!(
             pick_for(
                 &Configured(&[
@@ -1482,7 +1487,14 @@ mod tests {
                 ]),
                 &Scope::from_problem("pods crash after the deploy", now)
             ),
-            vec!["kubernetes", "metrics", "alerts", "logs", "changes", "database"]
+            vec![
+                "kubernetes",
+                "metrics",
+                "alerts",
+                "logs",
+                "changes",
+                "database"
+            ]
         );
         // A problem matched to a firing alert is still a described problem.
         let mut alert = Alert::default();

@@ -100,9 +100,17 @@ fn count(v: Option<i32>) -> u32 {
     v.and_then(|v| u32::try_from(v).ok()).unwrap_or(0)
 }
 
+/// One status condition as (type, status, reason, message).
+type ConditionRow<'a> = (
+    &'a String,
+    &'a String,
+    Option<&'a String>,
+    Option<&'a String>,
+);
+
 /// Conditions as type -> (status, reason, message), the shape deployment and workload facts keep.
 fn full_conditions<'a>(
-    conditions: impl Iterator<Item = (&'a String, &'a String, Option<&'a String>, Option<&'a String>)>,
+    conditions: impl Iterator<Item = ConditionRow<'a>>,
 ) -> BTreeMap<String, (String, String, String)> {
     conditions
         .map(|(kind, status, reason, message)| {
@@ -1649,8 +1657,14 @@ mod tests {
         // Without the controller flag, the first reference still names an owner.
         let bare: Pod = parse(json!({"metadata": {"name": "p", "ownerReferences": [
             {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d9c", "uid": "2"}]}}));
-        assert_eq!(pod_facts(&bare).owner.as_deref(), Some("ReplicaSet/web-5d9c"));
-        assert_eq!(pod_facts(&parse::<Pod>(json!({"metadata": {"name": "q"}}))).owner, None);
+        assert_eq!(
+            pod_facts(&bare).owner.as_deref(),
+            Some("ReplicaSet/web-5d9c")
+        );
+        assert_eq!(
+            pod_facts(&parse::<Pod>(json!({"metadata": {"name": "q"}}))).owner,
+            None
+        );
     }
 
     #[test]
@@ -1688,7 +1702,10 @@ mod tests {
                 "legacy DoesNotExist"
             ]
         );
-        assert_eq!(f.node_selector.get("pool").map(String::as_str), Some("general"));
+        assert_eq!(
+            f.node_selector.get("pool").map(String::as_str),
+            Some("general")
+        );
         assert_eq!(f.owner, None);
 
         let rs: ReplicaSet = parse(json!({
@@ -1711,7 +1728,10 @@ mod tests {
             Some("6f7b9c8d5")
         );
         assert!(f.selector_expressions.is_empty());
-        assert_eq!(f.node_selector.get("pool").map(String::as_str), Some("general"));
+        assert_eq!(
+            f.node_selector.get("pool").map(String::as_str),
+            Some("general")
+        );
         assert_eq!(f.revision.as_deref(), Some("7"));
     }
 
@@ -1733,8 +1753,14 @@ mod tests {
         }));
         let w = stateful_set_facts(&s);
         assert_eq!(w.kind, "StatefulSet");
-        assert_eq!((w.name.as_str(), w.namespace.as_str(), w.uid.as_str()), ("orders-db", "orders", "ss-uid"));
-        assert_eq!((w.desired, w.ready, w.updated, w.available, w.unavailable), (3, 2, 1, 2, 1));
+        assert_eq!(
+            (w.name.as_str(), w.namespace.as_str(), w.uid.as_str()),
+            ("orders-db", "orders", "ss-uid")
+        );
+        assert_eq!(
+            (w.desired, w.ready, w.updated, w.available, w.unavailable),
+            (3, 2, 1, 2, 1)
+        );
         assert_eq!(w.current_revision.as_deref(), Some("orders-db-5c8d7b9f6"));
         assert_eq!(w.update_revision.as_deref(), Some("orders-db-7d9f8c6b5"));
         assert_eq!(w.images, vec!["postgres:16.2"]);
@@ -1764,7 +1790,14 @@ mod tests {
         let w = daemon_set_facts(&d);
         assert_eq!(w.kind, "DaemonSet");
         assert_eq!(
-            (w.desired, w.ready, w.updated, w.available, w.unavailable, w.misscheduled),
+            (
+                w.desired,
+                w.ready,
+                w.updated,
+                w.available,
+                w.unavailable,
+                w.misscheduled
+            ),
             (5, 3, 4, 3, 2, 1)
         );
         assert_eq!(w.current_revision.as_deref(), Some("2"));
@@ -1773,7 +1806,8 @@ mod tests {
             Some("linux")
         );
         // A DaemonSet the controller has not looked at yet has no status.
-        let fresh: DaemonSet = parse(json!({"metadata": {"name": "y"}, "spec": {"selector": {}, "template": {}}}));
+        let fresh: DaemonSet =
+            parse(json!({"metadata": {"name": "y"}, "spec": {"selector": {}, "template": {}}}));
         let w = daemon_set_facts(&fresh);
         assert_eq!((w.desired, w.ready, w.unavailable), (0, 0, 0));
     }
@@ -1874,7 +1908,10 @@ mod tests {
         assert_eq!(w.active, 1);
         assert!(w.last_schedule > w.last_success);
         assert_eq!(w.images, vec!["registry/report:1.4"]);
-        assert_eq!(w.node_selector.get("pool").map(String::as_str), Some("batch"));
+        assert_eq!(
+            w.node_selector.get("pool").map(String::as_str),
+            Some("batch")
+        );
         assert_eq!(w.backoff_limit, Some(6));
         let paused: CronJob = parse(json!({"metadata": {"name": "p"},
             "spec": {"schedule": "*/5 * * * *", "suspend": true, "jobTemplate": {}}}));

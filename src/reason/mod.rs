@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 mod actions;
 mod config;
+pub mod conventions;
 mod coverage;
 mod database;
 mod dependencies;

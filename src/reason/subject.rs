@@ -51,6 +51,8 @@ const OTHER_KEYS: &[(&str, &str)] = &[
     ("horizontalpodautoscaler", "HorizontalPodAutoscaler"),
     ("hpa", "HorizontalPodAutoscaler"),
     ("persistentvolumeclaim", "PersistentVolumeClaim"),
+    ("persistentvolume", "PersistentVolume"),
+    ("resourcequota", "ResourceQuota"),
     ("kube_persistentvolumeclaim", "PersistentVolumeClaim"),
     ("datname", "Database"),
     ("db_instance_identifier", "Database"),
@@ -186,8 +188,9 @@ fn pod_replica_set<'a>(obs: &'a Observations, pod: &PodFacts) -> Option<(String,
     Some((rs, facts))
 }
 
+/// Same namespace; one left empty (facts built without it) matches any.
 fn same_ns(a: &str, b: &str) -> bool {
-    super::namespace_or_default(a) == super::namespace_or_default(b)
+    a.is_empty() || b.is_empty() || a == b
 }
 
 /// The workload (kind, name) that controls a pod, through ownerReferences: a ReplicaSet's
@@ -203,9 +206,25 @@ pub(crate) fn workload_of(obs: &Observations, pod: &PodFacts) -> Option<(String,
                 return Some((k.to_string(), n.to_string()));
             }
             // The controller names a ReplicaSet `<deployment>-<pod-template-hash>`.
-            let hash = pod.labels.get("pod-template-hash")?;
-            let dep = name.strip_suffix(&format!("-{hash}"))?;
-            Some(("Deployment".to_string(), dep.to_string()))
+            match pod
+                .labels
+                .get("pod-template-hash")
+                .and_then(|hash| name.strip_suffix(&format!("-{hash}")))
+            {
+                Some(dep) => Some(("Deployment".to_string(), dep.to_string())),
+                // No hash label: a listed Deployment whose controller naming fits; else the
+                // ReplicaSet is the owner we know.
+                None => match obs.deployments.iter().find(|d| {
+                    same_ns(&d.namespace, &pod.namespace)
+                        && name
+                            .strip_prefix(d.name.as_str())
+                            .and_then(|r| r.strip_prefix('-'))
+                            .is_some_and(|h| !h.is_empty() && !h.contains('-'))
+                }) {
+                    Some(d) => Some(("Deployment".to_string(), d.name.clone())),
+                    None => Some(("ReplicaSet".to_string(), name.to_string())),
+                },
+            }
         }
         "Job" => {
             let cron = obs
@@ -238,14 +257,28 @@ pub(crate) fn pod_belongs(obs: &Observations, pod: &PodFacts, kind: &str, name: 
         return true;
     }
     match kind {
-        "Deployment" => obs
-            .deployments
-            .iter()
-            .find(|d| d.name == name && same_ns(&d.namespace, &pod.namespace))
-            .is_some_and(|d| {
-                owner.is_none_or(|(k, _)| k == "ReplicaSet")
-                    && selector_matches(&d.selector, &d.selector_expressions, &pod.labels)
-            }),
+        "Deployment" => {
+            let by_selector = obs
+                .deployments
+                .iter()
+                .find(|d| d.name == name && same_ns(&d.namespace, &pod.namespace))
+                .is_some_and(|d| {
+                    owner.is_none_or(|(k, _)| k == "ReplicaSet")
+                        && selector_matches(&d.selector, &d.selector_expressions, &pod.labels)
+                });
+            // Neither the ReplicaSet, nor a template hash, nor a selector was read: the
+            // controller's own naming `<deployment>-<hash>` (a hash has no dash), so `checkout`
+            // never takes `checkout-worker-5d4c3`'s pods.
+            let by_controller_name = !pod.labels.contains_key("pod-template-hash")
+                && pod_replica_set(obs, pod).is_some_and(|(rs, facts)| {
+                    facts.is_none_or(|f| f.owner.is_none())
+                        && rs
+                            .strip_prefix(name)
+                            .and_then(|r| r.strip_prefix('-'))
+                            .is_some_and(|h| !h.is_empty() && !h.contains('-'))
+                });
+            by_selector || by_controller_name
+        }
         "ReplicaSet" => owner.is_some_and(|(k, n)| k == "ReplicaSet" && n == name),
         "Job" => {
             let by_label = ["job-name", "batch.kubernetes.io/job-name"]
@@ -403,9 +436,7 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
         add(&mut s, "Pod", p, &ns, format!("label {key}={p}"));
     }
     // Nodes: by label, or an `instance` that is a node's name (with its port dropped).
-    if let Some((key, n)) = get(obs, NODE_KEYS)
-        && (obs.nodes.is_empty() || obs.nodes.iter().any(|x| x.name == n))
-    {
+    if let Some((key, n)) = get(obs, NODE_KEYS) {
         s.nodes.push(n.to_string());
         add(&mut s, "Node", n, "", format!("label {key}={n}"));
     }

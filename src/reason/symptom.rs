@@ -105,6 +105,14 @@ pub(crate) fn claim(ctx: &Ctx) -> Claim {
     if name_has(&["node"]) && name_has(&["notready", "not_ready", "unreachable", "down"]) {
         return Claim::NodeReady;
     }
+    // `TargetDown`, `KubeletDown`, `PostgreSQLDown`: a scrape or probe expression says it; pods
+    // being Ready do not.
+    if name.ends_with("down") {
+        return Claim::Other;
+    }
+    if name_has(&["hpa", "maxedout", "overcommit", "quota", "throttl", "fillingup", "outofspace"]) {
+        return Claim::Saturation;
+    }
     if name_has(&["crashloop", "restart", "oom"]) || (name.is_empty() && has(&["crash", "restart", "oom"])) {
         return Claim::Restarts;
     }
@@ -114,6 +122,7 @@ pub(crate) fn claim(ctx: &Ctx) -> Claim {
         "nothealthy",
         "replicasmismatch",
         "rollout",
+        "rolledout",
         "generationmismatch",
         "unavailable",
         "pending",
@@ -186,7 +195,10 @@ pub(crate) fn measure(ctx: &Ctx) -> Symptom {
     if let Some(m) = measure_expression(ctx, &mut s) {
         return m;
     }
+    // With no alert and no problem there is no claim but the subject's own health.
+    let unprompted = ctx.obs.alert.is_none() && ctx.obs.problem.is_none();
     let k8s = match claim {
+        _ if unprompted => measure_restarts(ctx, &mut s) || measure_availability(ctx, &mut s),
         Claim::Restarts => measure_restarts(ctx, &mut s),
         Claim::Availability => measure_availability(ctx, &mut s),
         Claim::JobFailed => measure_job(ctx, &mut s),
