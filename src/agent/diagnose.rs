@@ -5,7 +5,7 @@
 use super::observe::ObservationLog;
 use super::runbook_steps;
 use super::specialists::Scope;
-use crate::model::{Category, Event, EvidenceId, Finding, Hypothesis, Incident, RuledOut};
+use crate::model::{Category, Check, Event, SubjectObject, Symptom, EvidenceId, Finding, Hypothesis, Incident, RuledOut};
 use crate::reason::{self, Analysis, Observations};
 use crate::runbook::Runbook;
 use serde::{Deserialize, Serialize};
@@ -22,6 +22,15 @@ pub struct Verdict {
     /// Best first.
     pub hypotheses: Vec<Hypothesis>,
     pub ruled_out: Vec<RuledOut>,
+    /// Diagnosis step 1: the subject's objects and how each was found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subject: Vec<SubjectObject>,
+    /// Diagnosis step 2: the symptom as measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symptom: Option<Symptom>,
+    /// Diagnosis step 3: the checks, failing first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
 }
 
 impl Verdict {
@@ -35,6 +44,9 @@ impl Verdict {
             findings: incident.findings.clone(),
             hypotheses: incident.hypotheses.clone(),
             ruled_out: incident.ruled_out.clone(),
+            subject: incident.subject.clone(),
+            symptom: incident.symptom.clone(),
+            checks: incident.checks.clone(),
         })
     }
 
@@ -80,6 +92,9 @@ impl Diagnosed {
             findings,
             hypotheses: a.hypotheses.clone(),
             ruled_out: a.ruled_out.clone(),
+            subject: a.subject.clone(),
+            symptom: Some(a.symptom.clone()),
+            checks: a.checks.clone(),
         }
     }
 
@@ -154,7 +169,20 @@ pub struct Rediagnosis {
 impl Rediagnosis {
     /// Whether the re-run reached exactly the recorded verdict.
     pub fn matches_recorded(&self) -> bool {
-        self.recorded.as_ref() == Some(&self.verdict)
+        let Some(r) = self.recorded.as_ref() else {
+            return false;
+        };
+        let v = &self.verdict;
+        // A session written before the steps were recorded is compared on the verdict alone.
+        let steps_recorded = r.symptom.is_some();
+        r.category == v.category
+            && r.confidence == v.confidence
+            && r.root_cause == v.root_cause
+            && r.findings == v.findings
+            && r.hypotheses == v.hypotheses
+            && r.ruled_out == v.ruled_out
+            && (!steps_recorded
+                || (r.subject == v.subject && r.symptom == v.symptom && r.checks == v.checks))
     }
 }
 

@@ -111,3 +111,42 @@ pub struct Check {
     pub since: Option<DateTime<Utc>>,
     pub evidence: Vec<EvidenceId>,
 }
+
+/// The three steps as text, one line each (markdown list items): what `sitrep diagnose`, the
+/// report and the export print before the findings.
+pub fn steps_text(subject: &[SubjectObject], symptom: Option<&Symptom>, checks: &[Check]) -> String {
+    let mut out = String::new();
+    out.push_str("\nsubject:\n");
+    if subject.is_empty() {
+        out.push_str("- nothing resolved from the alert's labels or the problem's words\n");
+    }
+    for o in subject {
+        let ns = if o.namespace.is_empty() {
+            String::new()
+        } else {
+            format!(" in {}", o.namespace)
+        };
+        out.push_str(&format!("- {}{ns} ({})\n", o.reference(), o.how));
+    }
+    if let Some(s) = symptom {
+        out.push_str(&format!("\nsymptom: {}\n- claim: {}\n- {}\n", s.state.name(), s.claim, s.detail));
+        if let Some(t) = s.onset {
+            out.push_str(&format!("- onset: {}\n", t.format("%Y-%m-%d %H:%M:%S UTC")));
+        }
+        if let Some(t) = s.cleared_at {
+            out.push_str(&format!("- cleared: {}\n", t.format("%Y-%m-%d %H:%M:%S UTC")));
+        }
+    }
+    if !checks.is_empty() {
+        out.push_str("\nchecks:\n");
+        for c in checks {
+            let on = if c.object.is_empty() {
+                String::new()
+            } else {
+                format!(" on {} ({})", c.object, c.relation)
+            };
+            out.push_str(&format!("- [{}] {}{on}: {}\n", c.status.name(), c.check, c.detail));
+        }
+    }
+    out
+}

@@ -11,7 +11,7 @@ pub mod text;
 mod types;
 
 pub use alert::{Alert, AlertStatus, PayloadError, WebhookPayload};
-pub use diagnosis::{Check, CheckStatus, SubjectObject, Symptom, SymptomState};
+pub use diagnosis::{Check, CheckStatus, SubjectObject, Symptom, SymptomState, steps_text};
 pub use event::{Command, Event, Outcome, Record, RunMode, SessionHeader};
 pub use facts::{
     AlertInfo, Change, ChangeKind, ContainerFacts, DeploymentFacts, Facts, K8sEventFacts, LogLine,

@@ -249,6 +249,19 @@ fn write_markdown(out: &mut String, inc: &Incident) -> std::fmt::Result {
     }
     writeln!(out)?;
 
+    // Sessions written before the steps were recorded have none to show.
+    if inc.symptom.is_some() || !inc.subject.is_empty() {
+        writeln!(out, "## Diagnosis steps")?;
+        let steps = crate::model::steps_text(&inc.subject, inc.symptom.as_ref(), &inc.checks);
+        for line in steps.lines() {
+            match line.strip_suffix(':') {
+                Some(heading) => writeln!(out, "**{heading}**")?,
+                None => writeln!(out, "{}", one_line(line))?,
+            }
+        }
+        writeln!(out)?;
+    }
+
     writeln!(out, "## Hypotheses")?;
     writeln!(out)?;
     if inc.hypotheses.is_empty() {
