@@ -1035,7 +1035,11 @@ fn verdict_text(
         "from {} facts records over {} evidence items\nreasoner:   {}\n",
         re.facts, re.evidence, re.reasoner
     ));
-    out.push_str(&crate::model::steps_text(&v.subject, v.symptom.as_ref(), &v.checks));
+    out.push_str(&crate::model::steps_text(
+        &v.subject,
+        v.symptom.as_ref(),
+        &v.checks,
+    ));
     out.push_str("\nfindings:\n");
     if v.findings.is_empty() {
         out.push_str("  (none)\n");

@@ -5,7 +5,10 @@
 use super::observe::ObservationLog;
 use super::runbook_steps;
 use super::specialists::Scope;
-use crate::model::{Category, Check, Event, SubjectObject, Symptom, EvidenceId, Finding, Hypothesis, Incident, RuledOut};
+use crate::model::{
+    Category, Check, Event, EvidenceId, Finding, Hypothesis, Incident, RuledOut, SubjectObject,
+    Symptom,
+};
 use crate::reason::{self, Analysis, Observations};
 use crate::runbook::Runbook;
 use serde::{Deserialize, Serialize};

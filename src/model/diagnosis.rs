@@ -114,7 +114,11 @@ pub struct Check {
 
 /// The three steps as text, one line each (markdown list items): what `sitrep diagnose`, the
 /// report and the export print before the findings.
-pub fn steps_text(subject: &[SubjectObject], symptom: Option<&Symptom>, checks: &[Check]) -> String {
+pub fn steps_text(
+    subject: &[SubjectObject],
+    symptom: Option<&Symptom>,
+    checks: &[Check],
+) -> String {
     let mut out = String::new();
     out.push_str("\nsubject:\n");
     if subject.is_empty() {
@@ -129,12 +133,20 @@ pub fn steps_text(subject: &[SubjectObject], symptom: Option<&Symptom>, checks: 
         out.push_str(&format!("- {}{ns} ({})\n", o.reference(), o.how));
     }
     if let Some(s) = symptom {
-        out.push_str(&format!("\nsymptom: {}\n- claim: {}\n- {}\n", s.state.name(), s.claim, s.detail));
+        out.push_str(&format!(
+            "\nsymptom: {}\n- claim: {}\n- {}\n",
+            s.state.name(),
+            s.claim,
+            s.detail
+        ));
         if let Some(t) = s.onset {
             out.push_str(&format!("- onset: {}\n", t.format("%Y-%m-%d %H:%M:%S UTC")));
         }
         if let Some(t) = s.cleared_at {
-            out.push_str(&format!("- cleared: {}\n", t.format("%Y-%m-%d %H:%M:%S UTC")));
+            out.push_str(&format!(
+                "- cleared: {}\n",
+                t.format("%Y-%m-%d %H:%M:%S UTC")
+            ));
         }
     }
     if !checks.is_empty() {
@@ -145,7 +157,12 @@ pub fn steps_text(subject: &[SubjectObject], symptom: Option<&Symptom>, checks: 
             } else {
                 format!(" on {} ({})", c.object, c.relation)
             };
-            out.push_str(&format!("- [{}] {}{on}: {}\n", c.status.name(), c.check, c.detail));
+            out.push_str(&format!(
+                "- [{}] {}{on}: {}\n",
+                c.status.name(),
+                c.check,
+                c.detail
+            ));
         }
     }
     out

@@ -124,28 +124,60 @@ impl Category {
     /// written out in `docs/diagnosis.md`.
     pub fn rule(self) -> &'static str {
         match self {
-            Category::Healthy => "the symptom was measured back to normal, or the alert resolved, or it fires by design; never because something else looks fine",
-            Category::ResourceExhaustion => "a limit or a capacity is reached: a memory or CPU limit, a quota, a full disk, a connection pool, nodes without room, a lock everyone waits on",
-            Category::ConfigurationError => "what was deployed or configured is wrong: an image tag or manifest that does not exist, a missing key, file or executable, a name that resolves nowhere, a selector no node matches, a probe pointed at the wrong place",
-            Category::Infrastructure => "the platform under the workload fails: a node NotReady or under pressure, a kubelet that stopped reporting, a volume or network that is gone",
-            Category::DependencyFailure => "something the subject calls exists but refuses, times out or errors, or has no ready replica",
-            Category::CodeDefect => "the application's own code fails: a crash, panic or exception from its code, a release that brought errors, a script that does not parse",
-            Category::DataQuality => "the system runs but the data it works on is wrong: bad input, missing rows, a broken contract between producer and consumer",
-            Category::Unknown => "the symptom is present or could not be measured and no cause was found in the evidence; says what is missing",
+            Category::Healthy => {
+                "the symptom was measured back to normal, or the alert resolved, or it fires by design; never because something else looks fine"
+            }
+            Category::ResourceExhaustion => {
+                "a limit or a capacity is reached: a memory or CPU limit, a quota, a full disk, a connection pool, nodes without room, a lock everyone waits on"
+            }
+            Category::ConfigurationError => {
+                "what was deployed or configured is wrong: an image tag or manifest that does not exist, a missing key, file or executable, a name that resolves nowhere, a selector no node matches, a probe pointed at the wrong place"
+            }
+            Category::Infrastructure => {
+                "the platform under the workload fails: a node NotReady or under pressure, a kubelet that stopped reporting, a volume or network that is gone"
+            }
+            Category::DependencyFailure => {
+                "something the subject calls exists but refuses, times out or errors, or has no ready replica"
+            }
+            Category::CodeDefect => {
+                "the application's own code fails: a crash, panic or exception from its code, a release that brought errors, a script that does not parse"
+            }
+            Category::DataQuality => {
+                "the system runs but the data it works on is wrong: bad input, missing rows, a broken contract between producer and consumer"
+            }
+            Category::Unknown => {
+                "the symptom is present or could not be measured and no cause was found in the evidence; says what is missing"
+            }
         }
     }
 
     /// One example verdict of this category.
     pub fn example(self) -> &'static str {
         match self {
-            Category::Healthy => "KubePodCrashLooping fired for one restart 40 minutes ago; every pod is Ready and none restarted since",
-            Category::ResourceExhaustion => "payments-api is OOMKilled (exit code 137) at its 256Mi memory limit",
-            Category::ConfigurationError => "catalog-web's new pods are in ImagePullBackOff: the tag v3.12.0 does not exist (manifest unknown)",
-            Category::Infrastructure => "node ip-10-0-3-41 is NotReady (Kubelet stopped posting node status); orders-db-0 on it is unreachable",
-            Category::DependencyFailure => "fraud-check has 0 of 2 replicas ready, so payments-api's calls to 10.100.71.12:8443 are refused",
-            Category::CodeDefect => "checkout-api v2.8.0 panics on checkout; its 5xx ratio went 0.3% to 19% 90 s after the rollout",
-            Category::DataQuality => "the nightly import loads a file with a changed column order and writes nulls into prices",
-            Category::Unknown => "a latency alert with no latency metric readable (Prometheus is not configured) and no failing check",
+            Category::Healthy => {
+                "KubePodCrashLooping fired for one restart 40 minutes ago; every pod is Ready and none restarted since"
+            }
+            Category::ResourceExhaustion => {
+                "payments-api is OOMKilled (exit code 137) at its 256Mi memory limit"
+            }
+            Category::ConfigurationError => {
+                "catalog-web's new pods are in ImagePullBackOff: the tag v3.12.0 does not exist (manifest unknown)"
+            }
+            Category::Infrastructure => {
+                "node ip-10-0-3-41 is NotReady (Kubelet stopped posting node status); orders-db-0 on it is unreachable"
+            }
+            Category::DependencyFailure => {
+                "fraud-check has 0 of 2 replicas ready, so payments-api's calls to 10.100.71.12:8443 are refused"
+            }
+            Category::CodeDefect => {
+                "checkout-api v2.8.0 panics on checkout; its 5xx ratio went 0.3% to 19% 90 s after the rollout"
+            }
+            Category::DataQuality => {
+                "the nightly import loads a file with a changed column order and writes nulls into prices"
+            }
+            Category::Unknown => {
+                "a latency alert with no latency metric readable (Prometheus is not configured) and no failing check"
+            }
         }
     }
 

@@ -183,7 +183,9 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
         ]);
         let mut sig = Signal {
             analyzer: "dependency_down",
-            summary: format!("dependency {lower} {name} has {ready} of {desired} replicas ready{why}"),
+            summary: format!(
+                "dependency {lower} {name} has {ready} of {desired} replicas ready{why}"
+            ),
             detail: edge,
             category: Category::DependencyFailure,
             confidence: if refused.is_empty() { 0.6 } else { 0.85 },

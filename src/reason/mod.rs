@@ -1,8 +1,9 @@
 //! Deterministic reasoning: analyzers that turn observations into findings, and their ranking.
 
 use crate::model::{
-    Action, Alert, Check, Symptom, SubjectObject, AlertInfo, AlertStatus, Category, Change, DeploymentFacts, EvidenceId, Finding,
-    Hypothesis, K8sEventFacts, LogLine, NodeFacts, PgFact, PodFacts, RuleInfo, RuledOut, Series, WorkloadFacts,
+    Action, Alert, AlertInfo, AlertStatus, Category, Change, Check, DeploymentFacts, EvidenceId,
+    Finding, Hypothesis, K8sEventFacts, LogLine, NodeFacts, PgFact, PodFacts, RuleInfo, RuledOut,
+    Series, SubjectObject, Symptom, WorkloadFacts,
 };
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
@@ -271,21 +272,26 @@ impl<'a> Ctx<'a> {
             .find_map(|k| a.labels.get(*k).or_else(|| a.annotations.get(*k)))
             .cloned()
         });
-        let subject_deployment = subject.workload("Deployment").map(str::to_string).or_else(|| {
-            subject.workload("ReplicaSet").and_then(|rs| {
-                obs.replica_sets
-                    .iter()
-                    .find(|r| r.name == rs)
-                    .and_then(|r| r.owner.as_deref())
-                    .and_then(|o| o.strip_prefix("Deployment/"))
-                    .map(str::to_string)
-            })
-        });
+        let subject_deployment = subject
+            .workload("Deployment")
+            .map(str::to_string)
+            .or_else(|| {
+                subject.workload("ReplicaSet").and_then(|rs| {
+                    obs.replica_sets
+                        .iter()
+                        .find(|r| r.name == rs)
+                        .and_then(|r| r.owner.as_deref())
+                        .and_then(|o| o.strip_prefix("Deployment/"))
+                        .map(str::to_string)
+                })
+            });
         // Without a resolved subject, the older guesses: a label, a name in the text, the only one.
         let guessed = || {
             label_dep
                 .clone()
-                .filter(|d| obs.deployments.is_empty() || obs.deployments.iter().any(|x| &x.name == d))
+                .filter(|d| {
+                    obs.deployments.is_empty() || obs.deployments.iter().any(|x| &x.name == d)
+                })
                 .or_else(|| {
                     let mut names: Vec<&str> = obs
                         .deployments

@@ -63,16 +63,19 @@ pub(crate) fn relation(ctx: &Ctx, object: &str) -> Option<&'static str> {
     };
     match kind.to_ascii_lowercase().as_str() {
         "node" if s.nodes.iter().any(|n| n == name) => {
-            return Some(if s.objects.iter().any(|o| o.kind == "Node" && o.name == name) {
-                "subject"
-            } else {
-                "node of the subject"
-            });
+            return Some(
+                if s.objects.iter().any(|o| o.kind == "Node" && o.name == name) {
+                    "subject"
+                } else {
+                    "node of the subject"
+                },
+            );
         }
         "replicaset" => {
-            let owns_subject_pod = ctx.pods().iter().any(|p| {
-                s.has_pod(p) && p.owner.as_deref() == Some(&format!("ReplicaSet/{name}"))
-            });
+            let owns_subject_pod = ctx
+                .pods()
+                .iter()
+                .any(|p| s.has_pod(p) && p.owner.as_deref() == Some(&format!("ReplicaSet/{name}")));
             let owned_by_subject = ctx
                 .obs
                 .replica_sets
@@ -80,10 +83,12 @@ pub(crate) fn relation(ctx: &Ctx, object: &str) -> Option<&'static str> {
                 .find(|r| r.name == name)
                 .and_then(|r| r.owner.as_deref())
                 .is_some_and(|o| s.covers(o));
-            let named_by_controller = s
-                .workloads
-                .iter()
-                .any(|(k, d)| k == "Deployment" && name.strip_prefix(d.as_str()).is_some_and(|h| h.starts_with('-') && !h[1..].contains('-')));
+            let named_by_controller = s.workloads.iter().any(|(k, d)| {
+                k == "Deployment"
+                    && name
+                        .strip_prefix(d.as_str())
+                        .is_some_and(|h| h.starts_with('-') && !h[1..].contains('-'))
+            });
             if owns_subject_pod || owned_by_subject || named_by_controller {
                 return Some("subject");
             }
@@ -125,7 +130,10 @@ fn set_aside_unrelated(ctx: &Ctx, signals: &mut [Signal]) {
             s.cause = None;
             s.actions.clear();
             s.confidence = s.confidence.min(0.3);
-            s.summary = format!("also noticed (no evidenced link to the subject): {}", s.summary);
+            s.summary = format!(
+                "also noticed (no evidenced link to the subject): {}",
+                s.summary
+            );
         }
     }
 }
@@ -148,7 +156,8 @@ fn symptom_is_not_a_cause(signals: &mut [Signal]) {
             && s.category != Category::ResourceExhaustion
         {
             s.confidence = s.confidence.min(0.3);
-            s.detail.push_str("; the alert's own condition: the symptom the cause explains");
+            s.detail
+                .push_str("; the alert's own condition: the symptom the cause explains");
         }
     }
 }

@@ -14,7 +14,13 @@ const NAMESPACE_KEYS: &[&str] = &[
     "exported_namespace",
     "namespace_name",
 ];
-const POD_KEYS: &[&str] = &["pod", "kube_pod", "pod_name", "k8s_pod_name", "exported_pod"];
+const POD_KEYS: &[&str] = &[
+    "pod",
+    "kube_pod",
+    "pod_name",
+    "k8s_pod_name",
+    "exported_pod",
+];
 const CONTAINER_KEYS: &[&str] = &[
     "container",
     "kube_container",
@@ -67,7 +73,13 @@ const APP_KEYS: &[&str] = &[
     "application",
 ];
 /// Pod labels an application name is carried in.
-const APP_POD_LABELS: &[&str] = &["app", "app.kubernetes.io/name", "k8s-app", "name", "service"];
+const APP_POD_LABELS: &[&str] = &[
+    "app",
+    "app.kubernetes.io/name",
+    "k8s-app",
+    "name",
+    "service",
+];
 
 /// What the investigation is about.
 #[derive(Clone, Debug, Default)]
@@ -150,9 +162,7 @@ pub(crate) fn selector_matches(
     if match_labels.is_empty() && expressions.is_empty() {
         return false;
     }
-    match_labels
-        .iter()
-        .all(|(k, v)| labels.get(k) == Some(v))
+    match_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
         && expressions.iter().all(|e| expression_matches(e, labels))
 }
 
@@ -179,7 +189,10 @@ fn expression_matches(expr: &str, labels: &BTreeMap<String, String>) -> bool {
 }
 
 /// The ReplicaSet that owns a pod, and that ReplicaSet's facts when they were read.
-fn pod_replica_set<'a>(obs: &'a Observations, pod: &PodFacts) -> Option<(String, Option<&'a DeploymentFacts>)> {
+fn pod_replica_set<'a>(
+    obs: &'a Observations,
+    pod: &PodFacts,
+) -> Option<(String, Option<&'a DeploymentFacts>)> {
     let rs = super::pod_rs(pod)?;
     let facts = obs
         .replica_sets
@@ -230,7 +243,9 @@ pub(crate) fn workload_of(obs: &Observations, pod: &PodFacts) -> Option<(String,
             let cron = obs
                 .workloads
                 .iter()
-                .find(|w| w.kind == "Job" && w.name == name && same_ns(&w.namespace, &pod.namespace))
+                .find(|w| {
+                    w.kind == "Job" && w.name == name && same_ns(&w.namespace, &pod.namespace)
+                })
                 .and_then(|w| w.owner.as_deref())
                 .and_then(|o| o.split_once('/'))
                 .filter(|(k, _)| *k == "CronJob");
@@ -287,7 +302,9 @@ pub(crate) fn pod_belongs(obs: &Observations, pod: &PodFacts, kind: &str, name: 
             let uid = obs
                 .workloads
                 .iter()
-                .find(|w| w.kind == "Job" && w.name == name && same_ns(&w.namespace, &pod.namespace))
+                .find(|w| {
+                    w.kind == "Job" && w.name == name && same_ns(&w.namespace, &pod.namespace)
+                })
                 .map(|w| w.uid.as_str())
                 .filter(|u| !u.is_empty());
             by_label
@@ -308,11 +325,9 @@ pub(crate) fn pod_belongs(obs: &Observations, pod: &PodFacts, kind: &str, name: 
                         .and_then(|n| obs.workloads.iter().find(|w| w.name == n).map(|w| &w.name))
                 });
             let Some(job) = job else { return false };
-            match obs
-                .workloads
-                .iter()
-                .find(|w| w.kind == "Job" && &w.name == job && same_ns(&w.namespace, &pod.namespace))
-            {
+            match obs.workloads.iter().find(|w| {
+                w.kind == "Job" && &w.name == job && same_ns(&w.namespace, &pod.namespace)
+            }) {
                 Some(w) => w.owner.as_deref() == Some(&format!("CronJob/{name}")),
                 // The Jobs could not be read: the CronJob controller names its Jobs
                 // `<cronjob>-<scheduled minute>`.
@@ -406,14 +421,23 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
         let kind = canonical_kind(kind);
         if !s.workloads.iter().any(|(k, n)| k == &kind && n == name) {
             s.workloads.push((kind.clone(), name.clone()));
-            add(&mut s, &kind, name, &ns, format!("labels workload_type, workload_name={name}"));
+            add(
+                &mut s,
+                &kind,
+                name,
+                &ns,
+                format!("labels workload_type, workload_name={name}"),
+            );
         }
     }
     // `job` is also Prometheus's scrape job (`kube-state-metrics`): a Job only when one by that
     // name exists, or pods carry it as their `job-name`.
     if let Some(v) = value("job")
         && !s.workloads.iter().any(|(k, _)| k == "Job")
-        && (obs.workloads.iter().any(|w| w.kind == "Job" && &w.name == v)
+        && (obs
+            .workloads
+            .iter()
+            .any(|w| w.kind == "Job" && &w.name == v)
             || pods
                 .iter()
                 .any(|p| p.labels.get("job-name").is_some_and(|j| j == v)))
@@ -444,7 +468,13 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
         let host = inst.rsplit_once(':').map(|(h, _)| h).unwrap_or(inst);
         if let Some(node) = obs.nodes.iter().find(|n| n.name == host || n.name == *inst) {
             s.nodes.push(node.name.clone());
-            add(&mut s, "Node", &node.name, "", format!("label instance={inst} is a node"));
+            add(
+                &mut s,
+                "Node",
+                &node.name,
+                "",
+                format!("label instance={inst} is a node"),
+            );
         }
     }
     // An application name: a workload of that name, else the pods labelled with it.
@@ -453,7 +483,13 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
             let Some(app) = value(key) else { continue };
             if let Some((kind, name)) = workload_named(obs, app, &s.namespace) {
                 s.workloads.push((kind.clone(), name.clone()));
-                add(&mut s, &kind, &name, &ns, format!("label {key}={app} names the {kind}"));
+                add(
+                    &mut s,
+                    &kind,
+                    &name,
+                    &ns,
+                    format!("label {key}={app} names the {kind}"),
+                );
                 break;
             }
             let labelled: Vec<&PodFacts> = pods
@@ -466,7 +502,13 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
                     if let Some(w) = workload_of(obs, p)
                         && !s.workloads.contains(&w)
                     {
-                        add(&mut s, &w.0, &w.1, &ns, format!("its pods carry the label {key}={app}"));
+                        add(
+                            &mut s,
+                            &w.0,
+                            &w.1,
+                            &ns,
+                            format!("its pods carry the label {key}={app}"),
+                        );
                         s.workloads.push(w);
                     }
                     if !s.pods.contains(&p.name) {
@@ -514,9 +556,19 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
             };
             add(&mut s, &kind, &name, &ns, how.to_string());
             s.workloads.push((kind, name));
-        } else if let Some(p) = pods.iter().filter(|p| mentions(&text, &p.name)).max_by_key(|p| p.name.len()) {
+        } else if let Some(p) = pods
+            .iter()
+            .filter(|p| mentions(&text, &p.name))
+            .max_by_key(|p| p.name.len())
+        {
             s.named_pods.push(p.name.clone());
-            add(&mut s, "Pod", &p.name, &ns, "named in the alert's text".to_string());
+            add(
+                &mut s,
+                "Pod",
+                &p.name,
+                &ns,
+                "named in the alert's text".to_string(),
+            );
         }
     }
     // A named pod's owner joins the subject, found through its ownerReferences.
@@ -547,7 +599,13 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
         for p in &pods {
             if !s.pods.contains(&p.name) && pod_belongs(obs, p, &kind, &name) {
                 s.pods.push(p.name.clone());
-                add(&mut s, "Pod", &p.name, &p.namespace, format!("{kind}/{name}: {how}"));
+                add(
+                    &mut s,
+                    "Pod",
+                    &p.name,
+                    &p.namespace,
+                    format!("{kind}/{name}: {how}"),
+                );
             }
         }
     }
@@ -664,7 +722,10 @@ mod tests {
             ..Observations::default()
         };
         let s = resolve(&obs);
-        assert_eq!(s.workloads, vec![("Job".to_string(), "nightly-import".to_string())]);
+        assert_eq!(
+            s.workloads,
+            vec![("Job".to_string(), "nightly-import".to_string())]
+        );
         assert_eq!(s.pods, vec!["nightly-import-x7k2p".to_string()]);
     }
 
@@ -680,7 +741,11 @@ mod tests {
                 ..WorkloadFacts::default()
             }],
             pods: vec![
-                pod("report-29100-abcde", "Job/report-29100", &[("job-name", "report-29100")]),
+                pod(
+                    "report-29100-abcde",
+                    "Job/report-29100",
+                    &[("job-name", "report-29100")],
+                ),
                 pod("reporter-1", "", &[]),
             ],
             ..Observations::default()
@@ -715,10 +780,19 @@ mod tests {
 
     #[test]
     fn selector_expressions_are_honoured() {
-        let labels: BTreeMap<String, String> =
-            [("tier".to_string(), "web".to_string())].into_iter().collect();
-        assert!(selector_matches(&BTreeMap::new(), &["tier In (web,api)".into()], &labels));
-        assert!(!selector_matches(&BTreeMap::new(), &["tier NotIn (web)".into()], &labels));
+        let labels: BTreeMap<String, String> = [("tier".to_string(), "web".to_string())]
+            .into_iter()
+            .collect();
+        assert!(selector_matches(
+            &BTreeMap::new(),
+            &["tier In (web,api)".into()],
+            &labels
+        ));
+        assert!(!selector_matches(
+            &BTreeMap::new(),
+            &["tier NotIn (web)".into()],
+            &labels
+        ));
         assert!(!selector_matches(&BTreeMap::new(), &[], &labels));
     }
 }

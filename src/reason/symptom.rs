@@ -60,9 +60,11 @@ pub(crate) fn by_design(ctx: &Ctx) -> bool {
     let Some(alert) = ctx.obs.alert.as_ref() else {
         return false;
     };
-    let name = alert.name().to_lowercase().replace(['_', '-', ' ', '\''], "");
-    let expr_always = metrics::alert_expr(ctx)
-        .is_some_and(|e| e.replace(' ', "") == "vector(1)");
+    let name = alert
+        .name()
+        .to_lowercase()
+        .replace(['_', '-', ' ', '\''], "");
+    let expr_always = metrics::alert_expr(ctx).is_some_and(|e| e.replace(' ', "") == "vector(1)");
     BY_DESIGN.contains(&name.as_str()) || expr_always
 }
 
@@ -110,10 +112,20 @@ pub(crate) fn claim(ctx: &Ctx) -> Claim {
     if name.ends_with("down") {
         return Claim::Other;
     }
-    if name_has(&["hpa", "maxedout", "overcommit", "quota", "throttl", "fillingup", "outofspace"]) {
+    if name_has(&[
+        "hpa",
+        "maxedout",
+        "overcommit",
+        "quota",
+        "throttl",
+        "fillingup",
+        "outofspace",
+    ]) {
         return Claim::Saturation;
     }
-    if name_has(&["crashloop", "restart", "oom"]) || (name.is_empty() && has(&["crash", "restart", "oom"])) {
+    if name_has(&["crashloop", "restart", "oom"])
+        || (name.is_empty() && has(&["crash", "restart", "oom"]))
+    {
         return Claim::Restarts;
     }
     if name_has(&[
@@ -134,10 +146,31 @@ pub(crate) fn claim(ctx: &Ctx) -> Claim {
     ]) {
         return Claim::Availability;
     }
-    if has(&["latency", "slow", "duration", "response time", "p99", "p95", "hang", "timeout", "timing out"]) {
+    if has(&[
+        "latency",
+        "slow",
+        "duration",
+        "response time",
+        "p99",
+        "p95",
+        "hang",
+        "timeout",
+        "timing out",
+    ]) {
         return Claim::Latency;
     }
-    if has(&["cpu", "throttl", "memory", "disk", "filling", "saturat", "quota", "space", "inode", "connections"]) {
+    if has(&[
+        "cpu",
+        "throttl",
+        "memory",
+        "disk",
+        "filling",
+        "saturat",
+        "quota",
+        "space",
+        "inode",
+        "connections",
+    ]) {
         return Claim::Saturation;
     }
     if has(&["error", "5xx", "failure rate", "failing requests", "500s"]) {
@@ -146,7 +179,14 @@ pub(crate) fn claim(ctx: &Ctx) -> Claim {
     if has(&["crash", "restart", "oom"]) {
         return Claim::Restarts;
     }
-    if has(&["not ready", "down", "unavailable", "pending", "imagepull", "waiting"]) {
+    if has(&[
+        "not ready",
+        "down",
+        "unavailable",
+        "pending",
+        "imagepull",
+        "waiting",
+    ]) {
         return Claim::Availability;
     }
     Claim::Other
@@ -173,8 +213,16 @@ pub(crate) fn measure(ctx: &Ctx) -> Symptom {
         s.state = SymptomState::ByDesign;
         s.detail = format!(
             "{} fires by design{}: it is the alerting pipeline's heartbeat, so firing is its normal state",
-            ctx.obs.alert.as_ref().map(|a| a.name()).unwrap_or("the alert"),
-            if expr.is_empty() { String::new() } else { format!(" (expression {expr})") }
+            ctx.obs
+                .alert
+                .as_ref()
+                .map(|a| a.name())
+                .unwrap_or("the alert"),
+            if expr.is_empty() {
+                String::new()
+            } else {
+                format!(" (expression {expr})")
+            }
         );
         s.evidence = ctx.ev(&["alerts", "alert_rules"]);
         return s;
@@ -240,7 +288,9 @@ fn missing(ctx: &Ctx, claim: Claim) -> String {
         Claim::Latency => "no latency metric",
         Claim::Errors => "no error metric",
         Claim::Saturation => "no saturation metric",
-        Claim::Restarts | Claim::Availability | Claim::JobFailed => "no pod of the subject was seen",
+        Claim::Restarts | Claim::Availability | Claim::JobFailed => {
+            "no pod of the subject was seen"
+        }
         Claim::NodeReady => "the node was not seen",
         Claim::Other => "nothing measured the alert's condition",
     };
@@ -251,15 +301,16 @@ fn missing(ctx: &Ctx, claim: Claim) -> String {
     let why = match ctx.obs.coverage.get(source) {
         None => String::new(),
         Some(c) if !c.configured => format!("{source} is not configured"),
-        Some(c) if c.status() == "failed" => format!(
-            "{source} failed: {}",
-            c.error.as_deref().unwrap_or("error")
-        ),
+        Some(c) if c.status() == "failed" => {
+            format!("{source} failed: {}", c.error.as_deref().unwrap_or("error"))
+        }
         Some(c) if c.status() == "empty" => format!("{source} answered with no data"),
         Some(_) if source == "prometheus" && metrics::alert_expr(ctx).is_some() => {
             "the alert's expression returned no data".to_string()
         }
-        Some(_) if source == "prometheus" => "the alert carries no expression to measure".to_string(),
+        Some(_) if source == "prometheus" => {
+            "the alert carries no expression to measure".to_string()
+        }
         Some(_) => String::new(),
     };
     if why.is_empty() {
@@ -304,7 +355,9 @@ fn measure_expression(ctx: &Ctx, s: &mut Symptom) -> Option<Symptom> {
                     fmt(last),
                     th.op,
                     fmt(th.value),
-                    onset.map(|t| format!(", breaching since {}", hhmm(t))).unwrap_or_default()
+                    onset
+                        .map(|t| format!(", breaching since {}", hhmm(t)))
+                        .unwrap_or_default()
                 );
             } else {
                 let last_breach = own
@@ -373,12 +426,17 @@ fn scope_name(ctx: &Ctx) -> String {
 /// Restarts and crash loops, from the pods' container statuses.
 fn measure_restarts(ctx: &Ctx, s: &mut Symptom) -> bool {
     let pods = live_subject_pods(ctx);
-    let all: Vec<&PodFacts> = ctx.pods().into_iter().filter(|p| ctx.pod_in_scope(p)).collect();
+    let all: Vec<&PodFacts> = ctx
+        .pods()
+        .into_iter()
+        .filter(|p| ctx.pod_in_scope(p))
+        .collect();
     if all.is_empty() {
         return false;
     }
     s.evidence = ctx.ev(&["kubernetes/pods", "kubernetes/events"]);
-    let recent = |t: Option<DateTime<Utc>>| t.is_some_and(|t| ctx.minutes_ago(t) < RECENT_RESTART_MINUTES);
+    let recent =
+        |t: Option<DateTime<Utc>>| t.is_some_and(|t| ctx.minutes_ago(t) < RECENT_RESTART_MINUTES);
     let mut looping = Vec::new();
     let mut last_restart: Option<DateTime<Utc>> = None;
     for p in &pods {
@@ -387,16 +445,22 @@ fn measure_restarts(ctx: &Ctx, s: &mut Symptom) -> bool {
                 last_restart = last_restart.max(c.last_finished_at);
             }
             let waiting_bad = c.state == "waiting"
-                && c.reason.as_deref().is_some_and(|r| r != "ContainerCreating" && r != "PodInitializing");
+                && c.reason
+                    .as_deref()
+                    .is_some_and(|r| r != "ContainerCreating" && r != "PodInitializing");
             let failed = c.state == "terminated" && c.exit_code.is_some_and(|e| e != 0);
             if waiting_bad || failed || (c.restart_count > 0 && recent(c.last_finished_at)) {
                 looping.push(format!(
                     "{}/{} {} ({} restarts{})",
                     p.name,
                     c.name,
-                    c.reason.as_deref().unwrap_or(if c.ready { "running" } else { "not ready" }),
+                    c.reason
+                        .as_deref()
+                        .unwrap_or(if c.ready { "running" } else { "not ready" }),
                     c.restart_count,
-                    c.last_finished_at.map(|t| format!(", last exit {}", hhmm(t))).unwrap_or_default()
+                    c.last_finished_at
+                        .map(|t| format!(", last exit {}", hhmm(t)))
+                        .unwrap_or_default()
                 ));
             }
         }
@@ -442,7 +506,12 @@ fn measure_restarts(ctx: &Ctx, s: &mut Symptom) -> bool {
 fn measure_availability(ctx: &Ctx, s: &mut Symptom) -> bool {
     let pods = live_subject_pods(ctx);
     let mut short: Vec<String> = Vec::new();
-    for d in ctx.obs.deployments.iter().filter(|d| ctx.subject.covers(&format!("deployment/{}", d.name))) {
+    for d in ctx
+        .obs
+        .deployments
+        .iter()
+        .filter(|d| ctx.subject.covers(&format!("deployment/{}", d.name)))
+    {
         if d.ready_replicas < d.replicas || d.updated_replicas < d.replicas {
             short.push(format!(
                 "deployment {} has {} of {} replicas ready ({} updated)",
@@ -450,8 +519,15 @@ fn measure_availability(ctx: &Ctx, s: &mut Symptom) -> bool {
             ));
         }
     }
-    for w in ctx.obs.workloads.iter().filter(|w| ctx.subject.covers(&format!("{}/{}", w.kind, w.name))) {
-        if matches!(w.kind.as_str(), "StatefulSet" | "DaemonSet") && (w.ready < w.desired || w.unavailable > 0) {
+    for w in ctx
+        .obs
+        .workloads
+        .iter()
+        .filter(|w| ctx.subject.covers(&format!("{}/{}", w.kind, w.name)))
+    {
+        if matches!(w.kind.as_str(), "StatefulSet" | "DaemonSet")
+            && (w.ready < w.desired || w.unavailable > 0)
+        {
             short.push(format!(
                 "{} {} has {} of {} pods ready",
                 w.kind.to_lowercase(),
@@ -476,7 +552,11 @@ fn measure_availability(ctx: &Ctx, s: &mut Symptom) -> bool {
     if pods.is_empty() && short.is_empty() {
         return false;
     }
-    s.evidence = ctx.ev(&["kubernetes/pods", "kubernetes/deployments", "kubernetes/workloads"]);
+    s.evidence = ctx.ev(&[
+        "kubernetes/pods",
+        "kubernetes/deployments",
+        "kubernetes/workloads",
+    ]);
     if !not_ready.is_empty() || !short.is_empty() {
         s.state = SymptomState::Confirmed;
         let mut parts = short;
@@ -508,16 +588,27 @@ fn measure_job(ctx: &Ctx, s: &mut Symptom) -> bool {
         .iter()
         .filter(|w| w.kind == "Job" && ctx.subject.covers(&format!("job/{}", w.name)))
         .collect();
-    let pods: Vec<&PodFacts> = ctx.pods().into_iter().filter(|p| ctx.pod_in_scope(p)).collect();
+    let pods: Vec<&PodFacts> = ctx
+        .pods()
+        .into_iter()
+        .filter(|p| ctx.pod_in_scope(p))
+        .collect();
     s.evidence = ctx.ev(&["kubernetes/workloads", "kubernetes/pods"]);
-    if let Some(j) = jobs.iter().find(|j| j.conditions.get("Failed").is_some_and(|c| c.0 == "True")) {
+    if let Some(j) = jobs
+        .iter()
+        .find(|j| j.conditions.get("Failed").is_some_and(|c| c.0 == "True"))
+    {
         let (_, reason, message) = j.conditions.get("Failed").cloned().unwrap_or_default();
         s.state = SymptomState::Confirmed;
         s.onset = j.start_time;
         s.detail = format!(
             "job {} failed ({reason}{}): {} failed pod(s), {} succeeded",
             j.name,
-            if message.is_empty() { String::new() } else { format!(": \"{}\"", super::logs::short(&message)) },
+            if message.is_empty() {
+                String::new()
+            } else {
+                format!(": \"{}\"", super::logs::short(&message))
+            },
             j.failed,
             j.succeeded
         );
@@ -525,7 +616,13 @@ fn measure_job(ctx: &Ctx, s: &mut Symptom) -> bool {
     }
     let failed: Vec<&str> = pods
         .iter()
-        .filter(|p| p.phase == "Failed" || p.containers.iter().any(|c| c.exit_code.is_some_and(|e| e != 0) || c.reason.as_deref() == Some("CrashLoopBackOff")))
+        .filter(|p| {
+            p.phase == "Failed"
+                || p.containers.iter().any(|c| {
+                    c.exit_code.is_some_and(|e| e != 0)
+                        || c.reason.as_deref() == Some("CrashLoopBackOff")
+                })
+        })
         .map(|p| p.name.as_str())
         .collect();
     if !failed.is_empty() {
@@ -533,7 +630,10 @@ fn measure_job(ctx: &Ctx, s: &mut Symptom) -> bool {
         s.detail = format!("job pods failed: {}", super::list_names(&failed, 3));
         return true;
     }
-    if jobs.iter().any(|j| j.succeeded > 0 && j.conditions.get("Complete").is_some_and(|c| c.0 == "True")) {
+    if jobs
+        .iter()
+        .any(|j| j.succeeded > 0 && j.conditions.get("Complete").is_some_and(|c| c.0 == "True"))
+    {
         s.state = SymptomState::Cleared;
         s.cleared_at = jobs.iter().filter_map(|j| j.completion_time).max();
         s.detail = "the job completed successfully".to_string();
@@ -557,11 +657,23 @@ fn measure_nodes(ctx: &Ctx, s: &mut Symptom) -> bool {
     let bad: Vec<String> = nodes
         .iter()
         .filter(|n| !n.ready())
-        .map(|n| format!("{} (Ready={})", n.name, n.conditions.get("Ready").map(String::as_str).unwrap_or("unknown")))
+        .map(|n| {
+            format!(
+                "{} (Ready={})",
+                n.name,
+                n.conditions
+                    .get("Ready")
+                    .map(String::as_str)
+                    .unwrap_or("unknown")
+            )
+        })
         .collect();
     if bad.is_empty() {
         s.state = SymptomState::Cleared;
-        s.detail = format!("node {} reports Ready", super::list_names(&nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>(), 3));
+        s.detail = format!(
+            "node {} reports Ready",
+            super::list_names(&nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>(), 3)
+        );
     } else {
         s.state = SymptomState::Confirmed;
         s.detail = format!("not Ready: {}", super::list_names(&bad, 3));
