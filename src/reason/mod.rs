@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 
 mod actions;
+mod changes;
 mod config;
 pub mod conventions;
 mod coverage;
@@ -146,6 +147,16 @@ pub struct Analysis {
 
 /// Run every analyzer over the observations and rank what they found.
 pub fn analyze(obs: &Observations) -> Analysis {
+    let derived = changes::derived(obs);
+    let with_derived;
+    let obs = if derived.is_empty() {
+        obs
+    } else {
+        let mut o = obs.clone();
+        o.changes.extend(derived);
+        with_derived = o;
+        &with_derived
+    };
     let ctx = Ctx::new(obs);
     let mut signals = Vec::new();
     signals.extend(pods::crash_loop(&ctx));

@@ -530,7 +530,7 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
         .obs
         .changes
         .iter()
-        .any(|c| c.at.is_some_and(|t| ctx.minutes_ago(t) < 6.0 * 60.0));
+        .any(|c| c.at.is_some_and(|t| ctx.minutes_ago(t) < 6.0 * 60.0) || c.id == "rollback");
     if !recent_changes
         && !rollout
         && !has(signals, "rollout_stuck")

@@ -26,6 +26,9 @@ pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut
             v.suggested_actions.clear();
         }
         SymptomState::Cleared => {
+            if let Some(change) = recovery(ctx, symptom) {
+                v.root_cause = format!("{}; the recovery followed {change}", v.root_cause);
+            }
             if v.category == Category::Healthy {
                 if !v.root_cause.contains(&symptom.detail) {
                     v.root_cause = format!("{}; symptom cleared: {}", v.root_cause, symptom.detail);
@@ -78,6 +81,29 @@ pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut
         }
         _ => {}
     }
+}
+
+/// A rollback, scale, config or image change that came before the symptom cleared and after it
+/// began: what ended it.
+fn recovery(ctx: &Ctx, symptom: &Symptom) -> Option<String> {
+    let end = symptom.cleared_at.unwrap_or(ctx.obs.now);
+    let start = symptom.onset;
+    let fits = |c: &crate::model::Change| match c.at {
+        Some(t) => t <= end && start.is_none_or(|s| t >= s) && (end - t).num_minutes() <= 60,
+        // A rollback seen only in the revisions has no time: it still ended the bad revision.
+        None => c.id == "rollback",
+    };
+    let c = ctx
+        .obs
+        .changes
+        .iter()
+        .filter(|c| fits(c) && (c.id == "rollback" || c.id.starts_with("scale") || c.id == "rescale" || c.kind == crate::model::ChangeKind::Config))
+        .max_by_key(|c| c.at)?;
+    let when = c
+        .at
+        .map(|t| format!(" at {}", t.format("%H:%M UTC")))
+        .unwrap_or_default();
+    Some(format!("{}{when}", c.title))
 }
 
 /// Every check made, failing first: the signals (on the subject or a neighbour, with the edge),
