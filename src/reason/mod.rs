@@ -187,7 +187,36 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(database::wraparound(&ctx));
     signals.extend(database::unreachable(&ctx));
     signals.extend(coverage::report(&ctx));
+    signals.extend(also_noticed(&ctx));
     rank::rank(&ctx, signals)
+}
+
+/// Failures elsewhere in what was gathered, with no evidenced edge to the subject: listed as
+/// findings ("also noticed") so the engineer sees them, never ranked as the cause.
+fn also_noticed(ctx: &Ctx) -> Vec<Signal> {
+    if !ctx.subject.resolved {
+        return Vec::new();
+    }
+    let wide = Ctx::unscoped(ctx.obs);
+    let mut found = Vec::new();
+    found.extend(pods::crash_loop(&wide));
+    found.extend(pods::oom_killed(&wide));
+    found.extend(pods::image_pull(&wide));
+    found.extend(pods::container_config(&wide));
+    found.extend(scheduling::failed_scheduling(&wide));
+    found
+        .into_iter()
+        .filter(|s| !s.benign && s.cause.is_some() && !s.objects.is_empty())
+        .filter(|s| s.objects.iter().all(|o| rank::relation(ctx, o).is_none()))
+        .map(|s| Signal {
+            summary: format!("also noticed (no evidenced link to the subject): {}", s.summary),
+            confidence: s.confidence.min(0.3),
+            cause: None,
+            actions: Vec::new(),
+            ruled_out: Vec::new(),
+            ..s
+        })
+        .collect()
 }
 
 /// A level shift in a series: the index where it starts and the levels before and after.
@@ -332,6 +361,17 @@ impl<'a> Ctx<'a> {
             focus_pods,
             focus_nodes,
             focus_deployment,
+        }
+    }
+
+    /// A context with no subject: every object in scope, for the "also noticed" look.
+    pub(crate) fn unscoped(obs: &'a Observations) -> Self {
+        Ctx {
+            obs,
+            subject: subject::Subject::default(),
+            focus_pods: Vec::new(),
+            focus_nodes: Vec::new(),
+            focus_deployment: None,
         }
     }
 

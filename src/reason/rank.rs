@@ -360,9 +360,11 @@ fn silence_if_checked(ctx: &Ctx, top: &Signal) -> Option<Action> {
 }
 
 fn has(signals: &[Signal], analyzer: &str) -> bool {
-    signals
-        .iter()
-        .any(|s| s.analyzer == analyzer && (s.cause.is_some() || s.analyzer == "crash_loop"))
+    signals.iter().any(|s| {
+        s.analyzer == analyzer
+            && (s.cause.is_some() || s.analyzer == "crash_loop")
+            && !s.summary.starts_with("also noticed")
+    })
 }
 
 /// Checks an SRE makes before trusting a diagnosis, each stated with the concrete fact that rules it out.
