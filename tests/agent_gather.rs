@@ -242,7 +242,9 @@ async fn workload_reads_run_beside_the_others_in_the_alerts_namespace() {
     }
     let workloads = records
         .iter()
-        .filter(|r| matches!(&r.event, Event::Observed { kind, .. } if kind == "kubernetes/workloads"))
+        .filter(
+            |r| matches!(&r.event, Event::Observed { kind, .. } if kind == "kubernetes/workloads"),
+        )
         .count();
     assert_eq!(workloads, 4);
     // In parallel with the pods, events and nodes: Gather still takes one read's time.
@@ -383,5 +385,8 @@ async fn a_described_problem_consults_a_configured_database_whatever_its_words()
         .collect();
     assert!(asked.contains(&"postgres.activity"), "{asked:?}");
     assert!(asked.contains(&"postgres.locks"), "{asked:?}");
-    assert_eq!(*tools.approved.lock().unwrap_or_else(|e| e.into_inner()), Some(true));
+    assert_eq!(
+        *tools.approved.lock().unwrap_or_else(|e| e.into_inner()),
+        Some(true)
+    );
 }

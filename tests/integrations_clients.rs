@@ -609,7 +609,12 @@ async fn kubernetes_workload_lists_parse_into_facts() {
     let sets = k.statefulsets("orders").await.expect("statefulsets");
     assert_eq!(sets.len(), 1);
     assert_eq!(
-        (sets[0].kind.as_str(), sets[0].desired, sets[0].ready, sets[0].unavailable),
+        (
+            sets[0].kind.as_str(),
+            sets[0].desired,
+            sets[0].ready,
+            sets[0].unavailable
+        ),
         ("StatefulSet", 3, 2, 1)
     );
     assert_eq!(sets[0].current_revision, sets[0].update_revision);
@@ -635,5 +640,8 @@ async fn kubernetes_workload_lists_parse_into_facts() {
     assert!(k.jobs("../secrets").await.is_err());
     let paths = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
     assert!(paths.iter().all(|p| !p.contains("secrets")), "{paths:?}");
-    assert!(paths.contains(&"/apis/apps/v1/daemonsets".to_string()), "{paths:?}");
+    assert!(
+        paths.contains(&"/apis/apps/v1/daemonsets".to_string()),
+        "{paths:?}"
+    );
 }

@@ -394,10 +394,10 @@ fn firing(name: &str, labels: &[(&str, &str)]) -> Observations {
 #[test]
 fn no_silence_when_nothing_checked_the_alerts_condition() {
     // A latency alert while every pod is Ready: nothing measured latency, so nothing says the
-    // condition cleared, and hiding the page has no grounds.
+    // condition cleared (the verdict is unknown, not healthy), and hiding the page has no grounds.
     let obs = firing("CartLatencyHigh", &[("deployment", "cart")]);
     let a = analyze(&obs);
-    assert_eq!(a.category, Category::Healthy, "{a:#?}");
+    assert_eq!(a.category, Category::Unknown, "{a:#?}");
     assert!(
         a.suggested_actions
             .iter()

@@ -1153,6 +1153,18 @@ pub async fn exercise(
             k.replica_sets(*ns).await.map_err(err)?.len()
         }
         ("kubernetes", ["api", "v1", "nodes"]) => k.nodes().await.map_err(err)?.len(),
+        ("kubernetes", ["apis", "apps", "v1", "namespaces", ns, "statefulsets"]) => {
+            k.statefulsets(*ns).await.map_err(err)?.len()
+        }
+        ("kubernetes", ["apis", "apps", "v1", "namespaces", ns, "daemonsets"]) => {
+            k.daemonsets(*ns).await.map_err(err)?.len()
+        }
+        ("kubernetes", ["apis", "batch", "v1", "namespaces", ns, "jobs"]) => {
+            k.jobs(*ns).await.map_err(err)?.len()
+        }
+        ("kubernetes", ["apis", "batch", "v1", "namespaces", ns, "cronjobs"]) => {
+            k.cronjobs(*ns).await.map_err(err)?.len()
+        }
         ("loki", ["loki", "api", "v1", "query_range"]) => {
             let q = rec
                 .query
