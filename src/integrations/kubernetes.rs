@@ -240,6 +240,7 @@ fn container_facts_of(spec: &Container, pod: &Pod, init: bool) -> ContainerFacts
             c.last_reason = t.reason.clone();
             c.last_exit_code = Some(t.exit_code);
             c.last_finished_at = t.finished_at.as_ref().and_then(time);
+            c.last_message = t.message.clone().filter(|m| !m.trim().is_empty());
         }
     }
     c

@@ -22,6 +22,9 @@ pub struct ContainerFacts {
     pub last_reason: Option<String>,
     pub last_exit_code: Option<i32>,
     pub last_finished_at: Option<DateTime<Utc>>,
+    /// The previous termination's message (a `StartError` names the missing executable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_message: Option<String>,
     pub memory_limit: Option<String>,
     pub memory_request: Option<String>,
     pub cpu_limit: Option<String>,

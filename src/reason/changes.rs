@@ -7,8 +7,10 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 static SCALED: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"Scaled (up|down) replica set ([a-z0-9][a-z0-9.-]*)(?: \(\S+\))? (?:to|from \d+ to) (\d+)")
-        .ok()
+    Regex::new(
+        r"Scaled (up|down) replica set ([a-z0-9][a-z0-9.-]*)(?: \(\S+\))? (?:to|from \d+ to) (\d+)",
+    )
+    .ok()
 });
 
 fn revision(r: &DeploymentFacts) -> i64 {
@@ -62,10 +64,15 @@ pub(crate) fn derived(obs: &Observations) -> Vec<Change> {
                     let images = this.map(|t| t.images.join(", ")).unwrap_or_default();
                     (
                         "rollback".to_string(),
-                        format!("deployment {name} rolled back to ReplicaSet {rs} ({images}), scaled up to {to}"),
+                        format!(
+                            "deployment {name} rolled back to ReplicaSet {rs} ({images}), scaled up to {to}"
+                        ),
                     )
                 } else {
-                    (format!("scale {dir}"), format!("deployment {name}: {}", e.message))
+                    (
+                        format!("scale {dir}"),
+                        format!("deployment {name}: {}", e.message),
+                    )
                 };
                 if !out.iter().any(|c| c.title == title && c.at == at) {
                     out.push(Change {
@@ -105,7 +112,9 @@ pub(crate) fn derived(obs: &Observations) -> Vec<Change> {
             .filter(|o| o.name != current.name && o.created_at > current.created_at)
             .collect();
         if let Some(undone) = newer.iter().max_by_key(|o| o.created_at)
-            && !out.iter().any(|c| c.id == "rollback" && c.target.ends_with(&d.name))
+            && !out
+                .iter()
+                .any(|c| c.id == "rollback" && c.target.ends_with(&d.name))
         {
             out.push(Change {
                 kind: ChangeKind::Rollout,
@@ -153,7 +162,10 @@ mod tests {
         };
         let obs = Observations {
             now,
-            replica_sets: vec![rs("cart-aaa", "3", 600, "cart:1.0"), rs("cart-bbb", "2", 30, "cart:1.1")],
+            replica_sets: vec![
+                rs("cart-aaa", "3", 600, "cart:1.0"),
+                rs("cart-bbb", "2", 30, "cart:1.1"),
+            ],
             events: vec![K8sEventFacts {
                 reason: "ScalingReplicaSet".into(),
                 object: "Deployment/cart".into(),
@@ -165,6 +177,10 @@ mod tests {
             ..Observations::default()
         };
         let ch = derived(&obs);
-        assert!(ch.iter().any(|c| c.id == "rollback" && c.title.contains("cart:1.0") && c.at.is_some()), "{ch:?}");
+        assert!(
+            ch.iter()
+                .any(|c| c.id == "rollback" && c.title.contains("cart:1.0") && c.at.is_some()),
+            "{ch:?}"
+        );
     }
 }

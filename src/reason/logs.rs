@@ -13,6 +13,8 @@ use std::sync::LazyLock;
 pub(crate) enum Sig {
     Pool,
     Cert,
+    /// A host name that does not exist (NXDOMAIN): the configuration names something nowhere.
+    NoSuchName,
     Dns,
     ConnRefused,
     Reset,
@@ -29,6 +31,7 @@ impl Sig {
         match self {
             Sig::Pool => "connection pool exhaustion errors",
             Sig::Cert => "TLS certificate errors",
+            Sig::NoSuchName => "host names that resolve nowhere",
             Sig::Dns => "DNS resolution failures",
             Sig::ConnRefused => "connection refused errors",
             Sig::Reset => "connection resets",
@@ -47,14 +50,14 @@ impl Sig {
             Sig::Auth => Category::ConfigurationError,
             Sig::Panic | Sig::Http5xx => Category::CodeDefect,
             Sig::Oom => Category::ResourceExhaustion,
-            Sig::Config | Sig::Cert => Category::ConfigurationError,
+            Sig::Config | Sig::Cert | Sig::NoSuchName => Category::ConfigurationError,
             Sig::Pool => Category::ResourceExhaustion,
         }
     }
 }
 
 static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
-    let table: [(Sig, &str); 11] = [
+    let table: [(Sig, &str); 12] = [
         (
             Sig::Pool,
             r"(?i)pool (?:is )?exhausted|connection pool (?:is )?(?:full|exhausted)|too many (?:connections|clients)|remaining connection slots|could not acquire (?:a )?connection|timeout acquiring (?:a )?connection|no available connections?|max_connections",
@@ -64,8 +67,12 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
             r"(?i)x509:|certificate (?:has )?expired|certificate is not yet valid|certificate verify failed|unable to verify the first certificate|ssl certificate problem|tls: (?:bad|expired|unknown) certificate",
         ),
         (
+            Sig::NoSuchName,
+            r"(?i)no such host|nxdomain|name or service not known|could not translate host name|unknown host|nodename nor servname provided",
+        ),
+        (
             Sig::Dns,
-            r"(?i)no such host|nxdomain|could not resolve|temporary failure in name resolution|name or service not known|getaddrinfo|dns lookup failed|unknown host|servfail",
+            r"(?i)could not resolve|temporary failure in name resolution|getaddrinfo|dns lookup failed|servfail|i/o timeout.*:53\b|server misbehaving",
         ),
         (Sig::ConnRefused, r"(?i)connection refused|econnrefused"),
         (
@@ -301,10 +308,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
         return Vec::new();
     }
     let evidence = ctx.ev(&["kubernetes/pod_logs", "logs"]);
-    let scope = ctx
-        .focus_deployment
-        .clone()
-        .unwrap_or_else(|| "the service".into());
+    let scope = ctx.scope_name("the service");
     let mut out = Vec::new();
     let onset = onset(ctx);
     let clusters = templates::cluster(&lines);
@@ -355,6 +359,15 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     h.example
                 )),
                 0.55,
+            ),
+            Sig::NoSuchName => (
+                Some(format!(
+                    "{scope} is configured with a host name that resolves nowhere{dep}: {} {} in its logs, e.g. \"{}\"; no such name exists in DNS, so the setting that names it is wrong (or the service it meant was never created)",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                0.7,
             ),
             Sig::Cert if h.count >= 2 => (
                 Some(format!(
@@ -590,7 +603,7 @@ mod tests {
     fn classifies_common_signatures() {
         assert_eq!(
             classify("dial tcp: lookup db.internal on 10.0.0.10:53: no such host"),
-            vec![Sig::Dns]
+            vec![Sig::NoSuchName]
         );
         assert_eq!(
             classify("dial tcp 10.0.3.4:5432: connect: connection refused"),

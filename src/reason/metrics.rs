@@ -252,10 +252,7 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 Some(p) if p.counts_errors() => error_label(p),
                 _ => metric_name(&lhs).unwrap_or_else(|| name.clone()),
             };
-            let scope = ctx
-                .focus_deployment
-                .clone()
-                .unwrap_or_else(|| "the service".into());
+            let scope = ctx.scope_name("the service");
             let mechanism = mechanism_for(&text, &scope);
             let mut sig = Signal {
                 analyzer: "metric_threshold",

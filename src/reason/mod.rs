@@ -160,6 +160,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     let ctx = Ctx::new(obs);
     let mut signals = Vec::new();
     signals.extend(pods::crash_loop(&ctx));
+    signals.extend(pods::failed_runs(&ctx));
     signals.extend(pods::oom_killed(&ctx));
     signals.extend(pods::image_pull(&ctx));
     signals.extend(pods::probe_failures(&ctx));
@@ -209,7 +210,10 @@ fn also_noticed(ctx: &Ctx) -> Vec<Signal> {
         .filter(|s| !s.benign && s.cause.is_some() && !s.objects.is_empty())
         .filter(|s| s.objects.iter().all(|o| rank::relation(ctx, o).is_none()))
         .map(|s| Signal {
-            summary: format!("also noticed (no evidenced link to the subject): {}", s.summary),
+            summary: format!(
+                "also noticed (no evidenced link to the subject): {}",
+                s.summary
+            ),
             confidence: s.confidence.min(0.3),
             cause: None,
             actions: Vec::new(),
@@ -362,6 +366,16 @@ impl<'a> Ctx<'a> {
             focus_nodes,
             focus_deployment,
         }
+    }
+
+    /// How statements name the subject: its workload, else the pod or node it names, else `fallback`.
+    pub(crate) fn scope_name(&self, fallback: &str) -> String {
+        self.focus_deployment
+            .clone()
+            .or_else(|| self.subject.workloads.first().map(|(_, n)| n.clone()))
+            .or_else(|| self.subject.named_pods.first().cloned())
+            .or_else(|| self.subject.nodes.first().cloned())
+            .unwrap_or_else(|| fallback.to_string())
     }
 
     /// A context with no subject: every object in scope, for the "also noticed" look.

@@ -154,6 +154,35 @@ pub(crate) fn container_config(ctx: &Ctx) -> Vec<Signal> {
 }
 
 /// CrashLoopBackOff whose cause is not a more specific analyzer's (OOM, liveness kill).
+/// The runtime's message when a container cannot even start (its command or entrypoint is
+/// missing or not executable), from its current or previous state.
+fn start_failure(c: &ContainerFacts) -> Option<String> {
+    const REASONS: [&str; 3] = ["StartError", "ContainerCannotRun", "RunContainerError"];
+    let said = |m: &str| {
+        let m = m.to_lowercase();
+        [
+            "executable file not found",
+            "no such file or directory",
+            "exec format error",
+            "permission denied",
+            "exec:",
+        ]
+        .iter()
+        .any(|k| m.contains(k))
+    };
+    let current = c
+        .message
+        .as_deref()
+        .filter(|m| said(m) || c.reason.as_deref().is_some_and(|r| REASONS.contains(&r)));
+    let last = c.last_message.as_deref().filter(|m| {
+        said(m)
+            || c.last_reason
+                .as_deref()
+                .is_some_and(|r| REASONS.contains(&r))
+    });
+    current.or(last).map(logs::short)
+}
+
 pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
     let mut out = Vec::new();
     for pod in live_pods(ctx) {
@@ -192,7 +221,21 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
                 objects: vec![format!("pod/{}", pod.name)],
                 ..Signal::default()
             };
-            if !specific {
+            let start_failure = start_failure(c);
+            if let Some(message) = &start_failure {
+                sig.category = Category::ConfigurationError;
+                sig.confidence = 0.8;
+                sig.detail = format!("the runtime cannot start it: \"{message}\"");
+                sig.cause = Some(format!(
+                    "{} cannot start: {} {} ({}) fails to start with {how}: \"{message}\"; the command or entrypoint in its spec names something the image does not have, and kubelet retries with back-off ({} restarts)",
+                    owner_phrase(pod),
+                    role(c),
+                    c.name,
+                    c.image,
+                    c.restart_count
+                ));
+            }
+            if !specific && start_failure.is_none() {
                 let lines = logs::pod_lines(ctx, &pod.name);
                 let hits = logs::scan(lines.iter().copied());
                 let last_line = lines
@@ -221,10 +264,11 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
                 sig.confidence = if hits.is_empty() { 0.5 } else { 0.65 };
                 sig.detail = mechanism.clone();
                 sig.cause = Some(format!(
-                    "{} crash-loops: {} {} exits with {how} on start and kubelet restarts it with back-off ({} restarts); {mechanism}{}",
+                    "{} crash-loops: {} {} ({}) exits with {how} on start and kubelet restarts it with back-off ({} restarts); {mechanism}{}",
                     owner_phrase(pod),
                     role(c),
                     c.name,
+                    c.image,
                     c.restart_count,
                     if c.init {
                         "; the pod's other containers cannot start until this init container succeeds"
@@ -258,6 +302,112 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
                 }
             }
             out.push(sig);
+        }
+    }
+    out
+}
+
+/// Containers that ran to a failed end and are not restarted (a Job's pods under
+/// `restartPolicy: Never`, a failed bare pod): the exit, the Job's verdict and the line that says why.
+pub(crate) fn failed_runs(ctx: &Ctx) -> Vec<Signal> {
+    let mut out = Vec::new();
+    for pod in live_pods(ctx) {
+        for c in &pod.containers {
+            let failed = c.state == "terminated" && c.exit_code.is_some_and(|e| e != 0);
+            if !failed || c.reason.as_deref() == Some("OOMKilled") {
+                continue;
+            }
+            let code = c.exit_code.unwrap_or_default();
+            let lines = logs::pod_lines(ctx, &pod.name);
+            let hits = logs::scan(lines.iter().copied());
+            let telling = lines
+                .iter()
+                .rev()
+                .find(|l| {
+                    let m = l.line.to_lowercase();
+                    [
+                        "syntax error",
+                        "error",
+                        "exception",
+                        "traceback",
+                        "fatal",
+                        "panic",
+                        "not found",
+                        "failed",
+                        "cannot",
+                        "unable",
+                    ]
+                    .iter()
+                    .any(|k| m.contains(k))
+                })
+                .or_else(|| lines.iter().rev().find(|l| !l.line.trim().is_empty()))
+                .map(|l| logs::short(&l.line));
+            let (category, mechanism) = match hits.first() {
+                Some(h) => (
+                    h.sig.category(),
+                    format!("its logs show {} (\"{}\")", h.sig.label(), h.example),
+                ),
+                None => (
+                    Category::CodeDefect,
+                    match &telling {
+                        Some(l) => format!("its own code fails: \"{l}\""),
+                        None => "no log line explains the exit".to_string(),
+                    },
+                ),
+            };
+            let job = super::subject::workload_of(ctx.obs, pod)
+                .filter(|(k, _)| k == "Job" || k == "CronJob");
+            let verdict = job
+                .as_ref()
+                .and_then(|(_, n)| {
+                    ctx.obs.workloads.iter().find(|w| {
+                        w.kind == "Job"
+                            && (&w.name == n || w.owner.as_deref() == Some(&format!("CronJob/{n}")))
+                    })
+                })
+                .and_then(|w| {
+                    w.conditions
+                        .get("Failed")
+                        .filter(|c| c.0 == "True")
+                        .map(|c| (w.name.clone(), c.1.clone()))
+                })
+                .map(|(name, reason)| format!("; job {name} failed ({reason})"))
+                .unwrap_or_default();
+            let owner = match &job {
+                Some((k, n)) => format!("{} {n}'s pod {}", k.to_lowercase(), pod.name),
+                None => format!("pod {}", pod.name),
+            };
+            let evidence = ctx.ev(&[
+                "kubernetes/pods",
+                "kubernetes/workloads",
+                "kubernetes/pod_logs",
+                "logs",
+            ]);
+            out.push(Signal {
+                analyzer: "failed_run",
+                summary: format!(
+                    "{owner}: {} {} ({}) exited with code {code}",
+                    role(c),
+                    c.name,
+                    c.image
+                ),
+                detail: mechanism.clone(),
+                category,
+                confidence: if hits.is_empty() && telling.is_none() {
+                    0.5
+                } else {
+                    0.75
+                },
+                evidence,
+                cause: Some(format!(
+                    "{owner} failed: {} {} ({}) exited with code {code}{verdict}; {mechanism}",
+                    role(c),
+                    c.name,
+                    c.image
+                )),
+                objects: vec![format!("pod/{}", pod.name)],
+                ..Signal::default()
+            });
         }
     }
     out
@@ -523,6 +673,9 @@ pub(crate) fn image_pull(ctx: &Ctx) -> Vec<Signal> {
 }
 
 /// Liveness / readiness / startup probe failures (Unhealthy events, kubelet restarts).
+/// Warning events older than this are another episode's.
+const STALE_EVENT_MINUTES: f64 = 60.0;
+
 /// Minutes after which a failure that has not recurred is history, not the present.
 const HISTORY_MINUTES: f64 = 15.0;
 
@@ -600,7 +753,18 @@ fn probe_history(
 pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
     let mut out = Vec::new();
     for pod in live_pods(ctx) {
-        let events = ctx.events_for(&pod.name);
+        // Events of an earlier pod of the same name (a StatefulSet's, a recreated bare pod's)
+        // or from long ago say nothing about this one.
+        let events: Vec<_> = ctx
+            .events_for(&pod.name)
+            .into_iter()
+            .filter(|e| {
+                e.last_seen.or(e.first_seen).is_none_or(|t| {
+                    ctx.minutes_ago(t) < STALE_EVENT_MINUTES
+                        && pod.created_at.is_none_or(|c| t >= c)
+                })
+            })
+            .collect();
         let unhealthy: Vec<_> = events
             .iter()
             .filter(|e| {

@@ -140,7 +140,24 @@ fn set_aside_unrelated(ctx: &Ctx, signals: &mut [Signal]) {
 
 /// The alert's own expression breaching is the symptom, not its cause: when an analyzer found a
 /// mechanism, the breach steps back to be the effect it explains.
-fn symptom_is_not_a_cause(signals: &mut [Signal]) {
+fn symptom_is_not_a_cause(ctx: &Ctx, signals: &mut [Signal]) {
+    // kube-state-metrics series restate the objects' state that the Kubernetes checks read
+    // directly: their level and their step are the symptom, never its cause.
+    let state_metric = super::metrics::parsed_alert(ctx)
+        .and_then(|p| p.primary().and_then(|s| s.metric.clone()))
+        .is_some_and(|m| m.starts_with("kube_"));
+    if state_metric {
+        for s in signals.iter_mut() {
+            if matches!(s.analyzer, "metric_step" | "metric_threshold")
+                && !s.benign
+                && (s.summary.contains("kube_") || s.detail.contains("kube_"))
+            {
+                s.cause = None;
+                s.actions.clear();
+                s.confidence = s.confidence.min(0.3);
+            }
+        }
+    }
     let mechanism = signals.iter().any(|s| {
         s.cause.is_some()
             && !s.benign
@@ -164,7 +181,7 @@ fn symptom_is_not_a_cause(signals: &mut [Signal]) {
 
 pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
     set_aside_unrelated(ctx, &mut signals);
-    symptom_is_not_a_cause(&mut signals);
+    symptom_is_not_a_cause(ctx, &mut signals);
     adjust(&mut signals);
     signals.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
     let findings = signals.iter().map(Signal::finding).collect();
@@ -573,10 +590,12 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
     let lines = logs::scoped_lines(ctx);
     if top_category != Category::DependencyFailure && !lines.is_empty() {
         let hits = logs::scan(lines.iter().copied());
-        if !hits
-            .iter()
-            .any(|h| matches!(h.sig, Sig::Dns | Sig::ConnRefused | Sig::Timeout))
-        {
+        if !hits.iter().any(|h| {
+            matches!(
+                h.sig,
+                Sig::Dns | Sig::NoSuchName | Sig::ConnRefused | Sig::Timeout
+            )
+        }) {
             out.push(RuledOut {
                 statement: "Dependency failure".into(),
                 reason: format!(

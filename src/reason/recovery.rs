@@ -261,10 +261,7 @@ fn all_clear(ctx: &Ctx) -> Option<Signal> {
         .filter(|r| r.state.as_deref() == Some("firing"))
         .map(|r| r.name.as_str())
         .collect();
-    let scope = ctx
-        .focus_deployment
-        .clone()
-        .unwrap_or_else(|| "the workload".into());
+    let scope = ctx.scope_name("the workload");
     let pods = if ready.is_empty() {
         "no pods in scope".to_string()
     } else {

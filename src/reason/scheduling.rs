@@ -72,6 +72,45 @@ fn classify(msg: &str) -> (Category, String) {
     )
 }
 
+/// The nodeSelector labels of the pending pods that no node carries, quoted.
+fn selector_detail(ctx: &Ctx, pods: &[String]) -> String {
+    let mut wanted: Vec<(String, String)> = Vec::new();
+    for p in ctx.pods().into_iter().filter(|p| pods.contains(&p.name)) {
+        for (k, v) in &p.node_selector {
+            if !wanted.iter().any(|(a, b)| a == k && b == v) {
+                wanted.push((k.clone(), v.clone()));
+            }
+        }
+    }
+    if wanted.is_empty() {
+        return String::new();
+    }
+    let nodes = &ctx.obs.nodes;
+    let missing: Vec<String> = wanted
+        .iter()
+        .filter(|(k, v)| !nodes.iter().any(|n| n.labels.get(k) == Some(v)))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let all: Vec<String> = wanted.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    if nodes.is_empty() {
+        format!(
+            "; its nodeSelector asks for {} (the nodes could not be read to compare)",
+            all.join(", ")
+        )
+    } else if missing.is_empty() {
+        format!(
+            "; its nodeSelector {} matches some node, so affinity, taints or capacity exclude them",
+            all.join(", ")
+        )
+    } else {
+        format!(
+            "; its nodeSelector {} matches no node: none of the {} nodes carries that label",
+            missing.join(", "),
+            nodes.len()
+        )
+    }
+}
+
 /// FailedScheduling events for pods in scope.
 pub(crate) fn failed_scheduling(ctx: &Ctx) -> Vec<Signal> {
     let pods = ctx.pods();
@@ -83,6 +122,8 @@ pub(crate) fn failed_scheduling(ctx: &Ctx) -> Vec<Signal> {
             let name = object_name(&e.object);
             match pods.iter().find(|p| p.name == name) {
                 Some(p) => ctx.pod_in_scope(p) && !p.deleting && p.phase != "Running",
+                // A pod no longer listed: the subject names it, or (unresolved) the old guess.
+                None if ctx.subject.resolved => ctx.subject.pods.iter().any(|p| p == name),
                 None => ctx
                     .focus_deployment
                     .as_ref()
@@ -140,6 +181,10 @@ pub(crate) fn failed_scheduling(ctx: &Ctx) -> Vec<Signal> {
         n.dedup();
         n
     };
+    let lower = latest.message.to_lowercase();
+    if lower.contains("affinity") || lower.contains("selector") {
+        mechanism.push_str(&selector_detail(ctx, &names));
+    }
     let attempts: u32 = events.iter().map(|e| e.count.max(1)).sum();
     let evidence = ctx.ev(&["kubernetes/events", "kubernetes/pods", "kubernetes/nodes"]);
     let mut sig = Signal {

@@ -72,10 +72,7 @@ pub(crate) fn storm(ctx: &Ctx) -> Vec<Signal> {
             ..Signal::default()
         }];
     }
-    let scope = ctx
-        .focus_deployment
-        .clone()
-        .unwrap_or_else(|| "the workload".into());
+    let scope = ctx.scope_name("the workload");
     let pod_names: Vec<String> = pods.iter().map(|p| p.name.clone()).collect();
     vec![Signal {
         analyzer: "alert_storm",

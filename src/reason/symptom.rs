@@ -390,7 +390,32 @@ fn measure_expression(ctx: &Ctx, s: &mut Symptom) -> Option<Symptom> {
             }
         }
         None => {
-            // No comparison: the expression returning series is the condition holding.
+            // A comparison between vectors filters: a series present at the end of the range
+            // is the condition holding, one that stopped earlier cleared then. With no
+            // comparison at all, presence says nothing.
+            let filters = [
+                " != ", " == ", " > ", " < ", " >= ", " <= ", " unless ", " and ",
+            ]
+            .iter()
+            .any(|op| p.base.contains(op));
+            if !filters {
+                return None;
+            }
+            let now = ctx.obs.now.timestamp() as f64;
+            let last_t = own
+                .iter()
+                .filter_map(|x| x.points.last().map(|(t, _)| *t))
+                .fold(f64::MIN, f64::max);
+            if now - last_t > 300.0 {
+                s.state = SymptomState::Cleared;
+                s.cleared_at = from_secs(last_t);
+                s.detail = format!(
+                    "the alert's condition ({what}) last held at {}; it returns nothing since",
+                    s.cleared_at.map(hhmm).unwrap_or_default()
+                );
+                s.evidence = evidence;
+                return Some(s.clone());
+            }
             let x = own[0];
             s.state = SymptomState::Confirmed;
             s.onset = x.points.first().and_then(|(t, _)| from_secs(*t));

@@ -97,12 +97,17 @@ fn recovery(ctx: &Ctx, symptom: &Symptom) -> Option<String> {
         .obs
         .changes
         .iter()
-        .filter(|c| fits(c) && (c.id == "rollback" || c.id.starts_with("scale") || c.id == "rescale" || c.kind == crate::model::ChangeKind::Config))
+        .filter(|c| {
+            fits(c)
+                && (c.id == "rollback"
+                    || c.id.starts_with("scale")
+                    || c.id == "rescale"
+                    || c.kind == crate::model::ChangeKind::Config)
+        })
         .max_by_key(|c| c.at)?;
-    let when = c
-        .at
-        .map(|t| format!(" at {}", t.format("%H:%M UTC")))
-        .unwrap_or_default();
+    let when =
+        c.at.map(|t| format!(" at {}", t.format("%H:%M UTC")))
+            .unwrap_or_default();
     Some(format!("{}{when}", c.title))
 }
 
