@@ -21,6 +21,8 @@ pub(crate) enum Sig {
     Timeout,
     Auth,
     Panic,
+    /// A script or program text that does not parse: the code shipped is broken.
+    Syntax,
     Http5xx,
     Oom,
     Config,
@@ -38,6 +40,7 @@ impl Sig {
             Sig::Timeout => "timeouts",
             Sig::Auth => "authentication / authorization failures",
             Sig::Panic => "panics / stack traces",
+            Sig::Syntax => "syntax errors",
             Sig::Http5xx => "HTTP 5xx responses",
             Sig::Oom => "out-of-memory messages",
             Sig::Config => "configuration errors",
@@ -48,7 +51,7 @@ impl Sig {
         match self {
             Sig::Dns | Sig::ConnRefused | Sig::Reset | Sig::Timeout => Category::DependencyFailure,
             Sig::Auth => Category::ConfigurationError,
-            Sig::Panic | Sig::Http5xx => Category::CodeDefect,
+            Sig::Panic | Sig::Syntax | Sig::Http5xx => Category::CodeDefect,
             Sig::Oom => Category::ResourceExhaustion,
             Sig::Config | Sig::Cert | Sig::NoSuchName => Category::ConfigurationError,
             Sig::Pool => Category::ResourceExhaustion,
@@ -57,7 +60,7 @@ impl Sig {
 }
 
 static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
-    let table: [(Sig, &str); 12] = [
+    let table: [(Sig, &str); 13] = [
         (
             Sig::Pool,
             r"(?i)pool (?:is )?exhausted|connection pool (?:is )?(?:full|exhausted)|too many (?:connections|clients)|remaining connection slots|could not acquire (?:a )?connection|timeout acquiring (?:a )?connection|no available connections?|max_connections",
@@ -92,6 +95,10 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
             r"(?i)panic:|panicked at|goroutine \d+ \[|traceback \(most recent call last\)|exception in thread|unhandled exception|uncaught exception|nullpointerexception|segmentation fault|sigsegv|fatal error:",
         ),
         (
+            Sig::Syntax,
+            r"(?i)syntax error|unexpected eof while looking for matching|unexpected end of file|SyntaxError|ParseError|unexpected token|command not found|unterminated (?:string|quoted)",
+        ),
+        (
             Sig::Http5xx,
             r"(?i)(?:HTTP/\d(?:\.\d)?\x22?\s+|status(?:code)?[=: ]+|\b(?:GET|POST|PUT|DELETE|PATCH)\s+\S+\s+)5\d\d\b|internal server error|bad gateway|service unavailable",
         ),
@@ -101,7 +108,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Config,
-            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|keyerror:|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)",
+            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|keyerror:|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))",
         ),
     ];
     table
@@ -127,6 +134,7 @@ static CONFIG_KEY: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         r#"(?i)missing (?:required )?(?:env(?:ironment)? variable|env var|config(?:uration)? key|key|setting|field|option)s?\s*[:=]?\s*["'`]?([A-Za-z_][\w.\-/]*)"#,
         r#"(?i)(?:env(?:ironment)? variable|config key|key|setting|variable|field|option)\s+["'`]?([A-Za-z_][\w.\-/]*)["'`]?\s+(?:is\s+)?(?:not set|not found|missing|required|undefined|not defined)"#,
         r#"KeyError:\s*["']([^"']+)["']"#,
+        r#"\b([A-Z][A-Z0-9_]{2,}) (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))"#,
         r#"(?i)\b((?:configmaps?|secrets?)\s+["']?[a-z0-9][a-z0-9.\-]*)["']?\s+not found"#,
     ]
     .into_iter()
@@ -156,11 +164,16 @@ fn detail_of(sig: Sig, line: &str) -> Option<String> {
 
 /// The signatures a line shows.
 pub(crate) fn classify(line: &str) -> Vec<Sig> {
-    PATTERNS
+    let mut sigs: Vec<Sig> = PATTERNS
         .iter()
         .filter(|(_, re)| re.is_match(line))
         .map(|(s, _)| *s)
-        .collect()
+        .collect();
+    // A shell's "unexpected EOF while looking for matching" is its parser, not a peer's socket.
+    if sigs.contains(&Sig::Syntax) {
+        sigs.retain(|s| *s != Sig::Reset);
+    }
+    sigs
 }
 
 /// Whether the line is logged at error level or worse.
@@ -350,6 +363,15 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     h.example
                 )),
                 (0.45 + 0.05 * h.count.min(6) as f32).min(0.7),
+            ),
+            Sig::Syntax => (
+                Some(format!(
+                    "{scope}'s own code does not parse: {} {} in its logs, e.g. \"{}\"",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                0.6,
             ),
             Sig::Panic => (
                 Some(format!(

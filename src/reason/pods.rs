@@ -45,9 +45,22 @@ pub(crate) fn last_termination(
     (reason, code)
 }
 
+/// The pod's events that belong to this pod and this episode: not an earlier pod's of the same
+/// name (a StatefulSet's, a recreated bare pod's), not from long ago.
+fn current_events<'a>(ctx: &Ctx<'a>, pod: &PodFacts) -> Vec<&'a crate::model::K8sEventFacts> {
+    ctx.events_for(&pod.name)
+        .into_iter()
+        .filter(|e| {
+            e.last_seen.or(e.first_seen).is_none_or(|t| {
+                ctx.minutes_ago(t) < STALE_EVENT_MINUTES && pod.created_at.is_none_or(|c| t >= c)
+            })
+        })
+        .collect()
+}
+
 /// Whether kubelet killed this pod's containers for failing a liveness probe.
 fn probe_killed(ctx: &Ctx, pod: &PodFacts) -> bool {
-    ctx.events_for(&pod.name).iter().any(|e| {
+    current_events(ctx, pod).iter().any(|e| {
         let m = e.message.to_lowercase();
         (e.reason == "Killing" && m.contains("liveness"))
             || (e.reason == "Unhealthy" && m.contains("liveness probe failed"))
@@ -755,16 +768,7 @@ pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
     for pod in live_pods(ctx) {
         // Events of an earlier pod of the same name (a StatefulSet's, a recreated bare pod's)
         // or from long ago say nothing about this one.
-        let events: Vec<_> = ctx
-            .events_for(&pod.name)
-            .into_iter()
-            .filter(|e| {
-                e.last_seen.or(e.first_seen).is_none_or(|t| {
-                    ctx.minutes_ago(t) < STALE_EVENT_MINUTES
-                        && pod.created_at.is_none_or(|c| t >= c)
-                })
-            })
-            .collect();
+        let events = current_events(ctx, pod);
         let unhealthy: Vec<_> = events
             .iter()
             .filter(|e| {

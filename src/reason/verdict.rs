@@ -93,12 +93,18 @@ fn recovery(ctx: &Ctx, symptom: &Symptom) -> Option<String> {
         // A rollback seen only in the revisions has no time: it still ended the bad revision.
         None => c.id == "rollback",
     };
+    // Only a change to the subject itself can be what ended its symptom.
+    let to_subject = |c: &crate::model::Change| {
+        let name = c.target.rsplit('/').next().unwrap_or_default();
+        !ctx.subject.resolved || ctx.subject.workloads.iter().any(|(_, n)| n == name)
+    };
     let c = ctx
         .obs
         .changes
         .iter()
         .filter(|c| {
             fits(c)
+                && to_subject(c)
                 && (c.id == "rollback"
                     || c.id.starts_with("scale")
                     || c.id == "rescale"
