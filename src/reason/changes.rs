@@ -60,6 +60,11 @@ pub(crate) fn derived(obs: &Observations) -> Vec<Change> {
                     sets.iter()
                         .any(|o| o.name != t.name && o.created_at > t.created_at)
                 });
+                // Otherwise, with several ReplicaSets, scaling is a rollout's own steps: the
+                // rollout is the change (from the new ReplicaSet), not each step.
+                if !(dir == "up" && older) && sets.len() > 1 {
+                    continue;
+                }
                 let (id, title) = if dir == "up" && older {
                     let images = this.map(|t| t.images.join(", ")).unwrap_or_default();
                     (

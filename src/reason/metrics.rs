@@ -110,6 +110,27 @@ fn mechanism_for(text: &str, scope: &str) -> String {
     }
 }
 
+/// The CPU limits and replica count of the subject's pods, quoted: what the throttling is against.
+fn cpu_limits(ctx: &Ctx) -> String {
+    let pods: Vec<_> = ctx
+        .pods()
+        .into_iter()
+        .filter(|p| ctx.pod_in_scope(p) && !p.deleting)
+        .collect();
+    let mut limits: Vec<String> = pods
+        .iter()
+        .flat_map(|p| p.containers.iter())
+        .filter(|c| ctx.subject.containers.is_empty() || ctx.subject.containers.contains(&c.name))
+        .filter_map(|c| c.cpu_limit.as_ref().map(|l| format!("{} limit {l}", c.name)))
+        .collect();
+    limits.sort();
+    limits.dedup();
+    if limits.is_empty() {
+        return String::new();
+    }
+    format!(" ({} running replicas, {})", pods.len(), limits.join(", "))
+}
+
 fn category_for(name: &str) -> Category {
     let n = name.to_lowercase();
     if [
@@ -253,7 +274,10 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 _ => metric_name(&lhs).unwrap_or_else(|| name.clone()),
             };
             let scope = ctx.scope_name("the service");
-            let mechanism = mechanism_for(&text, &scope);
+            let mut mechanism = mechanism_for(&text, &scope);
+            if is_cpu(&text) {
+                mechanism.push_str(&cpu_limits(ctx));
+            }
             let mut sig = Signal {
                 analyzer: "metric_threshold",
                 summary: format!(
