@@ -431,8 +431,9 @@ fn logs_world(lines: &[&str]) -> Observations {
 fn dependency_signatures_in_logs_name_the_dependency() {
     let cases: [(&[&str], Category, &str); 5] = [
         (
+            // A name that resolves nowhere is a configuration error (docs/diagnosis.md).
             &["ERROR dial tcp: lookup ledger-db.ledger.svc.cluster.local: no such host"],
-            Category::DependencyFailure,
+            Category::ConfigurationError,
             "ledger-db",
         ),
         (

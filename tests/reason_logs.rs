@@ -146,7 +146,8 @@ fn each_error_class_names_its_decisive_detail() {
             &[
                 "ERROR dial tcp: lookup labels-svc.print.svc.cluster.local on 10.96.0.10:53: no such host",
             ],
-            Category::DependencyFailure,
+            // A name that resolves nowhere is a configuration error (docs/diagnosis.md).
+            Category::ConfigurationError,
             "labels-svc.print.svc.cluster.local",
         ),
         (
