@@ -314,6 +314,14 @@ pub(crate) fn pod_lines<'a>(ctx: &Ctx<'a>, pod: &str) -> Vec<&'a LogLine> {
         .collect()
 }
 
+/// What a signature says about a failure: its category and the words that quote it.
+pub(crate) fn mechanism(h: &Hits) -> (Category, String) {
+    (
+        h.sig.category(),
+        format!("its logs show {} (\"{}\")", h.sig.label(), h.example),
+    )
+}
+
 /// Signature and error-burst findings over the scoped logs.
 pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
     let lines = scoped_lines(ctx);

@@ -121,7 +121,11 @@ fn cpu_limits(ctx: &Ctx) -> String {
         .iter()
         .flat_map(|p| p.containers.iter())
         .filter(|c| ctx.subject.containers.is_empty() || ctx.subject.containers.contains(&c.name))
-        .filter_map(|c| c.cpu_limit.as_ref().map(|l| format!("{} limit {l}", c.name)))
+        .filter_map(|c| {
+            c.cpu_limit
+                .as_ref()
+                .map(|l| format!("{} limit {l}", c.name))
+        })
         .collect();
     limits.sort();
     limits.dedup();

@@ -582,6 +582,16 @@ pub(crate) fn format_bytes(b: f64) -> String {
     }
 }
 
+/// A pod that is not ready, with why: `name (ImagePullBackOff)`, else its phase.
+pub(crate) fn not_ready_label(p: &PodFacts) -> String {
+    let why = p
+        .containers
+        .iter()
+        .find_map(|c| c.reason.clone())
+        .unwrap_or_else(|| p.phase.clone());
+    format!("{} ({why})", p.name)
+}
+
 /// Lists at most `n` names, then "and N more".
 pub(crate) fn list_names<S: AsRef<str>>(names: &[S], n: usize) -> String {
     let shown: Vec<&str> = names.iter().take(n).map(|s| s.as_ref()).collect();

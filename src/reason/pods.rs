@@ -257,10 +257,7 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
                     .find(|l| !l.line.trim().is_empty())
                     .map(|l| logs::short(&l.line));
                 let (category, mechanism) = match hits.first() {
-                    Some(h) => (
-                        h.sig.category(),
-                        format!("its logs show {} (\"{}\")", h.sig.label(), h.example),
-                    ),
+                    Some(h) => logs::mechanism(h),
                     None => (
                         if code == Some(0) {
                             Category::ConfigurationError
@@ -356,10 +353,7 @@ pub(crate) fn failed_runs(ctx: &Ctx) -> Vec<Signal> {
                 .or_else(|| lines.iter().rev().find(|l| !l.line.trim().is_empty()))
                 .map(|l| logs::short(&l.line));
             let (category, mechanism) = match hits.first() {
-                Some(h) => (
-                    h.sig.category(),
-                    format!("its logs show {} (\"{}\")", h.sig.label(), h.example),
-                ),
+                Some(h) => logs::mechanism(h),
                 None => (
                     Category::CodeDefect,
                     match &telling {

@@ -44,14 +44,7 @@ pub(crate) fn rollout_stuck(ctx: &Ctx) -> Vec<Signal> {
         let new_bad: Vec<String> = new_pods
             .iter()
             .filter(|p| !p.ready())
-            .map(|p| {
-                let why = p
-                    .containers
-                    .iter()
-                    .find_map(|c| c.reason.clone())
-                    .unwrap_or_else(|| p.phase.clone());
-                format!("{} ({why})", p.name)
-            })
+            .map(|p| super::not_ready_label(p))
             .collect();
         let old_ok: Vec<String> = old_pods
             .iter()

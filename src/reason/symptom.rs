@@ -565,14 +565,7 @@ fn measure_availability(ctx: &Ctx, s: &mut Symptom) -> bool {
     let not_ready: Vec<String> = pods
         .iter()
         .filter(|p| !p.ready() && p.phase != "Succeeded")
-        .map(|p| {
-            let why = p
-                .containers
-                .iter()
-                .find_map(|c| c.reason.clone())
-                .unwrap_or_else(|| p.phase.clone());
-            format!("{} ({why})", p.name)
-        })
+        .map(|p| super::not_ready_label(p))
         .collect();
     if pods.is_empty() && short.is_empty() {
         return false;

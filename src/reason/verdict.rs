@@ -72,7 +72,10 @@ pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut
             });
             // A cause read off the alert's own series already states the symptom.
             let restates = top.is_some_and(|t| t.analyzer == "metric_threshold");
-            if (!pod_state || !about_subject) && !restates && !v.root_cause.contains(&symptom.detail) {
+            if (!pod_state || !about_subject)
+                && !restates
+                && !v.root_cause.contains(&symptom.detail)
+            {
                 let cause = v.root_cause.trim_end_matches('.');
                 v.root_cause = if cause.contains(", so ") {
                     format!("{cause}, and {}", symptom.detail)
