@@ -618,6 +618,34 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
             s.nodes.push(n.clone());
         }
     }
+    // A configured database that answered is part of what is looked at: its sessions are
+    // where a hang or a lock chain shows.
+    if !obs.postgres.is_empty() && !s.objects.iter().any(|o| o.kind == "Database") {
+        let mut names: Vec<&str> = obs
+            .postgres
+            .iter()
+            .filter_map(|f| match f {
+                crate::model::PgFact::Backend(b) if !b.database.is_empty() => {
+                    Some(b.database.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let name = if names.is_empty() {
+            "postgres".to_string()
+        } else {
+            names.join(",")
+        };
+        add(
+            &mut s,
+            "Database",
+            &name,
+            "",
+            "the configured database, consulted".to_string(),
+        );
+    }
     s.resolved = !s.workloads.is_empty() || !s.pods.is_empty() || !s.nodes.is_empty();
     s
 }
