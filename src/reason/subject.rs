@@ -419,7 +419,19 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
     }
     if let (Some(kind), Some(name)) = (value("workload_type"), value("workload_name")) {
         let kind = canonical_kind(kind);
-        if !s.workloads.iter().any(|(k, n)| k == &kind && n == name) {
+        if kind == "Pod" {
+            // A bare pod named as the workload: the pod itself is the subject.
+            if !s.named_pods.contains(name) {
+                s.named_pods.push(name.clone());
+                add(
+                    &mut s,
+                    "Pod",
+                    name,
+                    &ns,
+                    format!("labels workload_type=pod, workload_name={name}"),
+                );
+            }
+        } else if !s.workloads.iter().any(|(k, n)| k == &kind && n == name) {
             s.workloads.push((kind.clone(), name.clone()));
             add(
                 &mut s,
