@@ -596,9 +596,20 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
                 add(&mut s, &w.0, &w.1, &ns, how);
                 s.workloads.push(w);
             }
-        } else if !s.pods.contains(&name) {
-            // Named but not (or no longer) listed: keep it, it is still what the alert is about.
-            s.pods.push(name);
+        } else {
+            // Named but no longer listed (replaced since the alert fired): keep it, it is still
+            // what the alert is about, and find its owner among the controllers that name their
+            // pods `<owner>-<suffix>` with the owner's exact, hashed name.
+            if let Some(w) = owner_of_unlisted(obs, &name, &scope_ns)
+                && !s.workloads.contains(&w)
+            {
+                let how = format!("owner of the replaced pod {name} (the controller's pod naming)");
+                add(&mut s, &w.0, &w.1, &ns, how);
+                s.workloads.push(w);
+            }
+            if !s.pods.contains(&name) {
+                s.pods.push(name);
+            }
         }
     }
     // The workloads' pods, by their links.
@@ -660,6 +671,50 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
     }
     s.resolved = !s.workloads.is_empty() || !s.pods.is_empty() || !s.nodes.is_empty();
     s
+}
+
+/// The workload a pod that is no longer listed belonged to: a ReplicaSet (hashed name) plus a
+/// 5-character suffix, a StatefulSet plus an ordinal, a Job or DaemonSet plus a 5-character suffix.
+fn owner_of_unlisted(
+    obs: &Observations,
+    pod: &str,
+    ns: &Option<String>,
+) -> Option<(String, String)> {
+    let in_ns = |n: &str| ns.as_deref().is_none_or(|x| same_ns(x, n));
+    let suffix = |owner: &str| {
+        pod.strip_prefix(owner)
+            .and_then(|r| r.strip_prefix('-'))
+            .map(str::to_string)
+    };
+    let random = |r: &str| r.len() == 5 && r.chars().all(|c| c.is_ascii_alphanumeric());
+    for rs in obs.replica_sets.iter().filter(|r| in_ns(&r.namespace)) {
+        if suffix(&rs.name).is_some_and(|r| random(&r)) {
+            return match rs.owner.as_deref().and_then(|o| o.split_once('/')) {
+                Some((k, n)) => Some((k.to_string(), n.to_string())),
+                None => Some(("ReplicaSet".to_string(), rs.name.clone())),
+            };
+        }
+    }
+    // Listed pods of one ReplicaSet share its hashed name as their prefix.
+    for p in obs.pods.iter().filter(|p| in_ns(&p.namespace)) {
+        if let Some(rs) = super::pod_rs(p)
+            && suffix(&rs).is_some_and(|r| random(&r))
+        {
+            return workload_of(obs, p);
+        }
+    }
+    for w in obs.workloads.iter().filter(|w| in_ns(&w.namespace)) {
+        let fits = match w.kind.as_str() {
+            "StatefulSet" => suffix(&w.name)
+                .is_some_and(|r| !r.is_empty() && r.chars().all(|c| c.is_ascii_digit())),
+            "DaemonSet" | "Job" => suffix(&w.name).is_some_and(|r| random(&r)),
+            _ => false,
+        };
+        if fits {
+            return Some((w.kind.clone(), w.name.clone()));
+        }
+    }
+    None
 }
 
 /// A workload whose name is exactly `name` (deployments first).
@@ -808,6 +863,36 @@ mod tests {
         let s = resolve(&obs);
         assert_eq!(s.workload("StatefulSet"), Some("db"));
         assert_eq!(s.pods, vec!["db-0".to_string(), "db-1".to_string()]);
+    }
+
+    #[test]
+    fn a_replaced_pod_still_leads_to_its_owner() {
+        let obs = Observations {
+            alert: Some(alert(&[("namespace", "shop"), ("pod", "cart-7f9d8-abcde")])),
+            replica_sets: vec![DeploymentFacts {
+                name: "cart-7f9d8".into(),
+                namespace: "shop".into(),
+                owner: Some("Deployment/cart".into()),
+                ..DeploymentFacts::default()
+            }],
+            pods: vec![
+                pod(
+                    "cart-7f9d8-zzzzz",
+                    "ReplicaSet/cart-7f9d8",
+                    &[("pod-template-hash", "7f9d8")],
+                ),
+                pod(
+                    "cart-worker-1a2b3-yyyyy",
+                    "ReplicaSet/cart-worker-1a2b3",
+                    &[("pod-template-hash", "1a2b3")],
+                ),
+            ],
+            ..Observations::default()
+        };
+        let s = resolve(&obs);
+        assert_eq!(s.workload("Deployment"), Some("cart"));
+        assert!(s.pods.contains(&"cart-7f9d8-zzzzz".to_string()));
+        assert!(!s.pods.contains(&"cart-worker-1a2b3-yyyyy".to_string()));
     }
 
     #[test]
