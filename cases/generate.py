@@ -223,9 +223,14 @@ def k8s_list(kind, items, api="v1"):
     return {"apiVersion": api, "kind": f"{kind}List", "metadata": {"resourceVersion": "48211734"}, "items": items}
 
 
-def k8s_world(ns, pods, events, deployments, rsets, nodes, logs=None):
-    """The read recordings a Kubernetes specialist asks for."""
+def k8s_world(ns, pods, events, deployments, rsets, nodes, logs=None, statefulsets=()):
+    """The read recordings a Kubernetes specialist asks for (the workload lists answer even when
+    the namespace has none, as the API server does)."""
     out = [
+        rec("kubernetes", f"/apis/apps/v1/namespaces/{ns}/statefulsets", k8s_list("StatefulSet", list(statefulsets), "apps/v1")),
+        rec("kubernetes", f"/apis/apps/v1/namespaces/{ns}/daemonsets", k8s_list("DaemonSet", [], "apps/v1")),
+        rec("kubernetes", f"/apis/batch/v1/namespaces/{ns}/jobs", k8s_list("Job", [], "batch/v1")),
+        rec("kubernetes", f"/apis/batch/v1/namespaces/{ns}/cronjobs", k8s_list("CronJob", [], "batch/v1")),
         rec("kubernetes", f"/api/v1/namespaces/{ns}/pods", k8s_list("Pod", pods)),
         rec("kubernetes", "/api/v1/pods", k8s_list("Pod", pods)),
         rec("kubernetes", f"/api/v1/namespaces/{ns}/events", k8s_list("Event", events)),
@@ -726,7 +731,20 @@ def orders_db_node_lost():
     pg_log = "".join(
         f"{ts(down - M(9) + timedelta(seconds=60 * i))} LOG:  checkpoint complete: wrote {180 + 7 * i} buffers "
         f"({1.1 + 0.1 * (i % 3):.1f}%); 0 WAL file(s) added, 0 removed, 1 recycled\n" for i in range(8))
-    recs = k8s_world(ns, pods, events, deps, rsets, nodes, {("orders-db-0", False): pg_log})
+    sts = {
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": "orders-db", "namespace": ns, "uid": "5b8e41d2-0d1c-4b7e-9a57-3f0c1e2d4a61",
+                     "generation": 3, "creationTimestamp": ts(NOW - timedelta(days=90)),
+                     "labels": {"app": "orders-db"}},
+        "spec": {"replicas": 1, "serviceName": "orders-db",
+                 "selector": {"matchLabels": {"app": "orders-db"}},
+                 "template": {"metadata": {"labels": {"app": "orders-db"}},
+                              "spec": {"containers": [{"name": "postgres", "image": img_db}]}}},
+        "status": {"observedGeneration": 3, "replicas": 1, "readyReplicas": 0, "currentReplicas": 1,
+                   "updatedReplicas": 1, "availableReplicas": 0,
+                   "currentRevision": "orders-db-6b9f7c5d48", "updateRevision": "orders-db-6b9f7c5d48"},
+    }
+    recs = k8s_world(ns, pods, events, deps, rsets, nodes, {("orders-db-0", False): pg_log}, statefulsets=[sts])
     recs.append(prom_range(matrix(series_6h(labels, ready))))
     recs.append(rec("prometheus", "/api/v1/rules", rules("kubernetes-apps", [
         ("KubeStatefulSetReplicasMismatch", expr, 300, "critical", "StatefulSet has not matched the expected number of replicas", "firing"),
