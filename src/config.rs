@@ -57,6 +57,9 @@ pub struct Config {
     pub inbox: Inbox,
     #[serde(default)]
     pub paths: Paths,
+    /// `[serve]`: limits of `sitrep serve`.
+    #[serde(default)]
+    pub serve: Serve,
     /// `[llm]`: the model that investigates and chats; absent means the rules alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<Llm>,
@@ -277,6 +280,35 @@ fn default_group_by() -> Vec<String> {
 
 fn default_true() -> bool {
     true
+}
+
+/// `[serve]`: how much work `sitrep serve` takes on at once.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Serve {
+    /// Investigations running at once; the rest wait in the queue, started in arrival order.
+    #[serde(default = "default_serve_max_concurrent")]
+    pub max_concurrent: usize,
+    /// Investigations waiting to start; past this the webhook answers 503 with `Retry-After`.
+    #[serde(default = "default_serve_queue")]
+    pub queue: usize,
+}
+
+fn default_serve_max_concurrent() -> usize {
+    8
+}
+
+fn default_serve_queue() -> usize {
+    256
+}
+
+impl Default for Serve {
+    fn default() -> Self {
+        Serve {
+            max_concurrent: default_serve_max_concurrent(),
+            queue: default_serve_queue(),
+        }
+    }
 }
 
 /// `[inbox]`: the alert inbox.

@@ -3,6 +3,7 @@
 use super::alert::Alert;
 use super::diagnosis::{Check, SubjectObject, Symptom};
 use super::facts::Facts;
+use super::memory::PastIncident;
 use super::types::{
     Action, ActionId, CallId, Category, ChatRole, Evidence, EvidenceId, Finding, Hypothesis, Risk,
     RuledOut, Stage, Verification,
@@ -289,6 +290,21 @@ pub enum Event {
     Warning {
         message: String,
     },
+    /// Triage's look into memory: the past sessions for the same alert fingerprint, the same
+    /// alert and subject, or the same subject and verdict, newest first, as they were then.
+    Recalled {
+        sessions: Vec<PastIncident>,
+        /// How many past sessions matched (`sessions` keeps the newest of them).
+        #[serde(default)]
+        total: usize,
+    },
+    /// An operator's note on this session (`/note TEXT`), shown by every later recall.
+    Note {
+        text: String,
+        #[serde(default)]
+        by: String,
+        at: DateTime<Utc>,
+    },
 }
 
 impl Event {
@@ -330,6 +346,8 @@ impl Event {
             Event::CredentialRequested { .. } => "credential_requested",
             Event::CredentialDecided { .. } => "credential_decided",
             Event::Warning { .. } => "warning",
+            Event::Recalled { .. } => "recalled",
+            Event::Note { .. } => "note",
         }
     }
 }
@@ -399,6 +417,10 @@ pub enum Command {
         reason: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
+    },
+    /// Attach a note to the session (`/note TEXT`): later recalls show it.
+    Note {
+        text: String,
     },
     Cancel,
     /// The console is going away (a signal): stop, decide nothing, end as `interrupted`.

@@ -3,6 +3,7 @@
 use super::alert::Alert;
 use super::diagnosis::{Check, CheckStatus, SubjectObject, Symptom};
 use super::event::{Event, Outcome, RunMode};
+use super::memory::{OperatorNote, PastIncident, seen_before};
 use super::types::{
     Action, ActionId, CallId, Category, ChatRole, Evidence, EvidenceBody, Finding, Hypothesis,
     Risk, RuledOut, Stage, Verification,
@@ -145,6 +146,8 @@ pub enum TimelineKind {
     Chat,
     Report,
     Warning,
+    /// What memory recalled, or an operator's note.
+    Memory,
 }
 
 /// One row on the incident timeline.
@@ -222,6 +225,14 @@ pub struct Incident {
     pub model_steps: u32,
     pub report: Option<String>,
     pub warnings: Vec<String>,
+    /// Past sessions triage recalled (newest first), and how many matched in all.
+    #[serde(default)]
+    pub recalled: Vec<PastIncident>,
+    #[serde(default)]
+    pub recalled_total: usize,
+    /// Operators' notes on this session.
+    #[serde(default)]
+    pub notes: Vec<OperatorNote>,
     pub outcome: Option<Outcome>,
     pub timeline: Vec<TimelineItem>,
     /// Credentials by reference the investigation asked to use, and the operator's decisions.
@@ -808,6 +819,25 @@ impl Incident {
             Event::Warning { message } => {
                 self.warnings.push(message.clone());
                 push(self, TimelineKind::Warning, format!("! {message}"));
+            }
+            Event::Recalled { sessions, total } => {
+                self.recalled = sessions.clone();
+                self.recalled_total = (*total).max(sessions.len());
+                let text = if sessions.is_empty() {
+                    "memory: not seen before".to_string()
+                } else {
+                    let lines = seen_before(sessions, self.recalled_total, self.started);
+                    format!("memory: seen before: {}", lines.join("; "))
+                };
+                push(self, TimelineKind::Memory, text);
+            }
+            Event::Note { text, by, at } => {
+                self.notes.push(OperatorNote {
+                    text: text.clone(),
+                    by: by.clone(),
+                    at: *at,
+                });
+                push(self, TimelineKind::Memory, format!("note by {by}: {text}"));
             }
             Event::CredentialRequested {
                 reference,

@@ -7,6 +7,7 @@ mod diagnosis;
 mod event;
 mod facts;
 mod incident;
+mod memory;
 pub mod text;
 mod types;
 
@@ -21,6 +22,9 @@ pub use facts::{
 pub use incident::{
     ActionState, ActionStatus, Approval, ChatEntry, CredentialState, Incident, StageState,
     StageStatus, TimelineItem, TimelineKind, ToolCallState, via_note,
+};
+pub use memory::{
+    OperatorNote, PastAction, PastIncident, label_fingerprint, recalled_line, seen_before,
 };
 pub use types::{
     Action, ActionId, CallId, Category, ChatRole, Evidence, EvidenceBody, EvidenceId, Finding,

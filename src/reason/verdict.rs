@@ -126,8 +126,15 @@ fn recovery(ctx: &Ctx, symptom: &Symptom) -> Option<String> {
 /// what was ruled out (ok), and what could not be looked at (unknown).
 pub(crate) fn checks(ctx: &Ctx, signals: &[Signal], ruled_out: &[RuledOut]) -> Vec<Check> {
     let mut out: Vec<Check> = Vec::new();
+    // The alert's own series, its level and its step, are the symptom step's, not checks.
+    let own = super::metrics::parsed_alert(ctx).map(|p| p.base);
+    let is_symptom = |s: &Signal| {
+        s.analyzer == "metric_threshold"
+            || (s.analyzer == "metric_step"
+                && own.as_deref().is_some_and(|b| s.summary.starts_with(b)))
+    };
     for s in signals {
-        if s.analyzer == "coverage" {
+        if s.analyzer == "coverage" || is_symptom(s) {
             continue;
         }
         let noticed = s.summary.starts_with("also noticed");

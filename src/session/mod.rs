@@ -88,12 +88,70 @@ pub fn new_session_path_in(dir: &Path, started: DateTime<Utc>, title: &str) -> P
     path
 }
 
+/// A new session path in `dir` that no other call in this process returns, and no other process
+/// either (short of a 1-in-a-billion clash of their process tags): `<start>-<slug>-<tag>.ndjson`,
+/// where the tag is a per-process counter and a per-process random part, kept inside the slug's
+/// 48-byte budget (the title's slug is cut shorter to make room). Unique by construction: no
+/// probing of the disk, so it costs no I/O and cannot loop whatever the titles.
+pub fn unique_session_path_in(dir: &Path, started: DateTime<Utc>, title: &str) -> PathBuf {
+    dir.join(format!("{}.ndjson", unique_stem(started, title)))
+}
+
+fn unique_stem(started: DateTime<Utc>, title: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let tag = format!("{}{}", base36(n), process_tag());
+    let budget = SLUG_MAX.saturating_sub(tag.len() + 1);
+    let slug = slug_within(title, budget);
+    format!("{}-{slug}-{tag}", started.format("%Y%m%dT%H%M%SZ"))
+}
+
+/// Six base-36 characters fixed for the life of this process: its pid and start time, mixed.
+fn process_tag() -> &'static str {
+    static TAG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TAG.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        // splitmix64 of the two, so nearby pids and times give unrelated tags.
+        let mut z = nanos ^ (u64::from(std::process::id()) << 32) ^ 0x9e37_79b9_7f4a_7c15;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let s = base36(z % 36u64.pow(6));
+        format!("{s:0>6}")
+    })
+}
+
+fn base36(mut n: u64) -> String {
+    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    loop {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+const SLUG_MAX: usize = 48;
+
 /// A file-name-safe form of a title: lowercase ASCII letters and digits joined by `-`, at most 48 bytes.
 pub fn slug(title: &str) -> String {
+    slug_within(title, SLUG_MAX)
+}
+
+fn slug_within(title: &str, max: usize) -> String {
+    let max = max.max(1);
     let mut out = String::new();
     for c in title.chars() {
         if c.is_ascii_alphanumeric() {
-            if out.len() >= 48 {
+            if out.len() >= max {
                 break;
             }
             out.push(c.to_ascii_lowercase());
@@ -103,7 +161,7 @@ pub fn slug(title: &str) -> String {
     }
     let out = out.trim_end_matches('-').to_string();
     if out.is_empty() {
-        "session".into()
+        "session".chars().take(max).collect()
     } else {
         out
     }
@@ -376,6 +434,27 @@ mod tests {
         assert_eq!(slug("  ..  "), "session");
         assert_eq!(slug("Ünïcode title"), "n-code-title");
         assert!(slug(&"x".repeat(200)).len() <= 48);
+    }
+
+    #[test]
+    fn unique_paths_differ_for_one_long_title_and_keep_the_budget() {
+        let dir = Path::new("/nonexistent-sitrep-dir");
+        let started = DateTime::<Utc>::UNIX_EPOCH;
+        let title = "HighErrorRate on payments-api: the error ratio is above five percent for ten minutes";
+        let paths: std::collections::BTreeSet<PathBuf> = (0..2000)
+            .map(|_| unique_session_path_in(dir, started, title))
+            .collect();
+        assert_eq!(paths.len(), 2000);
+        for p in &paths {
+            let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned());
+            let stem = stem.unwrap_or_default();
+            let (time, rest) = stem.split_at(16);
+            assert_eq!(time, "19700101T000000Z");
+            assert!(rest.len() <= 49, "{stem}");
+            assert!(rest.starts_with("-higherrorrate-on-payments-api"), "{stem}");
+        }
+        let short = unique_session_path_in(dir, started, "");
+        assert!(short.to_string_lossy().contains("-session-"), "{}", short.display());
     }
 
     #[test]
