@@ -134,3 +134,65 @@ fn an_old_session_without_facts_is_refused_with_the_reason() {
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("nope.ndjson"));
 }
+
+/// The three steps are recorded in the session, folded back by replay, printed by `diagnose`
+/// and listed in the export: the subject through the API's links, the symptom as measured, the
+/// checks with the edge that links each to the subject.
+#[test]
+fn the_subject_symptom_and_checks_are_recorded_and_shown() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let file = saved_session(data.path(), "payments-fraud-check-down");
+    let log = sitrep::session::read_file(&file).expect("readable");
+    let incident = log.incident();
+    let subject: Vec<String> = incident.subject.iter().map(|o| o.reference()).collect();
+    assert!(
+        subject.contains(&"Deployment/payments-api".to_string()),
+        "{subject:?}"
+    );
+    assert!(
+        !subject.iter().any(|o| o.contains("fraud-check")),
+        "the dependency is a neighbour, not the subject: {subject:?}"
+    );
+    let symptom = incident.symptom.clone().expect("a symptom step");
+    assert_eq!(symptom.state, sitrep::model::SymptomState::Confirmed);
+    assert!(symptom.onset.is_some(), "{symptom:?}");
+    assert!(
+        !symptom.detail.contains("sum(rate("),
+        "no raw query: {}",
+        symptom.detail
+    );
+    let failing = incident
+        .checks
+        .iter()
+        .find(|c| c.status == sitrep::model::CheckStatus::Failing)
+        .expect("a failing check");
+    assert_eq!(failing.object, "deployment/fraud-check");
+    assert_eq!(failing.relation, "dependency named in its logs");
+    let (category, root_cause) = recorded_diagnosis(&file);
+    assert_eq!(category, "dependency_failure");
+    // Cause, then the symptom it explains: never the symptom as its own cause.
+    let cause_at = root_cause
+        .find("fraud-check has 0 of 2")
+        .expect(&root_cause);
+    let symptom_at = root_cause
+        .find("upstream_request_errors_total")
+        .expect(&root_cause);
+    assert!(cause_at < symptom_at, "{root_cause}");
+
+    let out = sitrep(&["diagnose", &file.to_string_lossy()], data.path());
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("symptom: confirmed"), "{stdout}");
+    assert!(stdout.contains("- Deployment/payments-api"), "{stdout}");
+    assert!(
+        stdout.contains("[failing] dependency down on deployment/fraud-check"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("same as the verdict recorded in the session"),
+        "{stdout}"
+    );
+
+    let out = sitrep(&["export", &file.to_string_lossy()], data.path());
+    let exported = text(&out.stdout);
+    assert!(exported.contains("## Diagnosis steps"), "{exported}");
+}
