@@ -123,7 +123,11 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
         if ctx.subject.covers(&format!("{kind}/{name}")) || desired == 0 || ready >= desired {
             continue;
         }
-        let in_logs = lines.iter().find(|l| subject::mentions(&l.line, &name));
+        let in_logs = lines
+            .iter()
+            .rev()
+            .take(super::rank::RELATION_LINES)
+            .find(|l| subject::line_names(&l.line, &name));
         let in_alert = subject::mentions(&alert_text, &name);
         if in_logs.is_none() && !in_alert {
             continue;

@@ -6,6 +6,9 @@ use super::{Analysis, Ctx, Signal, actions, list_names, pod_deployment, pod_rs};
 use crate::model::{Action, Category, Hypothesis, RuledOut};
 use std::collections::BTreeMap;
 
+/// How many of the subject's latest log lines are read for the names of its dependencies.
+pub(crate) const RELATION_LINES: usize = 5000;
+
 /// Below this, an active cause does not outweigh a benign explanation.
 const MIN_CAUSE: f32 = 0.45;
 
@@ -105,10 +108,14 @@ pub(crate) fn relation(ctx: &Ctx, object: &str) -> Option<&'static str> {
         .and_then(|p| super::subject::workload_of(ctx.obs, p))
         .map(|(_, n)| n);
     let subject_lines: Vec<_> = super::logs::scoped_lines(ctx);
+    // The latest lines say what the subject talks to now; a bounded look keeps this cheap on
+    // million-line logs.
     let named = |n: &str| {
         subject_lines
             .iter()
-            .any(|l| super::subject::mentions(&l.line, n))
+            .rev()
+            .take(RELATION_LINES)
+            .any(|l| super::subject::line_names(&l.line, n))
     };
     if named(name) || owner.as_deref().is_some_and(named) {
         return Some("dependency named in its logs");

@@ -345,24 +345,32 @@ pub(crate) fn pod_belongs(obs: &Observations, pod: &PodFacts, kind: &str, name: 
     }
 }
 
-/// Whether `name` appears in `text` as a whole name (not as part of a longer one).
+/// Whether `name` appears in `text` as a whole name (not as part of a longer one), ignoring case.
 pub(crate) fn mentions(text: &str, name: &str) -> bool {
+    whole_name_in(&text.to_lowercase(), &name.to_lowercase())
+}
+
+/// Whether a log line names an object: Kubernetes names are lowercase, so they are matched as
+/// written, without copying the line.
+pub(crate) fn line_names(line: &str, name: &str) -> bool {
+    whole_name_in(line, name)
+}
+
+fn whole_name_in(text: &str, name: &str) -> bool {
     if name.is_empty() {
         return false;
     }
     let is_name_char = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.';
-    let text_l = text.to_lowercase();
-    let name_l = name.to_lowercase();
     let mut start = 0;
-    while let Some(i) = text_l[start..].find(&name_l) {
+    while let Some(i) = text[start..].find(name) {
         let at = start + i;
-        let end = at + name_l.len();
-        let before = text_l[..at].chars().next_back();
-        let after = text_l[end..].chars().next();
+        let end = at + name.len();
+        let before = text[..at].chars().next_back();
+        let after = text[end..].chars().next();
         // A trailing dot ends a sentence, not a name.
         let after_ok = match after {
             None => true,
-            Some('.') => text_l[end + 1..]
+            Some('.') => text[end + 1..]
                 .chars()
                 .next()
                 .is_none_or(|c| !is_name_char(c)),
@@ -371,8 +379,8 @@ pub(crate) fn mentions(text: &str, name: &str) -> bool {
         if before.is_none_or(|c| !is_name_char(c)) && after_ok {
             return true;
         }
-        start = at + name_l.len().max(1);
-        if start >= text_l.len() {
+        start = end;
+        if start >= text.len() {
             break;
         }
     }
