@@ -594,10 +594,13 @@ pub(crate) fn describe(p: &promql::AlertExpr) -> (String, bool) {
             .or_else(|| metric_name(&p.base))
             .unwrap_or_else(|| "the alert's expression".into())
     };
+    // The scrape's own labels (`job="kube-state-metrics"`, `instance`) say who measured, not whom.
     let whom: Vec<String> = p
         .subject()
         .iter()
         .filter(|m| m.op == "=")
+        .filter(|m| !["job", "instance", "endpoint", "prometheus"].contains(&m.name.as_str()))
+        .filter(|m| !m.value.contains("kube-state-metrics"))
         .map(|m| m.value.clone())
         .collect();
     let text = if whom.is_empty() {
