@@ -123,6 +123,12 @@ pub(crate) fn claim(ctx: &Ctx) -> Claim {
     ]) {
         return Claim::Saturation;
     }
+    if name_has(&["liveness"]) {
+        return Claim::Restarts;
+    }
+    if name_has(&["readiness", "probe", "unhealthy"]) {
+        return Claim::Availability;
+    }
     if name_has(&["crashloop", "restart", "oom"])
         || (name.is_empty() && has(&["crash", "restart", "oom"]))
     {
@@ -245,8 +251,19 @@ pub(crate) fn measure(ctx: &Ctx) -> Symptom {
     }
     // With no alert and no problem there is no claim but the subject's own health.
     let unprompted = ctx.obs.alert.is_none() && ctx.obs.problem.is_none();
+    // An informational alert (severity info or none) with nothing else to measure claims only
+    // that its workload is in a state worth a look: its health is what can be measured.
+    let informational = claim == Claim::Other
+        && metrics::alert_expr(ctx).is_none()
+        && ctx.obs.alert.as_ref().is_some_and(|a| {
+            a.labels
+                .get("severity")
+                .is_some_and(|s| matches!(s.to_ascii_lowercase().as_str(), "info" | "none"))
+        });
     let k8s = match claim {
-        _ if unprompted => measure_restarts(ctx, &mut s) || measure_availability(ctx, &mut s),
+        _ if unprompted || informational => {
+            measure_restarts(ctx, &mut s) || measure_availability(ctx, &mut s)
+        }
         Claim::Restarts => measure_restarts(ctx, &mut s),
         Claim::Availability => measure_availability(ctx, &mut s),
         Claim::JobFailed => measure_job(ctx, &mut s),
