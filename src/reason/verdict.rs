@@ -29,8 +29,18 @@ pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut
             if let Some(change) = recovery(ctx, symptom) {
                 v.root_cause = format!("{}; the recovery followed {change}", v.root_cause);
             }
+            // These read the alert's own condition: the symptom step would say it twice.
+            let same_reading = top.is_some_and(|t| {
+                matches!(
+                    t.analyzer,
+                    "metric_recovered"
+                        | "metric_within_bounds"
+                        | "alert_resolved"
+                        | "metric_flapping"
+                )
+            });
             if v.category == Category::Healthy {
-                if !v.root_cause.contains(&symptom.detail) {
+                if !same_reading && !v.root_cause.contains(&symptom.detail) {
                     v.root_cause = format!("{}; symptom cleared: {}", v.root_cause, symptom.detail);
                 }
             } else if v.category == Category::Unknown && top.is_none_or(|t| t.benign) {
