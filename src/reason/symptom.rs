@@ -715,3 +715,129 @@ fn measure_nodes(ctx: &Ctx, s: &mut Symptom) -> bool {
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Alert, Category, ContainerFacts};
+    use crate::reason::{Coverage, Observations, analyze};
+    use std::collections::BTreeMap;
+
+    fn alert(name: &str, expr: &str, extra: &[(&str, &str)]) -> Alert {
+        let mut labels: BTreeMap<String, String> = extra
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        labels.insert("alertname".into(), name.into());
+        Alert {
+            labels,
+            generator_url: format!("http://prom/graph?g0.expr={}", expr.replace(' ', "+")),
+            ..Alert::default()
+        }
+    }
+
+    fn ready_pod(name: &str) -> PodFacts {
+        PodFacts {
+            name: name.into(),
+            namespace: "shop".into(),
+            phase: "Running".into(),
+            owner: Some("ReplicaSet/web-7c9d8".into()),
+            labels: BTreeMap::from([("pod-template-hash".into(), "7c9d8".into())]),
+            conditions: BTreeMap::from([("Ready".into(), "True".into())]),
+            containers: vec![ContainerFacts {
+                name: "web".into(),
+                ready: true,
+                state: "running".into(),
+                ..ContainerFacts::default()
+            }],
+            ..PodFacts::default()
+        }
+    }
+
+    fn k8s_only() -> BTreeMap<String, Coverage> {
+        BTreeMap::from([
+            (
+                "kubernetes".into(),
+                Coverage {
+                    configured: true,
+                    answered: 3,
+                    ..Coverage::default()
+                },
+            ),
+            ("prometheus".into(), Coverage::default()),
+        ])
+    }
+
+    #[test]
+    fn ready_pods_say_nothing_about_latency() {
+        let obs = Observations {
+            alert: Some(alert(
+                "HighRequestLatency",
+                "histogram_quantile(0.99, sum(rate(http_request_duration_seconds_bucket{service=\"web\"}[5m])) by (le)) > 0.5",
+                &[("namespace", "shop"), ("deployment", "web")],
+            )),
+            pods: vec![ready_pod("web-7c9d8-aaaaa"), ready_pod("web-7c9d8-bbbbb")],
+            coverage: k8s_only(),
+            ..Observations::default()
+        };
+        let a = analyze(&obs);
+        assert_eq!(
+            a.symptom.state,
+            SymptomState::Unmeasurable,
+            "{:?}",
+            a.symptom
+        );
+        assert!(
+            a.symptom
+                .detail
+                .contains("no latency metric: prometheus is not configured"),
+            "{}",
+            a.symptom.detail
+        );
+        assert_eq!(a.category, Category::Unknown, "{}", a.root_cause);
+        assert!(
+            a.suggested_actions
+                .iter()
+                .all(|x| !x.kind.contains("silence"))
+        );
+    }
+
+    #[test]
+    fn a_watchdog_fires_by_design() {
+        let obs = Observations {
+            alert: Some(alert("Watchdog", "vector(1)", &[("severity", "none")])),
+            coverage: k8s_only(),
+            ..Observations::default()
+        };
+        let a = analyze(&obs);
+        assert_eq!(a.symptom.state, SymptomState::ByDesign);
+        assert_eq!(a.category, Category::Healthy);
+        assert!(a.root_cause.contains("fires by design"), "{}", a.root_cause);
+    }
+
+    #[test]
+    fn restarts_long_ago_with_every_pod_ready_are_cleared_and_recent_ones_are_not() {
+        let now = chrono::Utc::now();
+        let mut pod = ready_pod("web-7c9d8-aaaaa");
+        pod.containers[0].restart_count = 1;
+        pod.containers[0].last_finished_at = Some(now - chrono::Duration::minutes(40));
+        let mut obs = Observations {
+            now,
+            alert: Some(alert(
+                "KubePodCrashLooping",
+                "",
+                &[("namespace", "shop"), ("pod", "web-7c9d8-aaaaa")],
+            )),
+            pods: vec![pod],
+            coverage: k8s_only(),
+            ..Observations::default()
+        };
+        let a = analyze(&obs);
+        assert_eq!(a.symptom.state, SymptomState::Cleared, "{:?}", a.symptom);
+        assert_eq!(a.category, Category::Healthy, "{}", a.root_cause);
+        obs.pods[0].containers[0].last_finished_at = Some(now - chrono::Duration::minutes(3));
+        let a = analyze(&obs);
+        assert_eq!(a.symptom.state, SymptomState::Confirmed, "{:?}", a.symptom);
+        assert_ne!(a.category, Category::Healthy, "{}", a.root_cause);
+    }
+}
