@@ -2,7 +2,7 @@
 //! firing alert starts one headless investigation, saved as a session like any other.
 
 use crate::agent::{AgentHandle, Attributed, Decider, Trigger};
-use crate::inbox::{self, Claim, Deduper, InboxAlert, Sources};
+use crate::inbox::{self, Claim, InboxAlert, Sources};
 use crate::integrations::pagerduty;
 use crate::model::{AlertStatus, Command, Outcome, WebhookPayload};
 use crate::session;
@@ -15,16 +15,18 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 /// Bodies above this get 413 before any parsing.
 pub const MAX_BODY: usize = 1024 * 1024;
+/// How often an idle server hands freed memory back to the system.
+const IDLE_TRIM_EVERY: Duration = Duration::from_secs(5);
 /// How long shutdown waits for running investigations to write their end.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
@@ -53,6 +55,39 @@ pub struct Setup {
     /// Alert sources polled for `GET /api/alerts`, if any are configured.
     pub sources: Option<Sources>,
 }
+
+/// How much work the server takes on: `[serve]` in the configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Investigations running at once (at least 1).
+    pub max_concurrent: usize,
+    /// Investigations waiting to start; past this a webhook answers 503 with `Retry-After`.
+    pub queue: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::from(&crate::config::Serve::default())
+    }
+}
+
+impl From<&crate::config::Serve> for Limits {
+    fn from(c: &crate::config::Serve) -> Self {
+        Limits {
+            max_concurrent: c.max_concurrent.max(1),
+            queue: c.queue,
+        }
+    }
+}
+
+/// Seconds a webhook sender is asked to wait when the queue is full (Alertmanager retries anyway).
+const RETRY_AFTER_SECS: u64 = 15;
+/// Alerts kept for `GET /api/alerts`: the newest this many, none older than [`RECEIVED_MAX_AGE`].
+const RECEIVED_MAX: usize = 10_000;
+const RECEIVED_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+/// The server's own record of what it claimed and queued, inside the sessions directory (not a
+/// session: no `.ndjson`), so a restart rebuilds dedup and starts what was waiting.
+pub const JOURNAL_FILE: &str = ".sitrep-serve-journal";
 
 /// Why a setup is refused.
 #[derive(Debug, thiserror::Error)]
@@ -159,11 +194,20 @@ struct Shared {
     pagerduty_secret: Option<SecretString>,
     sessions_dir: PathBuf,
     sources: Option<Sources>,
-    dedup: Mutex<Deduper>,
+    limits: Limits,
+    /// Claims, the running count and the queue: one lock, only ever held for bookkeeping in
+    /// memory (never across I/O or a start).
+    core: Mutex<Core>,
+    /// Investigations running now; a finished one leaves.
     sessions: Mutex<BTreeMap<String, Running>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
-    /// Alerts received by webhook (latest state per fingerprint).
-    received: Mutex<BTreeMap<String, InboxAlert>>,
+    /// Alerts received by webhook (latest state per fingerprint), capped and aged.
+    received: Mutex<Received>,
+    /// Set once shutdown begins: nothing new starts.
+    draining: std::sync::atomic::AtomicBool,
+    /// The runtime investigations run on: their work (and their blocking writes) never takes the
+    /// threads that answer requests, so the API answers however many run.
+    investigations: tokio::runtime::Handle,
     /// Well-formed webhook deliveries so far (repeats included).
     deliveries: std::sync::atomic::AtomicU64,
 }
@@ -189,7 +233,11 @@ pub async fn run(setup: Setup) -> anyhow::Result<()> {
         },
         setup.sessions_dir.display()
     );
-    serve_on(listener, setup, shutdown_signal()).await
+    // `[serve]` limits: the same configuration the command line loaded (it was valid then).
+    let limits = crate::config::Config::load()
+        .map(|c| Limits::from(&c.serve))
+        .unwrap_or_default();
+    serve_with(listener, setup, limits, shutdown_signal()).await
 }
 
 async fn shutdown_signal() {
@@ -214,10 +262,23 @@ async fn shutdown_signal() {
     }
 }
 
-/// Serves on an already-bound listener until `shutdown` resolves.
+/// Serves on an already-bound listener until `shutdown` resolves, with the default limits.
 pub async fn serve_on(
     listener: tokio::net::TcpListener,
     setup: Setup,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    serve_with(listener, setup, Limits::default(), shutdown).await
+}
+
+/// Serves on an already-bound listener until `shutdown` resolves. First recovers from a previous
+/// run that did not stop cleanly (see [`recover`]); on shutdown, takes no new work, cancels the
+/// running investigations and waits (up to the stop timeout) for each to record its end; what was
+/// still queued stays in the journal and starts on the next run.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    setup: Setup,
+    limits: Limits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(&setup.sessions_dir).map_err(|e| {
@@ -226,7 +287,25 @@ pub async fn serve_on(
             setup.sessions_dir.display()
         )
     })?;
+    let recovered = recover(&setup.sessions_dir);
+    if recovered.interrupted > 0 || !recovered.queue.is_empty() {
+        eprintln!(
+            "sitrep serve: recovered from an unclean stop: {} session(s) marked interrupted, {} queued alert group(s) to start",
+            recovered.interrupted,
+            recovered.queue.len()
+        );
+    }
     let local = listener.local_addr()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+                .clamp(2, 8),
+        )
+        .thread_name("sitrep-investigation")
+        .enable_all()
+        .build()?;
     let state: AppState = Arc::new(Shared {
         starter: setup.starter,
         tokens: setup.tokens,
@@ -234,19 +313,52 @@ pub async fn serve_on(
         pagerduty_secret: setup.pagerduty_secret,
         sessions_dir: setup.sessions_dir,
         sources: setup.sources,
-        dedup: Mutex::new(Deduper::new()),
+        limits,
+        core: Mutex::new(Core {
+            claims: recovered.claims,
+            running: 0,
+            queue: recovered.queue,
+        }),
         sessions: Mutex::new(BTreeMap::new()),
         tasks: Mutex::new(Vec::new()),
-        received: Mutex::new(BTreeMap::new()),
+        received: Mutex::new(Received::default()),
+        draining: std::sync::atomic::AtomicBool::new(false),
+        investigations: runtime.handle().clone(),
         deliveries: std::sync::atomic::AtomicU64::new(0),
     });
+    blocking(|| pump(&state));
+    // While idle, what a storm (or a listing of thousands of sessions) allocated goes back.
+    let idle = state.clone();
+    let trimmer = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(IDLE_TRIM_EVERY);
+        loop {
+            tick.tick().await;
+            let quiet = {
+                let core = lock(&idle.core);
+                core.running == 0 && core.queue.is_empty()
+            };
+            if quiet {
+                release_memory();
+            }
+        }
+    });
     let app = router(state.clone());
+    let drain = state.clone();
+    let shutdown = async move {
+        shutdown.await;
+        drain
+            .draining
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    };
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
     )
     .with_graceful_shutdown(shutdown)
     .await?;
+    state
+        .draining
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     // End running sessions cleanly: cancel, then let each write its `session_ended`.
     for r in lock(&state.sessions).values() {
         if r.outcome.is_none() {
@@ -255,7 +367,32 @@ pub async fn serve_on(
     }
     let tasks: Vec<JoinHandle<()>> = std::mem::take(&mut *lock(&state.tasks));
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, futures::future::join_all(tasks)).await;
+    // Whatever did not end within the grace period is dropped (it is marked interrupted on the
+    // next start); a runtime cannot be dropped in place from async code.
+    trimmer.abort();
+    runtime.shutdown_background();
     Ok(())
+}
+
+/// Hands memory freed by finished investigations back to the system once none runs: glibc keeps
+/// freed memory in per-thread arenas otherwise, and a storm's peak would stay resident for good.
+fn release_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists; it takes no pointers of ours.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Runs blocking work (file writes, starting an investigation) from a request handler without
+/// stalling the other requests that share its thread.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
 }
 
 fn router(state: AppState) -> Router {
@@ -327,18 +464,635 @@ fn parse_json(body: &[u8]) -> Result<Value, Box<Response>> {
     })
 }
 
-/// Starts an investigation of `trigger`, registers it, and drains its records in the background.
-fn start(state: &AppState, trigger: Trigger, title: &str) -> anyhow::Result<String> {
-    let mut sessions = lock(&state.sessions);
-    let now = chrono::Utc::now();
-    let mut path = session::new_session_path_in(&state.sessions_dir, now, title);
-    let mut n = 2;
-    while sessions.values().any(|r| r.path == path) {
-        path = session::new_session_path_in(&state.sessions_dir, now, &format!("{title} {n}"));
-        n += 1;
+/// Which alerts (by fingerprint) and groups (by group key) have an investigation, running,
+/// queued or finished: a repeated delivery claims nothing new.
+#[derive(Debug, Default)]
+struct Claims {
+    by_fingerprint: HashMap<String, String>,
+    by_group: HashMap<String, String>,
+}
+
+impl Claims {
+    /// Which of `fingerprints` (delivered under `group_key`) nobody investigates yet. An empty
+    /// delivery counts as new only when its group is.
+    fn check(&self, group_key: &str, fingerprints: &[String]) -> Claim {
+        let new: Vec<String> = fingerprints
+            .iter()
+            .filter(|f| !self.by_fingerprint.contains_key(*f))
+            .cloned()
+            .collect();
+        if !new.is_empty() {
+            return Claim::New(new);
+        }
+        let known = fingerprints
+            .iter()
+            .find_map(|f| self.by_fingerprint.get(f))
+            .or_else(|| self.by_group.get(group_key));
+        match known {
+            Some(session) => Claim::Known(session.clone()),
+            None => Claim::New(Vec::new()),
+        }
     }
+
+    fn record(&mut self, group_key: &str, fingerprints: &[String], session: &str) {
+        for f in fingerprints {
+            self.by_fingerprint.insert(f.clone(), session.to_string());
+        }
+        if !group_key.is_empty() {
+            self.by_group
+                .entry(group_key.to_string())
+                .or_insert_with(|| session.to_string());
+        }
+    }
+
+    /// Undo [`Claims::record`] for these fingerprints (all of `session`'s when `None`).
+    fn forget(&mut self, session: &str, fingerprints: Option<&[String]>) {
+        match fingerprints {
+            Some(fps) => {
+                for f in fps {
+                    if self.by_fingerprint.get(f).is_some_and(|s| s == session) {
+                        self.by_fingerprint.remove(f);
+                    }
+                }
+                if !self.by_fingerprint.values().any(|s| s == session) {
+                    self.by_group.retain(|_, s| s != session);
+                }
+            }
+            None => {
+                self.by_fingerprint.retain(|_, s| s != session);
+                self.by_group.retain(|_, s| s != session);
+            }
+        }
+    }
+
+    fn session_of(&self, fingerprint: &str) -> Option<&str> {
+        self.by_fingerprint.get(fingerprint).map(String::as_str)
+    }
+}
+
+/// An investigation waiting for a free slot.
+#[derive(Debug)]
+struct Queued {
+    id: String,
+    path: PathBuf,
+    title: String,
+    trigger: Trigger,
+}
+
+impl Queued {
+    fn group_key(&self) -> Option<&str> {
+        match &self.trigger {
+            Trigger::Alert(p) if !p.group_key.is_empty() => Some(&p.group_key),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Core {
+    claims: Claims,
+    /// Investigations started and not yet finished.
+    running: usize,
+    /// Waiting investigations, started in arrival order.
+    queue: VecDeque<Queued>,
+}
+
+/// Alerts received by webhook, latest per fingerprint, with when each was last seen.
+#[derive(Default)]
+struct Received {
+    alerts: HashMap<String, (InboxAlert, Instant)>,
+}
+
+impl Received {
+    fn insert(&mut self, a: InboxAlert) {
+        self.alerts
+            .insert(a.fingerprint.clone(), (a, Instant::now()));
+        if self.alerts.len() > RECEIVED_MAX {
+            self.age();
+        }
+    }
+
+    /// Drops what is older than the maximum age, then the oldest past the cap.
+    fn age(&mut self) {
+        let now = Instant::now();
+        self.alerts
+            .retain(|_, (_, seen)| now.duration_since(*seen) < RECEIVED_MAX_AGE);
+        if self.alerts.len() > RECEIVED_MAX {
+            let mut seen: Vec<Instant> = self.alerts.values().map(|(_, t)| *t).collect();
+            seen.sort_unstable();
+            let cut = seen[seen.len() - RECEIVED_MAX];
+            self.alerts.retain(|_, (_, t)| *t >= cut);
+        }
+    }
+
+    fn remove(&mut self, fingerprint: &str) {
+        self.alerts.remove(fingerprint);
+    }
+}
+
+/// One line of the serve journal: a claim (with its trigger while it may still be waiting), more
+/// alerts joining a queued claim, or a claim withdrawn.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct JournalEntry {
+    session: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    group_key: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    fingerprints: Vec<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    title: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    payload: Option<WebhookPayload>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    problem: Option<String>,
+    /// The payload's alerts join the (queued) claim `session`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    join: bool,
+    /// The claim was withdrawn (it could not start).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    forget: bool,
+}
+
+impl JournalEntry {
+    fn trigger(&self) -> Option<Trigger> {
+        match (&self.payload, &self.problem) {
+            (Some(p), _) => Some(Trigger::Alert(p.clone())),
+            (None, Some(t)) => Some(Trigger::Problem(t.clone())),
+            (None, None) => None,
+        }
+    }
+}
+
+fn journal_path(dir: &Path) -> PathBuf {
+    dir.join(JOURNAL_FILE)
+}
+
+/// Appends one line to the journal (one `write` of a whole line, `O_APPEND`: lines from
+/// concurrent handlers never interleave), flushed to disk: a claim the server cannot record is
+/// not accepted.
+fn journal_append(dir: &Path, entry: &JournalEntry) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(journal_path(dir))?;
+    file.write_all(&line)?;
+    file.sync_data()
+}
+
+/// What a restart found: the claims of every session the journal names, the investigations that
+/// were still waiting, and how many running ones it marked interrupted.
+#[derive(Debug, Default)]
+struct Recovered {
+    claims: Claims,
+    queue: VecDeque<Queued>,
+    interrupted: usize,
+}
+
+/// Rebuilds the server's state from the sessions directory after any stop, clean or not: every
+/// claim in the journal whose session file exists is restored (so a re-delivered alert is a
+/// duplicate), a session of this server's that has no end (the server was killed) is marked
+/// `interrupted` (nothing pending in it is approved), and a claim with no session file yet (it
+/// was queued) is queued again, in its original order. The journal is then rewritten compactly.
+fn recover(dir: &Path) -> Recovered {
+    let mut out = Recovered::default();
+    let path = journal_path(dir);
+    // Only a regular file is read (and later replaced): not a device or a directory in its place.
+    if !std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+        return out;
+    }
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return out;
+    };
+    let mut order: Vec<String> = Vec::new();
+    let mut entries: HashMap<String, JournalEntry> = HashMap::new();
+    for line in text.lines() {
+        // A torn last line (killed mid-write) was never acknowledged: skip it.
+        let Ok(e) = serde_json::from_str::<JournalEntry>(line) else {
+            continue;
+        };
+        if e.forget {
+            entries.remove(&e.session);
+            continue;
+        }
+        if e.join {
+            if let Some(base) = entries.get_mut(&e.session) {
+                base.fingerprints.extend(e.fingerprints);
+                if let (Some(p), Some(more)) = (&mut base.payload, e.payload) {
+                    p.alerts.extend(more.alerts);
+                }
+            }
+            continue;
+        }
+        if !entries.contains_key(&e.session) {
+            order.push(e.session.clone());
+        }
+        entries.insert(e.session.clone(), e);
+    }
+    let mut kept: Vec<JournalEntry> = Vec::new();
+    for id in order {
+        let Some(mut e) = entries.remove(&id) else {
+            continue;
+        };
+        if id.contains(['/', '\\']) || id.starts_with('.') {
+            continue;
+        }
+        let path = dir.join(format!("{id}.ndjson"));
+        if path.exists() {
+            out.claims.record(&e.group_key, &e.fingerprints, &id);
+            match mark_interrupted(&path) {
+                Ok(true) => out.interrupted += 1,
+                Ok(false) => {}
+                Err(err) => tracing::warn!("cannot mark {} interrupted: {err}", path.display()),
+            }
+            e.payload = None;
+            e.problem = None;
+            kept.push(e);
+        } else if let Some(trigger) = e.trigger() {
+            out.claims.record(&e.group_key, &e.fingerprints, &id);
+            out.queue.push_back(Queued {
+                id: id.clone(),
+                path,
+                title: e.title.clone(),
+                trigger,
+            });
+            kept.push(e);
+        }
+    }
+    if let Err(err) = rewrite_journal(dir, &kept) {
+        tracing::warn!("cannot compact the serve journal: {err}");
+    }
+    out
+}
+
+fn rewrite_journal(dir: &Path, entries: &[JournalEntry]) -> std::io::Result<()> {
+    use std::io::Write;
+    let path = journal_path(dir);
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let result = (|| {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        for e in entries {
+            serde_json::to_writer(&mut out, e).map_err(std::io::Error::other)?;
+            out.write_all(b"\n")?;
+        }
+        out.flush()?;
+        out.get_ref().sync_data()?;
+        drop(out);
+        std::fs::rename(&tmp, &path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Ends a session that has no end record as `interrupted`, after a warning saying why; a torn
+/// last line (half written when the process died) is cut first, so the end is readable. `false`
+/// when the session had ended.
+fn mark_interrupted(path: &Path) -> anyhow::Result<bool> {
+    use std::io::Write;
+    let tail = session::read_tail(path)?;
+    if tail.outcome.is_some() {
+        return Ok(false);
+    }
+    let mut file = std::fs::OpenOptions::new().append(true).open(path)?;
+    if let Some(tear) = &tail.tear {
+        file.set_len(tear.byte_offset)?;
+    } else {
+        // A last line cut exactly at its end still needs its newline.
+        use std::io::{Read, Seek, SeekFrom};
+        let mut last = [0u8; 1];
+        let mut reader = std::fs::File::open(path)?;
+        if reader.seek(SeekFrom::End(-1)).is_ok()
+            && reader.read_exact(&mut last).is_ok()
+            && last[0] != b'\n'
+        {
+            file.write_all(b"\n")?;
+        }
+    }
+    let mut lines = Vec::new();
+    for event in [
+        crate::model::Event::Warning {
+            message: "sitrep serve stopped while this investigation ran (killed); marked \
+                      interrupted when it restarted: nothing pending was approved"
+                .into(),
+        },
+        crate::model::Event::SessionEnded {
+            outcome: Outcome::Interrupted,
+        },
+    ] {
+        let record = crate::model::Record {
+            t: tail.duration,
+            event,
+        };
+        lines.extend(serde_json::to_vec(&record)?);
+        lines.push(b'\n');
+    }
+    file.write_all(&lines)?;
+    file.sync_data()?;
+    Ok(true)
+}
+
+/// What admission decided for a delivery's new alerts.
+enum Admit {
+    Duplicate(String),
+    Start(Box<Queued>),
+    Queued(String),
+    Joined(String),
+    Full,
+    Draining,
+}
+
+/// Claims `fingerprints` for a new investigation of `trigger` and admits it: started now when a
+/// slot is free, queued when not, joined to a queued investigation of the same group, or refused
+/// when the queue is full. One short lock, no I/O; the journal line follows outside it.
+fn admit(
+    state: &AppState,
+    group_key: &str,
+    fingerprints: &[String],
+    make: impl FnOnce(&[String]) -> (String, Trigger),
+) -> (Admit, Vec<String>, JournalEntry) {
+    let none = JournalEntry::default;
+    if state.draining.load(std::sync::atomic::Ordering::SeqCst) {
+        return (Admit::Draining, Vec::new(), none());
+    }
+    let mut core = lock(&state.core);
+    let new = match core.claims.check(group_key, fingerprints) {
+        Claim::Known(session) => return (Admit::Duplicate(session), Vec::new(), none()),
+        Claim::New(new) => new,
+    };
+    let claimed = if new.is_empty() {
+        fingerprints.to_vec()
+    } else {
+        new.clone()
+    };
+    let (title, trigger) = make(&new);
+    // Related alerts arriving together join the investigation still waiting for their group.
+    if !group_key.is_empty()
+        && let Some(q) = core
+            .queue
+            .iter_mut()
+            .find(|q| q.group_key() == Some(group_key))
+    {
+        if let (Trigger::Alert(base), Trigger::Alert(more)) = (&mut q.trigger, &trigger) {
+            base.alerts.extend(more.alerts.iter().cloned());
+        }
+        let id = q.id.clone();
+        let entry = entry_for(&id, group_key, &claimed, &q.title, &trigger, true);
+        core.claims.record(group_key, &claimed, &id);
+        return (Admit::Joined(id), claimed, entry);
+    }
+    if core.running >= state.limits.max_concurrent && core.queue.len() >= state.limits.queue {
+        return (Admit::Full, Vec::new(), none());
+    }
+    let path = session::unique_session_path_in(&state.sessions_dir, chrono::Utc::now(), &title);
     let id = session_id(&path);
-    let handle = (state.starter)(trigger, path.clone())?;
+    let entry = entry_for(&id, group_key, &claimed, &title, &trigger, false);
+    core.claims.record(group_key, &claimed, &id);
+    // A free slot goes to the longest waiting first: arrival order.
+    if core.running < state.limits.max_concurrent && core.queue.is_empty() {
+        core.running += 1;
+        let admit = Admit::Start(Box::new(Queued {
+            id,
+            path,
+            title,
+            trigger,
+        }));
+        (admit, claimed, entry)
+    } else {
+        core.queue.push_back(Queued {
+            id: id.clone(),
+            path,
+            title,
+            trigger,
+        });
+        (Admit::Queued(id), claimed, entry)
+    }
+}
+
+/// Undoes an admission the journal could not record.
+fn unadmit(state: &AppState, admit: &Admit, claimed: &[String]) {
+    let mut core = lock(&state.core);
+    match admit {
+        Admit::Start(q) => {
+            core.claims.forget(&q.id, None);
+            core.running = core.running.saturating_sub(1);
+        }
+        Admit::Queued(id) => {
+            core.claims.forget(id, None);
+            core.queue.retain(|q| q.id != *id);
+        }
+        Admit::Joined(id) => {
+            core.claims.forget(id, Some(claimed));
+            if let Some(q) = core.queue.iter_mut().find(|q| q.id == *id)
+                && let Trigger::Alert(p) = &mut q.trigger
+            {
+                p.alerts
+                    .retain(|a| !claimed.contains(&alert_fingerprint(a)));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn unavailable(message: String, retry: bool) -> Response {
+    let mut resp = error(StatusCode::SERVICE_UNAVAILABLE, message);
+    if retry {
+        resp.headers_mut().insert(
+            header::RETRY_AFTER,
+            header::HeaderValue::from(RETRY_AFTER_SECS),
+        );
+    }
+    resp
+}
+
+/// Admits a new investigation, records it in the journal and starts it (or leaves it queued);
+/// the answer to the delivery.
+fn investigate(
+    state: &AppState,
+    group_key: &str,
+    fingerprints: &[String],
+    make: impl FnOnce(&[String]) -> (String, Trigger),
+) -> Response {
+    let (admitted, claimed, entry) = admit(state, group_key, fingerprints, make);
+    match &admitted {
+        Admit::Duplicate(session) => {
+            return (
+                StatusCode::OK,
+                axum::Json(json!({"started": false, "duplicate": true, "session": session})),
+            )
+                .into_response();
+        }
+        Admit::Draining => {
+            return unavailable("the server is shutting down".into(), true);
+        }
+        Admit::Full => {
+            return unavailable(
+                format!(
+                    "{} investigations running and {} waiting, the most this server takes \
+                     ([serve] max_concurrent, queue): retry later",
+                    state.limits.max_concurrent, state.limits.queue
+                ),
+                true,
+            );
+        }
+        _ => {}
+    }
+    blocking(|| record_and_start(state, admitted, claimed, entry))
+}
+
+/// The part of [`investigate`] that writes: the journal line, then the start.
+fn record_and_start(
+    state: &AppState,
+    admitted: Admit,
+    claimed: Vec<String>,
+    entry: JournalEntry,
+) -> Response {
+    if let Err(e) = journal_append(&state.sessions_dir, &entry) {
+        unadmit(state, &admitted, &claimed);
+        return unavailable(
+            format!(
+                "cannot record the alert in {}: {e}; not accepted",
+                state.sessions_dir.display()
+            ),
+            true,
+        );
+    }
+    match admitted {
+        Admit::Start(q) => {
+            let Queued {
+                id,
+                path,
+                title,
+                trigger,
+            } = *q;
+            match start(state, &id, path, &title, trigger) {
+                Ok(()) => (
+                    StatusCode::ACCEPTED,
+                    axum::Json(json!({"started": true, "session": id, "alerts": claimed.len()})),
+                )
+                    .into_response(),
+                Err(e) => {
+                    {
+                        let mut core = lock(&state.core);
+                        core.claims.forget(&id, None);
+                        core.running = core.running.saturating_sub(1);
+                    }
+                    let _ = journal_append(
+                        &state.sessions_dir,
+                        &JournalEntry {
+                            session: id,
+                            forget: true,
+                            ..JournalEntry::default()
+                        },
+                    );
+                    pump(state);
+                    error(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("cannot start the investigation: {e:#}"),
+                    )
+                }
+            }
+        }
+        Admit::Queued(id) => {
+            // A slot may have freed since: the queue's head takes it.
+            pump(state);
+            let queued = lock(&state.core).queue.iter().any(|q| q.id == id);
+            (
+                StatusCode::ACCEPTED,
+                axum::Json(
+                    json!({"started": true, "queued": queued, "session": id, "alerts": claimed.len()}),
+                ),
+            )
+                .into_response()
+        }
+        Admit::Joined(id) => (
+            StatusCode::ACCEPTED,
+            axum::Json(
+                json!({"started": false, "joined": true, "session": id, "alerts": claimed.len()}),
+            ),
+        )
+            .into_response(),
+        _ => error(StatusCode::INTERNAL_SERVER_ERROR, "unreachable admission"),
+    }
+}
+
+fn entry_for(
+    id: &str,
+    group_key: &str,
+    claimed: &[String],
+    title: &str,
+    trigger: &Trigger,
+    join: bool,
+) -> JournalEntry {
+    let (payload, problem) = match trigger {
+        Trigger::Alert(p) => (Some(p.clone()), None),
+        Trigger::Problem(t) => (None, Some(t.clone())),
+    };
+    JournalEntry {
+        session: id.to_string(),
+        group_key: group_key.to_string(),
+        fingerprints: claimed.to_vec(),
+        title: title.to_string(),
+        payload,
+        problem,
+        join,
+        forget: false,
+    }
+}
+
+/// Starts queued investigations while slots are free (not once shutdown began).
+fn pump(state: &AppState) {
+    loop {
+        if state.draining.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        let next = {
+            let mut core = lock(&state.core);
+            if core.running >= state.limits.max_concurrent {
+                return;
+            }
+            let Some(q) = core.queue.pop_front() else {
+                return;
+            };
+            core.running += 1;
+            q
+        };
+        if let Err(e) = start(state, &next.id, next.path, &next.title, next.trigger) {
+            tracing::warn!("cannot start queued investigation {}: {e:#}", next.id);
+            {
+                let mut core = lock(&state.core);
+                core.claims.forget(&next.id, None);
+                core.running = core.running.saturating_sub(1);
+            }
+            let _ = journal_append(
+                &state.sessions_dir,
+                &JournalEntry {
+                    session: next.id,
+                    forget: true,
+                    ..JournalEntry::default()
+                },
+            );
+        }
+    }
+}
+
+/// Starts an investigation of `trigger` writing `path` (its slot already taken), registers it,
+/// and drains its records in the background; when it ends it leaves memory and frees its slot.
+/// No lock is held while the starter runs.
+fn start(
+    state: &AppState,
+    id: &str,
+    path: PathBuf,
+    title: &str,
+    trigger: Trigger,
+) -> anyhow::Result<()> {
+    let handle = {
+        let _on = state.investigations.enter();
+        (state.starter)(trigger, path.clone())?
+    };
     let AgentHandle {
         mut records,
         commands,
@@ -346,8 +1100,8 @@ fn start(state: &AppState, trigger: Trigger, title: &str) -> anyhow::Result<Stri
         task,
         ..
     } = handle;
-    sessions.insert(
-        id.clone(),
+    lock(&state.sessions).insert(
+        id.to_string(),
         Running {
             path,
             title: title.to_string(),
@@ -356,32 +1110,32 @@ fn start(state: &AppState, trigger: Trigger, title: &str) -> anyhow::Result<Stri
             outcome: None,
         },
     );
-    drop(sessions);
     let shared = state.clone();
-    let key = id.clone();
-    let watcher = tokio::spawn(async move {
+    let key = id.to_string();
+    let watcher = state.investigations.spawn(async move {
         // The session file is written by the investigation itself; the records only need draining.
         let drain = async { while records.recv().await.is_some() {} };
         let (_, result) = tokio::join!(drain, task);
-        let outcome = match result {
-            Ok(Ok(o)) => o,
-            Ok(Err(e)) => {
-                tracing::warn!("investigation {key} failed: {e:#}");
-                Outcome::Failed
-            }
-            Err(e) => {
-                tracing::warn!("investigation {key} panicked: {e}");
-                Outcome::Failed
-            }
+        match result {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!("investigation {key} failed: {e:#}"),
+            Err(e) => tracing::warn!("investigation {key} panicked: {e}"),
+        }
+        lock(&shared.sessions).remove(&key);
+        let idle = {
+            let mut core = lock(&shared.core);
+            core.running = core.running.saturating_sub(1);
+            core.running == 0 && core.queue.is_empty()
         };
-        if let Some(r) = lock(&shared.sessions).get_mut(&key) {
-            r.outcome = Some(outcome);
+        blocking(|| pump(&shared));
+        if idle {
+            release_memory();
         }
     });
     let mut tasks = lock(&state.tasks);
     tasks.retain(|t| !t.is_finished());
     tasks.push(watcher);
-    Ok(id)
+    Ok(())
 }
 
 fn session_id(path: &Path) -> String {
@@ -409,56 +1163,44 @@ fn investigate_payload(state: &AppState, mut payload: WebhookPayload) -> Respons
             .into_response();
     }
     let fingerprints: Vec<String> = payload.alerts.iter().map(alert_fingerprint).collect();
-    // Checking and recording under one lock: two deliveries racing start one investigation.
-    let mut dedup = lock(&state.dedup);
-    match dedup.check(&payload.group_key, &fingerprints) {
-        Claim::Known(session) => (
-            StatusCode::OK,
-            axum::Json(json!({"started": false, "duplicate": true, "session": session})),
-        )
-            .into_response(),
-        Claim::New(new) => {
-            if !new.is_empty() {
-                payload
-                    .alerts
-                    .retain(|a| new.contains(&alert_fingerprint(a)));
-            }
-            let title = payload.primary().title();
-            let claimed: Vec<String> = payload.alerts.iter().map(alert_fingerprint).collect();
-            match start(state, Trigger::Alert(payload.clone()), &title) {
-                Ok(id) => {
-                    dedup.record(&payload.group_key, &claimed, &id);
-                    (
-                        StatusCode::ACCEPTED,
-                        axum::Json(
-                            json!({"started": true, "session": id, "alerts": claimed.len()}),
-                        ),
-                    )
-                        .into_response()
-                }
-                Err(e) => error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("cannot start the investigation: {e:#}"),
-                ),
-            }
+    let group_key = payload.group_key.clone();
+    investigate(state, &group_key, &fingerprints, move |new| {
+        if !new.is_empty() {
+            payload
+                .alerts
+                .retain(|a| new.contains(&alert_fingerprint(a)));
         }
-    }
+        (payload.primary().title(), Trigger::Alert(payload))
+    })
 }
 
 fn remember(state: &AppState, alerts: impl IntoIterator<Item = InboxAlert>) {
     let mut received = lock(&state.received);
     for a in alerts {
-        received.insert(a.fingerprint.clone(), a);
+        received.insert(a);
     }
 }
 
+/// A version 4 webhook payload, which has an `alerts` array; JSON that parses into the struct's
+/// defaults (`{}`, `[]`, a number) is not one.
+fn webhook_payload(body: &[u8]) -> Result<WebhookPayload, String> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    match value.get("alerts") {
+        Some(Value::Array(_)) => {}
+        Some(_) => return Err("`alerts` is not an array".into()),
+        None if value.is_object() => return Err("no `alerts` array".into()),
+        None => return Err("expected a JSON object with an `alerts` array".into()),
+    }
+    serde_json::from_value(value).map_err(|e| e.to_string())
+}
+
 async fn alertmanager_webhook(State(state): State<AppState>, body: Bytes) -> Response {
-    let payload: WebhookPayload = match serde_json::from_slice(&body) {
+    let payload = match webhook_payload(&body) {
         Ok(p) => p,
-        Err(e) => {
+        Err(reason) => {
             return error(
                 StatusCode::BAD_REQUEST,
-                format!("not an Alertmanager webhook payload (version 4): {e}"),
+                format!("not an Alertmanager webhook payload (version 4): {reason}"),
             );
         }
     };
@@ -597,7 +1339,11 @@ async fn list_alerts(State(state): State<AppState>) -> Response {
         health = snap.health;
         lists.push((inbox::Source::Alertmanager, snap.alerts));
     }
-    let received: Vec<InboxAlert> = lock(&state.received).values().cloned().collect();
+    let received: Vec<InboxAlert> = {
+        let mut r = lock(&state.received);
+        r.age();
+        r.alerts.values().map(|(a, _)| a.clone()).collect()
+    };
     // Polled alerts first: they carry silences and acknowledgements the webhooks do not.
     let mut merged = lists.pop().map(|(_, a)| a).unwrap_or_default();
     for a in received {
@@ -605,26 +1351,43 @@ async fn list_alerts(State(state): State<AppState>) -> Response {
             merged.push(a);
         }
     }
-    let dedup = lock(&state.dedup);
+    let core = lock(&state.core);
     let alerts: Vec<Value> = merged
         .iter()
         .map(|a| {
             let mut v = serde_json::to_value(a).unwrap_or(Value::Null);
-            if let (Some(obj), Some(s)) = (v.as_object_mut(), dedup.session_of(&a.fingerprint)) {
+            if let (Some(obj), Some(s)) =
+                (v.as_object_mut(), core.claims.session_of(&a.fingerprint))
+            {
                 obj.insert("session".into(), json!(s));
             }
             v
         })
         .collect();
+    drop(core);
     let deliveries = state.deliveries.load(std::sync::atomic::Ordering::Relaxed);
     axum::Json(json!({"alerts": alerts, "sources": health, "webhook_deliveries": deliveries}))
         .into_response()
 }
 
 async fn list_sessions(State(state): State<AppState>) -> Response {
-    let (found, errors) = session::list_sessions(&state.sessions_dir);
+    // Reading the directory is blocking I/O: off the threads that answer requests.
+    let dir = state.sessions_dir.clone();
+    let Ok((found, errors)) =
+        tokio::task::spawn_blocking(move || session::list_sessions(&dir)).await
+    else {
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "listing the sessions failed",
+        );
+    };
+    let queued: Vec<Value> = lock(&state.core)
+        .queue
+        .iter()
+        .map(|q| json!({"id": q.id, "title": q.title, "queued": true, "running": false}))
+        .collect();
     let running = lock(&state.sessions);
-    let items: Vec<Value> = found
+    let mut items: Vec<Value> = found
         .iter()
         .map(|s| {
             let id = session_id(&s.path);
@@ -638,6 +1401,8 @@ async fn list_sessions(State(state): State<AppState>) -> Response {
             })
         })
         .collect();
+    drop(running);
+    items.extend(queued);
     let errors: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
     axum::Json(json!({"sessions": items, "errors": errors})).into_response()
 }
@@ -655,10 +1420,14 @@ fn find_session(state: &AppState, id: &str) -> Option<PathBuf> {
 }
 
 async fn get_session(State(state): State<AppState>, UrlPath(id): UrlPath<String>) -> Response {
-    let Some(path) = find_session(&state, &id) else {
+    if let Some(q) = lock(&state.core).queue.iter().find(|q| q.id == id) {
+        return axum::Json(json!({"id": id, "title": q.title, "queued": true, "running": false}))
+            .into_response();
+    }
+    let Some(path) = blocking(|| find_session(&state, &id)) else {
         return error(StatusCode::NOT_FOUND, format!("no session {id:?}"));
     };
-    let log = match session::read_file(&path) {
+    let log = match blocking(|| session::read_file(&path)) {
         Ok(l) => l,
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     };
@@ -914,17 +1683,8 @@ async fn new_investigation(State(state): State<AppState>, body: Bytes) -> Respon
     match v.get("problem").and_then(Value::as_str).map(str::trim) {
         Some(text) if !text.is_empty() => {
             let title: String = text.chars().take(80).collect();
-            match start(&state, Trigger::Problem(text.to_string()), &title) {
-                Ok(id) => (
-                    StatusCode::ACCEPTED,
-                    axum::Json(json!({"started": true, "session": id})),
-                )
-                    .into_response(),
-                Err(e) => error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("cannot start the investigation: {e:#}"),
-                ),
-            }
+            let problem = text.to_string();
+            investigate(&state, "", &[], move |_| (title, Trigger::Problem(problem)))
         }
         _ => error(
             StatusCode::BAD_REQUEST,
@@ -936,6 +1696,122 @@ async fn new_investigation(State(state): State<AppState>, body: Bytes) -> Respon
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn payload(fp: &str, group: &str) -> WebhookPayload {
+        WebhookPayload {
+            version: "4".into(),
+            group_key: group.into(),
+            alerts: vec![crate::model::Alert {
+                fingerprint: fp.into(),
+                ..crate::model::Alert::default()
+            }],
+            ..WebhookPayload::default()
+        }
+    }
+
+    #[test]
+    fn recovery_rebuilds_claims_marks_the_unended_and_requeues_the_waiting() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let d = dir.path();
+        let h = session::header("x", chrono::Utc::now(), "t");
+        let header = serde_json::to_string(&h).unwrap_or_default();
+        let ended = "{\"t\":1.0,\"event\":{\"type\":\"session_ended\",\"outcome\":\"resolved\"}}";
+        let stage = "{\"t\":0.5,\"event\":{\"type\":\"stage_started\",\"stage\":\"triage\"}}";
+        // s1 ended; s2 was killed mid-line; s3 never got its file (queued); s4 was withdrawn.
+        let write = |name: &str, text: String| {
+            std::fs::write(d.join(name), text).unwrap_or_else(|e| panic!("{e}"));
+        };
+        write("s1.ndjson", format!("{header}\n{ended}\n"));
+        write("s2.ndjson", format!("{header}\n{stage}\n{{\"t\":0.7,\"ev"));
+        let entries = [
+            entry_for(
+                "s1",
+                "g1",
+                &["f1".into()],
+                "one",
+                &Trigger::Alert(payload("f1", "g1")),
+                false,
+            ),
+            entry_for(
+                "s2",
+                "g2",
+                &["f2".into()],
+                "two",
+                &Trigger::Alert(payload("f2", "g2")),
+                false,
+            ),
+            entry_for(
+                "s3",
+                "g3",
+                &["f3".into()],
+                "three",
+                &Trigger::Alert(payload("f3", "g3")),
+                false,
+            ),
+            entry_for(
+                "s3",
+                "g3",
+                &["f5".into()],
+                "three",
+                &Trigger::Alert(payload("f5", "g3")),
+                true,
+            ),
+            entry_for(
+                "s4",
+                "g4",
+                &["f4".into()],
+                "four",
+                &Trigger::Problem("p".into()),
+                false,
+            ),
+            JournalEntry {
+                session: "s4".into(),
+                forget: true,
+                ..JournalEntry::default()
+            },
+        ];
+        for e in &entries {
+            journal_append(d, e).unwrap_or_else(|e| panic!("{e}"));
+        }
+        // A torn last journal line (killed mid-append) is skipped.
+        let mut j = std::fs::read_to_string(journal_path(d)).unwrap_or_default();
+        j.push_str("{\"session\":\"s9\",\"fing");
+        std::fs::write(journal_path(d), j).unwrap_or_else(|e| panic!("{e}"));
+
+        let r = recover(d);
+        assert_eq!(r.interrupted, 1);
+        assert_eq!(r.claims.session_of("f1"), Some("s1"));
+        assert_eq!(r.claims.session_of("f2"), Some("s2"));
+        assert_eq!(r.claims.session_of("f5"), Some("s3"));
+        assert_eq!(r.claims.session_of("f4"), None);
+        assert_eq!(r.queue.len(), 1);
+        assert_eq!(r.queue[0].id, "s3");
+        assert!(matches!(&r.queue[0].trigger, Trigger::Alert(p) if p.alerts.len() == 2));
+        let log = session::read_file(&d.join("s2.ndjson")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(log.tear.is_none());
+        assert_eq!(log.incident().outcome, Some(Outcome::Interrupted));
+        assert_eq!(log.records.len(), 3, "stage, warning, end");
+        let log = session::read_file(&d.join("s1.ndjson")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(log.incident().outcome, Some(Outcome::Resolved));
+        // Recovering again changes nothing: the compacted journal says the same.
+        let again = recover(d);
+        assert_eq!(again.interrupted, 0);
+        assert_eq!(again.queue.len(), 1);
+        assert_eq!(again.claims.session_of("f2"), Some("s2"));
+    }
+
+    #[test]
+    fn claims_are_exact_and_can_be_withdrawn() {
+        let mut c = Claims::default();
+        let fps = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(c.check("g", &fps), Claim::New(fps.clone()));
+        c.record("g", &fps, "s1");
+        assert_eq!(c.check("g", &fps), Claim::Known("s1".into()));
+        c.forget("s1", Some(&["b".to_string()]));
+        assert_eq!(c.check("g", &fps), Claim::New(vec!["b".into()]));
+        c.forget("s1", None);
+        assert_eq!(c.check("g", &[]), Claim::New(vec![]));
+    }
 
     #[test]
     fn a_token_is_required_off_loopback() {

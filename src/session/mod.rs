@@ -4,7 +4,9 @@
 //! [`crate::model::Record`] a line (`t` is seconds since the start).
 
 pub mod export;
+pub mod history;
 mod large_line;
+pub mod memory;
 mod reader;
 pub mod replay;
 mod writer;
@@ -440,7 +442,8 @@ mod tests {
     fn unique_paths_differ_for_one_long_title_and_keep_the_budget() {
         let dir = Path::new("/nonexistent-sitrep-dir");
         let started = DateTime::<Utc>::UNIX_EPOCH;
-        let title = "HighErrorRate on payments-api: the error ratio is above five percent for ten minutes";
+        let title =
+            "HighErrorRate on payments-api: the error ratio is above five percent for ten minutes";
         let paths: std::collections::BTreeSet<PathBuf> = (0..2000)
             .map(|_| unique_session_path_in(dir, started, title))
             .collect();
@@ -454,7 +457,11 @@ mod tests {
             assert!(rest.starts_with("-higherrorrate-on-payments-api"), "{stem}");
         }
         let short = unique_session_path_in(dir, started, "");
-        assert!(short.to_string_lossy().contains("-session-"), "{}", short.display());
+        assert!(
+            short.to_string_lossy().contains("-session-"),
+            "{}",
+            short.display()
+        );
     }
 
     #[test]
