@@ -67,6 +67,25 @@ pub enum Cmd {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Past incidents grouped by alert and subject: how often, the last verdict, what fixed them
+    /// and how long they took.
+    History {
+        /// Only this alert (its alertname).
+        #[arg(long, value_name = "NAME")]
+        alert: Option<String>,
+        /// Only subjects (or titles) containing this text, e.g. `checkout-api`.
+        #[arg(long, value_name = "TEXT")]
+        subject: Option<String>,
+        /// Only sessions started within this long, e.g. `7d`, `24h`, `30m`.
+        #[arg(long, value_name = "DURATION")]
+        since: Option<String>,
+        /// One JSON object a line.
+        #[arg(long)]
+        json: bool,
+        /// Sessions directory (default: `<data dir>/sessions`).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Write a postmortem of a session: summary, timeline, evidence, hypotheses, actions, verification.
     Export {
         /// Session file (`.ndjson`).
@@ -310,6 +329,19 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         ),
         Cmd::Replay { file } => replay(&cli, file),
         Cmd::Sessions { dir } => sessions(dir.as_deref()),
+        Cmd::History {
+            alert,
+            subject,
+            since,
+            json,
+            dir,
+        } => history(
+            alert.clone(),
+            subject.clone(),
+            since.as_deref(),
+            *json,
+            dir.as_deref(),
+        ),
         Cmd::Export {
             file,
             format,
@@ -875,6 +907,98 @@ fn sessions(dir: Option<&Path>) -> anyhow::Result<()> {
     }
     quiet_on_closed_pipe(out.flush())?;
     Ok(())
+}
+
+fn history(
+    alert: Option<String>,
+    subject: Option<String>,
+    since: Option<&str>,
+    json: bool,
+    dir: Option<&Path>,
+) -> anyhow::Result<()> {
+    use session::history::{Filter, group, parse_duration};
+    let dir = dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(session::sessions_dir);
+    let since = match since {
+        Some(text) => Some(chrono::Utc::now() - parse_duration(text).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
+    let index = session::memory::index(&dir);
+    for w in &index.warnings {
+        eprintln!("sitrep: {}", sanitize(w));
+    }
+    let filter = Filter {
+        alert,
+        subject,
+        since,
+    };
+    let groups = group(&index.sessions, &filter);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if json {
+        for g in &groups {
+            serde_json::to_writer(&mut out, g)?;
+            writeln!(out)?;
+        }
+        return Ok(out.flush()?);
+    }
+    if groups.is_empty() {
+        writeln!(
+            out,
+            "no past incidents in {}",
+            sanitize(&dir.display().to_string())
+        )?;
+        return Ok(out.flush()?);
+    }
+    for g in &groups {
+        let what = match (g.alert.is_empty(), g.subject.is_empty()) {
+            (false, false) => format!("{} on {}", g.alert, g.subject),
+            (false, true) => g.alert.clone(),
+            (true, _) => g.subject.clone(),
+        };
+        writeln!(
+            out,
+            "{}: {} time(s), {} .. {}, mean {}",
+            sanitize(&what),
+            g.occurrences,
+            g.first.format("%Y-%m-%d %H:%M"),
+            g.last.format("%Y-%m-%d %H:%M"),
+            format_duration(g.mean_duration)
+        )?;
+        let last = match g.last_category {
+            Some(c) => format!("{c}: {}", g.last_root_cause),
+            None => "no verdict".into(),
+        };
+        writeln!(out, "  last verdict: {}", sanitize(&last))?;
+        if g.verdicts.len() > 1 {
+            let all: Vec<String> = g
+                .verdicts
+                .iter()
+                .map(|(c, n)| format!("{c} x{n}"))
+                .collect();
+            writeln!(out, "  verdicts: {}", all.join(", "))?;
+        }
+        for f in &g.fixes {
+            let when = f
+                .last_verified
+                .map(|t| format!(", last verified {}", t.format("%Y-%m-%d %H:%M")))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "  fixed by {} ({} time(s){when})",
+                sanitize(&f.action),
+                f.times
+            )?;
+        }
+        if g.fixes.is_empty() {
+            writeln!(out, "  no verified fix")?;
+        }
+        for n in &g.notes {
+            writeln!(out, "  note: {}", sanitize(n))?;
+        }
+    }
+    Ok(out.flush()?)
 }
 
 fn format_duration(secs: f64) -> String {

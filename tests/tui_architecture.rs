@@ -46,6 +46,7 @@ const VIEWS: &[&str] = &[
     "replay_bar",
     "screen",
     "report",
+    "seen_before",
     "statusbar",
     "terminal",
     "text",

@@ -235,3 +235,108 @@ fn demo_chooser_small_sizes_render_without_panic() {
         }
     }
 }
+
+/// Two past sessions of the same alert, one fixed by a rollback, one with an operator's note.
+fn recalled() -> sitrep::model::Event {
+    use sitrep::model::{Category, Event, OperatorNote, Outcome, PastAction, PastIncident};
+    let past = |id: &str, hours: i64, fixed: bool, note: Option<&str>| PastIncident {
+        id: id.into(),
+        started: fixtures::at() - chrono::Duration::hours(hours),
+        alertname: "KubePodCrashLooping".into(),
+        category: Some(Category::ConfigurationError),
+        root_cause: "payments-api v2.4.1 reads a DATABASE_URL that is not set".into(),
+        actions: vec![PastAction {
+            kind: "kubernetes.rollout_undo".into(),
+            target: "deployment/payments-api".into(),
+            status: "executed".into(),
+            decided_by: vec!["alice".into()],
+            verified: Some(fixed),
+            verified_at: Some(
+                fixtures::at() - chrono::Duration::hours(hours) + chrono::Duration::minutes(9),
+            ),
+            ..PastAction::default()
+        }],
+        verified: Some(fixed),
+        outcome: Some(if fixed {
+            Outcome::Resolved
+        } else {
+            Outcome::Unresolved
+        }),
+        notes: note
+            .map(|text| OperatorNote {
+                text: text.into(),
+                by: "bob".into(),
+                at: fixtures::at() - chrono::Duration::hours(hours),
+            })
+            .into_iter()
+            .collect(),
+        matched: "same alert fingerprint".into(),
+        ..PastIncident::default()
+    };
+    Event::Recalled {
+        sessions: vec![
+            past(
+                "20261120T140100Z-1a2b3c4d",
+                50,
+                true,
+                Some("it was the CDN, not us"),
+            ),
+            past("20261118T090000Z-5e6f7a8b", 101, true, None),
+        ],
+        total: 2,
+    }
+}
+
+fn with_recall() -> Vec<sitrep::model::Record> {
+    let mut records = fixtures::mid_gather();
+    // Right after triage's classification, as the pipeline records it.
+    let at = records
+        .iter()
+        .position(|r| matches!(r.event, sitrep::model::Event::Triaged { .. }))
+        .map_or(records.len(), |i| i + 1);
+    records.insert(
+        at,
+        sitrep::model::Record {
+            t: 0.45,
+            event: recalled(),
+        },
+    );
+    records
+}
+
+#[test]
+fn seen_before_panel() {
+    for (w, h) in [(80, 24), (200, 50)] {
+        let mut s = fixtures::live(&with_recall(), w, h);
+        s.now_t = 2.0;
+        let screen = render(&s);
+        assert!(screen.contains("seen before (2)"), "{screen}");
+        assert!(screen.contains("fired twice before this one"), "{screen}");
+        assert!(screen.contains("kubernetes.rollout_undo"), "{screen}");
+        if h >= 50 {
+            assert!(screen.contains("it was the CDN, not us"), "{screen}");
+        }
+        insta::assert_snapshot!(format!("seen_before_{w}x{h}"), screen);
+    }
+}
+
+#[test]
+fn replay_shows_what_was_recalled() {
+    sitrep::tui::highlight::load_now();
+    let mut s = AppState::new_replay(
+        Theme::builtin("default").unwrap_or_default(),
+        Keymap::default(),
+        with_recall(),
+    );
+    let _ = update(&mut s, Msg::Resize(200, 50));
+    let _ = update(
+        &mut s,
+        Msg::Key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char('9'),
+            crossterm::event::KeyModifiers::NONE,
+        )),
+    );
+    let screen = render(&s);
+    assert!(screen.contains("seen before (2)"), "{screen}");
+    assert!(screen.contains("it was the CDN, not us"), "{screen}");
+}

@@ -89,6 +89,15 @@ fn run(cmd: Cmd, arg: &str, incident: &Incident, runbooks: &[Runbook]) -> String
     }
 }
 
+/// `/note TEXT`: the note's text, when `text` is such a line.
+pub(super) fn note_line(text: &str) -> Option<&str> {
+    let rest = text.trim().strip_prefix("/note")?;
+    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    Some(rest.trim())
+}
+
 /// `/tool KIND [JSON params]`: the kind and the params text, when `text` is such a line.
 pub(super) fn tool_line(text: &str) -> Option<(&str, &str)> {
     let rest = text.trim().strip_prefix("/tool")?;

@@ -194,6 +194,9 @@ fn redact_event(r: &Redactor, event: &mut Event) {
         Event::Verified { verification } => r.redact_string(&mut verification.summary),
         Event::Report { markdown } => r.redact_string(markdown),
         Event::Warning { message } => r.redact_string(message),
+        Event::Note { text, .. } => r.redact_string(text),
+        // Recalled sessions were redacted when they were recorded.
+        Event::Recalled { .. } => {}
         Event::CredentialDecided { reason, .. } => r.redact_string(reason),
         Event::ChatDelta { text } => r.redact_string(text),
         Event::ModelExchange {

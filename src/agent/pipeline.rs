@@ -263,6 +263,28 @@ async fn dispatch(
                 });
                 tokio::spawn(chat::run_tool(hand.clone(), text));
             }
+            Command::Chat { text } if chat::note_line(&text).is_some() => {
+                let note = chat::note_line(&text).unwrap_or_default().to_string();
+                let mut j = lock(&journal);
+                j.emit(Event::ChatMessage {
+                    from: crate::model::ChatRole::Operator,
+                    text: text.clone(),
+                });
+                if note.is_empty() {
+                    j.emit(Event::ChatMessage {
+                        from: crate::model::ChatRole::Agent,
+                        text: "usage: /note TEXT (attached to this session; later recalls show it)"
+                            .into(),
+                    });
+                } else {
+                    j.emit(Event::Note {
+                        text: note,
+                        by: by.name.clone(),
+                        at: Utc::now(),
+                    });
+                    let _ = j.sync();
+                }
+            }
             Command::ApproveCredential { reference, .. }
             | Command::DenyCredential { reference, .. }
                 if !credentials.was_asked(&reference) =>
@@ -341,6 +363,22 @@ async fn dispatch(
                     }
                     Err(message) if !message.is_empty() => j.emit(Event::Warning { message }),
                     Err(_) => {}
+                }
+            }
+            Command::Note { text } => {
+                let text = text.trim().to_string();
+                let mut j = lock(&journal);
+                if text.is_empty() {
+                    j.emit(Event::Warning {
+                        message: "an empty note was not attached".into(),
+                    });
+                } else {
+                    j.emit(Event::Note {
+                        text,
+                        by: by.name.clone(),
+                        at: Utc::now(),
+                    });
+                    let _ = j.sync();
                 }
             }
             Command::Cancel => token.cancel(),
@@ -430,6 +468,8 @@ impl Run {
                     .collect(),
             ),
         });
+        // Memory: what past sessions of the same alert or subject found and what fixed them.
+        let memory = guard(&self.token, self.recall()).await?;
         self.finish(Stage::Triage, summary);
         self.check()?;
 
@@ -478,6 +518,7 @@ impl Run {
             self.emit(event);
         }
         let analysis = &diagnosed.analysis;
+        self.recall_by_verdict(&memory, analysis.category);
         self.finish(
             Stage::Diagnose,
             format!("{}: {}", analysis.category, analysis.root_cause),
@@ -486,9 +527,11 @@ impl Run {
 
         // Recommend
         self.start(Stage::Recommend);
+        let recalled = lock(&self.journal).incident.recalled.clone();
         let actions = recommend::propose(
             &self.journal,
             analysis,
+            &recalled,
             runbook.as_ref(),
             &diagnosed.ctx,
             &obs,
@@ -558,6 +601,95 @@ impl Run {
         self.emit(Event::Report { markdown });
         self.finish(Stage::Report, format!("outcome: {}", outcome.name()));
         Ok(outcome)
+    }
+
+    /// The query memory answers for this session, as far as it is known.
+    fn memory_query(&self) -> crate::session::memory::Query {
+        let j = lock(&self.journal);
+        let s = &self.scope;
+        let mut subject: Vec<String> = [&s.workload, &s.pod, &s.node]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+        subject.extend(j.incident.subject.iter().map(|o| o.name.clone()));
+        let alert = s.alert.as_ref();
+        crate::session::memory::Query {
+            exclude_id: j.incident.id.clone(),
+            fingerprint: alert
+                .map(|a| {
+                    if a.fingerprint.is_empty() {
+                        crate::model::label_fingerprint(&a.labels)
+                    } else {
+                        a.fingerprint.clone()
+                    }
+                })
+                .unwrap_or_default(),
+            alertname: alert
+                .and_then(|a| a.labels.get("alertname").cloned())
+                .unwrap_or_default(),
+            subject,
+            category: None,
+        }
+    }
+
+    /// Triage's recall: the index of the sessions directory this session is written to (none
+    /// when it is not saved), and a `Recalled` record of the past sessions for the same alert
+    /// fingerprint or the same alert and subject. Returns the index for the later recall.
+    async fn recall(&self) -> Arc<Vec<crate::model::PastIncident>> {
+        let Some(dir) = self
+            .opts
+            .session_path
+            .as_ref()
+            .and_then(|p| p.parent())
+            .map(|d| d.to_path_buf())
+        else {
+            return Arc::default();
+        };
+        let query = self.memory_query();
+        let q = query.clone();
+        // Only the entries naming this alert's fingerprint or its subject are parsed.
+        let index =
+            tokio::task::spawn_blocking(move || crate::session::memory::index_for(&dir, &q))
+                .await
+                .unwrap_or_default();
+        for w in &index.warnings {
+            self.emit(Event::Warning { message: w.clone() });
+        }
+        let (sessions, total) = crate::session::memory::recall(&index.sessions, &query);
+        self.emit(Event::Recalled { sessions, total });
+        Arc::new(index.sessions)
+    }
+
+    /// After the verdict: past sessions about the same subject with the same verdict that triage
+    /// did not already recall.
+    fn recall_by_verdict(
+        &self,
+        memory: &[crate::model::PastIncident],
+        category: crate::model::Category,
+    ) {
+        if memory.is_empty() {
+            return;
+        }
+        let query = crate::session::memory::Query {
+            category: Some(category),
+            ..self.memory_query()
+        };
+        let known: Vec<String> = lock(&self.journal)
+            .incident
+            .recalled
+            .iter()
+            .map(|s| s.id.clone())
+            .collect();
+        let (found, _) = crate::session::memory::recall(memory, &query);
+        let sessions: Vec<_> = found
+            .into_iter()
+            .filter(|s| !known.contains(&s.id) && s.matched == "same subject and verdict")
+            .collect();
+        if !sessions.is_empty() {
+            let total = sessions.len();
+            self.emit(Event::Recalled { sessions, total });
+        }
     }
 
     fn triage_summary(&self, specialists: &[&str], runbook: Option<&Runbook>) -> String {

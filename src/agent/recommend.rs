@@ -1,10 +1,12 @@
 //! The Recommend stage: a runbook's actions and the analyzers' suggestions, one proposal per
-//! kind and target, each with the exact operation it performs.
+//! kind and target, each with the exact operation it performs; what memory recalled informs
+//! the order and the rationale (a fix verified before for the same cause comes first) and is
+//! weighed against this session's verdict, never in place of it.
 
 use super::journal::Journal;
 use super::runbook_steps;
 use super::specialists::lock;
-use crate::model::{Action, Event, catalog};
+use crate::model::{Action, Category, Event, Finding, PastIncident, catalog};
 use crate::reason::{Analysis, Observations};
 use crate::runbook::Runbook;
 use std::sync::Mutex;
@@ -13,6 +15,7 @@ use std::sync::Mutex;
 pub fn propose(
     journal: &Mutex<Journal>,
     analysis: &Analysis,
+    recalled: &[PastIncident],
     runbook: Option<&Runbook>,
     ctx: &serde_json::Value,
     obs: &Observations,
@@ -37,6 +40,53 @@ pub fn propose(
             }),
         }
     }
+    for finding in weigh(recalled, analysis.category, &analysis.root_cause) {
+        lock(journal).emit(Event::Finding { finding });
+    }
+    let operators = proposals.len();
+    for (i, fix) in past_fixes(recalled, analysis.category)
+        .into_iter()
+        .enumerate()
+    {
+        let history = fix.history();
+        let at = operators + i;
+        match out
+            .iter()
+            .skip(operators)
+            .position(|a| a.kind == fix.kind && a.target == fix.target)
+        {
+            Some(k) => {
+                let mut a = out.remove(operators + k);
+                a.rationale = format!("{} {history}", a.rationale.trim_end());
+                out.insert(at.min(out.len()), a);
+            }
+            None => {
+                let mut params = fix.params.clone();
+                match catalog::admit(&fix.kind, &fix.target, &mut params) {
+                    Ok(()) => out.insert(
+                        at.min(out.len()),
+                        Action {
+                            id: String::new(),
+                            kind: fix.kind.clone(),
+                            target: fix.target.clone(),
+                            params,
+                            risk: crate::model::Risk::Low,
+                            rationale: history,
+                            operation: String::new(),
+                            blast_radius: String::new(),
+                            evidence: Vec::new(),
+                        },
+                    ),
+                    Err(e) => lock(journal).emit(Event::Warning {
+                        message: format!(
+                            "not proposing {} {} again from memory: {e}",
+                            fix.kind, fix.target
+                        ),
+                    }),
+                }
+            }
+        }
+    }
     // One proposal per (kind, target): a runbook and an analyzer often agree.
     let mut seen = Vec::new();
     out.retain(|a| {
@@ -57,4 +107,166 @@ pub fn propose(
         j.emit(Event::ActionProposed { action: a.clone() });
     }
     out
+}
+
+/// An action that fixed the same cause before: where and when it was verified.
+struct PastFix {
+    kind: String,
+    target: String,
+    params: catalog::Params,
+    /// (session id, when verified), newest first.
+    verified: Vec<(String, String)>,
+}
+
+impl PastFix {
+    fn history(&self) -> String {
+        let when: Vec<String> = self
+            .verified
+            .iter()
+            .map(|(id, at)| format!("{at} in session {id}"))
+            .collect();
+        format!(
+            "Memory: verified as the fix for the same cause before ({}).",
+            when.join("; ")
+        )
+    }
+}
+
+/// Actions verified as the fix in past sessions with the same verdict category, most often
+/// verified first. A healthy or unknown verdict has no cause to fix.
+fn past_fixes(recalled: &[PastIncident], category: Category) -> Vec<PastFix> {
+    if matches!(category, Category::Healthy | Category::Unknown) {
+        return Vec::new();
+    }
+    let mut out: Vec<PastFix> = Vec::new();
+    for s in recalled.iter().filter(|s| s.category == Some(category)) {
+        for a in s.fixes() {
+            let when = a
+                .verified_at
+                .unwrap_or(s.started)
+                .format("%Y-%m-%d %H:%M UTC")
+                .to_string();
+            match out
+                .iter_mut()
+                .find(|f| f.kind == a.kind && f.target == a.target)
+            {
+                Some(f) => f.verified.push((s.id.clone(), when)),
+                None => out.push(PastFix {
+                    kind: a.kind.clone(),
+                    target: a.target.clone(),
+                    params: a.params.clone(),
+                    verified: vec![(s.id.clone(), when)],
+                }),
+            }
+        }
+    }
+    out.sort_by_key(|f| std::cmp::Reverse(f.verified.len()));
+    out
+}
+
+/// What memory says about this verdict: a recurring alert that cleared itself each time is
+/// context for a flapping verdict; a past verdict for the same alert that this one contradicts
+/// is named as such.
+fn weigh(recalled: &[PastIncident], category: Category, root_cause: &str) -> Vec<Finding> {
+    let finding = |summary: String, detail: String| Finding {
+        analyzer: "memory".into(),
+        summary,
+        detail,
+        category,
+        confidence: 0.0,
+        evidence: Vec::new(),
+    };
+    let mut out = Vec::new();
+    let same_alert: Vec<&PastIncident> = recalled
+        .iter()
+        .filter(|s| s.matched != "same subject and verdict")
+        .collect();
+    let cleared = same_alert
+        .iter()
+        .filter(|s| s.category == Some(Category::Healthy))
+        .count();
+    if cleared >= 2 && cleared == same_alert.len() {
+        out.push(finding(
+            format!(
+                "recurring: fired {} times before and cleared by itself each time (flapping?)",
+                cleared
+            ),
+            "memory is context, not evidence: this session's verdict stands on its own checks"
+                .into(),
+        ));
+    }
+    if category != Category::Unknown {
+        for s in &same_alert {
+            match s.category {
+                Some(c) if c != category && c != Category::Unknown => out.push(finding(
+                    format!(
+                        "contradicts session {}: it diagnosed {c} ({}); this session's evidence says {category}: {root_cause}",
+                        s.id, s.root_cause
+                    ),
+                    String::new(),
+                )),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::PastAction;
+
+    fn past(id: &str, category: Category, fixed: bool) -> PastIncident {
+        PastIncident {
+            id: id.into(),
+            category: Some(category),
+            root_cause: format!("cause of {id}"),
+            actions: vec![PastAction {
+                kind: "kubernetes.rollout_undo".into(),
+                target: "deployment/checkout-api".into(),
+                status: "executed".into(),
+                verified: Some(fixed),
+                ..PastAction::default()
+            }],
+            matched: "same alert fingerprint".into(),
+            ..PastIncident::default()
+        }
+    }
+
+    #[test]
+    fn a_fix_verified_for_the_same_cause_comes_with_its_history() {
+        let recalled = [
+            past("a", Category::CodeDefect, true),
+            past("b", Category::CodeDefect, true),
+            past("c", Category::ResourceExhaustion, true),
+            past("d", Category::CodeDefect, false),
+        ];
+        let fixes = past_fixes(&recalled, Category::CodeDefect);
+        assert_eq!(fixes.len(), 1);
+        assert_eq!(fixes[0].verified.len(), 2);
+        let history = fixes[0].history();
+        assert!(history.contains("session a") && history.contains("session b"));
+        assert!(past_fixes(&recalled, Category::Healthy).is_empty());
+    }
+
+    #[test]
+    fn memory_names_flapping_and_contradicted_verdicts_without_deciding() {
+        let cleared = [
+            past("a", Category::Healthy, false),
+            past("b", Category::Healthy, false),
+        ];
+        let f = weigh(&cleared, Category::Healthy, "back to normal");
+        assert_eq!(f.len(), 1);
+        assert!(f[0].summary.contains("flapping"), "{}", f[0].summary);
+        let f = weigh(
+            &[past("a", Category::ResourceExhaustion, true)],
+            Category::CodeDefect,
+            "bad deploy",
+        );
+        assert_eq!(f.len(), 1);
+        assert!(f[0].summary.contains("contradicts session a"));
+        // The finding carries this session's verdict, never the past one.
+        assert_eq!(f[0].category, Category::CodeDefect);
+    }
 }

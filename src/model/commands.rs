@@ -202,6 +202,8 @@ table! {
         help: "a runbook's steps (the agent runs it when it matches)", palette: true, }
     Tool { name: "tool", scope: Agent, keys: [], arg: "KIND {JSON}",
         help: "run a read tool by hand (catalog or MCP); its result is evidence", palette: true, }
+    Note { name: "note", scope: Agent, keys: [], arg: "TEXT",
+        help: "attach a note to this session: every later recall shows it", palette: true, }
 }
 
 impl Cmd {

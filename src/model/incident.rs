@@ -134,15 +134,29 @@ pub struct ChatEntry {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TimelineKind {
     Session,
-    Stage { stage: Stage },
-    Tool { call_id: CallId },
-    Evidence { evidence_id: String },
-    Finding { index: usize },
+    Stage {
+        stage: Stage,
+    },
+    Tool {
+        call_id: CallId,
+    },
+    Evidence {
+        evidence_id: String,
+    },
+    Finding {
+        index: usize,
+    },
     Hypotheses,
     Diagnosis,
-    Action { action_id: ActionId },
-    Decision { action_id: ActionId },
-    Verification { action_id: Option<ActionId> },
+    Action {
+        action_id: ActionId,
+    },
+    Decision {
+        action_id: ActionId,
+    },
+    Verification {
+        action_id: Option<ActionId>,
+    },
     Chat,
     Report,
     Warning,
@@ -821,13 +835,29 @@ impl Incident {
                 push(self, TimelineKind::Warning, format!("! {message}"));
             }
             Event::Recalled { sessions, total } => {
-                self.recalled = sessions.clone();
-                self.recalled_total = (*total).max(sessions.len());
-                let text = if sessions.is_empty() {
-                    "memory: not seen before".to_string()
-                } else {
-                    let lines = seen_before(sessions, self.recalled_total, self.started);
-                    format!("memory: seen before: {}", lines.join("; "))
+                // A second recall (after the verdict) adds what the first did not find.
+                let first = self.recalled.is_empty();
+                for s in sessions {
+                    if !self.recalled.iter().any(|r| r.id == s.id) {
+                        self.recalled.push(s.clone());
+                    }
+                }
+                self.recalled.sort_by_key(|s| std::cmp::Reverse(s.started));
+                self.recalled_total += (*total).max(sessions.len());
+                let text = match (sessions.is_empty(), first) {
+                    (true, _) => "memory: not seen before".to_string(),
+                    (false, true) => format!(
+                        "memory: seen before: {}",
+                        seen_before(sessions, *total, self.started).join("; ")
+                    ),
+                    (false, false) => format!(
+                        "memory: same subject and verdict before: {}",
+                        sessions
+                            .iter()
+                            .map(|s| s.id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
                 };
                 push(self, TimelineKind::Memory, text);
             }

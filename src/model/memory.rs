@@ -130,7 +130,11 @@ impl PastIncident {
                         .map(|d| d.reason.clone())
                         .unwrap_or_default(),
                 };
-                let verified = a.verification.as_ref().filter(|v| !v.unknown).map(|v| v.passed);
+                let verified = a
+                    .verification
+                    .as_ref()
+                    .filter(|v| !v.unknown)
+                    .map(|v| v.passed);
                 PastAction {
                     kind: a.action.kind.clone(),
                     target: a.action.target.clone(),
@@ -211,14 +215,14 @@ impl PastIncident {
 
 /// `2 days`, `5 hours`, `12 minutes`: how long a span is, roughly.
 fn span_text(secs: i64) -> String {
-    let plural = |n: i64, unit: &str| {
+    let plural = |n: u64, unit: &str| {
         if n == 1 {
             format!("1 {unit}")
         } else {
             format!("{n} {unit}s")
         }
     };
-    match secs.max(0) {
+    match secs.max(0).unsigned_abs() {
         s if s >= 2 * 86_400 => plural(s.div_ceil(86_400), "day"),
         s if s >= 2 * 3600 => plural(s.div_ceil(3600), "hour"),
         s => plural(s.div_ceil(60).max(1), "minute"),
@@ -236,7 +240,11 @@ fn times(n: usize) -> String {
 /// The "seen before" panel's lines: how often it fired, what it was diagnosed as, what fixed
 /// it (and when that was verified), then the operators' notes. `total` is how many past sessions
 /// matched (at least `sessions.len()`); `now` is this session's start.
-pub fn seen_before(sessions: &[PastIncident], total: usize, now: Option<DateTime<Utc>>) -> Vec<String> {
+pub fn seen_before(
+    sessions: &[PastIncident],
+    total: usize,
+    now: Option<DateTime<Utc>>,
+) -> Vec<String> {
     if sessions.is_empty() {
         return vec!["not seen before".into()];
     }
@@ -247,10 +255,7 @@ pub fn seen_before(sessions: &[PastIncident], total: usize, now: Option<DateTime
         (Some(f), Some(n)) => format!(" in {}", span_text((n - f).num_seconds())),
         _ => String::new(),
     };
-    out.push(format!(
-        "fired {} before this one{span}",
-        times(total)
-    ));
+    out.push(format!("fired {} before this one{span}", times(total)));
     // Verdicts, most frequent first.
     let mut verdicts: Vec<(Category, usize, &str)> = Vec::new();
     for s in sessions {
@@ -260,7 +265,7 @@ pub fn seen_before(sessions: &[PastIncident], total: usize, now: Option<DateTime
             None => verdicts.push((c, 1, s.root_cause.as_str())),
         }
     }
-    verdicts.sort_by(|a, b| b.1.cmp(&a.1));
+    verdicts.sort_by_key(|v| std::cmp::Reverse(v.1));
     for (c, n, cause) in verdicts {
         out.push(format!("{} diagnosed as {c}: {cause}", times(n)));
     }
@@ -292,7 +297,11 @@ pub fn seen_before(sessions: &[PastIncident], total: usize, now: Option<DateTime
     for s in sessions {
         for n in &s.notes {
             let by = if n.by.is_empty() { "operator" } else { &n.by };
-            out.push(format!("note ({by}, {}): {}", n.at.format("%m-%d %H:%M"), n.text));
+            out.push(format!(
+                "note ({by}, {}): {}",
+                n.at.format("%m-%d %H:%M"),
+                n.text
+            ));
         }
     }
     out

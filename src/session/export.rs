@@ -135,6 +135,8 @@ fn write_markdown(out: &mut String, inc: &Incident) -> std::fmt::Result {
     }
     writeln!(out)?;
 
+    previous_occurrences(out, inc)?;
+
     writeln!(out, "## Timeline")?;
     writeln!(out)?;
     let stages: Vec<String> = crate::model::Stage::ALL
@@ -403,9 +405,18 @@ fn write_markdown(out: &mut String, inc: &Incident) -> std::fmt::Result {
         .iter()
         .filter(|c| c.from == ChatRole::Operator)
         .collect();
-    if !notes.is_empty() {
+    if !notes.is_empty() || !inc.notes.is_empty() {
         writeln!(out, "## Operator notes")?;
         writeln!(out)?;
+        for n in &inc.notes {
+            writeln!(
+                out,
+                "- {} note by {}: {}",
+                n.at.format("%H:%M:%S"),
+                one_line(&n.by),
+                one_line(&n.text)
+            )?;
+        }
         for c in notes {
             writeln!(out, "- {} {}", clock(inc.started, c.t), one_line(&c.text))?;
         }
@@ -420,6 +431,60 @@ fn write_markdown(out: &mut String, inc: &Incident) -> std::fmt::Result {
         }
         writeln!(out)?;
     }
+    Ok(())
+}
+
+/// What memory recalled when the session ran: the "seen before" summary, then one line per
+/// past session. Nothing when the session recalled nothing (or predates memory).
+fn previous_occurrences(out: &mut String, inc: &Incident) -> std::fmt::Result {
+    if inc.recalled.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "## Previous occurrences")?;
+    writeln!(out)?;
+    for line in crate::model::seen_before(&inc.recalled, inc.recalled_total, inc.started) {
+        writeln!(out, "- {}", one_line(&line))?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| started | session | matched | verdict | actions | outcome |"
+    )?;
+    writeln!(out, "|---|---|---|---|---|---|")?;
+    for s in &inc.recalled {
+        let verdict = match s.category {
+            Some(c) => format!("{c}: {}", s.root_cause),
+            None => "none".into(),
+        };
+        let actions: Vec<String> = s
+            .actions
+            .iter()
+            .map(|a| {
+                let by = if a.decided_by.is_empty() {
+                    String::new()
+                } else {
+                    format!(" by {}", a.decided_by.join(", "))
+                };
+                let v = match a.verified {
+                    Some(true) => ", verified",
+                    Some(false) => ", verification failed",
+                    None => "",
+                };
+                format!("{} {} ({}{by}{v})", a.kind, a.target, a.status)
+            })
+            .collect();
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            s.started.format("%Y-%m-%d %H:%M"),
+            cell(&s.id),
+            cell(&s.matched),
+            cell(&verdict),
+            cell(&actions.join("; ")),
+            s.outcome.map(|o| o.name()).unwrap_or("unfinished")
+        )?;
+    }
+    writeln!(out)?;
     Ok(())
 }
 

@@ -210,6 +210,15 @@ pub fn detail_lines(state: &AppState) -> Vec<Line<'static>> {
         TimelineKind::Chat | TimelineKind::Warning => {
             out.push(Line::raw(sanitize(&item.text).into_owned()))
         }
+        TimelineKind::Memory => {
+            out.push(Line::raw(sanitize(&item.text).into_owned()));
+            for s in &inc.recalled {
+                out.push(Line::raw(format!(
+                    "  {}",
+                    sanitize(&crate::model::recalled_line(s))
+                )));
+            }
+        }
     }
     out
 }

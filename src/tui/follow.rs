@@ -134,7 +134,10 @@ pub async fn forward(
             ),
             // A follower that is stopped leaves the served session running, undecided.
             Command::Interrupt { .. } => continue,
-            Command::Chat { .. } | Command::Cancel | Command::PauseVeto { .. } => {
+            Command::Chat { .. }
+            | Command::Note { .. }
+            | Command::Cancel
+            | Command::PauseVeto { .. } => {
                 warn("a followed session takes approvals and denials only".into());
                 continue;
             }

@@ -11,6 +11,8 @@ pub struct Areas {
     pub header: Rect,
     pub timeline: Rect,
     pub evidence: Rect,
+    /// The "seen before" panel, taken from the top of the evidence pane (height 0 when none).
+    pub memory: Rect,
     pub chat: Rect,
     pub replay_bar: Rect,
     pub status: Rect,
@@ -91,6 +93,10 @@ pub fn compute(area: Rect, replay: bool, evidence_focused: bool) -> Areas {
         header,
         timeline,
         evidence,
+        memory: Rect {
+            height: 0,
+            ..evidence
+        },
         chat,
         replay_bar,
         status,
@@ -126,6 +132,24 @@ pub fn zoom(mut a: Areas, pane: Zoom) -> Areas {
     a
 }
 
+/// Give the "seen before" panel (`lines` rows of text) the top of the evidence pane: at most a
+/// third of it, at least 2 rows of text, and only when the pane is tall and wide enough to share.
+pub fn with_memory(mut a: Areas, lines: usize) -> Areas {
+    let ev = a.evidence;
+    if a.too_small || lines == 0 || ev.height < 10 || ev.width < 20 {
+        return a;
+    }
+    let want = u16::try_from(lines).unwrap_or(u16::MAX).saturating_add(2);
+    let h = want.min((ev.height / 3).max(4));
+    a.memory = Rect { height: h, ..ev };
+    a.evidence = Rect {
+        y: ev.y + h,
+        height: ev.height - h,
+        ..ev
+    };
+    a
+}
+
 /// Rows inside a bordered block.
 pub fn inner_height(r: Rect) -> usize {
     usize::from(r.height.saturating_sub(2))
@@ -144,10 +168,12 @@ mod tests {
                 if a.too_small {
                     continue;
                 }
+                let a = with_memory(a, usize::from(w % 7));
                 for r in [
                     a.header,
                     a.timeline,
                     a.evidence,
+                    a.memory,
                     a.chat,
                     a.replay_bar,
                     a.status,

@@ -35,6 +35,7 @@ pub mod screen;
 pub mod scroll;
 pub mod search;
 pub mod search_job;
+pub mod seen_before;
 pub mod state;
 pub mod statusbar;
 pub mod terminal;

@@ -3,8 +3,8 @@
 use super::app::{self, AppState, Overlay};
 use super::theme::Role;
 use super::{
-    approval, chat, evidence, header, help, layout, palette, replay_bar, report, statusbar,
-    timeline,
+    approval, chat, evidence, header, help, layout, palette, replay_bar, report, seen_before,
+    statusbar, timeline,
 };
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Rect};
@@ -35,6 +35,7 @@ pub fn draw(state: &AppState, frame: &mut Frame) {
     frame.render_widget(Block::default().style(state.theme.get(Role::Text)), area);
     header::render(state, frame, a.header);
     timeline::render(state, frame, a.timeline);
+    seen_before::render(state, frame, a.memory);
     evidence::render(state, frame, a.evidence);
     chat::render(state, frame, a.chat);
     replay_bar::render(state, frame, a.replay_bar);

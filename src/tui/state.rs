@@ -224,7 +224,13 @@ impl AppState {
             matches!(self.focus, Pane::Evidence | Pane::Summary),
         );
         if !self.zoom {
-            return a;
+            let inc = self.incident();
+            let memory = if inc.recalled.is_empty() {
+                0
+            } else {
+                crate::model::seen_before(&inc.recalled, inc.recalled_total, inc.started).len()
+            };
+            return layout::with_memory(a, memory);
         }
         layout::zoom(
             a,

@@ -161,6 +161,7 @@ fn row<'a>(state: &'a AppState, item: &'a TimelineItem, width: usize) -> Row<'a>
             };
         }
         TimelineKind::Report => style = th.get(Role::Ok),
+        TimelineKind::Memory => style = th.get(Role::Title),
     }
     let time = format!("{:>6} ", fmt_t(item.t));
     let suffix_w = suffix
