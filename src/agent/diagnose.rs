@@ -13,6 +13,9 @@ use crate::reason::{self, Analysis, Observations};
 use crate::runbook::Runbook;
 use serde::{Deserialize, Serialize};
 
+/// The analyzer name of findings that come from past sessions rather than this one's evidence.
+pub const MEMORY_ANALYZER: &str = "memory";
+
 /// What a diagnosis concluded, as recorded in the session and as `sitrep diagnose` prints it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Verdict {
@@ -44,7 +47,14 @@ impl Verdict {
             category,
             confidence,
             root_cause,
-            findings: incident.findings.clone(),
+            // Memory's context (a recurring alert, a past verdict contradicted) is recorded beside
+            // the verdict, not part of it: it rests on other sessions, not this one's evidence.
+            findings: incident
+                .findings
+                .iter()
+                .filter(|f| f.analyzer != MEMORY_ANALYZER)
+                .cloned()
+                .collect(),
             hypotheses: incident.hypotheses.clone(),
             ruled_out: incident.ruled_out.clone(),
             subject: incident.subject.clone(),

@@ -169,7 +169,7 @@ fn past_fixes(recalled: &[PastIncident], category: Category) -> Vec<PastFix> {
 /// is named as such.
 fn weigh(recalled: &[PastIncident], category: Category, root_cause: &str) -> Vec<Finding> {
     let finding = |summary: String, detail: String| Finding {
-        analyzer: "memory".into(),
+        analyzer: super::diagnose::MEMORY_ANALYZER.into(),
         summary,
         detail,
         category,
