@@ -465,70 +465,8 @@ fn parse_json(body: &[u8]) -> Result<Value, Box<Response>> {
 }
 
 /// Which alerts (by fingerprint) and groups (by group key) have an investigation, running,
-/// queued or finished: a repeated delivery claims nothing new.
-#[derive(Debug, Default)]
-struct Claims {
-    by_fingerprint: HashMap<String, String>,
-    by_group: HashMap<String, String>,
-}
-
-impl Claims {
-    /// Which of `fingerprints` (delivered under `group_key`) nobody investigates yet. An empty
-    /// delivery counts as new only when its group is.
-    fn check(&self, group_key: &str, fingerprints: &[String]) -> Claim {
-        let new: Vec<String> = fingerprints
-            .iter()
-            .filter(|f| !self.by_fingerprint.contains_key(*f))
-            .cloned()
-            .collect();
-        if !new.is_empty() {
-            return Claim::New(new);
-        }
-        let known = fingerprints
-            .iter()
-            .find_map(|f| self.by_fingerprint.get(f))
-            .or_else(|| self.by_group.get(group_key));
-        match known {
-            Some(session) => Claim::Known(session.clone()),
-            None => Claim::New(Vec::new()),
-        }
-    }
-
-    fn record(&mut self, group_key: &str, fingerprints: &[String], session: &str) {
-        for f in fingerprints {
-            self.by_fingerprint.insert(f.clone(), session.to_string());
-        }
-        if !group_key.is_empty() {
-            self.by_group
-                .entry(group_key.to_string())
-                .or_insert_with(|| session.to_string());
-        }
-    }
-
-    /// Undo [`Claims::record`] for these fingerprints (all of `session`'s when `None`).
-    fn forget(&mut self, session: &str, fingerprints: Option<&[String]>) {
-        match fingerprints {
-            Some(fps) => {
-                for f in fps {
-                    if self.by_fingerprint.get(f).is_some_and(|s| s == session) {
-                        self.by_fingerprint.remove(f);
-                    }
-                }
-                if !self.by_fingerprint.values().any(|s| s == session) {
-                    self.by_group.retain(|_, s| s != session);
-                }
-            }
-            None => {
-                self.by_fingerprint.retain(|_, s| s != session);
-                self.by_group.retain(|_, s| s != session);
-            }
-        }
-    }
-
-    fn session_of(&self, fingerprint: &str) -> Option<&str> {
-        self.by_fingerprint.get(fingerprint).map(String::as_str)
-    }
-}
+/// queued or finished: a repeated delivery claims nothing new. The inbox's deduper serves here.
+type Claims = crate::inbox::Deduper;
 
 /// An investigation waiting for a free slot.
 #[derive(Debug)]

@@ -1,28 +1,10 @@
 //! Deduplication: Alertmanager-compatible label fingerprints, and which alerts already have an investigation.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-/// The fingerprint Alertmanager gives a label set (FNV-1a 64 over sorted `name 0xff value 0xff`),
-/// so the same alert seen in Prometheus and in Alertmanager is recognised as one.
-pub fn fingerprint(labels: &BTreeMap<String, String>) -> String {
-    const OFFSET: u64 = 14_695_981_039_346_656_037;
-    const PRIME: u64 = 1_099_511_628_211;
-    let mut h = OFFSET;
-    let mut add = |bytes: &[u8]| {
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(PRIME);
-        }
-    };
-    // A BTreeMap iterates in name order, as Alertmanager sorts them.
-    for (name, value) in labels {
-        add(name.as_bytes());
-        add(&[0xff]);
-        add(value.as_bytes());
-        add(&[0xff]);
-    }
-    format!("{h:016x}")
-}
+/// The fingerprint Alertmanager gives a label set, so the same alert seen in Prometheus and in
+/// Alertmanager is recognised as one (defined once, in the model, where sessions index it too).
+pub use crate::model::label_fingerprint as fingerprint;
 
 /// Whether a delivery needs a new investigation.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,6 +61,26 @@ impl Deduper {
         }
     }
 
+    /// Undo [`Deduper::record`] for these fingerprints (all of `session`'s when `None`).
+    pub fn forget(&mut self, session: &str, fingerprints: Option<&[String]>) {
+        match fingerprints {
+            Some(fps) => {
+                for f in fps {
+                    if self.by_fingerprint.get(f).is_some_and(|s| s == session) {
+                        self.by_fingerprint.remove(f);
+                    }
+                }
+                if !self.by_fingerprint.values().any(|s| s == session) {
+                    self.by_group.retain(|_, s| s != session);
+                }
+            }
+            None => {
+                self.by_fingerprint.retain(|_, s| s != session);
+                self.by_group.retain(|_, s| s != session);
+            }
+        }
+    }
+
     /// The session investigating an alert, if any.
     pub fn session_of(&self, fingerprint: &str) -> Option<&str> {
         self.by_fingerprint.get(fingerprint).map(String::as_str)
@@ -95,6 +97,7 @@ impl Deduper {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
