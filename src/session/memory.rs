@@ -105,21 +105,7 @@ pub fn index_where(dir: &Path, keep: &dyn Fn(&str) -> bool) -> Index {
             })
             .collect::<Vec<_>>()
     };
-    let results = if threads == 1 {
-        vec![fold(0)]
-    } else {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (1..threads).map(|k| scope.spawn(move || fold(k))).collect();
-            let mut all = vec![fold(0)];
-            for h in handles {
-                match h.join() {
-                    Ok(part) => all.push(part),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            }
-            all
-        })
-    };
+    let results = super::in_parallel(threads, fold);
     let add = |out: &mut Index, entry: Entry| {
         if !entry.error.is_empty() {
             out.warnings.push(entry.error);

@@ -143,6 +143,26 @@ fn base36(mut n: u64) -> String {
 
 const SLUG_MAX: usize = 48;
 
+/// Runs `work(0..threads)` on that many threads (the caller's being one of them) and returns
+/// the parts in order; a panic in a worker is raised again here.
+pub(crate) fn in_parallel<T: Send>(threads: usize, work: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    if threads <= 1 {
+        return vec![work(0)];
+    }
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (1..threads).map(|k| scope.spawn(move || work(k))).collect();
+        let mut all = vec![work(0)];
+        for h in handles {
+            match h.join() {
+                Ok(part) => all.push(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        all
+    })
+}
+
 /// A file-name-safe form of a title: lowercase ASCII letters and digits joined by `-`, at most 48 bytes.
 pub fn slug(title: &str) -> String {
     slug_within(title, SLUG_MAX)
@@ -249,21 +269,7 @@ pub fn list_sessions(dir: &Path) -> (Vec<SessionSummary>, Vec<SessionError>) {
             })
             .collect::<Vec<_>>()
     };
-    let results = if threads == 1 {
-        vec![read(0)]
-    } else {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (1..threads).map(|k| scope.spawn(move || read(k))).collect();
-            let mut all = vec![read(0)];
-            for h in handles {
-                match h.join() {
-                    Ok(part) => all.push(part),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            }
-            all
-        })
-    };
+    let results = in_parallel(threads, read);
     for r in results.into_iter().flatten() {
         match r {
             Ok((summary, stamp)) => {
