@@ -405,6 +405,7 @@ fn router(state: AppState) -> Router {
         .route("/api/sessions/{id}/approve", post(approve))
         .route("/api/sessions/{id}/deny", post(deny))
         .route("/api/sessions/{id}/credentials", post(credentials))
+        .route("/api/sessions/{id}/note", post(note))
         .route("/api/investigations", post(new_investigation))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route") })
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
@@ -1602,6 +1603,41 @@ async fn credentials(
         }
     };
     send_decision(&state, &id, by, cmd)
+}
+
+/// `POST /api/sessions/{id}/note` `{"text": "..."}`: an operator's note on a running session,
+/// recorded under the caller's name; every later recall of this incident shows it.
+async fn note(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    caller: Option<Extension<Caller>>,
+    UrlPath(id): UrlPath<String>,
+    body: Bytes,
+) -> Response {
+    let v = match parse_json(&body) {
+        Ok(v) => v,
+        Err(r) => return *r,
+    };
+    let by = match decider(&state, caller.as_deref(), peer) {
+        Ok(by) => by,
+        Err(e) => return error(StatusCode::FORBIDDEN, e),
+    };
+    let Some(text) = v
+        .get("text")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    else {
+        return error(StatusCode::BAD_REQUEST, "expected {\"text\": \"...\"}");
+    };
+    send_decision(
+        &state,
+        &id,
+        by,
+        Command::Note {
+            text: text.to_string(),
+        },
+    )
 }
 
 async fn new_investigation(State(state): State<AppState>, body: Bytes) -> Response {

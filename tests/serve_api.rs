@@ -541,3 +541,83 @@ async fn wait_until_ended(http: &reqwest::Client, url: &str, token: &str) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// A note through the API lands in the running session under the token's name; an empty one is
+/// refused with the reason.
+#[tokio::test]
+async fn a_note_through_the_api_is_recorded_under_the_token_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let case = case_dir();
+    let case = case.to_string_lossy();
+    let tokens = "alice=alice-token-1b2c, bob=bob-token-9f8e";
+    let mut served = sitrep_serve(
+        0,
+        dir.path(),
+        "",
+        &["--case", &case, "--token-env", "SITREP_SERVE_NAMED_TOKENS"],
+        &[("SITREP_SERVE_NAMED_TOKENS", tokens)],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let started: Value = http
+        .post(format!("{}/webhook/alertmanager", served.url))
+        .bearer_auth("alice-token-1b2c")
+        .json(&alert_payload())
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    let id = started["session"].as_str().expect("session id").to_string();
+    let url = format!("{}/api/sessions/{id}/note", served.url);
+    let empty = http
+        .post(&url)
+        .bearer_auth("bob-token-9f8e")
+        .json(&json!({"text": "  "}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(empty.status(), 400);
+    // The session waits for a decision (served sessions are unattended), so it is still running.
+    let resp = http
+        .post(&url)
+        .bearer_auth("bob-token-9f8e")
+        .json(&json!({"text": "it was the CDN, not us", "by": "mallory"}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 202);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let files = session_files(&served.sessions);
+        let notes: Vec<(String, String)> = files
+            .first()
+            .and_then(|f| sitrep::session::read_file(f).ok())
+            .map(|log| {
+                log.records
+                    .iter()
+                    .filter_map(|r| match &r.event {
+                        sitrep::model::Event::Note { text, by, .. } => {
+                            Some((text.clone(), by.clone()))
+                        }
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !notes.is_empty() {
+            assert_eq!(
+                notes,
+                vec![("it was the CDN, not us".to_string(), "bob".to_string())]
+            );
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the note never landed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(terminate(&mut served).success());
+}
