@@ -617,13 +617,7 @@ impl Run {
         crate::session::memory::Query {
             exclude_id: j.incident.id.clone(),
             fingerprint: alert
-                .map(|a| {
-                    if a.fingerprint.is_empty() {
-                        crate::model::label_fingerprint(&a.labels)
-                    } else {
-                        a.fingerprint.clone()
-                    }
-                })
+                .map(crate::model::Alert::fingerprint_or_computed)
                 .unwrap_or_default(),
             alertname: alert
                 .and_then(|a| a.labels.get("alertname").cloned())

@@ -37,6 +37,15 @@ pub struct Alert {
 }
 
 impl Alert {
+    /// Its Alertmanager fingerprint, or the one Alertmanager would give its labels.
+    pub fn fingerprint_or_computed(&self) -> String {
+        if self.fingerprint.is_empty() {
+            label_fingerprint(&self.labels)
+        } else {
+            self.fingerprint.clone()
+        }
+    }
+
     pub fn name(&self) -> &str {
         self.labels
             .get("alertname")
@@ -208,6 +217,26 @@ impl WebhookPayload {
                 ..Alert::default()
             })
     }
+}
+
+/// The fingerprint Alertmanager gives a label set (FNV-1a 64 over sorted `name 0xff value 0xff`).
+pub fn label_fingerprint(labels: &BTreeMap<String, String>) -> String {
+    const OFFSET: u64 = 14_695_981_039_346_656_037;
+    const PRIME: u64 = 1_099_511_628_211;
+    let mut h = OFFSET;
+    let mut add = |bytes: &[u8]| {
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(PRIME);
+        }
+    };
+    for (name, value) in labels {
+        add(name.as_bytes());
+        add(&[0xff]);
+        add(value.as_bytes());
+        add(&[0xff]);
+    }
+    format!("{h:016x}")
 }
 
 #[cfg(test)]

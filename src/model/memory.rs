@@ -84,26 +84,6 @@ pub struct PastIncident {
     pub matched: String,
 }
 
-/// The fingerprint Alertmanager gives a label set (FNV-1a 64 over sorted `name 0xff value 0xff`).
-pub fn label_fingerprint(labels: &BTreeMap<String, String>) -> String {
-    const OFFSET: u64 = 14_695_981_039_346_656_037;
-    const PRIME: u64 = 1_099_511_628_211;
-    let mut h = OFFSET;
-    let mut add = |bytes: &[u8]| {
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(PRIME);
-        }
-    };
-    for (name, value) in labels {
-        add(name.as_bytes());
-        add(&[0xff]);
-        add(value.as_bytes());
-        add(&[0xff]);
-    }
-    format!("{h:016x}")
-}
-
 impl PastIncident {
     /// What memory keeps of a folded session.
     pub fn from_incident(inc: &Incident) -> PastIncident {
@@ -159,13 +139,7 @@ impl PastIncident {
             started,
             title: inc.title.clone(),
             fingerprint: alert
-                .map(|a| {
-                    if a.fingerprint.is_empty() {
-                        label_fingerprint(&a.labels)
-                    } else {
-                        a.fingerprint.clone()
-                    }
-                })
+                .map(super::alert::Alert::fingerprint_or_computed)
                 .unwrap_or_default(),
             alertname: alert
                 .and_then(|a| a.labels.get("alertname").cloned())

@@ -11,7 +11,7 @@ mod memory;
 pub mod text;
 mod types;
 
-pub use alert::{Alert, AlertStatus, PayloadError, WebhookPayload};
+pub use alert::{Alert, AlertStatus, PayloadError, WebhookPayload, label_fingerprint};
 pub use diagnosis::{Check, CheckStatus, SubjectObject, Symptom, SymptomState, steps_text};
 pub use event::{Command, Event, Outcome, Record, RunMode, SessionHeader};
 pub use facts::{
@@ -23,9 +23,7 @@ pub use incident::{
     ActionState, ActionStatus, Approval, ChatEntry, CredentialState, Incident, StageState,
     StageStatus, TimelineItem, TimelineKind, ToolCallState, via_note,
 };
-pub use memory::{
-    OperatorNote, PastAction, PastIncident, label_fingerprint, recalled_line, seen_before,
-};
+pub use memory::{OperatorNote, PastAction, PastIncident, recalled_line, seen_before};
 pub use types::{
     Action, ActionId, CallId, Category, ChatRole, Evidence, EvidenceBody, EvidenceId, Finding,
     Hypothesis, Marker, Risk, RuledOut, Stage, Verification, action_digest, short_digest,
