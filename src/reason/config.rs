@@ -84,7 +84,7 @@ pub(crate) fn changes(ctx: &Ctx) -> Vec<Change> {
                 .flat_map(|r| r.config_refs.iter().map(String::as_str)),
         );
         let target = format!("{}/{}", dep.namespace, dep.name);
-        for c in &ctx.obs.changes {
+        for c in &ctx.changes {
             if c.kind == ChangeKind::Config
                 && let Some(r) = object_ref(c)
                 && refs.contains(r.as_str())

@@ -775,7 +775,6 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
     subject.extend(ctx.focus_deployment.clone());
     // Config objects count only when the workload reads them (`config::changes` keeps those).
     let mut changes: Vec<Change> = ctx
-        .obs
         .changes
         .iter()
         .filter(|c| c.kind != crate::model::ChangeKind::Config)

@@ -147,16 +147,6 @@ pub struct Analysis {
 
 /// Run every analyzer over the observations and rank what they found.
 pub fn analyze(obs: &Observations) -> Analysis {
-    let derived = changes::derived(obs);
-    let with_derived;
-    let obs = if derived.is_empty() {
-        obs
-    } else {
-        let mut o = obs.clone();
-        o.changes.extend(derived);
-        with_derived = o;
-        &with_derived
-    };
     let ctx = Ctx::new(obs);
     let mut signals = Vec::new();
     signals.extend(pods::crash_loop(&ctx));
@@ -268,6 +258,9 @@ pub(crate) struct Ctx<'a> {
     pub obs: &'a Observations,
     /// What the alert or problem is about (diagnosis step 1).
     pub subject: subject::Subject,
+    /// The changes the integrations listed, and those the observations show (rollbacks,
+    /// scaling) that no integration listed as such.
+    pub changes: Vec<Change>,
     pub focus_pods: Vec<String>,
     pub focus_nodes: Vec<String>,
     pub focus_deployment: Option<String>,
@@ -362,6 +355,7 @@ impl<'a> Ctx<'a> {
         Ctx {
             obs,
             subject,
+            changes: all_changes(obs),
             focus_pods,
             focus_nodes,
             focus_deployment,
@@ -383,6 +377,7 @@ impl<'a> Ctx<'a> {
         Ctx {
             obs,
             subject: subject::Subject::default(),
+            changes: all_changes(obs),
             focus_pods: Vec::new(),
             focus_nodes: Vec::new(),
             focus_deployment: None,
@@ -507,6 +502,13 @@ impl<'a> Ctx<'a> {
     pub(crate) fn deployment(&self, name: &str) -> Option<&'a DeploymentFacts> {
         self.obs.deployments.iter().find(|d| d.name == name)
     }
+}
+
+/// The changes listed by the integrations, then those derived from the observations.
+fn all_changes(obs: &Observations) -> Vec<Change> {
+    let mut all = obs.changes.clone();
+    all.extend(changes::derived(obs));
+    all
 }
 
 /// `Kind/name` -> `name`.

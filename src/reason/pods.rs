@@ -288,7 +288,6 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
                 ));
                 if let Some(d) = pod_deployment(pod) {
                     if ctx
-                        .obs
                         .changes
                         .iter()
                         .any(|ch| ch.at.is_some_and(|t| ctx.minutes_ago(t) < 240.0))

@@ -553,7 +553,6 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
         .any(|d| d.updated_replicas < d.replicas);
     let rollout = replica_sets.len() > 1 || pods.iter().any(|p| p.deleting) || updating;
     let recent_changes = ctx
-        .obs
         .changes
         .iter()
         .any(|c| c.at.is_some_and(|t| ctx.minutes_ago(t) < 6.0 * 60.0) || c.id == "rollback");

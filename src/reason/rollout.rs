@@ -124,7 +124,6 @@ pub(crate) fn rollout_stuck(ctx: &Ctx) -> Vec<Signal> {
 /// Changes (deploys, merges) in the day before the world's clock, newest first, as context.
 pub(crate) fn recent_changes(ctx: &Ctx) -> Vec<Signal> {
     let mut recent: Vec<_> = ctx
-        .obs
         .changes
         .iter()
         .filter(|c| {

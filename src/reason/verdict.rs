@@ -114,7 +114,6 @@ fn recovery(ctx: &Ctx, symptom: &Symptom) -> Option<String> {
         !ctx.subject.resolved || ctx.subject.workloads.iter().any(|(_, n)| n == name)
     };
     let c = ctx
-        .obs
         .changes
         .iter()
         .filter(|c| {
