@@ -199,16 +199,10 @@ fn also_noticed(ctx: &Ctx) -> Vec<Signal> {
         .into_iter()
         .filter(|s| !s.benign && s.cause.is_some() && !s.objects.is_empty())
         .filter(|s| s.objects.iter().all(|o| rank::relation(ctx, o).is_none()))
-        .map(|s| Signal {
-            summary: format!(
-                "also noticed (no evidenced link to the subject): {}",
-                s.summary
-            ),
-            confidence: s.confidence.min(0.3),
-            cause: None,
-            actions: Vec::new(),
-            ruled_out: Vec::new(),
-            ..s
+        .map(|mut s| {
+            s.set_aside();
+            s.ruled_out.clear();
+            s
         })
         .collect()
 }
@@ -238,9 +232,23 @@ pub(crate) struct Signal {
     pub objects: Vec<String>,
     /// When another active signal of this category exists, this one is probably its symptom.
     pub symptom_of: Option<Category>,
+    /// A failure with no evidenced edge to the subject: reported as "also noticed", never a cause.
+    pub unrelated: bool,
 }
 
 impl Signal {
+    /// Report this failure as "also noticed": context, never the cause, nothing proposed for it.
+    pub(crate) fn set_aside(&mut self) {
+        self.unrelated = true;
+        self.cause = None;
+        self.actions.clear();
+        self.confidence = self.confidence.min(0.3);
+        self.summary = format!(
+            "also noticed (no evidenced link to the subject): {}",
+            self.summary
+        );
+    }
+
     pub(crate) fn finding(&self) -> Finding {
         Finding {
             analyzer: self.analyzer.to_string(),

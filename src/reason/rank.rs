@@ -134,13 +134,7 @@ fn set_aside_unrelated(ctx: &Ctx, signals: &mut [Signal]) {
             continue;
         }
         if s.objects.iter().all(|o| relation(ctx, o).is_none()) {
-            s.cause = None;
-            s.actions.clear();
-            s.confidence = s.confidence.min(0.3);
-            s.summary = format!(
-                "also noticed (no evidenced link to the subject): {}",
-                s.summary
-            );
+            s.set_aside();
         }
     }
 }
@@ -385,9 +379,7 @@ fn silence_if_checked(ctx: &Ctx, top: &Signal) -> Option<Action> {
 
 fn has(signals: &[Signal], analyzer: &str) -> bool {
     signals.iter().any(|s| {
-        s.analyzer == analyzer
-            && (s.cause.is_some() || s.analyzer == "crash_loop")
-            && !s.summary.starts_with("also noticed")
+        s.analyzer == analyzer && (s.cause.is_some() || s.analyzer == "crash_loop") && !s.unrelated
     })
 }
 

@@ -146,7 +146,7 @@ pub(crate) fn checks(ctx: &Ctx, signals: &[Signal], ruled_out: &[RuledOut]) -> V
         if s.analyzer == "coverage" || is_symptom(s) {
             continue;
         }
-        let noticed = s.summary.starts_with("also noticed");
+        let noticed = s.unrelated;
         if s.cause.is_none() && !noticed {
             continue;
         }
