@@ -51,22 +51,6 @@ fn trouble_since(ctx: &Ctx, pods: &[&PodFacts]) -> Option<DateTime<Utc>> {
         .min()
 }
 
-/// Values the alert's labels and expression carry (`upstream="fraud-check"`), which name what it
-/// depends on.
-pub(crate) fn alert_names(ctx: &Ctx) -> String {
-    let mut text = String::new();
-    if let Some(a) = &ctx.obs.alert {
-        for v in a.labels.values() {
-            text.push_str(v);
-            text.push(' ');
-        }
-    }
-    if let Some(e) = super::metrics::alert_expr(ctx) {
-        text.push_str(&e);
-    }
-    text
-}
-
 pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
     if !ctx.subject.resolved {
         return Vec::new();
@@ -82,7 +66,7 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
             )
         })
         .collect();
-    let alert_text = alert_names(ctx);
+    let alert_text = ctx.alert_names();
     let subject_name = ctx
         .subject
         .workloads
@@ -123,10 +107,9 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
         if ctx.subject.covers(&format!("{kind}/{name}")) || desired == 0 || ready >= desired {
             continue;
         }
-        let in_logs = lines
+        let in_logs = ctx
+            .recent_subject_lines()
             .iter()
-            .rev()
-            .take(super::rank::RELATION_LINES)
             .find(|l| subject::line_names(&l.line, &name));
         let in_alert = subject::mentions(&alert_text, &name);
         if in_logs.is_none() && !in_alert {

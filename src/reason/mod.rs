@@ -6,7 +6,11 @@ use crate::model::{
     Series, SubjectObject, Symptom, WorkloadFacts,
 };
 use chrono::{DateTime, Utc};
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
+
+/// How many of the subject's latest log lines are read for the names of its dependencies.
+const RELATION_LINES: usize = 5000;
 
 mod actions;
 mod changes;
@@ -266,6 +270,9 @@ pub(crate) struct Ctx<'a> {
     pub obs: &'a Observations,
     /// What the alert or problem is about (diagnosis step 1).
     pub subject: subject::Subject,
+    /// Computed once, on first use: see [`Ctx::recent_subject_lines`] and [`Ctx::alert_names`].
+    recent_lines: OnceCell<Vec<&'a LogLine>>,
+    alert_text: OnceCell<String>,
     /// The changes the integrations listed, and those the observations show (rollbacks,
     /// scaling) that no integration listed as such.
     pub changes: Vec<Change>,
@@ -364,6 +371,8 @@ impl<'a> Ctx<'a> {
             obs,
             subject,
             changes: all_changes(obs),
+            recent_lines: OnceCell::new(),
+            alert_text: OnceCell::new(),
             focus_pods,
             focus_nodes,
             focus_deployment,
@@ -380,12 +389,43 @@ impl<'a> Ctx<'a> {
             .unwrap_or_else(|| fallback.to_string())
     }
 
+    /// The subject's latest log lines, newest first: what it talks to now, where the names of
+    /// its dependencies are read. Bounded, so million-line logs stay cheap.
+    pub(crate) fn recent_subject_lines(&self) -> &[&'a LogLine] {
+        self.recent_lines.get_or_init(|| {
+            let mut lines = logs::scoped_lines(self);
+            lines.reverse();
+            lines.truncate(RELATION_LINES);
+            lines
+        })
+    }
+
+    /// The values of the alert's labels and its expression (`upstream="fraud-check"`), which
+    /// name what it depends on.
+    pub(crate) fn alert_names(&self) -> &str {
+        self.alert_text.get_or_init(|| {
+            let mut text = String::new();
+            if let Some(a) = &self.obs.alert {
+                for v in a.labels.values() {
+                    text.push_str(v);
+                    text.push(' ');
+                }
+            }
+            if let Some(e) = metrics::alert_expr(self) {
+                text.push_str(&e);
+            }
+            text
+        })
+    }
+
     /// A context with no subject: every object in scope, for the "also noticed" look.
     pub(crate) fn unscoped(obs: &'a Observations) -> Self {
         Ctx {
             obs,
             subject: subject::Subject::default(),
             changes: all_changes(obs),
+            recent_lines: OnceCell::new(),
+            alert_text: OnceCell::new(),
             focus_pods: Vec::new(),
             focus_nodes: Vec::new(),
             focus_deployment: None,

@@ -6,9 +6,6 @@ use super::{Analysis, Ctx, Signal, actions, list_names, pod_deployment, pod_rs};
 use crate::model::{Action, Category, Hypothesis, RuledOut};
 use std::collections::BTreeMap;
 
-/// How many of the subject's latest log lines are read for the names of its dependencies.
-pub(crate) const RELATION_LINES: usize = 5000;
-
 /// Below this, an active cause does not outweigh a benign explanation.
 const MIN_CAUSE: f32 = 0.45;
 
@@ -107,21 +104,15 @@ pub(crate) fn relation(ctx: &Ctx, object: &str) -> Option<&'static str> {
         .find(|p| p.name == name)
         .and_then(|p| super::subject::workload_of(ctx.obs, p))
         .map(|(_, n)| n);
-    let subject_lines: Vec<_> = super::logs::scoped_lines(ctx);
-    // The latest lines say what the subject talks to now; a bounded look keeps this cheap on
-    // million-line logs.
     let named = |n: &str| {
-        subject_lines
+        ctx.recent_subject_lines()
             .iter()
-            .rev()
-            .take(RELATION_LINES)
             .any(|l| super::subject::line_names(&l.line, n))
     };
     if named(name) || owner.as_deref().is_some_and(named) {
         return Some("dependency named in its logs");
     }
-    let alert = super::dependencies::alert_names(ctx);
-    if super::subject::mentions(&alert, name) {
+    if super::subject::mentions(ctx.alert_names(), name) {
         return Some("dependency named by the alert");
     }
     None
