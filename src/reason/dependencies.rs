@@ -111,7 +111,7 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
             .recent_subject_lines()
             .iter()
             .find(|l| subject::line_names(&l.line, &name));
-        let in_alert = subject::mentions(&alert_text, &name);
+        let in_alert = subject::mentions(alert_text, &name);
         if in_logs.is_none() && !in_alert {
             continue;
         }
