@@ -1,7 +1,7 @@
 //! Diagnosis step 2: what the alert claims, measured now and over the window: confirmed,
 //! cleared, unmeasurable (naming what is missing), or firing by design.
 
-use super::{Ctx, metrics, promql};
+use super::{Ctx, metrics};
 use crate::model::{AlertStatus, PodFacts, Symptom, SymptomState};
 use chrono::{DateTime, Utc};
 
@@ -246,8 +246,8 @@ pub(crate) fn measure(ctx: &Ctx) -> Symptom {
         s.evidence = ctx.ev(&["alerts"]);
         return s;
     }
-    if let Some(m) = measure_expression(ctx, &mut s) {
-        return m;
+    if measure_expression(ctx, &mut s) {
+        return s;
     }
     // With no alert and no problem there is no claim but the subject's own health.
     let unprompted = ctx.obs.alert.is_none() && ctx.obs.problem.is_none();
@@ -337,12 +337,15 @@ fn missing(ctx: &Ctx, claim: Claim) -> String {
     }
 }
 
-/// The alert's own expression against its threshold, when Prometheus returned its series.
-fn measure_expression(ctx: &Ctx, s: &mut Symptom) -> Option<Symptom> {
-    let p: promql::AlertExpr = metrics::parsed_alert(ctx)?;
+/// The alert's own expression against its threshold, when Prometheus returned its series;
+/// false when it could not be measured that way.
+fn measure_expression(ctx: &Ctx, s: &mut Symptom) -> bool {
+    let Some(p) = metrics::parsed_alert(ctx) else {
+        return false;
+    };
     let own = metrics::own_series(ctx, &p);
     if own.is_empty() {
-        return None;
+        return false;
     }
     let evidence = ctx.ev(&["metrics", "alert_rules"]);
     let (what, ratio) = metrics::describe(&p);
@@ -416,7 +419,7 @@ fn measure_expression(ctx: &Ctx, s: &mut Symptom) -> Option<Symptom> {
             .iter()
             .any(|op| p.base.contains(op));
             if !filters {
-                return None;
+                return false;
             }
             let now = ctx.obs.now.timestamp() as f64;
             let last_t = own
@@ -431,7 +434,7 @@ fn measure_expression(ctx: &Ctx, s: &mut Symptom) -> Option<Symptom> {
                     s.cleared_at.map(hhmm).unwrap_or_default()
                 );
                 s.evidence = evidence;
-                return Some(s.clone());
+                return true;
             }
             let x = own[0];
             s.state = SymptomState::Confirmed;
@@ -445,7 +448,7 @@ fn measure_expression(ctx: &Ctx, s: &mut Symptom) -> Option<Symptom> {
         }
     }
     s.evidence = evidence;
-    Some(s.clone())
+    true
 }
 
 /// The subject's pods that are still meant to run (not being deleted).
