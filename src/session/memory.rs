@@ -83,36 +83,23 @@ pub fn index_where(dir: &Path, keep: &dyn Fn(&str) -> bool) -> Index {
         }
     }
     let changed = !missed.is_empty() || !old.is_empty();
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(missed.len().div_ceil(64))
-        .max(1);
-    let fold = |k: usize| {
-        missed
-            .iter()
-            .skip(k)
-            .step_by(threads)
-            .map(|(name, path, stamp)| {
-                let line = match fold_file_with(path, lighten) {
-                    Ok(f) => (
-                        Some(PastIncident::from_incident(&f.incident)),
-                        String::new(),
-                    ),
-                    Err(e) => (None, format!("memory skipped {}: {e}", path.display())),
-                };
-                (name.clone(), *stamp, line)
-            })
-            .collect::<Vec<_>>()
-    };
-    let results = super::in_parallel(threads, fold);
+    let results = super::par_map(&missed, 64, |(name, path, stamp)| {
+        let line = match fold_file_with(path, lighten) {
+            Ok(f) => (
+                Some(PastIncident::from_incident(&f.incident)),
+                String::new(),
+            ),
+            Err(e) => (None, format!("memory skipped {}: {e}", path.display())),
+        };
+        (name.clone(), *stamp, line)
+    });
     let add = |out: &mut Index, entry: Entry| {
         if !entry.error.is_empty() {
             out.warnings.push(entry.error);
         }
         out.sessions.extend(entry.past);
     };
-    for (name, stamp, (past, error)) in results.into_iter().flatten() {
+    for (name, stamp, (past, error)) in results {
         let entry = Entry { past, error };
         match stamp {
             // Added below with the unchanged ones.

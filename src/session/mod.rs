@@ -143,19 +143,38 @@ fn base36(mut n: u64) -> String {
 
 const SLUG_MAX: usize = 48;
 
-/// Runs `work(0..threads)` on that many threads (the caller's being one of them) and returns
-/// the parts in order; a panic in a worker is raised again here.
-pub(crate) fn in_parallel<T: Send>(threads: usize, work: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    if threads <= 1 {
-        return vec![work(0)];
+/// Maps `items` with `f` over up to one thread per core, a thread for every `per_thread` items
+/// at least, each taking every n-th item (opening thousands of small files is system calls and
+/// waiting on the disk). The results come thread by thread; a panic in a worker is raised again
+/// here.
+pub(crate) fn par_map<T: Sync, R: Send>(
+    items: &[T],
+    per_thread: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(items.len().div_ceil(per_thread.max(1)))
+        .max(1);
+    let work = |k: usize| {
+        items
+            .iter()
+            .skip(k)
+            .step_by(threads)
+            .map(&f)
+            .collect::<Vec<R>>()
+    };
+    if threads == 1 {
+        return work(0);
     }
     let work = &work;
     std::thread::scope(|scope| {
         let handles: Vec<_> = (1..threads).map(|k| scope.spawn(move || work(k))).collect();
-        let mut all = vec![work(0)];
+        let mut all = work(0);
         for h in handles {
             match h.join() {
-                Ok(part) => all.push(part),
+                Ok(part) => all.extend(part),
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
@@ -242,35 +261,20 @@ pub fn list_sessions(dir: &Path) -> (Vec<SessionSummary>, Vec<SessionError>) {
     }
     // Entries left over are files gone since.
     let changed = !missed.is_empty() || cache.len() > 0;
-    // Opening and reading thousands of small files is system calls and waiting on the disk:
-    // spread over the cores, each thread taking every n-th file.
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(missed.len().div_ceil(256))
-        .max(1);
-    let read = |k: usize| {
-        missed
-            .iter()
-            .skip(k)
-            .step_by(threads)
-            .map(|(path, stamp)| {
-                read_tail(path).map(|tail| {
-                    let summary = SessionSummary {
-                        started: tail.header.started,
-                        title: tail.header.title,
-                        outcome: tail.outcome,
-                        duration: tail.duration,
-                        tear: tail.tear,
-                        path: path.clone(),
-                    };
-                    (summary, *stamp)
-                })
-            })
-            .collect::<Vec<_>>()
-    };
-    let results = in_parallel(threads, read);
-    for r in results.into_iter().flatten() {
+    let results = par_map(&missed, 256, |(path, stamp)| {
+        read_tail(path).map(|tail| {
+            let summary = SessionSummary {
+                started: tail.header.started,
+                title: tail.header.title,
+                outcome: tail.outcome,
+                duration: tail.duration,
+                tear: tail.tear,
+                path: path.clone(),
+            };
+            (summary, *stamp)
+        })
+    });
+    for r in results {
         match r {
             Ok((summary, stamp)) => {
                 if let Some(stamp) = stamp {
