@@ -7,7 +7,8 @@
 //! - `evidence_probe gen LINES LOG SESSION`: LINES log lines into LOG (plain text, for lnav) and
 //!   the same lines as one evidence item of SESSION; prints the needle, a token on one line three
 //!   quarters of the way down.
-//! - `evidence_probe open SESSION`: prints `first_frame_ms=..`.
+//! - `evidence_probe open SESSION`: plays SESSION in record by record, as the console does, and
+//!   prints `first_frame_ms=..`.
 //! - `evidence_probe search SESSION NEEDLE`: prints `first_frame_ms=.. search_ms=.. line=..`.
 //! - `evidence_probe frames SESSION`: opens SESSION at its end, shows its largest evidence item
 //!   and presses `j` 2000 times at 200x50; prints `first_frame_ms=.. frame_p50_ms=..
@@ -39,7 +40,7 @@ fn main() -> anyhow::Result<()> {
         ["gen", lines, log, session] => generate(lines.parse()?, log, session),
         ["open", session] => {
             let start = Instant::now();
-            let (_state, _term) = open(session)?;
+            let (_state, _term) = open(session, Reach::Play)?;
             println!("first_frame_ms={:.1}", ms(start.elapsed()));
             Ok(())
         }
@@ -132,9 +133,18 @@ fn key(c: KeyCode) -> Msg {
     Msg::Key(KeyEvent::new(c, KeyModifiers::NONE))
 }
 
+/// How the replay reaches its end.
+#[derive(Clone, Copy, PartialEq)]
+enum Reach {
+    /// Every record applied in turn, as `sitrep replay` plays a short session in.
+    Play,
+    /// A jump to the end, as the `9`/`0` keys do (a long session would take minutes to play).
+    Seek,
+}
+
 /// The replay console on SESSION, paused at its end, its largest evidence item shown in the
 /// focused evidence pane, one frame drawn.
-fn open(session: &str) -> anyhow::Result<(AppState, Terminal<TestBackend>)> {
+fn open(session: &str, reach: Reach) -> anyhow::Result<(AppState, Terminal<TestBackend>)> {
     let opened = sitrep::session::Replay::open(std::path::Path::new(session))?;
     let mut state = AppState::new_replay(
         Theme::builtin("default").unwrap_or_default(),
@@ -142,8 +152,17 @@ fn open(session: &str) -> anyhow::Result<(AppState, Terminal<TestBackend>)> {
         opened.replay,
     );
     if let Some(r) = &mut state.replay {
-        r.clock.pause();
-        r.clock.seek_fraction(1.0);
+        match reach {
+            Reach::Play => {
+                r.clock.resume();
+                r.clock.advance(Duration::from_secs(1 << 40));
+                r.clock.pause();
+            }
+            Reach::Seek => {
+                r.clock.pause();
+                r.clock.seek_fraction(1.0);
+            }
+        }
     }
     update(&mut state, Msg::ReplayTick(0.0));
     let inc = state.incident();
@@ -173,7 +192,7 @@ fn open(session: &str) -> anyhow::Result<(AppState, Terminal<TestBackend>)> {
 
 fn search(session: &str, needle: &str) -> anyhow::Result<()> {
     let start = Instant::now();
-    let (mut state, mut term) = open(session)?;
+    let (mut state, mut term) = open(session, Reach::Play)?;
     let first = start.elapsed();
     let top = state.evidence.top();
     update(&mut state, key(KeyCode::Char('/')));
@@ -230,7 +249,7 @@ fn thread_cpu() -> Duration {
 
 fn frames(session: &str) -> anyhow::Result<()> {
     let start = Instant::now();
-    let (mut state, mut term) = open(session)?;
+    let (mut state, mut term) = open(session, Reach::Seek)?;
     let first = start.elapsed();
     sitrep::tui::highlight::load_now();
     let (mut wall, mut cpu) = (Vec::new(), Vec::new());

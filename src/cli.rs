@@ -155,10 +155,38 @@ pub enum Cmd {
         #[arg(long, value_name = "DIR")]
         sessions_dir: Option<PathBuf>,
     },
+    /// Check every configured integration: reachable, authenticated, version, latency and the
+    /// permissions sitrep needs; exits 1 when one is not ok.
+    Doctor {
+        /// One JSON object a line (integration, status, detail, version, latency_ms, fix).
+        #[arg(long)]
+        json: bool,
+    },
     /// Runbook tools.
     Runbooks {
         #[command(subcommand)]
         command: RunbooksCmd,
+    },
+    /// Case tools.
+    Cases {
+        #[command(subcommand)]
+        command: CasesCmd,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CasesCmd {
+    /// Convert scenarios of another format into case directories for `sitrep eval`.
+    Import {
+        /// The scenarios' format: `opensre` (OpenSRE's synthetic RDS scenarios).
+        #[arg(value_parser = ["opensre"])]
+        format: String,
+        /// Scenario directories.
+        #[arg(required = true)]
+        scenarios: Vec<PathBuf>,
+        /// Where the case directories are written (one per scenario).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
     },
 }
 
@@ -314,6 +342,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
     };
     match command {
         Cmd::Alerts { json, filter } => alerts(&cli, *json, filter.as_deref()),
+        Cmd::Doctor { json } => doctor(&cli, *json),
         Cmd::Serve(args) => serve(&cli, args),
         Cmd::Follow {
             session,
@@ -356,6 +385,14 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Cmd::Runbooks {
             command: RunbooksCmd::Check { path },
         } => runbooks_check(path),
+        Cmd::Cases {
+            command:
+                CasesCmd::Import {
+                    format: _,
+                    scenarios,
+                    out,
+                },
+        } => cases_import(scenarios, out),
         Cmd::Eval {
             dirs,
             timeout,
@@ -378,6 +415,29 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
             *reasoner,
         ),
     }
+}
+
+/// `sitrep cases import opensre`: one case directory per scenario; a malformed scenario is
+/// reported with its file and field and the others are still imported.
+fn cases_import(scenarios: &[PathBuf], out: &std::path::Path) -> anyhow::Result<()> {
+    let mut failed = 0;
+    for dir in scenarios {
+        // The format's own files (a NOTICE, a README) sit beside the scenarios.
+        if !dir.is_dir() {
+            continue;
+        }
+        match crate::eval::opensre::import(dir, out) {
+            Ok(case) => println!("{}", case.display()),
+            Err(e) => {
+                failed += 1;
+                eprintln!("sitrep: {e}");
+            }
+        }
+    }
+    if failed > 0 {
+        anyhow::bail!("{failed} scenario(s) could not be imported");
+    }
+    Ok(())
 }
 
 /// The alert sources of the config and nothing else: listing alerts must not wait on a cluster login.
@@ -497,6 +557,38 @@ fn alerts(cli: &Cli, json: bool, filter: Option<&str>) -> anyhow::Result<()> {
     }
 }
 
+/// `sitrep doctor`: every check at once, within 10 s whatever the hosts do; exit 1 when a
+/// configured integration is not ok.
+fn doctor(cli: &Cli, json: bool) -> anyhow::Result<()> {
+    let config = load_config(cli)?;
+    let options = crate::doctor::Options {
+        read_only: cli.read_only,
+    };
+    let rt = runtime()?;
+    let rows = rt.block_on(crate::doctor::run(&config, &options));
+    // A check cut short may leave a blocking lookup behind: do not wait for it.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    let mut out = std::io::stdout().lock();
+    let written = if json {
+        crate::doctor::report::json(&mut out, &rows)
+    } else {
+        crate::doctor::report::table(&mut out, &rows)
+    };
+    match written {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
+    }
+    if !crate::doctor::all_ok(&rows) {
+        let failed: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.status == crate::doctor::Status::Failed)
+            .map(|r| r.integration.as_str())
+            .collect();
+        bail!("not ok: {}", failed.join(", "));
+    }
+    Ok(())
+}
+
 fn follow(
     cli: &Cli,
     session_ref: &str,
@@ -562,13 +654,20 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
             Some(_) => None,
             None => Some(Arc::new(crate::world::World::live(&config).await?)),
         };
+        // `[notify.slack]`: its credentials are read now, so a missing one stops the start.
+        let slack = match &config.notify.slack {
+            Some(s) => {
+                Some(crate::notify::Slack::start(s, &config_path, redactor(Some(&config))).await?)
+            }
+            None => None,
+        };
         let case = args.case.clone();
         let config = config.clone();
         let starter: crate::serve::Starter = Arc::new(move |trigger, path| {
             let (world, mode, case_name) = match (&live, &case) {
                 (Some(w), _) => (w.clone(), RunMode::Live, None),
                 (None, Some(dir)) => {
-                    let w = crate::world::World::from_case_dir(dir)?;
+                    let w = crate::world::World::from_case_dir(dir)?.with_tickets(&config)?;
                     let name = w.case().map(|c| c.id.clone());
                     (Arc::new(w), RunMode::Case, name)
                 }
@@ -587,6 +686,7 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
             sessions_dir,
             starter,
             sources,
+            slack,
         })
         .await
     })
@@ -1314,7 +1414,8 @@ fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
     rt.block_on(async {
         let alert = args.alert.as_deref().map(read_alert).transpose()?;
         let world = match (&args.case, &args.record) {
-            (Some(dir), _) => crate::world::World::from_case_dir(dir)?,
+            // The case answers every question; a configured tracker still gets a real ticket.
+            (Some(dir), _) => crate::world::World::from_case_dir(dir)?.with_tickets(&config)?,
             (None, Some(dir)) => {
                 let title = match (&alert, &args.problem) {
                     (Some(payload), _) => payload.primary().title(),

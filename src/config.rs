@@ -66,6 +66,9 @@ pub struct Config {
     /// `[[mcp.servers]]`: MCP servers whose tools join the catalog.
     #[serde(default, skip_serializing_if = "Mcp::is_empty")]
     pub mcp: Mcp,
+    /// `[notify.slack]`: messages to Slack about investigations `sitrep serve` runs.
+    #[serde(default, skip_serializing_if = "Notify::is_empty")]
+    pub notify: Notify,
     /// Action name -> key, e.g. `approve = "a"`, `quit = "q"`, `half_page_down = "ctrl-d"`.
     #[serde(default)]
     pub keys: BTreeMap<String, String>,
@@ -95,6 +98,12 @@ pub struct Integrations {
     pub github: Option<GitHub>,
     pub pagerduty: Option<PagerDuty>,
     pub postgres: Option<Postgres>,
+    /// `[integrations.aws]`: RDS, CloudWatch and Performance Insights.
+    pub aws: Option<Aws>,
+    /// `[integrations.jira]`: where investigations file their issue.
+    pub jira: Option<Jira>,
+    /// `[integrations.servicenow]`: where investigations file their incident.
+    pub servicenow: Option<ServiceNow>,
 }
 
 impl Integrations {
@@ -121,6 +130,15 @@ impl Integrations {
         }
         if self.postgres.is_some() {
             out.push("postgres");
+        }
+        if self.aws.is_some() {
+            out.push("aws");
+        }
+        if self.jira.is_some() {
+            out.push("jira");
+        }
+        if self.servicenow.is_some() {
+            out.push("servicenow");
         }
         out
     }
@@ -218,6 +236,35 @@ pub struct Postgres {
     pub timeout_secs: u64,
 }
 
+/// `[integrations.aws]`: RDS instances and events, CloudWatch metrics, Performance Insights.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Aws {
+    /// `eu-west-1`, ...
+    pub region: String,
+    /// One base URL for every AWS service (a VPC endpoint, a local emulator); absent: the
+    /// public `https://{service}.{region}.amazonaws.com`.
+    #[serde(default)]
+    pub endpoint_url: Option<String>,
+    /// A profile of `~/.aws/credentials` / `~/.aws/config` (or `AWS_SHARED_CREDENTIALS_FILE` /
+    /// `AWS_CONFIG_FILE`); given, it is used instead of the `AWS_*` environment variables.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// The access key ID, written out or as a reference (`env:VAR`, `op://...`, `vault://...`).
+    #[serde(default)]
+    pub access_key_id: Option<String>,
+    /// Where the secret access key is (a reference, never the key); read only once the operator
+    /// approves it. With `access_key_id` it replaces the standard chain (`AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, then the profile).
+    #[serde(default)]
+    pub secret_access_key: Option<String>,
+    /// Where a session token is (a reference).
+    #[serde(default)]
+    pub session_token: Option<String>,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+}
+
 /// Whether a config value is written as a credential reference rather than a bare environment
 /// variable name (the secrets module parses it fully when it is used).
 pub fn is_secret_reference(v: &str) -> bool {
@@ -268,6 +315,60 @@ impl PagerDuty {
             }),
         }
     }
+}
+
+fn default_issue_type() -> String {
+    "Task".into()
+}
+
+fn default_jira_labels() -> Vec<String> {
+    vec!["sitrep".into()]
+}
+
+/// `[integrations.jira]`: Jira Cloud (REST API v3), where an investigation's issue is filed.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Jira {
+    /// The site, e.g. `https://example.atlassian.net`.
+    pub url: String,
+    /// The Atlassian account the API token belongs to (basic auth user).
+    pub email: String,
+    /// Where the API token is: `env:VAR`, `op://vault/item/field` or `vault://mount/path#field`;
+    /// read only once the operator approves its use for the session.
+    pub api_token: String,
+    /// Project key issues are created in, e.g. `OPS`.
+    pub project: String,
+    /// Issue type name.
+    #[serde(default = "default_issue_type")]
+    pub issue_type: String,
+    /// Labels every issue carries.
+    #[serde(default = "default_jira_labels")]
+    pub labels: Vec<String>,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+}
+
+fn default_servicenow_category() -> String {
+    "software".into()
+}
+
+/// `[integrations.servicenow]`: a ServiceNow instance (Table API), where an investigation's
+/// incident is filed.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceNow {
+    /// The instance, e.g. `https://example.service-now.com`.
+    pub url: String,
+    /// Basic auth user.
+    pub username: String,
+    /// Where the password is: `env:VAR`, `op://vault/item/field` or `vault://mount/path#field`;
+    /// read only once the operator approves its use for the session.
+    pub password: String,
+    /// The incident's category.
+    #[serde(default = "default_servicenow_category")]
+    pub category: String,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
 }
 
 fn default_poll_secs() -> u64 {
@@ -557,11 +658,20 @@ impl Config {
         ];
         // The model's API key too: a provider's error may echo it.
         let llm_key = self.llm.as_ref().and_then(|l| l.api_key_env.clone());
+        // Ticket credentials given as `env:` references (others are learned once read).
+        let tickets = [
+            i.jira.as_ref().map(|j| j.api_token.clone()),
+            i.servicenow.as_ref().map(|n| n.password.clone()),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|r| r.starts_with("env:"));
         auths
             .into_iter()
             .flatten()
             .map(|a| a.secret_env().to_string())
             .chain(llm_key)
+            .chain(tickets)
             .filter_map(|var| std::env::var(var.strip_prefix("env:").unwrap_or(&var)).ok())
             .filter(|v| !v.is_empty())
             .map(SecretString::from)
@@ -745,6 +855,65 @@ impl Config {
                 }
             }
         }
+        if let Some(a) = &i.aws {
+            let region_ok = !a.region.is_empty()
+                && a.region
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+            if !region_ok {
+                return Err(invalid(
+                    "integrations.aws.region",
+                    "an AWS region such as \"eu-west-1\"",
+                    format!("{:?}", a.region),
+                ));
+            }
+            if let Some(url) = &a.endpoint_url {
+                check_url("integrations.aws.endpoint_url", url)?;
+            }
+            check_timeout("integrations.aws.timeout_secs", a.timeout_secs)?;
+            if let Some(p) = &a.profile
+                && (p.is_empty() || p.contains(|c: char| c.is_whitespace() || c == ']'))
+            {
+                return Err(invalid(
+                    "integrations.aws.profile",
+                    "a profile name of ~/.aws/config",
+                    format!("{p:?}"),
+                ));
+            }
+            for (key, value) in [
+                ("secret_access_key", &a.secret_access_key),
+                ("session_token", &a.session_token),
+            ] {
+                if let Some(v) = value
+                    && (!is_secret_reference(v) || v.contains(char::is_whitespace))
+                {
+                    return Err(invalid(
+                        &format!("integrations.aws.{key}"),
+                        "a reference such as \"env:AWS_SECRET_ACCESS_KEY\", \"op://vault/item/field\" or \"vault://secret/aws#key\", not the secret itself",
+                        format!("a value of {} characters", v.chars().count()),
+                    ));
+                }
+            }
+            if let Some(id) = &a.access_key_id
+                && (!is_secret_reference(id) || id.contains(char::is_whitespace))
+                && (id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric()))
+            {
+                return Err(invalid(
+                    "integrations.aws.access_key_id",
+                    "an access key ID (letters and digits) or a reference",
+                    format!("a value of {} characters", id.chars().count()),
+                ));
+            }
+            if a.access_key_id.is_some() != a.secret_access_key.is_some()
+                || (a.session_token.is_some() && a.secret_access_key.is_none())
+            {
+                return Err(invalid(
+                    "integrations.aws",
+                    "access_key_id and secret_access_key together (session_token only with them)",
+                    "one of them alone".into(),
+                ));
+            }
+        }
         if let Some(pg) = &i.postgres {
             if !(pg.url.starts_with("postgres://") || pg.url.starts_with("postgresql://")) {
                 return Err(invalid(
@@ -774,6 +943,65 @@ impl Config {
                     format!("{name:?}"),
                 ));
             }
+        }
+        let check_reference = |key: &str, v: &str| {
+            if is_secret_reference(v) && !v.contains(char::is_whitespace) {
+                Ok(())
+            } else {
+                Err(invalid(
+                    key,
+                    "a reference such as \"env:VAR\", \"op://vault/item/field\" or \"vault://secret/app#field\", not the secret itself",
+                    format!("a value of {} characters", v.chars().count()),
+                ))
+            }
+        };
+        let check_text = |key: &str, v: &str, expected: &str| {
+            if v.trim().is_empty() || v.chars().any(char::is_control) {
+                Err(invalid(key, expected, format!("{v:?}")))
+            } else {
+                Ok(())
+            }
+        };
+        if let Some(j) = &i.jira {
+            check_url("integrations.jira.url", &j.url)?;
+            check_timeout("integrations.jira.timeout_secs", j.timeout_secs)?;
+            check_text(
+                "integrations.jira.email",
+                &j.email,
+                "the Atlassian account's email",
+            )?;
+            check_reference("integrations.jira.api_token", &j.api_token)?;
+            let key_ok = !j.project.is_empty()
+                && j.project
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !key_ok {
+                return Err(invalid(
+                    "integrations.jira.project",
+                    "a project key such as \"OPS\"",
+                    format!("{:?}", j.project),
+                ));
+            }
+            check_text(
+                "integrations.jira.issue_type",
+                &j.issue_type,
+                "an issue type name",
+            )?;
+        }
+        if let Some(n) = &i.servicenow {
+            check_url("integrations.servicenow.url", &n.url)?;
+            check_timeout("integrations.servicenow.timeout_secs", n.timeout_secs)?;
+            check_text(
+                "integrations.servicenow.username",
+                &n.username,
+                "a user name",
+            )?;
+            check_reference("integrations.servicenow.password", &n.password)?;
+            check_text(
+                "integrations.servicenow.category",
+                &n.category,
+                "a category",
+            )?;
         }
         if !(1..=MAX_TIMEOUT_SECS).contains(&self.inbox.poll_secs) {
             return Err(invalid(
@@ -899,6 +1127,156 @@ impl Config {
                     m.timeout_secs.to_string(),
                 ));
             }
+        }
+        self.notify.validate(path)?;
+        Ok(())
+    }
+}
+
+/// `[notify]`: where `sitrep serve` tells people about its investigations.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Notify {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slack: Option<SlackNotify>,
+}
+
+impl Notify {
+    pub fn is_empty(&self) -> bool {
+        self.slack.is_none()
+    }
+}
+
+fn default_slack_api_url() -> String {
+    "https://slack.com/api".into()
+}
+
+fn default_slack_on() -> Vec<String> {
+    SLACK_EVENTS.iter().map(|e| e.to_string()).collect()
+}
+
+/// What `[notify.slack] on` may choose.
+pub const SLACK_EVENTS: &[&str] = &["approval", "end"];
+
+/// `[notify.slack]`: an incoming webhook, or a bot token and a channel (`chat.postMessage`); the
+/// signing secret lets the approval message's buttons decide. Every secret is a reference.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SlackNotify {
+    /// Where the incoming webhook URL is (`env:SLACK_WEBHOOK_URL`, `op://...`, `vault://...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_url: Option<String>,
+    /// Where the bot token (`xoxb-...`) is, for `chat.postMessage`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// The channel `chat.postMessage` posts to (an id such as `C0123ABC` or `#name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    /// The Web API's base URL.
+    #[serde(default = "default_slack_api_url")]
+    pub api_url: String,
+    /// Where the app's signing secret is: interactions (the approve and deny buttons) are
+    /// verified with it; without one the buttons are not offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signing_secret: Option<String>,
+    /// Which messages are sent: `approval` (a high or critical action waits), `end`.
+    #[serde(default = "default_slack_on")]
+    pub on: Vec<String>,
+    /// Slack user id -> operator name a button press is recorded under (`U123ABC = "alice"`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub users: BTreeMap<String, String>,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+}
+
+impl Notify {
+    fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+        let Some(s) = &self.slack else {
+            return Ok(());
+        };
+        let invalid = |key: &str, expected: &str, found: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            key: format!("notify.slack.{key}"),
+            expected: expected.to_string(),
+            found,
+        };
+        let reference = |key: &str, v: &Option<String>| match v {
+            Some(v) if !is_secret_reference(v) || v.contains(char::is_whitespace) => Err(invalid(
+                key,
+                "a reference such as \"env:VAR\", \"op://vault/item/field\" or \"vault://mount/path#field\", not the secret itself",
+                format!("a value of {} characters", v.chars().count()),
+            )),
+            _ => Ok(()),
+        };
+        reference("webhook_url", &s.webhook_url)?;
+        reference("token", &s.token)?;
+        reference("signing_secret", &s.signing_secret)?;
+        match (&s.webhook_url, &s.token) {
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "token",
+                    "either `webhook_url` (an incoming webhook) or `token` and `channel`, not both",
+                    "both".into(),
+                ));
+            }
+            (None, None) => {
+                return Err(invalid(
+                    "webhook_url",
+                    "`webhook_url` (an incoming webhook) or `token` and `channel`",
+                    "neither".into(),
+                ));
+            }
+            (None, Some(_)) if s.channel.as_deref().is_none_or(|c| c.trim().is_empty()) => {
+                return Err(invalid(
+                    "channel",
+                    "the channel `chat.postMessage` posts to",
+                    "nothing".into(),
+                ));
+            }
+            _ => {}
+        }
+        if !(s.api_url.starts_with("http://") || s.api_url.starts_with("https://")) {
+            return Err(invalid(
+                "api_url",
+                "an http:// or https:// URL",
+                format!("{:?}", s.api_url),
+            ));
+        }
+        if let Some(bad) = s.on.iter().find(|e| !SLACK_EVENTS.contains(&e.as_str())) {
+            return Err(invalid(
+                "on",
+                "a list of \"approval\" and \"end\"",
+                format!("{bad:?}"),
+            ));
+        }
+        for (id, name) in &s.users {
+            let id_ok =
+                !id.is_empty() && id.len() <= 32 && id.chars().all(|c| c.is_ascii_alphanumeric());
+            if !id_ok {
+                return Err(invalid(
+                    "users",
+                    "Slack user ids such as U123ABC",
+                    format!("{id:?}"),
+                ));
+            }
+            let name_ok = (1..=64).contains(&name.len())
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@'));
+            if !name_ok {
+                return Err(invalid(
+                    &format!("users.{id}"),
+                    "an operator name (letters, digits, . _ - @)",
+                    format!("{name:?}"),
+                ));
+            }
+        }
+        if !(1..=MAX_TIMEOUT_SECS).contains(&s.timeout_secs) {
+            return Err(invalid(
+                "timeout_secs",
+                "a timeout between 1 and 3600 seconds",
+                s.timeout_secs.to_string(),
+            ));
         }
         Ok(())
     }
@@ -1228,7 +1606,10 @@ half_page_down = "ctrl-d"
                 "alertmanager",
                 "github",
                 "pagerduty",
-                "postgres"
+                "postgres",
+                "aws",
+                "jira",
+                "servicenow"
             ]
         );
         assert_eq!(c.policy, Policy::default());

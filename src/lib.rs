@@ -3,10 +3,12 @@
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod doctor;
 pub mod eval;
 pub mod inbox;
 pub mod integrations;
 pub mod model;
+pub mod notify;
 pub mod policy;
 pub mod reason;
 pub mod runbook;

@@ -54,6 +54,8 @@ pub struct Setup {
     pub starter: Starter,
     /// Alert sources polled for `GET /api/alerts`, if any are configured.
     pub sources: Option<Sources>,
+    /// `[notify.slack]`: approval and end messages, and the buttons' route.
+    pub slack: Option<crate::notify::Slack>,
 }
 
 /// How much work the server takes on: `[serve]` in the configuration.
@@ -194,6 +196,7 @@ struct Shared {
     pagerduty_secret: Option<SecretString>,
     sessions_dir: PathBuf,
     sources: Option<Sources>,
+    slack: Option<crate::notify::Slack>,
     limits: Limits,
     /// Claims, the running count and the queue: one lock, only ever held for bookkeeping in
     /// memory (never across I/O or a start).
@@ -313,6 +316,7 @@ pub async fn serve_with(
         pagerduty_secret: setup.pagerduty_secret,
         sessions_dir: setup.sessions_dir,
         sources: setup.sources,
+        slack: setup.slack,
         limits,
         core: Mutex::new(Core {
             claims: recovered.claims,
@@ -367,6 +371,10 @@ pub async fn serve_with(
     }
     let tasks: Vec<JoinHandle<()>> = std::mem::take(&mut *lock(&state.tasks));
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, futures::future::join_all(tasks)).await;
+    // Sessions that ended on the way out still get their end message, if Slack answers soon.
+    if let Some(slack) = &state.slack {
+        slack.flush(SLACK_FLUSH_GRACE).await;
+    }
     // Whatever did not end within the grace period is dropped (it is marked interrupted on the
     // next start); a runtime cannot be dropped in place from async code.
     trimmer.abort();
@@ -407,6 +415,7 @@ fn router(state: AppState) -> Router {
         .route("/api/sessions/{id}/credentials", post(credentials))
         .route("/api/sessions/{id}/note", post(note))
         .route("/api/investigations", post(new_investigation))
+        .route(SLACK_INTERACTIONS, post(slack_interactions))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route") })
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
         .layer(DefaultBodyLimit::max(MAX_BODY))
@@ -427,7 +436,8 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    if !state.tokens.is_empty() {
+    // Slack sends no bearer token: that route is authenticated by Slack's signature alone.
+    if !state.tokens.is_empty() && req.uri().path() != SLACK_INTERACTIONS {
         let given = req
             .headers()
             .get(header::AUTHORIZATION)
@@ -1039,6 +1049,8 @@ fn start(
         task,
         ..
     } = handle;
+    let commands_for_slack = commands.clone();
+    let session_file = path.clone();
     lock(&state.sessions).insert(
         id.to_string(),
         Running {
@@ -1053,8 +1065,18 @@ fn start(
     let key = id.to_string();
     let watcher = state.investigations.spawn(async move {
         // The session file is written by the investigation itself; the records only need draining.
-        let drain = async { while records.recv().await.is_some() {} };
+        let mut watch = slack_watch(&shared, &key, &commands_for_slack);
+        let drain = async {
+            while let Some(r) = records.recv().await {
+                if let Some(w) = watch.as_mut() {
+                    w.observe(&r.event);
+                }
+            }
+        };
         let (_, result) = tokio::join!(drain, task);
+        if let Some(w) = watch {
+            w.ended(session_file.clone(), append_warning(session_file));
+        }
         match result {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => tracing::warn!("investigation {key} failed: {e:#}"),
@@ -1075,6 +1097,47 @@ fn start(
     tasks.retain(|t| !t.is_finished());
     tasks.push(watcher);
     Ok(())
+}
+
+/// The Slack watch of a session this server runs: its approval message when a high or critical
+/// action waits; a message that cannot be sent is a warning in the session.
+fn slack_watch(
+    state: &AppState,
+    id: &str,
+    commands: &mpsc::UnboundedSender<Command>,
+) -> Option<crate::notify::Watch> {
+    let slack = state.slack.as_ref()?;
+    let commands = commands.clone();
+    Some(slack.watch(
+        id,
+        Arc::new(move |message| {
+            let _ = commands.send(Command::Warning { message });
+        }),
+    ))
+}
+
+/// Records a warning in a session that has ended: appended after its end record (readers allow
+/// that), as nothing else writes the file any more.
+fn append_warning(path: PathBuf) -> crate::notify::slack::OnFailure {
+    Box::new(move |message| {
+        let write = || -> anyhow::Result<()> {
+            use std::io::Write;
+            let t = session::read_tail(&path)?.duration;
+            let record = crate::model::Record {
+                t,
+                event: crate::model::Event::Warning { message },
+            };
+            let mut line = serde_json::to_vec(&record)?;
+            line.push(b'\n');
+            let mut file = std::fs::OpenOptions::new().append(true).open(&path)?;
+            file.write_all(&line)?;
+            file.sync_data()?;
+            Ok(())
+        };
+        if let Err(e) = write() {
+            tracing::warn!("cannot record a warning in {}: {e:#}", path.display());
+        }
+    })
 }
 
 fn session_id(path: &Path) -> String {
@@ -1664,6 +1727,88 @@ async fn new_investigation(State(state): State<AppState>, body: Bytes) -> Respon
             StatusCode::BAD_REQUEST,
             "expected {\"alert\": <Alertmanager webhook payload>} or {\"problem\": \"text\"}",
         ),
+    }
+}
+
+/// How long shutdown waits for Slack messages still queued.
+const SLACK_FLUSH_GRACE: Duration = Duration::from_secs(5);
+
+/// Where Slack sends button presses (interactivity's request URL).
+pub const SLACK_INTERACTIONS: &str = "/webhook/slack/interactions";
+
+/// `POST /webhook/slack/interactions`: an approve or deny button of an approval message. Only
+/// Slack's signature authenticates it; the decider is the operator `[notify.slack.users]` maps
+/// the presser to, and the decision takes the API's path (same identity and two-person rules).
+/// Whatever is refused decides nothing and is answered with a message only the presser sees.
+async fn slack_interactions(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let answer = |text: String| axum::Json(crate::notify::slack::ephemeral(&text)).into_response();
+    let Some(slack) = &state.slack else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "Slack is not configured on this server ([notify.slack])",
+        );
+    };
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    if let Err(why) = slack.verify(
+        &header("x-slack-request-timestamp"),
+        &header("x-slack-signature"),
+        &body,
+        chrono::Utc::now().timestamp(),
+    ) {
+        tracing::warn!("Slack interaction refused: {why}");
+        return answer(format!("sitrep: {why}"));
+    }
+    let press = match crate::notify::slack::parse_interaction(&body) {
+        Ok(p) => p,
+        Err(why) => return answer(format!("sitrep: {why}")),
+    };
+    let Some(name) = slack.operator(&press.user) else {
+        return answer(format!(
+            "sitrep: your Slack user {} is not mapped to an operator ([notify.slack.users]): \
+             nothing was decided",
+            press.user
+        ));
+    };
+    let by = Decider {
+        name: name.to_string(),
+        via: format!("slack user {}", press.user),
+    };
+    let cmd = if press.approve {
+        Command::Approve {
+            action_id: press.action_id.clone(),
+            by: Some(by.name.clone()),
+            params: None,
+            digest: press.digest.clone(),
+        }
+    } else {
+        Command::Deny {
+            action_id: press.action_id.clone(),
+            reason: "denied in Slack".into(),
+            by: Some(by.name.clone()),
+        }
+    };
+    let verb = if press.approve { "approval" } else { "denial" };
+    let sent = send_decision(&state, &press.session, by, cmd);
+    if sent.status().is_success() {
+        answer(format!(
+            "sitrep: your {verb} of {} was sent to session {} as {name}",
+            press.action_id, press.session
+        ))
+    } else {
+        answer(format!(
+            "sitrep: your {verb} of {} was not applied: session {} is not running on this server",
+            press.action_id, press.session
+        ))
     }
 }
 

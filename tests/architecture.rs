@@ -41,6 +41,8 @@ fn allowed_for(module: &str) -> Option<&'static [&'static str]> {
         "reason",
         "eval",
         "inbox",
+        "doctor",
+        "notify",
         "tui",
         "cli",
         "serve",
@@ -48,8 +50,8 @@ fn allowed_for(module: &str) -> Option<&'static [&'static str]> {
     Some(match module {
         "model" => &[],
         "session" | "policy" | "runbook" | "config" | "secrets" => &["model"],
-        "integrations" | "world" => TIER2_IO,
-        "agent" | "reason" | "eval" | "inbox" => TIER2,
+        "integrations" | "world" | "notify" => TIER2_IO,
+        "agent" | "reason" | "eval" | "inbox" | "doctor" => TIER2,
         "tui" | "cli" | "serve" | "main" | "lib" => ALL,
         _ => return None,
     })

@@ -83,6 +83,7 @@ pub fn kind_of(tool: &str, output: &ToolOutput) -> &'static str {
         ToolOutput::Text(_) => "mcp",
         // Only a session written by a newer build holds these; no tool returns them.
         ToolOutput::Other => "other",
+        ToolOutput::Cloud(_) => super::cloud::kind_of(tool),
         ToolOutput::Postgres(_) => match tool {
             "postgres.connections" => "postgres/connections",
             "postgres.locks" => "postgres/locks",
@@ -165,6 +166,7 @@ pub fn build(tool: &str, params: &Params, output: &ToolOutput, chart: &Chart) ->
             },
         ),
         ToolOutput::Postgres(v) => postgres_evidence(tool, v),
+        ToolOutput::Cloud(v) => super::cloud::evidence(tool, params, v),
     };
     Draft { kind, title, body }
 }

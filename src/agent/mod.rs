@@ -3,6 +3,7 @@
 mod approval;
 pub mod approve;
 mod chat;
+pub mod cloud;
 pub mod credentials;
 pub mod diagnose;
 pub mod evidence;

@@ -9,7 +9,7 @@ use super::{
     AgentOptions, Attributed, Decider, Trigger, chat, diagnose, recommend, report, runbook_steps,
     verify,
 };
-use crate::model::{Action, Command, Event, Outcome, Record, Stage};
+use crate::model::{Action, Command, Event, Outcome, Record, Stage, catalog};
 use crate::reason::Observations;
 use crate::runbook::{self, Runbook};
 use chrono::Utc;
@@ -382,6 +382,7 @@ async fn dispatch(
                 }
             }
             Command::Cancel => token.cancel(),
+            Command::Warning { message } => lock(&journal).emit(Event::Warning { message }),
             Command::Interrupt { reason } => {
                 interrupted.store(true, Ordering::SeqCst);
                 let mut j = lock(&journal);
@@ -597,6 +598,14 @@ impl Run {
 
         // Report
         self.start(Stage::Report);
+        // The ticket is filed from the report, whether or not a fix ran, and like every write
+        // only once the operator lets it; what it created is in the report below.
+        let tickets = recommend::tickets(&self.journal, &self.tools.ticket_sinks(), outcome);
+        if !tickets.is_empty() {
+            let approved = self.approve(&tickets).await?;
+            self.execute(approved).await;
+            self.check()?;
+        }
         let markdown = report::write(&self.journal, self.opts.session_path.as_deref(), outcome);
         self.emit(Event::Report { markdown });
         self.finish(Stage::Report, format!("outcome: {}", outcome.name()));
@@ -789,6 +798,23 @@ impl Run {
                 self.emit(Event::ActionFailed {
                     action_id: action.id.clone(),
                     error: format!("not run: the decision could not be saved ({e})"),
+                });
+                continue;
+            }
+            // A credential by reference is read only once the operator approved it, for an
+            // action as for a read.
+            let integration = catalog::lookup(&action.kind)
+                .map(|e| e.integration)
+                .unwrap_or_default();
+            if let Some(reference) = self.tools.pending_credential(integration)
+                && let Err(error) =
+                    guard(&self.token, self.caller.credential(integration, &reference))
+                        .await
+                        .unwrap_or_else(|_| Err("cancelled before it ran".into()))
+            {
+                self.emit(Event::ActionFailed {
+                    action_id: action.id.clone(),
+                    error,
                 });
                 continue;
             }

@@ -6,9 +6,10 @@
 use super::journal::Journal;
 use super::runbook_steps;
 use super::specialists::lock;
-use crate::model::{Action, Category, Event, Finding, PastIncident, catalog};
+use crate::model::{Action, Category, Event, Finding, Incident, Outcome, PastIncident, catalog};
 use crate::reason::{Analysis, Observations};
 use crate::runbook::Runbook;
+use crate::world::TicketSink;
 use std::sync::Mutex;
 
 /// Propose the actions: ids assigned, `ActionProposed` emitted, in proposal order.
@@ -107,6 +108,184 @@ pub fn propose(
         j.emit(Event::ActionProposed { action: a.clone() });
     }
     out
+}
+
+/// At the end of the investigation, whether or not a fix ran: one ticket per configured tracker,
+/// filled from what the report holds (summary, verdict, evidence, actions and their results).
+/// Ids assigned, `ActionProposed` emitted; they go through the same policy and approval.
+pub fn tickets(journal: &Mutex<Journal>, sinks: &[TicketSink], outcome: Outcome) -> Vec<Action> {
+    if sinks.is_empty() {
+        return Vec::new();
+    }
+    let (title, description, urgency) = {
+        let j = lock(journal);
+        ticket_text(&j.incident, outcome)
+    };
+    let mut out = Vec::new();
+    for sink in sinks {
+        let Some(entry) = catalog::lookup(&sink.kind) else {
+            continue;
+        };
+        let mut params = sink.params.clone();
+        // Whatever the kind calls its title, text and urgency.
+        for (name, value) in [
+            ("summary", title.clone()),
+            ("short_description", title.clone()),
+            ("description", description.clone()),
+            ("urgency", urgency.to_string()),
+            ("impact", urgency.to_string()),
+        ] {
+            if entry.param(name).is_some() && !params.contains_key(name) {
+                let value = match entry.param(name).map(|p| p.ty) {
+                    Some(catalog::ParamType::Integer) => serde_json::Value::from(urgency),
+                    _ => serde_json::Value::String(value),
+                };
+                params.insert(name.to_string(), value);
+            }
+        }
+        let mut a = Action {
+            id: String::new(),
+            kind: sink.kind.clone(),
+            target: sink.target.clone(),
+            params,
+            risk: entry.floor,
+            rationale: format!(
+                "File the investigation in {}: the report's summary, verdict, evidence and actions.",
+                entry.integration
+            ),
+            operation: String::new(),
+            blast_radius: "a new ticket in the tracker, visible to its project's members".into(),
+            evidence: Vec::new(),
+        };
+        match catalog::admit(&a.kind, &a.target, &mut a.params) {
+            Ok(()) => out.push(a),
+            Err(e) => lock(journal).emit(Event::Warning {
+                message: format!("not proposing {} {}: {e}", a.kind, a.target),
+            }),
+        }
+    }
+    let mut j = lock(journal);
+    for a in out.iter_mut() {
+        a.id = j.next_id("act");
+        catalog::settle(a);
+        j.emit(Event::ActionProposed { action: a.clone() });
+    }
+    out
+}
+
+/// The ticket's title, text and urgency (1 high to 3 low, from the alert's severity), from the
+/// folded incident: every value in it already went through the session's redaction.
+fn ticket_text(inc: &Incident, outcome: Outcome) -> (String, String, u8) {
+    let one = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cut = |s: String, n: usize| -> String {
+        if s.chars().count() > n {
+            let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+            t.push('…');
+            t
+        } else {
+            s
+        }
+    };
+    let subject = if inc.title.trim().is_empty() {
+        "investigation".to_string()
+    } else {
+        one(&inc.title)
+    };
+    let title = match &inc.diagnosis {
+        Some((category, _, _)) => format!("[sitrep] {subject}: {category}"),
+        None => format!("[sitrep] {subject}"),
+    };
+    let mut lines: Vec<String> = Vec::new();
+    lines.push(format!("Summary: {subject}"));
+    if let Some(alert) = &inc.alert {
+        lines.push(format!(
+            "Alert: {} (severity {})",
+            one(alert.name()),
+            one(alert.severity())
+        ));
+    }
+    if let Some(problem) = &inc.problem {
+        lines.push(format!("Problem: {}", cut(one(problem), 500)));
+    }
+    if let Some(triage) = &inc.triage {
+        lines.push(format!("Triage: {}", cut(one(triage), 500)));
+    }
+    match &inc.diagnosis {
+        Some((category, root_cause, confidence)) => lines.push(format!(
+            "Verdict: {category} ({:.0}% confidence): {}",
+            confidence * 100.0,
+            cut(one(root_cause), 1000)
+        )),
+        None => lines.push("Verdict: no diagnosis was reached".into()),
+    }
+    lines.push(format!("Outcome: {}", outcome.name()));
+    const MAX_EVIDENCE: usize = 20;
+    lines.push(format!("Evidence ({} items):", inc.evidence.len()));
+    for e in inc.evidence.iter().take(MAX_EVIDENCE) {
+        lines.push(format!(
+            "- {} {}: {}",
+            e.id,
+            one(&e.kind),
+            cut(one(&e.title), 200)
+        ));
+    }
+    if inc.evidence.len() > MAX_EVIDENCE {
+        lines.push(format!(
+            "- and {} more (see the session)",
+            inc.evidence.len() - MAX_EVIDENCE
+        ));
+    }
+    let actions: Vec<_> = inc
+        .actions
+        .iter()
+        .filter(|a| !catalog::is_ticket(&a.action.kind))
+        .collect();
+    if actions.is_empty() {
+        lines.push("Actions: none proposed".into());
+    } else {
+        lines.push("Actions:".into());
+    }
+    for a in actions {
+        let op = if a.action.operation.trim().is_empty() {
+            format!("{} {}", a.action.kind, a.action.target)
+        } else {
+            one(&a.action.operation)
+        };
+        let mut line = format!(
+            "- {} ({} risk): {}",
+            cut(op, 200),
+            a.action.risk,
+            a.status.name()
+        );
+        match &a.result {
+            Some(Ok(r)) | Some(Err(r)) if !r.trim().is_empty() => {
+                line.push_str(&format!(": {}", cut(one(r), 300)));
+            }
+            _ => {}
+        }
+        if let Some(v) = &a.verification {
+            let mark = if v.passed { "passed" } else { "failed" };
+            line.push_str(&format!("; verification {mark}"));
+        }
+        lines.push(line);
+    }
+    if !inc.id.is_empty() {
+        lines.push(format!(
+            "Session: {} (sitrep replay, sitrep export)",
+            inc.id
+        ));
+    }
+    let urgency = match inc
+        .alert
+        .as_ref()
+        .map(|a| a.severity().to_ascii_lowercase())
+    {
+        Some(s) if s == "critical" || s == "page" || s == "error" => 1,
+        Some(s) if s == "warning" || s == "high" => 2,
+        Some(_) => 3,
+        None => 2,
+    };
+    (title, lines.join("\n"), urgency)
 }
 
 /// An action that fixed the same cause before: where and when it was verified.

@@ -483,6 +483,7 @@ pub fn absorb(
         ToolOutput::Changes(v) => obs.changes.extend(v.iter().cloned()),
         ToolOutput::Text(_) | ToolOutput::Other => {}
         ToolOutput::Postgres(v) => obs.postgres.extend(v.iter().cloned()),
+        ToolOutput::Cloud(v) => obs.cloud.extend(v.iter().cloned()),
     }
 }
 
@@ -544,6 +545,7 @@ pub fn merge(into: &mut Observations, from: Observations) {
     into.alerts.extend(from.alerts);
     into.changes.extend(from.changes);
     into.postgres.extend(from.postgres);
+    into.cloud.extend(from.cloud);
     if into.expr.is_none() {
         into.expr = from.expr;
     }
@@ -566,6 +568,9 @@ pub fn pick_for(tools: &dyn Tools, scope: &Scope) -> Vec<&'static str> {
     let mut out = pick(tools);
     if tools.has("postgres") && (scope.problem.is_some() || points_at_database(scope)) {
         out.push("database");
+    }
+    if tools.has("aws") && super::cloud::points_at_rds(scope) {
+        out.push("cloud");
     }
     out
 }
@@ -640,18 +645,19 @@ pub fn pick(tools: &dyn Tools) -> Vec<&'static str> {
 }
 
 /// The integrations an investigation can draw on, in the order they are reported.
-pub const INTEGRATIONS: [&str; 6] = [
+pub const INTEGRATIONS: [&str; 7] = [
     "kubernetes",
     "prometheus",
     "alertmanager",
     "loki",
     "github",
     "postgres",
+    "aws",
 ];
 
 /// Integrations reported in coverage only when configured: their absence says nothing about a
 /// Kubernetes workload.
-const OPTIONAL_INTEGRATIONS: [&str; 1] = ["postgres"];
+const OPTIONAL_INTEGRATIONS: [&str; 2] = ["postgres", "aws"];
 
 /// Per integration, what the calls of this investigation got: configured, answered, empty, failed.
 pub fn coverage(
@@ -703,6 +709,7 @@ pub async fn run(name: &str, caller: Caller, scope: &Scope) -> Observations {
         "changes" => changes(&c, scope, &obs).await,
         "alerts" => alerts(&c, scope, &obs).await,
         "database" => database(&c, &obs).await,
+        "cloud" => super::cloud::specialist(&c, scope, &obs).await,
         other => c.emit(Event::Warning {
             message: format!("unknown specialist {other}"),
         }),

@@ -44,6 +44,12 @@ pub trait Tools: Send + Sync {
     }
     /// Passes the operator's decision on a credential reference to the world.
     fn decide_credential(&self, _reference: &str, _approved: bool, _reason: &str) {}
+
+    /// Where the investigation's ticket may be filed (kind, target, configured params); none
+    /// unless a tracker is configured.
+    fn ticket_sinks(&self) -> Vec<crate::world::TicketSink> {
+        Vec::new()
+    }
 }
 
 /// Read a string param.

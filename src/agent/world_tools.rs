@@ -49,6 +49,13 @@ impl WorldTools {
             None => return Err(format!("unknown tool {tool}")),
         };
         Ok(match read {
+            ReadTool::RdsInstances
+            | ReadTool::RdsEvents
+            | ReadTool::CloudWatchMetrics
+            | ReadTool::PiLoad
+            | ReadTool::PiTopKeys => {
+                return super::cloud::read(w.transport(), read, params, w.now()).await;
+            }
             ReadTool::Pods => ToolOutput::Pods(
                 w.kubernetes()
                     .list_pods(ns, p_str(params, "label_selector"))
@@ -241,6 +248,10 @@ impl Tools for WorldTools {
 
     fn pending_credential(&self, integration: &str) -> Option<String> {
         self.0.keyring().pending_for(integration)
+    }
+
+    fn ticket_sinks(&self) -> Vec<crate::world::TicketSink> {
+        self.0.ticket_sinks().to_vec()
     }
 
     fn decide_credential(&self, reference: &str, approved: bool, reason: &str) {

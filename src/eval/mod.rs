@@ -1,5 +1,6 @@
 //! Scores finished sessions against a case's expect.toml, and runs case directories headless to do so.
 
+pub mod opensre;
 mod runner;
 
 use crate::model::{Category, Incident};
@@ -120,6 +121,23 @@ pub fn score(expect: &Expect, incident: &Incident) -> Score {
         s.failures
             .push(format!("report contains forbidden {}", quote_all(&present)));
     }
+    let cause = incident
+        .diagnosis
+        .as_ref()
+        .map(|d| d.1.to_lowercase())
+        .unwrap_or_default();
+    let stated: Vec<&str> = expect
+        .forbidden_cause_keywords
+        .iter()
+        .filter(|k| !k.is_empty() && cause.contains(&k.to_lowercase()))
+        .map(String::as_str)
+        .collect();
+    if !stated.is_empty() {
+        s.failures.push(format!(
+            "root cause states forbidden {}",
+            quote_all(&stated)
+        ));
+    }
     let kinds = incident.evidence_kinds();
     let unconsulted: Vec<&str> = expect
         .required_evidence
@@ -165,6 +183,8 @@ pub struct CaseResult {
     /// Model steps (investigation requests) and tokens in/out; zero with the rules alone.
     pub model_steps: u32,
     pub tokens: (u64, u64),
+    /// The verdict's root-cause sentence, when the investigation reached one.
+    pub root_cause: Option<String>,
 }
 
 impl CaseResult {
@@ -303,6 +323,7 @@ mod tests {
             required_keywords: vec!["exit code 137".into(), "Memory".into()],
             forbidden_keywords: vec!["rollback".into()],
             forbidden_categories: vec![Category::Healthy],
+            forbidden_cause_keywords: vec!["cpu saturation".into()],
             required_evidence: vec!["kubernetes/pods".into()],
             ruling_out_keywords: vec!["no image pull".into(), "sibling".into()],
         }
@@ -391,6 +412,30 @@ mod tests {
     }
 
     #[test]
+    fn a_forbidden_cause_counts_only_in_the_root_cause() {
+        let mut inc = incident(
+            Category::ResourceExhaustion,
+            "OOMKilled with exit code 137 at the memory limit; CPU saturation ruled out",
+            &["kubernetes/pods"],
+            &[("CPU saturation", "CPU at 20%")],
+        );
+        assert!(score(&expect(), &inc).passed());
+        inc.diagnosis = Some((
+            Category::ResourceExhaustion,
+            "CPU saturation on db1".into(),
+            0.9,
+        ));
+        let s = score(&expect(), &inc);
+        assert!(
+            s.failures
+                .iter()
+                .any(|f| f.contains("root cause states forbidden \"cpu saturation\"")),
+            "{:?}",
+            s.failures
+        );
+    }
+
+    #[test]
     fn missing_diagnosis_fails_and_empty_rubric_passes() {
         let mut inc = incident(Category::Unknown, "", &[], &[]);
         inc.diagnosis = None;
@@ -411,6 +456,7 @@ mod tests {
             elapsed: Duration::ZERO,
             model_steps: 0,
             tokens: (0, 0),
+            root_cause: None,
         };
         let bad = CaseResult {
             error: Some("timed out".into()),

@@ -99,12 +99,14 @@ pub async fn run_case(dir: &Path, opts: &EvalOptions) -> CaseResult {
         elapsed: Default::default(),
         model_steps: 0,
         tokens: (0, 0),
+        root_cause: None,
     };
     match investigate(dir, opts).await {
         Ok((id, expect, incident)) => {
             result.id = id;
             result.model_steps = incident.model_steps;
             result.tokens = incident.model_tokens;
+            result.root_cause = incident.diagnosis.as_ref().map(|d| d.1.clone());
             match expect {
                 Some(expect) => result.score = score(&expect, &incident),
                 None => result.error = Some("no expect.toml: nothing to score against".into()),

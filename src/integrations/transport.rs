@@ -24,7 +24,15 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Query parameters that carry the wall clock. They are left out of recordings so a replay, which runs
 /// at the case's clock rather than the recording's, still matches.
-pub const VOLATILE_QUERY_KEYS: [&str; 5] = ["start", "end", "time", "since", "until"];
+pub const VOLATILE_QUERY_KEYS: [&str; 7] = [
+    "start",
+    "end",
+    "time",
+    "since",
+    "until",
+    "StartTime",
+    "EndTime",
+];
 
 /// A request body.
 #[derive(Clone, Debug, PartialEq)]
@@ -336,6 +344,7 @@ pub struct LiveTransport {
     endpoints: BTreeMap<String, Endpoint>,
     kube: Option<(kube::Client, Duration)>,
     postgres: Option<Arc<super::postgres::PostgresBackend>>,
+    aws: Option<Arc<super::aws::AwsBackend>>,
     keyring: Arc<crate::secrets::Keyring>,
     redactor: Redactor,
     max_body: usize,
@@ -357,6 +366,7 @@ impl LiveTransport {
             endpoints: BTreeMap::new(),
             kube: None,
             postgres: None,
+            aws: None,
             keyring: Arc::default(),
             redactor: Redactor::new(),
             max_body: DEFAULT_MAX_BODY,
@@ -415,6 +425,12 @@ impl LiveTransport {
                 value: secrecy::SecretString::from(format!("{prefix}{}", value.expose_secret())),
             },
         }))
+    }
+
+    /// Routes `aws` requests (`POST /{service}/{Action}`) to this signing backend.
+    pub fn with_aws(mut self, backend: super::aws::AwsBackend) -> Self {
+        self.aws = Some(Arc::new(backend));
+        self
     }
 
     /// Routes `postgres` statements to this server.
@@ -661,6 +677,13 @@ impl Transport for LiveTransport {
                 resp.body.redact(&self.redactor);
                 return Ok(resp);
             }
+            if req.integration == super::aws::NAME
+                && let Some(aws) = &self.aws
+            {
+                let mut resp = aws.send(req).await?;
+                resp.body.redact(&self.redactor);
+                return Ok(resp);
+            }
             Err(req.error(ErrorKind::NotConfigured))
         })
     }
@@ -669,6 +692,7 @@ impl Transport for LiveTransport {
         self.endpoints.contains_key(integration)
             || (integration == "kubernetes" && self.kube.is_some())
             || (integration == "postgres" && self.postgres.is_some())
+            || (integration == super::aws::NAME && self.aws.is_some())
     }
 }
 

@@ -168,10 +168,15 @@ pub enum ReadTool {
     DaemonSets,
     Jobs,
     CronJobs,
+    RdsInstances,
+    RdsEvents,
+    CloudWatchMetrics,
+    PiLoad,
+    PiTopKeys,
 }
 
 impl ReadTool {
-    pub const ALL: [ReadTool; 30] = [
+    pub const ALL: [ReadTool; 35] = [
         ReadTool::Pods,
         ReadTool::Events,
         ReadTool::Deployments,
@@ -202,6 +207,11 @@ impl ReadTool {
         ReadTool::DaemonSets,
         ReadTool::Jobs,
         ReadTool::CronJobs,
+        ReadTool::RdsInstances,
+        ReadTool::RdsEvents,
+        ReadTool::CloudWatchMetrics,
+        ReadTool::PiLoad,
+        ReadTool::PiTopKeys,
     ];
 }
 
@@ -223,10 +233,12 @@ pub enum ActionKind {
     PagerDutyAddNote,
     PostgresCancelBackend,
     PostgresTerminateBackend,
+    JiraCreateIssue,
+    ServiceNowCreateIncident,
 }
 
 impl ActionKind {
-    pub const ALL: [ActionKind; 15] = [
+    pub const ALL: [ActionKind; 17] = [
         ActionKind::RolloutRestart,
         ActionKind::RolloutUndo,
         ActionKind::Scale,
@@ -242,6 +254,8 @@ impl ActionKind {
         ActionKind::PagerDutyAddNote,
         ActionKind::PostgresCancelBackend,
         ActionKind::PostgresTerminateBackend,
+        ActionKind::JiraCreateIssue,
+        ActionKind::ServiceNowCreateIncident,
     ];
 }
 
@@ -483,6 +497,8 @@ const fn read(
 /// - `drain`: high — evicts every pod on a node at once; emptyDir data is lost.
 /// - `revert_pr`: high — writes to the production repository with the operator's credentials;
 ///   CI/CD may ship it without anyone else looking.
+/// - `jira.create_issue`, `servicenow.create_incident`: medium — nothing running changes, but the
+///   text lands in another team's queue under the configured account.
 pub static ENTRIES: &[Entry] = &[
     read(
         "kubernetes.pods",
@@ -759,6 +775,79 @@ pub static ENTRIES: &[Entry] = &[
         "databases: size and transaction-ID wraparound age",
         &[],
         "SELECT datname, pg_database_size(oid), age(datfrozenxid) FROM pg_database",
+    ),
+    read(
+        "aws.rds.describe_db_instances",
+        "aws",
+        ReadTool::RdsInstances,
+        "RDS instances: class, engine, storage, Multi-AZ, replicas",
+        &[p(
+            "instance",
+            Str,
+            "DB instance identifier (default: every instance)",
+        )],
+        "RDS DescribeDBInstances",
+    ),
+    read(
+        "aws.rds.describe_events",
+        "aws",
+        ReadTool::RdsEvents,
+        "RDS events of an instance: failover, reboot, storage, maintenance, parameter changes",
+        &[req("instance", Str, "DB instance identifier"), START, END],
+        "RDS DescribeEvents (SourceType db-instance)",
+    ),
+    read(
+        "aws.cloudwatch.get_metric_data",
+        "aws",
+        ReadTool::CloudWatchMetrics,
+        "CloudWatch metrics of an instance and its replicas (AWS/RDS)",
+        &[
+            req("instance", Str, "DB instance identifier"),
+            p(
+                "replicas",
+                Str,
+                "comma-separated replica identifiers to read ReplicaLag and CPU of",
+            ),
+            p(
+                "metrics",
+                Str,
+                "comma-separated metric names (default: the standard RDS set)",
+            ),
+            p("period", Integer, "seconds per point (default 60)"),
+            START,
+            END,
+        ],
+        "CloudWatch GetMetricData, namespace AWS/RDS",
+    ),
+    read(
+        "aws.pi.get_resource_metrics",
+        "aws",
+        ReadTool::PiLoad,
+        "Performance Insights database load (db.load.avg), in total and by wait event",
+        &[
+            req("resource_id", Str, "the instance's DbiResourceId (db-...)"),
+            START,
+            END,
+        ],
+        "Performance Insights GetResourceMetrics",
+    ),
+    read(
+        "aws.pi.describe_dimension_keys",
+        "aws",
+        ReadTool::PiTopKeys,
+        "Performance Insights top SQL (or wait events) by load, split by wait event",
+        &[
+            req("resource_id", Str, "the instance's DbiResourceId (db-...)"),
+            def(
+                "group",
+                Str,
+                "db.sql",
+                "dimension group: db.sql, db.wait_event, db.user or db.host",
+            ),
+            START,
+            END,
+        ],
+        "Performance Insights DescribeDimensionKeys",
     ),
     Entry {
         name: "kubernetes.rollout_restart",
@@ -1165,6 +1254,89 @@ pub static ENTRIES: &[Entry] = &[
         render: |op| pg_signal(op, "pg_terminate_backend"),
         handler: Handler::Act(ActionKind::PostgresTerminateBackend),
     },
+    // A ticket changes nothing running, but it is written where other teams read and act on it,
+    // under the configured account: like any write to the outside world, a visible veto window.
+    Entry {
+        name: "jira.create_issue",
+        integration: "jira",
+        mutating: true,
+        floor: Risk::Medium,
+        summary: "open a Jira issue with the investigation's summary, verdict, evidence and actions",
+        params: &[
+            req("summary", Str, "the issue's title (at most 255 characters)"),
+            req(
+                "description",
+                Str,
+                "the issue's text; each line becomes a paragraph (Atlassian Document Format)",
+            ),
+            req(
+                "project",
+                Str,
+                "project key (or given by a project/KEY target)",
+            ),
+            p(
+                "issue_type",
+                Str,
+                "issue type name (default: the configured one)",
+            ),
+            p("labels", Str, "comma-separated labels"),
+        ],
+        target: Target::Named {
+            prefix: "project",
+            param: "project",
+        },
+        usage: "POST /rest/api/3/issue {fields: project, issuetype, summary, description, labels}",
+        render: |op| {
+            let project = op
+                .get("project")
+                .unwrap_or_else(|| name_of(op.target).to_string());
+            format!(
+                "POST /rest/api/3/issue project={project}{}: {}",
+                op.opt(" type=", "issue_type"),
+                ticket_title(&op.must("summary"))
+            )
+        },
+        handler: Handler::Act(ActionKind::JiraCreateIssue),
+    },
+    // Same as a Jira issue: another team's queue, written under the configured account.
+    Entry {
+        name: "servicenow.create_incident",
+        integration: "servicenow",
+        mutating: true,
+        floor: Risk::Medium,
+        summary: "open a ServiceNow incident with the investigation's summary, verdict, evidence and actions",
+        params: &[
+            req(
+                "short_description",
+                Str,
+                "the incident's title (at most 160 characters)",
+            ),
+            req("description", Str, "the incident's text"),
+            def("urgency", Integer, "2", "1 (high), 2 (medium) or 3 (low)"),
+            def("impact", Integer, "2", "1 (high), 2 (medium) or 3 (low)"),
+            req(
+                "category",
+                Str,
+                "incident category, e.g. software (or given by a category/NAME target)",
+            ),
+        ],
+        target: Target::Named {
+            prefix: "category",
+            param: "category",
+        },
+        usage: "POST /api/now/table/incident {short_description, description, urgency, impact, category}",
+        render: |op| {
+            format!(
+                "POST /api/now/table/incident category={} urgency={} impact={}: {}",
+                op.get("category")
+                    .unwrap_or_else(|| name_of(op.target).to_string()),
+                op.must("urgency"),
+                op.must("impact"),
+                ticket_title(&op.must("short_description"))
+            )
+        },
+        handler: Handler::Act(ActionKind::ServiceNowCreateIncident),
+    },
 ];
 
 const PG_SIGNAL: &[Param] = &[
@@ -1204,6 +1376,27 @@ fn pg_signal(op: &Op, func: &str) -> String {
         }
     }
     out
+}
+
+/// A ticket's title as the operation text quotes it: one line, at most 100 characters.
+fn ticket_title(title: &str) -> String {
+    let one: String = title.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut short: String = one.chars().take(100).collect();
+    if one.chars().count() > 100 {
+        short.push('…');
+    }
+    format!("\"{short}\"")
+}
+
+/// Whether actions of `kind` file a ticket (an issue or incident in another team's tracker):
+/// they are proposed once the investigation is over, from its report, rather than as a fix.
+pub fn is_ticket(kind: &str) -> bool {
+    matches!(
+        lookup(kind).map(|e| e.handler),
+        Some(Handler::Act(
+            ActionKind::JiraCreateIssue | ActionKind::ServiceNowCreateIncident
+        ))
+    )
 }
 
 /// The name after `kind/` in a target (`deployment/web` -> `web`), or the whole target.

@@ -40,6 +40,9 @@ pub enum SymptomState {
     Unmeasurable,
     /// The alert fires by design (a watchdog or dead man's switch): firing is the normal state.
     ByDesign,
+    /// Measured: the value the alert watches stays within the resource's hard limit and has not
+    /// departed from its own level; a warning threshold crossed with nothing failing.
+    WithinLimits,
 }
 
 impl SymptomState {
@@ -49,6 +52,7 @@ impl SymptomState {
             SymptomState::Cleared => "cleared",
             SymptomState::Unmeasurable => "unmeasurable",
             SymptomState::ByDesign => "by design",
+            SymptomState::WithinLimits => "within limits",
         }
     }
 }

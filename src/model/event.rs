@@ -423,6 +423,12 @@ pub enum Command {
         text: String,
     },
     Cancel,
+    /// A problem outside the investigation worth recording in it (a notification that could not
+    /// be sent), from the process running the session; never read from operator input.
+    #[serde(skip_deserializing)]
+    Warning {
+        message: String,
+    },
     /// The console is going away (a signal): stop, decide nothing, end as `interrupted`.
     Interrupt {
         #[serde(default)]

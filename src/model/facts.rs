@@ -441,6 +441,8 @@ pub enum Facts {
     Changes(Vec<Change>),
     /// PostgreSQL reads: backends, connections, statements, replicas, databases.
     Postgres(Vec<PgFact>),
+    /// AWS reads: RDS instances and events, CloudWatch series, Performance Insights load.
+    Cloud(Vec<super::cloud::CloudFact>),
     /// Text from a tool outside the built-in table (an MCP server's tool). It has no typed facts:
     /// the session records it as `other`, the (redacted) evidence body carries the text.
     Text(String),
@@ -464,6 +466,7 @@ impl Facts {
             Facts::Alerts(v) => (v.len(), "alerts"),
             Facts::Changes(v) => (v.len(), "changes"),
             Facts::Postgres(v) => (v.len(), "rows"),
+            Facts::Cloud(v) => (v.len(), "records"),
             Facts::Other => return "facts of an unknown kind".to_string(),
         };
         format!("{n} {what}")
@@ -498,6 +501,7 @@ impl Serialize for Facts {
             Facts::Alerts(v) => tagged(s, "alerts", v),
             Facts::Changes(v) => tagged(s, "changes", v),
             Facts::Postgres(v) => tagged(s, "postgres", v),
+            Facts::Cloud(v) => tagged(s, "cloud", v),
             Facts::Text(_) | Facts::Other => {
                 let mut st = s.serialize_struct("Facts", 1)?;
                 st.serialize_field("type", "other")?;
@@ -539,6 +543,7 @@ impl<'de> Deserialize<'de> for Facts {
             "alerts" => Facts::Alerts(items(raw.items)?),
             "changes" => Facts::Changes(items(raw.items)?),
             "postgres" => Facts::Postgres(items(raw.items)?),
+            "cloud" => Facts::Cloud(items(raw.items)?),
             _ => Facts::Other,
         })
     }

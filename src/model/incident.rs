@@ -950,6 +950,28 @@ impl Incident {
         }
     }
 
+    /// An `evidence_added` of `evidence`, an item another fold already holds: the fold shares it
+    /// rather than holding a second copy of its body.
+    pub fn apply_shared(&mut self, t: f64, evidence: Arc<Evidence>) {
+        let bare = Evidence {
+            id: evidence.id.clone(),
+            kind: evidence.kind.clone(),
+            title: evidence.title.clone(),
+            source: evidence.source.clone(),
+            call_id: evidence.call_id.clone(),
+            body: EvidenceBody::Json {
+                value: serde_json::Value::Null,
+            },
+        };
+        let items = self.evidence.len();
+        self.apply(t, &Event::EvidenceAdded { evidence: bare });
+        if self.evidence.len() > items
+            && let Some(added) = self.evidence.last_mut()
+        {
+            *added = evidence;
+        }
+    }
+
     /// Forget the lookup indexes (a stored copy of the fold need not carry them); lookups scan
     /// until [`Incident::reindex`].
     pub fn drop_index(&mut self) {

@@ -2,6 +2,7 @@
 
 mod alert;
 pub mod catalog;
+mod cloud;
 pub mod commands;
 mod diagnosis;
 mod event;
@@ -12,6 +13,7 @@ pub mod text;
 mod types;
 
 pub use alert::{Alert, AlertStatus, PayloadError, WebhookPayload, label_fingerprint};
+pub use cloud::{CloudFact, MetricQuery, MetricSeries, PiKey, PiSeries, RdsEvent, RdsInstance};
 pub use diagnosis::{Check, CheckStatus, SubjectObject, Symptom, SymptomState, steps_text};
 pub use event::{Command, Event, Outcome, Record, RunMode, SessionHeader};
 pub use facts::{

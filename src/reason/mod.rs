@@ -14,6 +14,7 @@ const RELATION_LINES: usize = 5000;
 
 mod actions;
 mod changes;
+pub mod cloud;
 mod config;
 pub mod conventions;
 mod coverage;
@@ -65,6 +66,8 @@ pub struct Observations {
     pub changes: Vec<Change>,
     /// PostgreSQL rows: backends (activity, lock chains), connections, statements, replicas, databases.
     pub postgres: Vec<PgFact>,
+    /// AWS reads: RDS instances and events, CloudWatch series, Performance Insights load.
+    pub cloud: Vec<crate::model::CloudFact>,
     /// Evidence kind (`kubernetes/pods`, `metrics`, ...) -> ids of the evidence items of that kind.
     pub evidence: BTreeMap<String, Vec<EvidenceId>>,
     /// Per integration: configured, how many calls answered, failed or came back empty.
@@ -181,6 +184,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(database::replication_lag(&ctx));
     signals.extend(database::wraparound(&ctx));
     signals.extend(database::unreachable(&ctx));
+    signals.extend(cloud::analyze(&ctx));
     signals.extend(coverage::report(&ctx));
     signals.extend(also_noticed(&ctx));
     rank::rank(&ctx, signals)

@@ -678,6 +678,10 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
         );
     }
     s.resolved = !s.workloads.is_empty() || !s.pods.is_empty() || !s.nodes.is_empty();
+    if let Some(instance) = super::cloud::subject(obs) {
+        s.objects.push(instance);
+        s.resolved = true;
+    }
     s
 }
 

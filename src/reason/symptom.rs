@@ -246,7 +246,7 @@ pub(crate) fn measure(ctx: &Ctx) -> Symptom {
         s.evidence = ctx.ev(&["alerts"]);
         return s;
     }
-    if measure_expression(ctx, &mut s) {
+    if super::cloud::measure_symptom(ctx, &mut s) || measure_expression(ctx, &mut s) {
         return s;
     }
     // With no alert and no problem there is no claim but the subject's own health.

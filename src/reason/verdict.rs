@@ -25,6 +25,16 @@ pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut
             v.root_cause = format!("No failure: {}", symptom.detail);
             v.suggested_actions.clear();
         }
+        SymptomState::WithinLimits
+            if v.category == Category::Unknown && top.is_none_or(|t| t.benign) =>
+        {
+            v.category = Category::Healthy;
+            v.confidence = v.confidence.max(0.5);
+            v.root_cause = format!(
+                "No failure: {}; no failing check in the gathered evidence",
+                symptom.detail
+            );
+        }
         SymptomState::Cleared => {
             if let Some(change) = recovery(ctx, symptom) {
                 v.root_cause = format!("{}; the recovery followed {change}", v.root_cause);

@@ -129,6 +129,16 @@ fn write_markdown(out: &mut String, inc: &Incident) -> std::fmt::Result {
             a.status.name()
         )?;
     }
+    // What a ticket action created (key or number, and its link), where people look first.
+    for a in &inc.actions {
+        if let (true, ActionStatus::Executed, Some(Ok(result))) = (
+            crate::model::catalog::is_ticket(&a.action.kind),
+            &a.status,
+            &a.result,
+        ) {
+            writeln!(out, "- Ticket: {}", one_line(result))?;
+        }
+    }
     for v in &inc.verifications {
         let mark = if v.passed { "passed" } else { "failed" };
         writeln!(out, "- Verification {mark}: {}", one_line(&v.summary))?;

@@ -81,7 +81,12 @@ pub(crate) fn take_text_evidence(line: &mut Vec<u8>) -> Option<serde_json::Resul
         Err(e) => return Some(Err(e)),
     };
     let text = match String::from_utf8(text) {
-        Ok(text) => text,
+        // Unescaping shortened it, and the read grew the buffer by doubling: what is past the
+        // text is given back rather than held as long as the item.
+        Ok(mut text) => {
+            text.shrink_to_fit();
+            text
+        }
         Err(e) => return Some(Err(serde::de::Error::custom(e))),
     };
     Some(Ok(Record {

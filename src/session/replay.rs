@@ -49,6 +49,9 @@ pub struct Replay {
     last: Incident,
     /// The file lost records since it was opened: `last` is only a chain head now.
     truncated: bool,
+    /// Records that add a large text item `last` holds unchanged: applying one shares that item
+    /// instead of reading its line back, which would hold a second copy of the body.
+    shared: Vec<SharedAdd>,
     /// Records applied so far.
     pos: usize,
     incident: Incident,
@@ -78,6 +81,17 @@ impl Clone for Source {
             )),
         }
     }
+}
+
+/// A record adding a large text evidence item that nothing changes later.
+#[derive(Debug, Clone, Copy)]
+struct SharedAdd {
+    /// The record's index.
+    record: usize,
+    /// The item's position in the final fold's evidence.
+    item: usize,
+    /// Where the record's line ends in the file.
+    end: u64,
 }
 
 /// Records between two remembered offsets: reading record `i` starts at the offset of record
@@ -136,7 +150,7 @@ impl FileRecords {
             self.next = k * OFFSET_EVERY;
         }
         while self.next < i {
-            self.next_line()?;
+            self.skip_line()?;
             self.next += 1;
         }
         self.next_line()?;
@@ -146,8 +160,51 @@ impl FileRecords {
             .filter(|r| r.t.is_finite())
     }
 
+    /// Record `i` was applied without reading it, its line ending at byte `end`: the next read
+    /// starts after it rather than reading it only to skip it.
+    fn passed(&mut self, i: usize, end: u64) {
+        let moved = self.next == i
+            && self
+                .reader
+                .as_mut()
+                .is_some_and(|r| r.seek(SeekFrom::Start(end)).is_ok());
+        // Wherever the reader is otherwise, the next read seeks.
+        self.next = if moved { i + 1 } else { usize::MAX };
+    }
+
+    /// Move past the next record's line (and blank lines before it) without keeping it: a line
+    /// skipped on the way to another can be a whole log.
+    fn skip_line(&mut self) -> Option<()> {
+        let reader = self.reader.as_mut()?;
+        loop {
+            let mut blank = true;
+            loop {
+                let buf = reader.fill_buf().ok()?;
+                if buf.is_empty() {
+                    return (!blank).then_some(());
+                }
+                let (used, ended) = match buf.iter().position(|b| *b == b'\n') {
+                    Some(p) => (p + 1, true),
+                    None => (buf.len(), false),
+                };
+                blank = blank && buf[..used].iter().all(u8::is_ascii_whitespace);
+                reader.consume(used);
+                if ended {
+                    break;
+                }
+            }
+            if !blank {
+                return Some(());
+            }
+        }
+    }
+
     /// Read the next record's line into `line`, past blank lines as the reader skips them.
     fn next_line(&mut self) -> Option<()> {
+        // One very long line must not pin its size for every later read.
+        if self.line.capacity() > 1 << 20 {
+            self.line = Vec::new();
+        }
         let reader = self.reader.as_mut()?;
         loop {
             self.line.clear();
@@ -292,6 +349,10 @@ struct Builder {
     /// The evidence item the last append grew: when appends move on, it is done growing and
     /// gives back its spare capacity.
     growing: Option<usize>,
+    /// Records adding a large text item, candidates for [`Replay::shared`].
+    large_adds: Vec<SharedAdd>,
+    /// Evidence positions appended to after they were added.
+    grown: std::collections::HashSet<usize>,
     prev_t: f64,
     play: f64,
     since_keyframe: usize,
@@ -351,6 +412,8 @@ impl Builder {
             pending: Some(Pending::new(0, Incident::new(), Lens::default(), 0)),
             fold: Incident::new(),
             growing: None,
+            large_adds: Vec::new(),
+            grown: std::collections::HashSet::new(),
             prev_t: 0.0,
             play: 0.0,
             since_keyframe: 0,
@@ -400,6 +463,19 @@ impl Builder {
                 self.shrink_growing();
                 self.growing = target;
             }
+            self.grown.extend(target);
+        }
+        // Only records read from a file (`bytes` > 0) can be passed over when replayed.
+        if let Event::EvidenceAdded { evidence } = &*event
+            && bytes > 0
+            && matches!(&evidence.body, crate::model::EvidenceBody::Text { text, .. }
+                if text.len() >= super::large_line::LARGE_LINE)
+        {
+            self.large_adds.push(SharedAdd {
+                record: i,
+                item: self.fold.evidence.len(),
+                end: bytes,
+            });
         }
         match event {
             std::borrow::Cow::Borrowed(event) => self.fold.apply(t, event),
@@ -463,8 +539,15 @@ impl Builder {
                 text.shrink_to_fit();
             }
         }
+        let grown = self.grown;
+        let shared: Vec<SharedAdd> = self
+            .large_adds
+            .into_iter()
+            .filter(|a| !grown.contains(&a.item) && a.item < self.fold.evidence.len())
+            .collect();
         Replay {
             source,
+            shared,
             times: self.times,
             play_at: self.play_at,
             stage_starts: self.stage_starts,
@@ -762,11 +845,24 @@ impl Replay {
                 }
                 return;
             }
-            Source::File(f) => f.read(self.pos),
+            Source::File(f) => {
+                if !self.truncated
+                    && let Ok(k) = self.shared.binary_search_by_key(&self.pos, |s| s.record)
+                    && let Some(item) = self.last.evidence.get(self.shared[k].item)
+                    && let Some(&t) = self.times.get(self.pos)
+                {
+                    self.incident.apply_shared(t, item.clone());
+                    f.passed(self.pos, self.shared[k].end);
+                    self.pos += 1;
+                    return;
+                }
+                f.read(self.pos)
+            }
         };
         match record {
             Some(r) => {
-                self.incident.apply(r.t, &r.event);
+                // Moved, not copied: the record was read for this fold alone.
+                self.incident.apply_owned(r.t, r.event);
                 self.pos += 1;
             }
             // The file changed under the replay: it ends where the file stopped making sense.
@@ -1288,5 +1384,72 @@ mod tests {
         assert_eq!(r.position(), records.len());
         let expect = Incident::fold(records.iter().map(|r| (r.t, &r.event)));
         assert_eq!(r.incident(), &expect);
+    }
+    #[test]
+    fn a_large_item_nothing_changes_is_shared_with_the_final_fold_not_read_again() {
+        use crate::model::{Evidence, EvidenceBody};
+        let big = |id: &str, t: f64| Record {
+            t,
+            event: Event::EvidenceAdded {
+                evidence: Evidence {
+                    id: id.into(),
+                    kind: "logs".into(),
+                    title: format!("log {id}"),
+                    source: "loki.query_range".into(),
+                    call_id: None,
+                    body: EvidenceBody::Text {
+                        language: "log".into(),
+                        text: format!("{id} \"line\"\n").repeat(20_000),
+                    },
+                },
+            },
+        };
+        let records = vec![
+            rec(0.0, Stage::Gather),
+            big("kept", 1.0),
+            warn(2.0, 1),
+            big("grown", 3.0),
+            Record {
+                t: 4.0,
+                event: Event::EvidenceAppended {
+                    evidence_id: "grown".into(),
+                    text: "one more".into(),
+                },
+            },
+            warn(5.0, 2),
+        ];
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("s.ndjson");
+        let mut text = String::from(
+            r#"{"sitrep_session":1,"id":"s","started":"2026-11-22T09:00:00Z","title":"t"}"#,
+        );
+        text.push_str("\n\n");
+        for r in &records {
+            text.push_str(&serde_json::to_string(r).unwrap_or_default());
+            text.push_str("\n \n");
+        }
+        std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{e}"));
+        let mut r = Replay::open(&path)
+            .map(|o| o.replay)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let shared: Vec<usize> = r.shared.iter().map(|s| s.record).collect();
+        assert_eq!(shared, [1], "the item appended to later is read back");
+        for round in 0..2 {
+            r.seek_index(0);
+            for n in 1..=records.len() {
+                assert!(r.step());
+                let expect = Incident::fold(records[..n].iter().map(|r| (r.t, &r.event)));
+                assert_eq!(r.incident(), &expect, "round {round}, n = {n}");
+            }
+        }
+        let (played, last) = (&r.incident().evidence[0], &r.last.evidence[0]);
+        assert!(Arc::ptr_eq(played, last), "one copy of the body");
+        // Reading a record behind a large line passes over it without holding it.
+        assert_eq!(r.record(2).as_ref(), records.get(2));
+        assert_eq!(r.record(5).as_ref(), records.get(5));
+        match &r.source {
+            Source::File(f) => assert!(f.line.capacity() <= 1 << 20, "{}", f.line.capacity()),
+            Source::Memory(_) => panic!("opened from a file"),
+        }
     }
 }

@@ -133,7 +133,7 @@ pub async fn forward(
                 serde_json::json!({"ref": reference, "approve": false, "reason": reason}),
             ),
             // A follower that is stopped leaves the served session running, undecided.
-            Command::Interrupt { .. } => continue,
+            Command::Interrupt { .. } | Command::Warning { .. } => continue,
             Command::Chat { .. }
             | Command::Note { .. }
             | Command::Cancel

@@ -79,6 +79,10 @@ pub struct Expect {
     pub forbidden_keywords: Vec<String>,
     #[serde(default)]
     pub forbidden_categories: Vec<Category>,
+    /// Words the root cause must not state (a kind of cause finer than a category, such as
+    /// `cpu saturation`); the rest of the report may name them, e.g. as ruled out.
+    #[serde(default)]
+    pub forbidden_cause_keywords: Vec<String>,
     #[serde(default)]
     pub required_evidence: Vec<String>,
     #[serde(default)]

@@ -10,9 +10,9 @@ use crate::integrations::transport::{
     Endpoint, LazyAuth, LiveTransport, RecordingTransport, ReplayTransport, Transport,
 };
 use crate::integrations::{
-    AlertmanagerClient, ErrorKind, GitHubClient, IntegrationError, KubernetesClient, LokiClient,
-    PagerDutyClient, PostgresBackend, PostgresClient, PostgresSettings, PrometheusClient,
-    ResourceChange, SilenceSpec,
+    AlertmanagerClient, ErrorKind, GitHubClient, IntegrationError, JiraClient, KubernetesClient,
+    LokiClient, NewIncident, NewIssue, PagerDutyClient, PostgresBackend, PostgresClient,
+    PostgresSettings, PrometheusClient, ResourceChange, ServiceNowClient, SilenceSpec,
 };
 use crate::model::catalog::{self, ActionKind, Handler};
 use crate::model::{Action, WebhookPayload};
@@ -72,6 +72,20 @@ pub struct World {
     postgres: PostgresClient,
     /// Credentials by reference this world may use, each once the operator approved it.
     keyring: Arc<Keyring>,
+    /// Where tickets are filed (Jira, ServiceNow): live even when the rest of the world replays.
+    tickets: Option<Arc<dyn Transport>>,
+    jira: JiraClient,
+    servicenow: ServiceNowClient,
+    ticket_sinks: Vec<TicketSink>,
+}
+
+/// A configured place to file the investigation's ticket: the action kind, its target and the
+/// params the configuration fixes (project, issue type, category, ...).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TicketSink {
+    pub kind: String,
+    pub target: String,
+    pub params: catalog::Params,
 }
 
 impl std::fmt::Debug for World {
@@ -122,6 +136,10 @@ impl World {
             mcp_servers: Vec::new(),
             postgres: PostgresClient::new(transport.clone()),
             keyring: Arc::default(),
+            tickets: None,
+            jira: JiraClient::new(transport.clone()),
+            servicenow: ServiceNowClient::new(transport.clone()),
+            ticket_sinks: Vec::new(),
             transport,
         }
     }
@@ -191,7 +209,105 @@ impl World {
         let mut world = World::with_transport(transport, Mode::Live, &namespace, repo);
         world.mcp_servers = mcp_names(config);
         world.keyring = keyring;
-        Ok(world)
+        world.with_tickets(config)
+    }
+
+    /// Files tickets where the configuration says (`[integrations.jira]`,
+    /// `[integrations.servicenow]`), over HTTP whatever the rest of the world is: a replayed case
+    /// is investigated again, but its ticket is a real one. Each credential is registered with
+    /// the world's keyring and read only once the operator approves it.
+    pub fn with_tickets(mut self, config: &Config) -> Result<World, WorldError> {
+        let int = &config.integrations;
+        if int.jira.is_none() && int.servicenow.is_none() {
+            return Ok(self);
+        }
+        let mut t = LiveTransport::new()
+            .map_err(|e| WorldError::Config(e.to_string()))?
+            .with_keyring(self.keyring.clone());
+        let mut sinks = Vec::new();
+        let text = |s: &str| Value::String(s.to_string());
+        let basic = |key: &str, integration: &str, user: &str, secret: &str| {
+            let reference =
+                SecretRef::parse(secret).map_err(|e| WorldError::Config(format!("{key}: {e}")))?;
+            self.keyring.register(integration, &reference);
+            Ok::<_, WorldError>(LazyAuth::Basic {
+                username: user.to_string(),
+                reference: reference.to_string(),
+            })
+        };
+        let jira_auth = match &int.jira {
+            Some(j) => Some(basic(
+                "integrations.jira.api_token",
+                "jira",
+                &j.email,
+                &j.api_token,
+            )?),
+            None => None,
+        };
+        let servicenow_auth = match &int.servicenow {
+            Some(n) => Some(basic(
+                "integrations.servicenow.password",
+                "servicenow",
+                &n.username,
+                &n.password,
+            )?),
+            None => None,
+        };
+        if let (Some(j), Some(auth)) = (&int.jira, jira_auth) {
+            let mut ep = endpoint(&j.url, j.timeout_secs, None, Some(auth));
+            ep.headers
+                .push(("Accept".into(), "application/json".into()));
+            t = t.with_endpoint("jira", ep);
+            let mut params = catalog::Params::new();
+            params.insert("project".into(), text(&j.project));
+            params.insert("issue_type".into(), text(&j.issue_type));
+            if !j.labels.is_empty() {
+                params.insert("labels".into(), text(&j.labels.join(",")));
+            }
+            sinks.push(TicketSink {
+                kind: "jira.create_issue".into(),
+                target: format!("project/{}", j.project),
+                params,
+            });
+        }
+        if let (Some(n), Some(auth)) = (&int.servicenow, servicenow_auth) {
+            let mut ep = endpoint(&n.url, n.timeout_secs, None, Some(auth));
+            ep.headers
+                .push(("Accept".into(), "application/json".into()));
+            t = t.with_endpoint("servicenow", ep);
+            let mut params = catalog::Params::new();
+            params.insert("category".into(), text(&n.category));
+            sinks.push(TicketSink {
+                kind: "servicenow.create_incident".into(),
+                target: format!("category/{}", n.category),
+                params,
+            });
+        }
+        let redactor = t.redactor().and_secrets(
+            config
+                .secret_values()
+                .iter()
+                .map(|s| secrecy::ExposeSecret::expose_secret(s).to_string()),
+        );
+        let t: Arc<dyn Transport> = Arc::new(t);
+        let mut jira = JiraClient::new(t.clone()).with_redactor(redactor.clone());
+        if let Some(j) = &int.jira {
+            jira = jira.with_site(j.url.clone());
+        }
+        let mut servicenow = ServiceNowClient::new(t.clone()).with_redactor(redactor);
+        if let Some(n) = &int.servicenow {
+            servicenow = servicenow.with_instance(n.url.clone());
+        }
+        self.jira = jira;
+        self.servicenow = servicenow;
+        self.tickets = Some(t);
+        self.ticket_sinks = sinks;
+        Ok(self)
+    }
+
+    /// Where this world files tickets, as configured.
+    pub fn ticket_sinks(&self) -> &[TicketSink] {
+        &self.ticket_sinks
     }
 
     /// The live world, recording every exchange into `dir` (`sitrep investigate --record DIR`), which then
@@ -240,7 +356,7 @@ impl World {
             World::with_transport(Arc::new(recording), Mode::Recording, &namespace, repo);
         world.mcp_servers = mcp_names(config);
         world.keyring = keyring;
-        Ok(world)
+        world.with_tickets(config)
     }
 
     pub fn mode(&self) -> Mode {
@@ -266,7 +382,7 @@ impl World {
 
     /// Whether `integration` can be asked anything (configured live, or present in the recordings).
     pub fn has(&self, integration: &str) -> bool {
-        self.transport.has(integration)
+        self.transport.has(integration) || self.tickets.as_ref().is_some_and(|t| t.has(integration))
     }
 
     /// The configured GitHub repository (`owner/name`), if any.
@@ -298,6 +414,11 @@ impl World {
     /// The MCP servers this world reaches (configured, or recorded in the case).
     pub fn mcp_servers(&self) -> &[String] {
         &self.mcp_servers
+    }
+
+    /// The transport every request goes through (AWS reads are free functions over it).
+    pub fn transport(&self) -> &dyn Transport {
+        self.transport.as_ref()
     }
 
     pub fn postgres(&self) -> &PostgresClient {
@@ -530,6 +651,53 @@ impl World {
                 } else {
                     self.postgres.terminate_backend(pid).await
                 }
+            }
+            ActionKind::JiraCreateIssue => {
+                let labels = param_str("labels")
+                    .map(|l| {
+                        l.split(',')
+                            .map(|x| x.trim().to_string())
+                            .filter(|x| !x.is_empty())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let issue = NewIssue {
+                    project: name("project")?.to_string(),
+                    issue_type: param_str("issue_type").unwrap_or("Task").to_string(),
+                    summary: name("summary")?.to_string(),
+                    description: param_str("description").unwrap_or_default().to_string(),
+                    labels,
+                };
+                let created = self.jira.create_issue(&issue).await?;
+                Ok(if created.url.is_empty() {
+                    format!("Jira issue {} created", created.key)
+                } else {
+                    format!("Jira issue {} created: {}", created.key, created.url)
+                })
+            }
+            ActionKind::ServiceNowCreateIncident => {
+                let level = |k: &str| {
+                    param_u64(k)
+                        .or_else(|| default_u64(k))
+                        .map(|v| u8::try_from(v).unwrap_or(u8::MAX))
+                        .unwrap_or(2)
+                };
+                let incident = NewIncident {
+                    short_description: name("short_description")?.to_string(),
+                    description: param_str("description").unwrap_or_default().to_string(),
+                    urgency: level("urgency"),
+                    impact: level("impact"),
+                    category: name("category")?.to_string(),
+                };
+                let created = self.servicenow.create_incident(&incident).await?;
+                Ok(if created.url.is_empty() {
+                    format!("ServiceNow incident {} created", created.number)
+                } else {
+                    format!(
+                        "ServiceNow incident {} created: {}",
+                        created.number, created.url
+                    )
+                })
             }
             ActionKind::RevertPr => {
                 let repo = param_str("repo")
@@ -801,6 +969,23 @@ async fn live_transport(
         )
         .map_err(WorldError::Config)?;
         t = t.with_postgres(backend);
+    }
+    if let Some(a) = &int.aws {
+        // References are registered with the keyring here and read once approved.
+        let backend = crate::integrations::aws::AwsBackend::new(
+            crate::integrations::aws::AwsSettings {
+                region: a.region.clone(),
+                endpoint_url: a.endpoint_url.clone(),
+                profile: a.profile.clone(),
+                access_key_id: a.access_key_id.clone(),
+                secret_access_key: a.secret_access_key.clone(),
+                session_token: a.session_token.clone(),
+                timeout: Duration::from_secs(a.timeout_secs.max(1)),
+            },
+            keyring.clone(),
+        )
+        .map_err(WorldError::Config)?;
+        t = t.with_aws(backend);
     }
     let mut repo = None;
     if let Some(g) = &int.github {

@@ -679,6 +679,7 @@ impl World {
             // instead (`world.toml` `verdict_forbidden`, see runner.rs).
             forbidden_keywords: Vec::new(),
             forbidden_categories: e.forbidden_categories.clone(),
+            forbidden_cause_keywords: Vec::new(),
             required_evidence: Vec::new(),
             ruling_out_keywords: Vec::new(),
         }

@@ -1,0 +1,274 @@
+//! The Kubernetes check: `GET /version`, then one `SelfSubjectAccessReview` per permission
+//! sitrep needs (reads always, the writes of its actions unless they are off), naming each one
+//! the account lacks.
+
+use super::credentials::{self, Credential};
+use super::{Finding, Options, Planned, request_timeout};
+use crate::config::{Config, Kubernetes};
+use crate::integrations::transport::{Endpoint, LiveTransport, Request, RequestBody, Transport};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// One permission: verb, API group, resource (with subresource), namespaced or cluster-wide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Permission {
+    pub verb: &'static str,
+    pub group: &'static str,
+    pub resource: &'static str,
+    pub subresource: &'static str,
+    pub namespaced: bool,
+}
+
+const fn p(
+    verb: &'static str,
+    group: &'static str,
+    resource: &'static str,
+    subresource: &'static str,
+    namespaced: bool,
+) -> Permission {
+    Permission {
+        verb,
+        group,
+        resource,
+        subresource,
+        namespaced,
+    }
+}
+
+/// What the specialists read.
+pub const READS: &[Permission] = &[
+    p("get", "", "pods", "", true),
+    p("list", "", "pods", "", true),
+    p("get", "", "pods", "log", true),
+    p("list", "", "events", "", true),
+    p("get", "apps", "deployments", "", true),
+    p("list", "apps", "deployments", "", true),
+    p("list", "apps", "replicasets", "", true),
+    p("list", "", "nodes", "", false),
+];
+
+/// What the actions change: rollouts, scale and resources (patch deployments), deleting a pod,
+/// cordon (patch nodes) and drain (evictions).
+pub const WRITES: &[Permission] = &[
+    p("patch", "apps", "deployments", "", true),
+    p("delete", "", "pods", "", true),
+    p("patch", "", "nodes", "", false),
+    p("create", "", "pods", "eviction", true),
+];
+
+impl Permission {
+    /// `list pods`, `get pods/log`, `patch deployments.apps`.
+    pub fn describe(&self) -> String {
+        let mut resource = self.resource.to_string();
+        if !self.group.is_empty() {
+            resource = format!("{resource}.{}", self.group);
+        }
+        if !self.subresource.is_empty() {
+            resource = format!("{}/{}", self.resource, self.subresource);
+        }
+        format!("{} {resource}", self.verb)
+    }
+
+    /// The review's body, per the `authorization.k8s.io/v1` API reference.
+    pub fn review(&self, namespace: &str) -> Value {
+        let mut attrs = json!({
+            "verb": self.verb,
+            "group": self.group,
+            "resource": self.resource,
+        });
+        if !self.subresource.is_empty() {
+            attrs["subresource"] = json!(self.subresource);
+        }
+        if self.namespaced {
+            attrs["namespace"] = json!(namespace);
+        }
+        json!({
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attrs},
+        })
+    }
+}
+
+pub fn plan(config: &Config, options: &Options) -> Vec<Planned> {
+    let Some(k) = config.integrations.kubernetes.clone() else {
+        return vec![Planned::absent("kubernetes")];
+    };
+    let config = config.clone();
+    let read_only = options.read_only || config.policy.read_only;
+    vec![Planned::run("kubernetes", async move {
+        match check(&config, &k, read_only).await {
+            Ok(f) | Err(f) => f,
+        }
+    })]
+}
+
+async fn check(config: &Config, k: &Kubernetes, read_only: bool) -> Result<Finding, Finding> {
+    let timeout = request_timeout(k.timeout_secs);
+    let (transport, where_, mut namespace, reference) = match &k.url {
+        Some(url) => {
+            let credential =
+                credentials::of(config, "integrations.kubernetes.auth", k.auth.as_ref()).await?;
+            let (auth, reference) = match credential {
+                Credential::None => (None, None),
+                Credential::Resolved(a) => (Some(a), None),
+                Credential::Reference { reference, note } => {
+                    (None, Some(format!("{note}, {reference} not read")))
+                }
+            };
+            let ep = Endpoint::new(url.trim_end_matches('/'))
+                .timeout(timeout)
+                .auth(auth);
+            let t = LiveTransport::new()
+                .map_err(|e| Finding::failed(e.to_string(), ""))?
+                .with_endpoint("kubernetes", ep);
+            (t, url.clone(), "default".to_string(), reference)
+        }
+        None => {
+            let client = kube_client(k, timeout).await?;
+            let ns = client.default_namespace().to_string();
+            let t = LiveTransport::new()
+                .map_err(|e| Finding::failed(e.to_string(), ""))?
+                .with_kube(client, timeout);
+            let where_ = k
+                .context
+                .as_deref()
+                .map(|c| format!("context {c}"))
+                .unwrap_or_else(|| "the kubeconfig's cluster".into());
+            (t, where_, ns, None)
+        }
+    };
+    if let Some(ns) = &k.namespace {
+        namespace = ns.clone();
+    }
+    let req = Request::get("kubernetes", "/version");
+    let version = transport
+        .send(&req)
+        .await
+        .and_then(|r| r.json(&req))
+        .map_err(|e| Finding::from_error(&e, &where_))?;
+    let version = version
+        .get("gitVersion")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let Some(reference) = reference {
+        // Without its credential the account's permissions cannot be asked about.
+        return Ok(Finding::ok(
+            version,
+            format!("permissions not checked, {reference}"),
+        ));
+    }
+    let mut wanted: Vec<Permission> = READS.to_vec();
+    if !read_only {
+        wanted.extend_from_slice(WRITES);
+    }
+    let reviews = wanted.iter().map(|perm| {
+        let transport = &transport;
+        let namespace = namespace.as_str();
+        async move {
+            let req = Request::new(
+                "kubernetes",
+                "POST",
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            )
+            .body(RequestBody::Json(perm.review(namespace)));
+            let answer = transport.send(&req).await.and_then(|r| r.json(&req));
+            (*perm, answer)
+        }
+    });
+    let answers = futures::future::join_all(reviews).await;
+    let mut denied = Vec::new();
+    for (perm, answer) in answers {
+        match answer {
+            Err(e) => return Err(Finding::from_error(&e, &where_).with_version(version)),
+            Ok(v) => {
+                if v.pointer("/status/allowed") != Some(&Value::Bool(true)) {
+                    denied.push(perm);
+                }
+            }
+        }
+    }
+    if denied.is_empty() {
+        let what = if read_only {
+            "reads allowed"
+        } else {
+            "reads and actions allowed"
+        };
+        return Ok(Finding::ok(
+            version,
+            format!("{what} in namespace {namespace}"),
+        ));
+    }
+    let names: Vec<String> = denied.iter().map(Permission::describe).collect();
+    let scope = if denied.iter().any(|p| p.namespaced) {
+        format!(" in namespace {namespace}")
+    } else {
+        String::new()
+    };
+    let reads_denied = denied.iter().any(|p| READS.contains(p));
+    let fix = if reads_denied {
+        "bind the account a Role/ClusterRole granting these verbs (e.g. the built-in `view` plus nodes)"
+    } else {
+        "grant these verbs for the actions, or run with --read-only"
+    };
+    Err(
+        Finding::failed(format!("cannot {}{scope}", names.join(", cannot ")), fix)
+            .with_version(version),
+    )
+}
+
+/// A kube client from the kubeconfig (file and context as configured), or the in-cluster account.
+async fn kube_client(k: &Kubernetes, timeout: Duration) -> Result<kube::Client, Finding> {
+    let fail = |e: String| {
+        Finding::failed(
+            format!("kubeconfig: {e}"),
+            "check `kubeconfig`/`context` in [integrations.kubernetes], or set `url`",
+        )
+    };
+    let options = kube::config::KubeConfigOptions {
+        context: k.context.clone(),
+        ..Default::default()
+    };
+    let cfg = match &k.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| fail(format!("{}: {e}", path.display())))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(|e| fail(e.to_string()))?
+        }
+        None if k.context.is_some() => kube::Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| fail(e.to_string()))?,
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| fail(e.to_string()))?,
+    };
+    let mut cfg = cfg;
+    cfg.read_timeout = Some(timeout);
+    cfg.connect_timeout = Some(timeout);
+    kube::Client::try_from(cfg).map_err(|e| fail(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permissions_read_as_kubectl_says_them() {
+        assert_eq!(READS[1].describe(), "list pods");
+        assert_eq!(READS[2].describe(), "get pods/log");
+        assert_eq!(READS[6].describe(), "list replicasets.apps");
+        let review = READS[7].review("payments");
+        assert!(
+            review
+                .pointer("/spec/resourceAttributes/namespace")
+                .is_none()
+        );
+        let review = READS[2].review("payments");
+        assert_eq!(
+            review.pointer("/spec/resourceAttributes/subresource"),
+            Some(&json!("log"))
+        );
+    }
+}
