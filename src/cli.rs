@@ -1460,9 +1460,13 @@ fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
 fn read_alert(file: &Path) -> anyhow::Result<crate::model::WebhookPayload> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    if crate::model::is_cloudwatch_alarm(&text) {
+        return crate::model::parse_cloudwatch_alarm(&text)
+            .with_context(|| format!("{}: not a CloudWatch alarm notification", file.display()));
+    }
     crate::model::WebhookPayload::parse(&text).with_context(|| {
         format!(
-            "{}: not an Alertmanager webhook payload (version 4)",
+            "{}: not an Alertmanager webhook payload (version 4) nor a CloudWatch alarm notification",
             file.display()
         )
     })

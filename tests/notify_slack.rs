@@ -822,8 +822,43 @@ async fn a_critical_action_needs_a_second_operator_whatever_the_surface() {
         "one operator is not two: {view}"
     );
     approve_as(BOB).await;
+    // The other high-risk proposals are denied with their messages' deny buttons.
+    let mut denied_in_slack = Vec::new();
+    for m in approval_messages(&seen) {
+        let Some(v) = button(&m, "sitrep_deny") else {
+            continue;
+        };
+        if v["action"] == critical.as_str() {
+            continue;
+        }
+        let body = press_body("U123ABC", "sitrep_deny", &v);
+        let ok = press(
+            &served,
+            &body,
+            chrono::Utc::now().timestamp(),
+            SIGNING_SECRET,
+        )
+        .await;
+        assert!(
+            ok["text"].as_str().is_some_and(|t| t.contains("denial")),
+            "{ok}"
+        );
+        denied_in_slack.push(v["action"].as_str().unwrap_or_default().to_string());
+    }
+    assert!(
+        !denied_in_slack.is_empty(),
+        "the case proposes other high actions"
+    );
     deny_the_rest(&served, &id, std::slice::from_ref(&critical)).await;
     let events = events(dir.path());
+    for action in &denied_in_slack {
+        assert!(
+            events.iter().any(|e| matches!(e,
+                Event::ApprovalDenied { action_id, by, via, .. }
+                    if action_id == action && by == "alice" && via == "slack user U123ABC")),
+            "{action} denied in Slack: {events:?}"
+        );
+    }
     let approvals: Vec<(String, String)> = events
         .iter()
         .filter_map(|e| match e {

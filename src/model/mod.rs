@@ -1,5 +1,6 @@
 //! The domain model: events, commands, the incident fold and the plain data they carry. No I/O.
 
+mod alarm;
 mod alert;
 pub mod catalog;
 mod cloud;
@@ -12,6 +13,7 @@ mod memory;
 pub mod text;
 mod types;
 
+pub use alarm::{is_alarm as is_cloudwatch_alarm, parse as parse_cloudwatch_alarm};
 pub use alert::{Alert, AlertStatus, PayloadError, WebhookPayload, label_fingerprint};
 pub use cloud::{CloudFact, MetricQuery, MetricSeries, PiKey, PiSeries, RdsEvent, RdsInstance};
 pub use diagnosis::{Check, CheckStatus, SubjectObject, Symptom, SymptomState, steps_text};

@@ -1,9 +1,10 @@
-//! Slack: Block Kit messages about served investigations (a decision needed, how one ended) sent
-//! through a bounded queue by one task, and the checks on the approve and deny buttons' presses.
+//! Slack: Block Kit messages about served investigations, and the checks on their buttons' presses.
 //!
-//! Messages go to an incoming webhook or to `chat.postMessage`; both the URL and the token are
-//! secrets, resolved once at start from their references and masked everywhere after. A send that
-//! fails is handed back to the caller as a warning (recorded in the session); nothing waits on it.
+//! Two messages: a decision is needed (a high or critical action waits), and how an investigation
+//! ended. They are sent in order by one task through a bounded queue, to an incoming webhook or
+//! to `chat.postMessage`; the URL and the token are secrets, resolved once at start from their
+//! references and masked everywhere after. A send that fails is handed back to the caller as a
+//! warning (recorded in the session); nothing waits on it.
 
 use crate::config::SlackNotify;
 use crate::integrations::pagerduty::hmac_sha256;

@@ -709,6 +709,34 @@ pub(crate) fn measure_symptom(ctx: &Ctx, s: &mut Symptom) -> bool {
     };
     let refused = refusal(ctx, &rds);
     let what = format!("{metric} on {on}");
+    // A CloudWatch alarm carries its own threshold and comparison: they decide.
+    let alarm = alarm_threshold(ctx).map(|(t, above)| {
+        let last = st.points.last().map(|p| p.1).unwrap_or(st.end);
+        (t, above, if above { last > t } else { last < t })
+    });
+    if let Some((t, above, breached)) = alarm {
+        let f2 = formatter(metric);
+        if breached {
+            s.state = SymptomState::Confirmed;
+            s.onset = st.crossed(t, above);
+            s.detail = format!(
+                "{what} {} against the alarm's threshold {}",
+                st.range(f2),
+                f2(t)
+            );
+            return true;
+        }
+        if !departed_now {
+            s.state = SymptomState::Cleared;
+            s.detail = format!(
+                "{what} is back on the right side of the alarm's threshold {}: {}",
+                f2(t),
+                st.range(f2)
+            );
+            s.cleared_at = st.points.last().map(|p| p.0);
+            return true;
+        }
+    }
     if departed_now || near || (refused.is_some() && metric == "DatabaseConnections") {
         s.state = SymptomState::Confirmed;
         let onset_level = if high {
@@ -783,6 +811,17 @@ pub(crate) fn measure_symptom(ctx: &Ctx, s: &mut Symptom) -> bool {
         if high { "high" } else { "low" }
     );
     true
+}
+
+/// The threshold an alarm states (`threshold` and `comparison` labels), and whether above it is bad.
+fn alarm_threshold(ctx: &Ctx) -> Option<(f64, bool)> {
+    let a = ctx.obs.alert.as_ref()?;
+    let t: f64 = a.labels.get("threshold")?.trim().parse().ok()?;
+    let above = !a
+        .labels
+        .get("comparison")
+        .is_some_and(|c| c.to_ascii_lowercase().contains("lessthan"));
+    Some((t, above))
 }
 
 /// The least absolute change that counts, so noise around zero is no departure.
