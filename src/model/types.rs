@@ -125,7 +125,7 @@ impl Category {
     pub fn rule(self) -> &'static str {
         match self {
             Category::Healthy => {
-                "the symptom was measured back to normal, or the alert resolved, or it fires by design; never because something else looks fine"
+                "the symptom was measured back to normal, or the alert resolved, or it fires by design, or the value it watches was measured within its hard limit with nothing failing (a warning threshold crossed); never because something else looks fine"
             }
             Category::ResourceExhaustion => {
                 "a limit or a capacity is reached: a memory or CPU limit, a quota, a full disk, a connection pool, nodes without room, a lock everyone waits on"

@@ -96,6 +96,8 @@ pub(crate) struct Rds<'a> {
     pub top_waits: Vec<&'a PiKey>,
     /// Whether any CloudWatch series was read at all.
     pub has_metrics: bool,
+    /// Metrics asked for that CloudWatch had no data for (`instance Metric`): gaps, not zeros.
+    pub missing: Vec<String>,
     ev_metrics: Vec<EvidenceId>,
     ev_events: Vec<EvidenceId>,
     ev_pi: Vec<EvidenceId>,
@@ -170,9 +172,16 @@ impl<'a> Rds<'a> {
         let mut waits = Vec::new();
         let mut top_sql = Vec::new();
         let mut top_waits = Vec::new();
+        let mut missing = Vec::new();
         let mine = |i: &str| i == id || replicas.iter().any(|r| r == i);
         for f in &obs.cloud {
             match f {
+                CloudFact::Metric(m) if mine(&m.instance) && m.points.is_empty() => {
+                    let gap = format!("{} {}", m.instance, m.metric);
+                    if !missing.contains(&gap) {
+                        missing.push(gap);
+                    }
+                }
                 CloudFact::Metric(m) if mine(&m.instance) && !m.points.is_empty() => {
                     series.insert((m.instance.clone(), m.metric.clone()), m);
                 }
@@ -199,6 +208,7 @@ impl<'a> Rds<'a> {
             top_sql,
             top_waits,
             has_metrics,
+            missing,
             ev_metrics: ctx.ev(&[EV_METRICS]),
             ev_events: ctx.ev(&[EV_EVENTS]),
             ev_pi: ctx.ev(&[EV_PI]),
@@ -993,6 +1003,21 @@ pub(crate) fn analyze(ctx: &Ctx) -> Vec<Signal> {
     if !failing {
         out.push(all_within_bounds(ctx, &rds, &mut ruled));
     }
+    if !rds.missing.is_empty() {
+        out.push(Signal {
+            analyzer: "rds_gaps",
+            summary: format!(
+                "CloudWatch had no data for {}: not measured, not zero",
+                super::list_names(&rds.missing, 8)
+            ),
+            detail: "checks that need these metrics could not be made".into(),
+            category: Category::Unknown,
+            confidence: 0.2,
+            evidence: rds.metric_evidence(),
+            objects: vec![rds.object()],
+            ..Signal::default()
+        });
+    }
     if let Some(first) = out.first_mut() {
         first.ruled_out.extend(ruled);
     }
@@ -1772,13 +1797,21 @@ fn all_within_bounds(ctx: &Ctx, rds: &Rds, ruled: &mut Vec<RuledOut>) -> Signal 
         confidence: 0.8,
         evidence: rds.with_pi(rds.with_events(rds.metric_evidence())),
         cause: Some(format!(
-            "No failure on {}: every measured metric stayed within normal bounds ({}); {events}{pi}",
+            "No failure on {}: every measured metric stayed within normal bounds ({}); {events}{pi}{gaps}",
             rds.id,
             checks
                 .iter()
                 .map(|c| c.words.clone())
                 .collect::<Vec<_>>()
                 .join("; "),
+            gaps = if rds.missing.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; not measured (no data): {}",
+                    super::list_names(&rds.missing, 8)
+                )
+            },
         )),
         benign: true,
         objects: vec![rds.object()],
