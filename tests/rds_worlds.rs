@@ -45,9 +45,15 @@ enum Class {
     Failover,
     NoisyHealthy,
     HealthCheck,
+    /// CPU saturated for a while, back to its level before the end.
+    Recovered,
+    /// A CPU alert with no CPUUtilization in CloudWatch: Performance Insights' load tells.
+    CpuFromInsights,
+    /// A storage alert with neither FreeStorageSpace nor events nor insights: nothing measures it.
+    Unmeasured,
 }
 
-const CLASSES: [Class; 7] = [
+const CLASSES: [Class; 10] = [
     Class::Cpu,
     Class::Connections,
     Class::Storage,
@@ -55,13 +61,17 @@ const CLASSES: [Class; 7] = [
     Class::Failover,
     Class::NoisyHealthy,
     Class::HealthCheck,
+    Class::Recovered,
+    Class::CpuFromInsights,
+    Class::Unmeasured,
 ];
 
 impl Class {
     fn expected(self) -> Category {
         match self {
             Class::Failover => Category::Infrastructure,
-            Class::NoisyHealthy | Class::HealthCheck => Category::Healthy,
+            Class::NoisyHealthy | Class::HealthCheck | Class::Recovered => Category::Healthy,
+            Class::Unmeasured => Category::Unknown,
             _ => Category::ResourceExhaustion,
         }
     }
@@ -74,12 +84,16 @@ impl Class {
             Class::ReplicationLag => &["replication lag", "write-heavy workload"],
             Class::Failover => &["failover"],
             Class::NoisyHealthy | Class::HealthCheck => &["no failure"],
+            Class::Recovered => &["recovered", "cpu saturation"],
+            Class::CpuFromInsights => &["cpu saturation", "no data"],
+            Class::Unmeasured => &["freestoragespace"],
         }
     }
     /// Words the root cause must not hold.
     fn not_cause(self) -> &'static [&'static str] {
         match self {
-            Class::Cpu => &["connection exhaustion"],
+            Class::Cpu | Class::CpuFromInsights | Class::Recovered => &["connection exhaustion"],
+            Class::Unmeasured => &["no failure"],
             Class::Connections | Class::ReplicationLag | Class::Storage => &["cpu saturation"],
             _ => &["cpu saturation", "connection exhaustion"],
         }
@@ -357,6 +371,45 @@ fn generate(r: &Rng, class: Class, n_world: usize, root: &Path) -> World {
                 "DatabaseConnections on {name} above the warning threshold. No errors reported."
             );
         }
+        Class::Recovered | Class::CpuFromInsights => {
+            let peak = r.f(90.0, 98.0);
+            cpu = ramp(r, n, cpu[0], peak, at, 1.0);
+            if class == Class::Recovered {
+                // Saturated from the onset, back to its level for the last third of the window.
+                let back = n - n / 3;
+                let level = r.f(15.0, 30.0);
+                for (i, v) in cpu.iter_mut().enumerate() {
+                    if i >= back {
+                        *v = level + r.f(-2.0, 2.0);
+                    } else if i >= at {
+                        *v = peak + r.f(-1.5, 1.5);
+                    }
+                }
+            }
+            load = ramp(r, n, load[0], vcpus * r.f(1.0, 1.3), at, 0.05);
+            top_sql.insert(
+                0,
+                json!({
+                    "statement": "SELECT * FROM orders WHERE status = $1",
+                    "db_load_avg": vcpus * 0.9,
+                    "wait_events": [{"name": "CPU", "type": "CPU", "db_load_avg": vcpus * 0.8}],
+                }),
+            );
+            top_waits.insert(
+                0,
+                json!({"name": "CPU", "type": "CPU", "db_load_avg": vcpus * 0.85}),
+            );
+            alertname = r
+                .pick(&["RDSCPUUtilizationHigh", "DatabaseCPUHigh"])
+                .to_string();
+            summary = format!("CPU on {name} above 85%.");
+        }
+        Class::Unmeasured => {
+            alertname = r
+                .pick(&["RDSFreeStorageSpaceLow", "DatabaseDiskAlmostFull"])
+                .to_string();
+            summary = format!("Free storage on {name} is low.");
+        }
         Class::HealthCheck => {
             severity = "info";
             alertname = r
@@ -373,8 +426,12 @@ fn generate(r: &Rng, class: Class, n_world: usize, root: &Path) -> World {
     {
         cpu[0] = r.f(85.0, 95.0);
     }
-    if r.chance(0.5) {
+    if r.chance(0.5) && class != Class::Unmeasured {
         events.push(json!({"date": stamps[0].clone(), "message": format!("Automated backup finished for DB instance {name}."), "source_identifier": name, "source_type": "db-instance", "event_categories": ["backup"]}));
+    }
+    // A misleading event at the onset: a change that waits for a reboot that never happened.
+    if matches!(class, Class::Cpu | Class::Connections | Class::Storage) && r.chance(0.5) {
+        events.push(json!({"date": stamps[at].clone(), "message": format!("DB parameter group {name}-pg applied. The DB instance needs to be rebooted for the changes to take effect."), "source_identifier": name, "source_type": "db-instance", "event_categories": ["configuration change"]}));
     }
 
     let mut results = vec![
@@ -419,10 +476,16 @@ fn generate(r: &Rng, class: Class, n_world: usize, root: &Path) -> World {
         Class::Connections | Class::Failover | Class::NoisyHealthy => "DatabaseConnections",
         Class::Storage => "FreeStorageSpace",
         Class::ReplicationLag => "WriteIOPS",
-        Class::HealthCheck => "CPUUtilization",
+        Class::HealthCheck | Class::Recovered => "CPUUtilization",
+        Class::CpuFromInsights | Class::Unmeasured => "",
     };
     results.retain(|s| {
         let m = s["metric_name"].as_str().unwrap_or("");
+        if (class == Class::CpuFromInsights && m == "CPUUtilization")
+            || (class == Class::Unmeasured && m == "FreeStorageSpace")
+        {
+            return false;
+        }
         m == essential
             || (m == "TransactionLogsGeneration" && class == Class::ReplicationLag)
             || !r.chance(0.15)
@@ -514,7 +577,7 @@ fn generate(r: &Rng, class: Class, n_world: usize, root: &Path) -> World {
             }
         }
     }
-    if !(class == Class::Failover && r.chance(0.5)) {
+    if !(class == Class::Failover && r.chance(0.5)) && class != Class::Unmeasured {
         write(
             "aws_performance_insights.json",
             &json!({

@@ -806,11 +806,9 @@ impl Run {
             let integration = catalog::lookup(&action.kind)
                 .map(|e| e.integration)
                 .unwrap_or_default();
-            if let Some(reference) = self.tools.pending_credential(integration)
-                && let Err(error) =
-                    guard(&self.token, self.caller.credential(integration, &reference))
-                        .await
-                        .unwrap_or_else(|_| Err("cancelled before it ran".into()))
+            if let Err(error) = guard(&self.token, self.caller.credentials_for(integration))
+                .await
+                .unwrap_or_else(|_| Err("cancelled before it ran".into()))
             {
                 self.emit(Event::ActionFailed {
                     action_id: action.id.clone(),

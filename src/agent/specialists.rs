@@ -233,10 +233,7 @@ impl Caller {
             return None;
         }
         let integration = tool.split('.').next().unwrap_or(tool);
-        let refused = match self.tools.pending_credential(integration) {
-            Some(reference) => self.credential(integration, &reference).await.err(),
-            None => None,
-        };
+        let refused = self.credentials_for(integration).await.err();
         let call_id = {
             let mut j = lock(&self.journal);
             let call_id = j.next_id("call");
@@ -351,6 +348,23 @@ impl Caller {
 
 /// ReplicaSets as rollout changes, newest first, so a deploy can be lined up with an onset.
 impl Caller {
+    /// Asks for every credential of `integration` still waiting for a decision (an AWS key ID and
+    /// its secret are two references), one after another; the first refusal stops the call.
+    pub(super) async fn credentials_for(&self, integration: &str) -> Result<(), String> {
+        let mut asked: Vec<String> = Vec::new();
+        while let Some(reference) = self.tools.pending_credential(integration) {
+            // A decision the world did not take up would be asked for forever.
+            if asked.contains(&reference) {
+                return Err(format!(
+                    "credential {reference} is still waiting for a decision"
+                ));
+            }
+            self.credential(integration, &reference).await?;
+            asked.push(reference);
+        }
+        Ok(())
+    }
+
     /// Asks the operator (once per reference and session) whether `integration` may read its
     /// credential; waits for the recorded decision and hands it to the world.
     pub(super) async fn credential(

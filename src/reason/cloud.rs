@@ -72,7 +72,8 @@ pub fn class_memory_bytes(class: &str) -> Option<f64> {
 /// vCPUs of an instance size (`large` 2, `xlarge` 4, `2xlarge` 8, ...).
 pub fn vcpus(size: &str) -> Option<f64> {
     match size {
-        "large" => Some(2.0),
+        // Burstable classes below large have two vCPUs too.
+        "micro" | "small" | "medium" | "large" => Some(2.0),
         "xlarge" => Some(4.0),
         s => s
             .strip_suffix("xlarge")
@@ -98,6 +99,8 @@ pub(crate) struct Rds<'a> {
     pub has_metrics: bool,
     /// Metrics asked for that CloudWatch had no data for (`instance Metric`): gaps, not zeros.
     pub missing: Vec<String>,
+    /// When the symptom began: Performance Insights' load is averaged from then on.
+    pub since: Option<DateTime<Utc>>,
     ev_metrics: Vec<EvidenceId>,
     ev_events: Vec<EvidenceId>,
     ev_pi: Vec<EvidenceId>,
@@ -209,6 +212,7 @@ impl<'a> Rds<'a> {
             top_waits,
             has_metrics,
             missing,
+            since: None,
             ev_metrics: ctx.ev(&[EV_METRICS]),
             ev_events: ctx.ev(&[EV_EVENTS]),
             ev_pi: ctx.ev(&[EV_PI]),
@@ -298,8 +302,7 @@ impl<'a> Rds<'a> {
         // the mean of the total series (sampled differently), their sum is the better total.
         let keys: f64 = self.top_sql.iter().map(|k| k.total).sum();
         let total_load = self
-            .load
-            .map(|l| mean(&l.points))
+            .load_now()
             .into_iter()
             .chain([keys])
             .fold(None, |acc: Option<f64>, t| {
@@ -312,6 +315,19 @@ impl<'a> Rds<'a> {
             total_load,
             wait: top.top_wait(),
         })
+    }
+
+    /// The mean DB load since the symptom began (the whole window when its start is not known).
+    fn load_now(&self) -> Option<f64> {
+        let l = self.load?;
+        let since: Vec<(DateTime<Utc>, f64)> = l
+            .points
+            .iter()
+            .filter(|p| self.since.is_none_or(|s| p.0 >= s))
+            .cloned()
+            .collect();
+        let pts = if since.is_empty() { &l.points } else { &since };
+        (!pts.is_empty()).then(|| mean(pts))
     }
 
     /// The wait event with the most load, and its load.
@@ -707,12 +723,18 @@ pub(crate) fn measure_symptom(ctx: &Ctx, s: &mut Symptom) -> bool {
     } else {
         high && lim.as_ref().is_some_and(|(l, _)| st.end >= NEAR_LIMIT * l)
     };
-    let departed_now = if high {
+    // CPU has a hard ceiling: only near it is it the problem, whatever its level before.
+    let cpu = metric == "CPUUtilization";
+    let departed_now = if cpu {
+        st.end >= CPU_SATURATED
+    } else if high {
         st.end >= st.base * DEPARTED && st.end - st.base > floor(metric)
     } else {
         st.end <= st.base / DEPARTED && st.base - st.end > floor(metric)
     };
-    let departed_ever = if high {
+    let departed_ever = if cpu {
+        st.count_past(CPU_SATURATED, true) >= 2
+    } else if high {
         st.max >= st.base * DEPARTED && st.max - st.base > floor(metric)
     } else {
         st.min <= st.base / DEPARTED && st.base - st.min > floor(metric)
@@ -894,7 +916,7 @@ fn health_checks(rds: &Rds) -> Vec<HealthCheck> {
     let mut out = Vec::new();
     if let Some(c) = rds.own("CPUUtilization") {
         out.push(HealthCheck {
-            ok: c.count_past(CPU_SATURATED, true) < 3,
+            ok: !cpu_sustained(&c),
             words: format!("CPU {}–{}", pct(c.min), pct(c.max)),
         });
     }
@@ -914,12 +936,7 @@ fn health_checks(rds: &Rds) -> Vec<HealthCheck> {
         });
     }
     if let Some(c) = rds.own("FreeStorageSpace") {
-        let allocated = rds
-            .instance
-            .and_then(|i| i.allocated_storage_gib)
-            .map(|g| g * GIB);
-        let ok = allocated.is_none_or(|a| c.min > 0.1 * a)
-            && !(c.end <= c.base / DEPARTED && c.base - c.end > floor("FreeStorageSpace"));
+        let ok = !storage_failing(rds, &c);
         out.push(HealthCheck {
             ok,
             words: format!("free storage {}–{}", gb(c.min), gb(c.max)),
@@ -989,6 +1006,9 @@ pub(crate) fn analyze(ctx: &Ctx) -> Vec<Signal> {
         return Vec::new();
     }
     let onset = symptom_window(ctx, &rds);
+    let mut rds = rds;
+    rds.since = onset.map(|o| o.0);
+    let rds = rds;
     let mut out = Vec::new();
     out.extend(failover(ctx, &rds, onset));
     out.extend(storage(&rds));
@@ -998,9 +1018,11 @@ pub(crate) fn analyze(ctx: &Ctx) -> Vec<Signal> {
     out.extend(memory(&rds));
     out.extend(io(&rds));
     out.extend(wraparound(&rds));
+    settle_signals(ctx, &rds, &mut out);
     let failing = out.iter().any(|s| s.cause.is_some() && !s.benign);
+    let recovered = out.iter().any(|s| s.cause.is_some() && s.benign);
     let mut ruled = ruled_out(&rds, onset, &out);
-    if !failing {
+    if !failing && !recovered {
         out.push(all_within_bounds(ctx, &rds, &mut ruled));
     }
     if !rds.missing.is_empty() {
@@ -1022,6 +1044,62 @@ pub(crate) fn analyze(ctx: &Ctx) -> Vec<Signal> {
         first.ruled_out.extend(ruled);
     }
     out
+}
+
+/// The analyzer whose check reads the metric the alert claims about.
+fn analyzer_of(metric: &str, bad: Bad) -> &'static str {
+    match (metric, bad) {
+        ("CPUUtilization", _) => "rds_cpu",
+        ("DatabaseConnections", Bad::High) => "rds_connections",
+        ("DatabaseConnections", Bad::Low) => "rds_failover",
+        ("FreeStorageSpace", _) => "rds_storage",
+        ("ReplicaLag", _) => "rds_replication_lag",
+        ("FreeableMemory" | "SwapUsage", _) => "rds_memory",
+        ("MaximumUsedTransactionIDs", _) => "rds_wraparound",
+        _ => "rds_io",
+    }
+}
+
+/// Ties the checks to the symptom: the check of the alert's own metric ranks first among equals;
+/// a symptom measured back to normal makes every cause but a failover history ("recovered");
+/// a second failure at the same time is named in the first's root cause.
+fn settle_signals(ctx: &Ctx, rds: &Rds, out: &mut [Signal]) {
+    let mut symptom = Symptom::default();
+    let measured = measure_symptom(ctx, &mut symptom);
+    if let Some((metric, bad)) = claimed_metric(ctx) {
+        let own = analyzer_of(metric, bad);
+        for s in out
+            .iter_mut()
+            .filter(|s| s.analyzer == own && s.cause.is_some())
+        {
+            s.confidence = (s.confidence + 0.05).min(0.95);
+        }
+    }
+    if measured && symptom.state == SymptomState::Cleared {
+        for s in out
+            .iter_mut()
+            .filter(|s| s.cause.is_some() && !s.benign && s.analyzer != "rds_failover")
+        {
+            let cause = s.cause.take().unwrap_or_default();
+            s.cause = Some(format!(
+                "Recovered: {}; while it lasted: {cause}",
+                symptom.detail
+            ));
+            s.benign = true;
+            s.category = Category::Healthy;
+        }
+        return;
+    }
+    let mut failing: Vec<usize> = (0..out.len())
+        .filter(|&i| out[i].cause.is_some() && !out[i].benign && out[i].confidence >= 0.8)
+        .collect();
+    failing.sort_by(|&a, &b| out[b].confidence.total_cmp(&out[a].confidence));
+    if let [first, second, ..] = failing[..] {
+        let also = out[second].summary.clone();
+        if let Some(c) = out[first].cause.as_mut() {
+            c.push_str(&format!("; at the same time on {}: {also}", rds.id));
+        }
+    }
 }
 
 /// When the symptom began (and ended), measured on the claimed metric, else the alert's start.
@@ -1052,7 +1130,11 @@ fn stage(e: &RdsEvent) -> Option<&'static str> {
     if failover && (m.contains("complete") || m.contains("finished")) {
         return Some("failover completed");
     }
-    if m.contains("reboot") || m.contains("restarted") || m.contains("restarting") {
+    // "needs to be rebooted for the changes to take effect" announces nothing that happened.
+    let pending = ["needs to be", "pending", "will be", "required", "scheduled"]
+        .iter()
+        .any(|w| m.contains(w));
+    if !pending && (m.contains("reboot") || m.contains("restarted") || m.contains("restarting")) {
         return Some("reboot");
     }
     if m.contains("shutdown") || m.contains("stopped") || m.contains("crash") {
@@ -1194,22 +1276,13 @@ fn storage(rds: &Rds) -> Vec<Signal> {
         .instance
         .and_then(|i| i.allocated_storage_gib)
         .map(|g| g * GIB);
-    let falling = st.end <= st.base / DEPARTED && st.base - st.end > floor("FreeStorageSpace");
-    let minutes = (st.last_at - st.start).num_seconds() as f64 / 60.0;
-    let slope = if minutes > 0.0 {
-        (st.first - st.end) / minutes
-    } else {
-        0.0
-    };
-    // Full within two hours at the window's rate is as urgent as nearly full.
-    let soon = slope > 0.0 && st.end / slope <= 120.0;
-    let low = allocated.is_some_and(|a| st.end <= 0.1 * a) || st.end <= 1e9 || soon;
+    let slope = storage_slope(&st);
     let full_event = rds.events.iter().find(|e| {
         let m = e.message.to_lowercase();
         m.contains("storage")
             && (m.contains("ran out") || m.contains("full") || m.contains("insufficient"))
     });
-    if !(falling && low) && full_event.is_none() {
+    if !storage_failing(rds, &st) && full_event.is_none() {
         return Vec::new();
     }
     let eta = if slope > 0.0 && st.end > 0.0 {
@@ -1374,7 +1447,24 @@ fn replication_lag(rds: &Rds) -> Vec<Signal> {
 /// Connections at the limit, and who holds them.
 fn connections(ctx: &Ctx, rds: &Rds) -> Vec<Signal> {
     let Some(st) = rds.own("DatabaseConnections") else {
-        return Vec::new();
+        // The refusal itself proves the limit was reached, whatever CloudWatch lacks.
+        let Some(r) = refusal(ctx, rds) else {
+            return Vec::new();
+        };
+        return vec![Signal {
+            analyzer: "rds_connections",
+            summary: format!("{}: clients refused with \"{r}\"", rds.id),
+            detail: "DatabaseConnections: no data in CloudWatch".into(),
+            category: Category::ResourceExhaustion,
+            confidence: 0.75,
+            evidence: rds.with_events(rds.metric_evidence()),
+            cause: Some(format!(
+                "Connection exhaustion on {}: clients are refused with \"{r}\", PostgreSQL's answer once max_connections is reached (DatabaseConnections: no data, not measured)",
+                rds.id
+            )),
+            objects: vec![rds.object()],
+            ..Signal::default()
+        }];
     };
     let lim = rds.max_connections();
     let refused = refusal(ctx, rds);
@@ -1437,18 +1527,10 @@ fn connections(ctx: &Ctx, rds: &Rds) -> Vec<Signal> {
 /// CPU saturated for long enough to be the problem, with the SQL that burns it.
 fn cpu(rds: &Rds, onset: Option<(DateTime<Utc>, Option<DateTime<Utc>>)>) -> Vec<Signal> {
     let Some(c) = rds.own("CPUUtilization") else {
-        return Vec::new();
+        return cpu_from_load(rds);
     };
     let busy = c.count_past(CPU_SATURATED, true);
-    let sustained = busy >= 3
-        && busy * 2
-            >= c.points.len().saturating_sub(
-                c.points
-                    .iter()
-                    .position(|p| p.1 >= CPU_SATURATED)
-                    .unwrap_or(0),
-            );
-    if !sustained {
+    if !cpu_sustained(&c) {
         return Vec::new();
     }
     let since = c.crossed(CPU_SATURATED, true).unwrap_or(c.start);
@@ -1481,10 +1563,10 @@ fn cpu(rds: &Rds, onset: Option<(DateTime<Utc>, Option<DateTime<Utc>>)>) -> Vec<
         .and_then(|c| c.split_once('.'))
         .and_then(|(_, size)| vcpus(size))
         .and_then(|v| {
-            rds.load.map(|l| {
+            rds.load_now().map(|l| {
                 format!(
                     "; DB load {} average active sessions on {} vCPUs",
-                    num(mean(&l.points)),
+                    num(l),
                     num(v)
                 )
             })
@@ -1509,6 +1591,95 @@ fn cpu(rds: &Rds, onset: Option<(DateTime<Utc>, Option<DateTime<Utc>>)>) -> Vec<
         objects: vec![rds.object()],
         ..Signal::default()
     }]
+}
+
+/// Without CPUUtilization, Performance Insights still shows saturation: sessions waiting on CPU
+/// at least as many as the class has vCPUs.
+fn cpu_from_load(rds: &Rds) -> Vec<Signal> {
+    let vcpu = rds
+        .class()
+        .and_then(|c| c.strip_prefix("db."))
+        .and_then(|c| c.split_once('.'))
+        .and_then(|(_, size)| vcpus(size));
+    // The load as it stands: the last third of the window, when higher than since the onset.
+    let recent = rds.load.map(|l| {
+        let n = l.points.len();
+        mean(&l.points[n - n.div_ceil(3)..])
+    });
+    let load = match (rds.load_now(), recent) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    let (Some(v), Some(load), Some((wait, _))) = (vcpu, load, rds.top_wait()) else {
+        return Vec::new();
+    };
+    if load < 0.9 * v || !wait.starts_with("CPU") {
+        return Vec::new();
+    }
+    let sql = rds
+        .top_statement()
+        .map(|t| {
+            format!(
+                "; Performance Insights' top query by load: {}",
+                t.describe()
+            )
+        })
+        .unwrap_or_default();
+    vec![Signal {
+        analyzer: "rds_cpu",
+        summary: format!(
+            "{} CPU saturated: DB load {} on {} vCPUs, mostly {wait}",
+            rds.id,
+            num(load),
+            num(v)
+        ),
+        detail: "CPUUtilization: no data in CloudWatch".into(),
+        category: Category::ResourceExhaustion,
+        confidence: 0.7,
+        evidence: rds.with_pi(rds.metric_evidence()),
+        cause: Some(format!(
+            "CPU saturation on {}: Performance Insights shows DB load {} average active sessions on {} vCPUs, waiting mostly on {wait} (CPUUtilization: no data, not measured){sql}",
+            rds.id,
+            num(load),
+            num(v)
+        )),
+        objects: vec![rds.object()],
+        ..Signal::default()
+    }]
+}
+
+/// CPU at or above saturation for at least three points in a row: a blip is not saturation.
+fn cpu_sustained(c: &Stats) -> bool {
+    let mut run = 0;
+    let mut longest = 0;
+    for p in &c.points {
+        run = if p.1 >= CPU_SATURATED { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    longest >= 3
+}
+
+/// Free storage falling fast toward nothing: near-empty for the volume, or full within two hours
+/// at the window's rate.
+fn storage_failing(rds: &Rds, st: &Stats) -> bool {
+    let allocated = rds
+        .instance
+        .and_then(|i| i.allocated_storage_gib)
+        .map(|g| g * GIB);
+    let falling = st.end <= st.base / DEPARTED && st.base - st.end > floor("FreeStorageSpace");
+    let soon = storage_slope(st) > 0.0 && st.end / storage_slope(st) <= 120.0;
+    let low = allocated.is_some_and(|a| st.end <= 0.1 * a) || st.end <= 1e9 || soon;
+    falling && low
+}
+
+/// Bytes of free storage lost per minute over the window.
+fn storage_slope(st: &Stats) -> f64 {
+    let minutes = (st.last_at - st.start).num_seconds() as f64 / 60.0;
+    if minutes > 0.0 {
+        (st.first - st.end) / minutes
+    } else {
+        0.0
+    }
 }
 
 /// Freeable memory nearly gone with swap growing.
@@ -1844,6 +2015,7 @@ mod tests {
         assert_eq!(vcpus("large"), Some(2.0));
         assert_eq!(vcpus("2xlarge"), Some(8.0));
         assert_eq!(vcpus("12xlarge"), Some(48.0));
+        assert_eq!(vcpus("medium"), Some(2.0));
         assert_eq!(vcpus("huge"), None);
     }
 }

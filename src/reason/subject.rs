@@ -679,6 +679,9 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
     }
     s.resolved = !s.workloads.is_empty() || !s.pods.is_empty() || !s.nodes.is_empty();
     if let Some(instance) = super::cloud::subject(obs) {
+        // The label that named it also reads as a database; the instance is the one object.
+        s.objects
+            .retain(|o| !(o.kind == "Database" && o.name == instance.name));
         s.objects.push(instance);
         s.resolved = true;
     }

@@ -79,6 +79,17 @@ pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut
                 )
             };
         }
+        // Nothing found and nothing measured: what is missing is the verdict's first words.
+        SymptomState::Unmeasurable
+            if v.category == Category::Unknown
+                && top.is_none()
+                && !v.root_cause.contains(&symptom.detail) =>
+        {
+            v.root_cause = format!(
+                "Cannot tell: {} ({}); {}",
+                symptom.detail, symptom.claim, v.root_cause
+            );
+        }
         SymptomState::Confirmed if v.category != Category::Unknown => {
             let pod_state = matches!(
                 symptom::claim(ctx),
@@ -91,7 +102,10 @@ pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut
                         .any(|o| relation(ctx, o) == Some("subject"))
             });
             // A cause read off the alert's own series already states the symptom.
-            let restates = top.is_some_and(|t| t.analyzer == "metric_threshold");
+            // So does an RDS check: it reads the instance's own CloudWatch series.
+            let restates = top.is_some_and(|t| {
+                t.analyzer == "metric_threshold" || t.analyzer.starts_with("rds_")
+            });
             if (!pod_state || !about_subject)
                 && !restates
                 && !v.root_cause.contains(&symptom.detail)

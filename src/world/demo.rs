@@ -97,6 +97,17 @@ const CASES: &[(&str, Files)] = &[
             "after-terminate.ndjson",
         ]
     ),
+    // Recorded through the AWS client from moto and a Performance Insights fake by
+    // scripts/record-rds-demo.
+    case!(
+        "catalog-rds-cpu-query",
+        [
+            "case.toml",
+            "alert.json",
+            "recordings.ndjson",
+            "expect.toml",
+        ]
+    ),
 ];
 
 fn title_of(case_toml: &str) -> Option<String> {
