@@ -274,6 +274,16 @@ async fn an_rds_cpu_alert_is_diagnosed_from_moto_through_the_signing_client() {
         "the secret key reached the session file"
     );
     assert!(!format!("{incident:?}").contains(CANARY));
+    assert!(
+        !session.contains(KEY_ID),
+        "the key ID reached the session file"
+    );
+    let export = sitrep::session::export::markdown(&incident);
+    assert!(export.contains("orders-db"));
+    assert!(
+        !export.contains(CANARY),
+        "the secret key reached the export"
+    );
 }
 
 #[tokio::test]

@@ -298,11 +298,14 @@ impl<'a> Rds<'a> {
     /// The top statement by load, with its share of the total load and its main wait.
     fn top_statement(&self) -> Option<TopSql> {
         let top = self.top_sql.first()?;
-        // The keys' loads are averages over the same window as the total: when they add up past
-        // the mean of the total series (sampled differently), their sum is the better total.
+        // The keys' loads are averages over the whole window read, so their share is of the
+        // window's mean load; when they add up past it (sampled differently), their sum is the
+        // better total.
         let keys: f64 = self.top_sql.iter().map(|k| k.total).sum();
         let total_load = self
-            .load_now()
+            .load
+            .filter(|l| !l.points.is_empty())
+            .map(|l| mean(&l.points))
             .into_iter()
             .chain([keys])
             .fold(None, |acc: Option<f64>, t| {
@@ -357,7 +360,7 @@ impl TopSql {
     fn describe(&self) -> String {
         let share = match self.total_load {
             Some(t) if t > 0.0 => format!(
-                " accounts for {} of {} average active sessions of DB load",
+                " accounts for {} of {} average active sessions of DB load over the window",
                 num(self.load),
                 num(t)
             ),
