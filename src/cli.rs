@@ -662,6 +662,7 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
             None => None,
         };
         let case = args.case.clone();
+        let limits = crate::serve::Limits::from(&config.serve);
         let config = config.clone();
         let starter: crate::serve::Starter = Arc::new(move |trigger, path| {
             let (world, mode, case_name) = match (&live, &case) {
@@ -687,6 +688,7 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
             starter,
             sources,
             slack,
+            limits,
         })
         .await
     })

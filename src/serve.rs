@@ -56,6 +56,8 @@ pub struct Setup {
     pub sources: Option<Sources>,
     /// `[notify.slack]`: approval and end messages, and the buttons' route.
     pub slack: Option<crate::notify::Slack>,
+    /// `[serve]`: how much work the server takes on, from the configuration the command line read.
+    pub limits: Limits,
 }
 
 /// How much work the server takes on: `[serve]` in the configuration.
@@ -87,6 +89,9 @@ const RETRY_AFTER_SECS: u64 = 15;
 /// Alerts kept for `GET /api/alerts`: the newest this many, none older than [`RECEIVED_MAX_AGE`].
 const RECEIVED_MAX: usize = 10_000;
 const RECEIVED_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+/// How long an ended investigation keeps its alerts claimed: a page re-sent within it (an
+/// Alertmanager repeat) is a duplicate, one still or again firing after it is investigated anew.
+const CLAIM_TTL: Duration = Duration::from_secs(6 * 3600);
 /// The server's own record of what it claimed and queued, inside the sessions directory (not a
 /// session: no `.ndjson`), so a restart rebuilds dedup and starts what was waiting.
 pub const JOURNAL_FILE: &str = ".sitrep-serve-journal";
@@ -236,10 +241,8 @@ pub async fn run(setup: Setup) -> anyhow::Result<()> {
         },
         setup.sessions_dir.display()
     );
-    // `[serve]` limits: the same configuration the command line loaded (it was valid then).
-    let limits = crate::config::Config::load()
-        .map(|c| Limits::from(&c.serve))
-        .unwrap_or_default();
+    let limits = setup.limits;
+    tune_allocator();
     serve_with(listener, setup, limits, shutdown_signal()).await
 }
 
@@ -318,10 +321,24 @@ pub async fn serve_with(
         sources: setup.sources,
         slack: setup.slack,
         limits,
-        core: Mutex::new(Core {
-            claims: recovered.claims,
-            running: 0,
-            queue: recovered.queue,
+        core: Mutex::new({
+            let mut core = Core {
+                claims: recovered.claims,
+                queue: recovered.queue,
+                ..Core::default()
+            };
+            let waiting: Vec<(String, String, Trigger)> = core
+                .queue
+                .iter()
+                .map(|q| {
+                    let group = q.group_key().unwrap_or_default().to_string();
+                    (q.id.clone(), group, q.trigger.clone())
+                })
+                .collect();
+            for (id, group, trigger) in waiting {
+                core.live(&id, &group, &trigger);
+            }
+            core
         }),
         sessions: Mutex::new(BTreeMap::new()),
         tasks: Mutex::new(Vec::new()),
@@ -380,6 +397,20 @@ pub async fn serve_with(
     trimmer.abort();
     runtime.shutdown_background();
     Ok(())
+}
+
+/// Fixed allocator thresholds for a long-running server, at glibc's own starting values. glibc
+/// otherwise raises both after a large block is freed (up to 32 and 64 MiB), so after a storm
+/// every thread's arena keeps that much of its free top resident, and `malloc_trim` gives back no
+/// arena's top but the main one's.
+fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets the allocator's own tunables; it takes no pointers.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 128 * 1024);
+        libc::mallopt(libc::M_TOP_PAD, 0);
+    }
 }
 
 /// Hands memory freed by finished investigations back to the system once none runs: glibc keeps
@@ -504,6 +535,104 @@ struct Core {
     running: usize,
     /// Waiting investigations, started in arrival order.
     queue: VecDeque<Queued>,
+    /// Group keys and subjects of investigations queued or running, to the session: a related
+    /// alert arriving while one runs joins it rather than starting another.
+    live_groups: HashMap<String, String>,
+    /// Subject -> (session, the alert names it investigates there).
+    live_subjects: HashMap<String, (String, std::collections::BTreeSet<String>)>,
+}
+
+impl Core {
+    /// The queued or running investigation an alert of this group or subject belongs to.
+    fn related(&self, group_key: &str, trigger: &Trigger) -> Option<String> {
+        if let Some(id) = self
+            .live_groups
+            .get(group_key)
+            .filter(|_| !group_key.is_empty())
+        {
+            return Some(id.clone());
+        }
+        // Another rule about the same object is the same incident seen again; the same rule on
+        // other labels is one Alertmanager deliberately kept apart (its own group).
+        subjects_of(trigger).iter().find_map(|(k, name)| {
+            self.live_subjects
+                .get(k)
+                .filter(|(_, names)| !names.contains(name))
+                .map(|(id, _)| id.clone())
+        })
+    }
+
+    /// Registers what a queued or started investigation is about.
+    fn live(&mut self, id: &str, group_key: &str, trigger: &Trigger) {
+        if !group_key.is_empty() {
+            self.live_groups
+                .insert(group_key.to_string(), id.to_string());
+        }
+        for (k, name) in subjects_of(trigger) {
+            let slot = self
+                .live_subjects
+                .entry(k)
+                .or_insert_with(|| (id.to_string(), Default::default()));
+            if slot.0 == id {
+                slot.1.insert(name);
+            }
+        }
+    }
+
+    /// An investigation ended: its group and subjects are free, its claims start to age.
+    fn ended(&mut self, id: &str) {
+        self.live_groups.retain(|_, s| s != id);
+        self.live_subjects.retain(|_, (s, _)| s != id);
+        self.claims.finish(id, Instant::now());
+    }
+}
+
+/// What an alert is about, as a key shared by alerts of the same object: an RDS instance, a
+/// workload in its namespace, or a node. Pods are left out: their names change with every restart.
+fn subject_of(a: &crate::model::Alert) -> Option<String> {
+    let get = |k: &str| {
+        a.labels
+            .get(k)
+            .or_else(|| a.annotations.get(k))
+            .map(|v| v.trim())
+            .filter(|v| !v.is_empty())
+    };
+    for k in crate::reason::cloud::INSTANCE_KEYS {
+        if let Some(v) = get(k) {
+            return Some(format!("rds/{v}"));
+        }
+    }
+    let ns = get("namespace").unwrap_or("");
+    for k in [
+        "deployment",
+        "statefulset",
+        "daemonset",
+        "job_name",
+        "cronjob",
+        "service",
+    ] {
+        if let Some(v) = get(k) {
+            return Some(format!("{ns}/{k}/{v}"));
+        }
+    }
+    get("node").map(|n| format!("node/{n}"))
+}
+
+/// The subjects of a trigger's alerts, each with the alert's name.
+fn subjects_of(trigger: &Trigger) -> Vec<(String, String)> {
+    match trigger {
+        Trigger::Alert(p) => {
+            let mut out: Vec<(String, String)> = p
+                .alerts
+                .iter()
+                .filter_map(|a| subject_of(a).map(|s| (s, a.name().to_string())))
+                .collect();
+            out.sort();
+            out.dedup();
+            out
+        }
+        Trigger::Problem(_) => Vec::new(),
+    }
 }
 
 /// Alerts received by webhook, latest per fingerprint, with when each was last seen.
@@ -651,6 +780,8 @@ fn recover(dir: &Path) -> Recovered {
         let path = dir.join(format!("{id}.ndjson"));
         if path.exists() {
             out.claims.record(&e.group_key, &e.fingerprints, &id);
+            // It ran before the restart and will not run again: its claims age from now.
+            out.claims.finish(&id, Instant::now());
             match mark_interrupted(&path) {
                 Ok(true) => out.interrupted += 1,
                 Ok(false) => {}
@@ -750,6 +881,8 @@ enum Admit {
     Start(Box<Queued>),
     Queued(String),
     Joined(String),
+    /// Joined an investigation already running: it is told which alerts joined.
+    JoinedRunning(String, String),
     Full,
     Draining,
 }
@@ -768,6 +901,7 @@ fn admit(
         return (Admit::Draining, Vec::new(), none());
     }
     let mut core = lock(&state.core);
+    core.claims.expire(Instant::now(), CLAIM_TTL);
     let new = match core.claims.check(group_key, fingerprints) {
         Claim::Known(session) => return (Admit::Duplicate(session), Vec::new(), none()),
         Claim::New(new) => new,
@@ -778,13 +912,20 @@ fn admit(
         new.clone()
     };
     let (title, trigger) = make(&new);
-    // Related alerts arriving together join the investigation still waiting for their group.
-    if !group_key.is_empty()
-        && let Some(q) = core
-            .queue
-            .iter_mut()
-            .find(|q| q.group_key() == Some(group_key))
+    let related = core.related(group_key, &trigger);
+    // Related alerts (same group, same subject) arriving together join the investigation still
+    // waiting for them, or the one running.
+    if let Some(id) = &related
+        && !core.queue.iter().any(|q| q.id == *id)
     {
+        let entry = entry_for(id, group_key, &claimed, &title, &trigger, true);
+        core.claims.record(group_key, &claimed, id);
+        return (Admit::JoinedRunning(id.clone(), title), claimed, entry);
+    }
+    if let Some(q) = core.queue.iter_mut().find(|q| {
+        (!group_key.is_empty() && q.group_key() == Some(group_key))
+            || related.as_deref() == Some(q.id.as_str())
+    }) {
         if let (Trigger::Alert(base), Trigger::Alert(more)) = (&mut q.trigger, &trigger) {
             base.alerts.extend(more.alerts.iter().cloned());
         }
@@ -800,6 +941,7 @@ fn admit(
     let id = session_id(&path);
     let entry = entry_for(&id, group_key, &claimed, &title, &trigger, false);
     core.claims.record(group_key, &claimed, &id);
+    core.live(&id, group_key, &trigger);
     // A free slot goes to the longest waiting first: arrival order.
     if core.running < state.limits.max_concurrent && core.queue.is_empty() {
         core.running += 1;
@@ -833,6 +975,7 @@ fn unadmit(state: &AppState, admit: &Admit, claimed: &[String]) {
             core.claims.forget(id, None);
             core.queue.retain(|q| q.id != *id);
         }
+        Admit::JoinedRunning(id, _) => core.claims.forget(id, Some(claimed)),
         Admit::Joined(id) => {
             core.claims.forget(id, Some(claimed));
             if let Some(q) = core.queue.iter_mut().find(|q| q.id == *id)
@@ -964,6 +1107,24 @@ fn record_and_start(
             ),
         )
             .into_response(),
+        Admit::JoinedRunning(id, title) => {
+            // The running investigation hears of it on its timeline.
+            if let Some(r) = lock(&state.sessions).get(&id) {
+                let _ = r.commands.send(Command::Warning {
+                    message: format!(
+                        "{} related alert(s) joined this investigation: {title}",
+                        claimed.len()
+                    ),
+                });
+            }
+            (
+                StatusCode::ACCEPTED,
+                axum::Json(
+                    json!({"started": false, "joined": true, "session": id, "alerts": claimed.len()}),
+                ),
+            )
+                .into_response()
+        }
         _ => error(StatusCode::INTERNAL_SERVER_ERROR, "unreachable admission"),
     }
 }
@@ -1085,6 +1246,7 @@ fn start(
         lock(&shared.sessions).remove(&key);
         let idle = {
             let mut core = lock(&shared.core);
+            core.ended(&key);
             core.running = core.running.saturating_sub(1);
             core.running == 0 && core.queue.is_empty()
         };
@@ -1227,14 +1389,17 @@ async fn alertmanager_webhook(State(state): State<AppState>, body: Bytes) -> Res
             .map(from_webhook_alert),
     );
     {
-        // Resolved alerts leave the received list.
+        // Resolved alerts leave the received list, and the claims of ended investigations.
         let mut received = lock(&state.received);
+        let mut core = lock(&state.core);
         for a in payload
             .alerts
             .iter()
             .filter(|a| a.status == AlertStatus::Resolved)
         {
-            received.remove(&alert_fingerprint(a));
+            let fp = alert_fingerprint(a);
+            received.remove(&fp);
+            core.claims.resolved(&fp);
         }
     }
     investigate_payload(&state, payload)
@@ -1447,7 +1612,10 @@ async fn get_session(State(state): State<AppState>, UrlPath(id): UrlPath<String>
                 incident
                     .actions
                     .iter()
-                    .filter(|a| a.status == crate::model::ActionStatus::AwaitingApproval)
+                    // An ended session (interrupted by a restart too) decides nothing more.
+                    .filter(|a| {
+                        running && a.status == crate::model::ActionStatus::AwaitingApproval
+                    })
                     .map(|a| a.action.id.clone())
                     .collect::<Vec<_>>()
             ),
@@ -1458,7 +1626,7 @@ async fn get_session(State(state): State<AppState>, UrlPath(id): UrlPath<String>
                 incident
                     .credentials
                     .iter()
-                    .filter(|c| c.approved.is_none())
+                    .filter(|c| running && c.approved.is_none())
                     .map(|c| json!({"ref": c.reference, "integration": c.integration}))
                     .collect::<Vec<_>>()
             ),
@@ -1826,6 +1994,65 @@ mod tests {
             }],
             ..WebhookPayload::default()
         }
+    }
+
+    fn about(name: &str, labels: &[(&str, &str)]) -> Trigger {
+        let mut l: BTreeMap<String, String> = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        l.insert("alertname".into(), name.into());
+        Trigger::Alert(WebhookPayload {
+            alerts: vec![crate::model::Alert {
+                labels: l,
+                ..crate::model::Alert::default()
+            }],
+            ..WebhookPayload::default()
+        })
+    }
+
+    #[test]
+    fn another_rule_on_the_same_subject_joins_and_the_same_rule_elsewhere_does_not() {
+        let checkout = [("namespace", "shop"), ("deployment", "checkout")];
+        let mut core = Core::default();
+        core.live("s1", "g1", &about("KubePodCrashLooping", &checkout));
+        // Another rule about the same deployment, in another group: the same incident.
+        let mismatch = about("KubeDeploymentReplicasMismatch", &checkout);
+        assert_eq!(core.related("g2", &mismatch).as_deref(), Some("s1"));
+        // The same rule on the same deployment but another group: kept apart, as Alertmanager did.
+        let again = about("KubePodCrashLooping", &checkout);
+        assert_eq!(core.related("g3", &again), None);
+        // Its own group joins, whatever the alert.
+        assert_eq!(core.related("g1", &again).as_deref(), Some("s1"));
+        // Another deployment, or the same name in another namespace, is another subject.
+        let other = about(
+            "KubeDeploymentReplicasMismatch",
+            &[("namespace", "shop"), ("deployment", "cart")],
+        );
+        assert_eq!(core.related("g4", &other), None);
+        let elsewhere = about(
+            "KubeDeploymentReplicasMismatch",
+            &[("namespace", "ops"), ("deployment", "checkout")],
+        );
+        assert_eq!(core.related("g5", &elsewhere), None);
+        // An RDS instance, named in any convention, is one subject.
+        core.live(
+            "s2",
+            "g6",
+            &about(
+                "RDSCPUUtilizationHigh",
+                &[("DBInstanceIdentifier", "orders-db")],
+            ),
+        );
+        let conns = about(
+            "RDSDatabaseConnectionsHigh",
+            &[("db_instance_identifier", "orders-db")],
+        );
+        assert_eq!(core.related("g7", &conns).as_deref(), Some("s2"));
+        // Once it ended, nothing joins it.
+        core.ended("s1");
+        assert_eq!(core.related("g2", &mismatch), None);
+        assert_eq!(core.related("g1", &again), None);
     }
 
     #[test]

@@ -144,6 +144,17 @@ async fn sigkill_mid_investigation_then_restart_duplicates_nothing_and_approves_
         .await
         .expect("send");
     assert_eq!(resp.status(), 404);
+    // And the API lists nothing of it as waiting for a decision.
+    let view: Value = http
+        .get(format!("{}/api/sessions/{}", served.url, ids[0]))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(view["running"], false, "{view}");
+    assert_eq!(view["pending_approvals"], json!([]), "{view}");
     assert_eq!(terminate(&mut served).code(), Some(0));
     // A clean stop after the restart: every file readable, each with its end.
     for f in support::session_files(&served.sessions) {

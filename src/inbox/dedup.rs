@@ -1,6 +1,7 @@
 //! Deduplication: Alertmanager-compatible label fingerprints, and which alerts already have an investigation.
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 /// The fingerprint Alertmanager gives a label set, so the same alert seen in Prometheus and in
 /// Alertmanager is recognised as one (defined once, in the model, where sessions index it too).
@@ -21,6 +22,8 @@ pub enum Claim {
 pub struct Deduper {
     by_fingerprint: HashMap<String, String>,
     by_group: HashMap<String, String>,
+    /// Sessions that ended, and when: their claims expire (see [`Deduper::expire`]).
+    finished: HashMap<String, Instant>,
 }
 
 impl Deduper {
@@ -81,6 +84,56 @@ impl Deduper {
         }
     }
 
+    /// Marks `session` ended at `at`; its claims stay until [`Deduper::expire`] drops them.
+    pub fn finish(&mut self, session: &str, at: Instant) {
+        if self.by_fingerprint.values().any(|s| s == session)
+            || self.by_group.values().any(|s| s == session)
+        {
+            self.finished.insert(session.to_string(), at);
+        }
+    }
+
+    /// Forgets the claims of sessions that ended more than `ttl` before `now`: a page still or
+    /// again firing after that is investigated anew, and a long run's claims stay bounded.
+    /// Returns how many sessions were forgotten.
+    pub fn expire(&mut self, now: Instant, ttl: Duration) -> usize {
+        let old: Vec<String> = self
+            .finished
+            .iter()
+            .filter(|(_, at)| now.saturating_duration_since(**at) >= ttl)
+            .map(|(s, _)| s.clone())
+            .collect();
+        for s in &old {
+            self.finished.remove(s);
+            self.forget(s, None);
+        }
+        old.len()
+    }
+
+    /// Forgets a resolved alert whose investigation has ended: if it fires again, that is a new
+    /// incident. One still under investigation stays claimed.
+    pub fn resolved(&mut self, fingerprint: &str) {
+        let Some(session) = self.by_fingerprint.get(fingerprint).cloned() else {
+            return;
+        };
+        if self.finished.contains_key(&session) {
+            self.by_fingerprint.remove(fingerprint);
+            if !self.by_fingerprint.values().any(|s| *s == session) {
+                self.by_group.retain(|_, s| *s != session);
+                self.finished.remove(&session);
+            }
+        }
+    }
+
+    /// How many alerts are claimed.
+    pub fn len(&self) -> usize {
+        self.by_fingerprint.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_fingerprint.is_empty()
+    }
+
     /// The session investigating an alert, if any.
     pub fn session_of(&self, fingerprint: &str) -> Option<&str> {
         self.by_fingerprint.get(fingerprint).map(String::as_str)
@@ -133,5 +186,40 @@ mod tests {
         assert_eq!(d.check("g", &[]), Claim::Known("s1".into()));
         assert_eq!(d.check("other", &[]), Claim::New(vec![]));
         assert_eq!(d.session_of("f2"), Some("s1"));
+    }
+
+    #[test]
+    fn claims_of_ended_sessions_expire_and_resolved_alerts_free_theirs() {
+        let mut d = Deduper::new();
+        let t0 = Instant::now();
+        d.record("g1", &["a".to_string(), "b".to_string()], "s1");
+        d.record("g2", &["c".to_string()], "s2");
+        // Running sessions never expire, however old.
+        assert_eq!(
+            d.expire(t0 + Duration::from_secs(86_400), Duration::from_secs(60)),
+            0
+        );
+        d.finish("s1", t0);
+        assert_eq!(
+            d.expire(t0 + Duration::from_secs(30), Duration::from_secs(60)),
+            0
+        );
+        assert_eq!(d.check("g1", &["a".to_string()]), Claim::Known("s1".into()));
+        assert_eq!(
+            d.expire(t0 + Duration::from_secs(61), Duration::from_secs(60)),
+            1
+        );
+        assert_eq!(
+            d.check("g1", &["a".to_string()]),
+            Claim::New(vec!["a".into()])
+        );
+        assert_eq!(d.len(), 1);
+        // A resolved alert of a running investigation stays claimed; once it ended, it is freed.
+        d.resolved("c");
+        assert_eq!(d.session_of("c"), Some("s2"));
+        d.finish("s2", t0);
+        d.resolved("c");
+        assert_eq!(d.session_of("c"), None);
+        assert!(d.is_empty());
     }
 }
