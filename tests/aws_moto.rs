@@ -12,12 +12,15 @@ use sitrep::integrations::transport::{
     LiveTransport, RecordingTransport, ReplayTransport, Transport, parse_recordings,
 };
 use sitrep::secrets::{Decision, Keyring};
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, Once};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The secret key every test signs with: it must appear in no recording and no error.
+#[path = "support/moto.rs"]
+mod moto_server;
+
+use moto_server::{free_port, start as moto};
+
 const CANARY: &str = "canary-aws-secret-Zq8rT2vX9wL4mN7pK3";
 const KEY_ID: &str = "AKIASITREPTEST0001";
 const SECRET_REF: &str = "env:SITREP_AWS_TEST_SECRET";
@@ -58,75 +61,6 @@ fn live_with(url: &str, timeout: Duration, key_id: &str, secret: &str) -> Arc<Li
         .with_aws(backend);
     assert!(t.has("aws"));
     Arc::new(t)
-}
-
-/// moto's server on a free loopback port, stopped on drop.
-struct Moto {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("no free port: {e}"))
-}
-
-/// How to run moto's server: `moto_server`, else `python3 -m moto.server`.
-fn moto_command() -> Option<Vec<String>> {
-    let works = |program: &str, args: &[&str]| {
-        Command::new(program)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if works("moto_server", &["--help"]) {
-        return Some(vec!["moto_server".into()]);
-    }
-    if works("python3", &["-m", "moto.server", "--help"]) {
-        return Some(vec!["python3".into(), "-m".into(), "moto.server".into()]);
-    }
-    None
-}
-
-/// Starts moto; `None` (skip) only when it is not installed and this is not CI.
-fn moto() -> Option<Moto> {
-    let Some(command) = moto_command() else {
-        if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
-            panic!("moto_server is not installed (pip install 'moto[server]'); CI needs it");
-        }
-        println!("skipped: moto_server not found (pip install 'moto[server]')");
-        return None;
-    };
-    let port = free_port();
-    let child = Command::new(&command[0])
-        .args(&command[1..])
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start moto's server: {e}"));
-    let moto = Moto {
-        child,
-        url: format!("http://127.0.0.1:{port}"),
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "moto_server did not listen");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Some(moto)
 }
 
 /// A signed Query-protocol call moto must accept (setup only: not a transport path).

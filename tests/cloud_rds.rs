@@ -7,11 +7,15 @@ use sitrep::agent::{self, AgentOptions, Trigger};
 use sitrep::integrations::aws::{AwsBackend, AwsSettings};
 use sitrep::model::{Alert, AlertStatus, Category, Incident, RunMode, WebhookPayload};
 use sitrep::secrets::{Decision, Keyring};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+#[path = "support/moto.rs"]
+mod moto;
+
+use moto::free_port;
 
 const CANARY: &str = "canary-rds-secret-Hq3vL8pW2xZ7";
 const KEY_ID: &str = "AKIASITREPRDS0001";
@@ -22,65 +26,6 @@ fn set_env() {
         std::env::set_var("SITREP_RDS_TEST_SECRET", CANARY);
         std::env::set_var("SITREP_RDS_TEST_KEY", KEY_ID);
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("no free port: {e}"))
-}
-
-struct Moto {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn moto() -> Option<Moto> {
-    let runs = |p: &str, a: &[&str]| {
-        Command::new(p)
-            .args(a)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    let command: Vec<&str> = if runs("moto_server", &["--help"]) {
-        vec!["moto_server"]
-    } else if runs("python3", &["-m", "moto.server", "--help"]) {
-        vec!["python3", "-m", "moto.server"]
-    } else {
-        if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
-            panic!("moto_server is not installed (pip install 'moto[server]'); CI needs it");
-        }
-        println!("skipped: moto_server not found");
-        return None;
-    };
-    let port = free_port();
-    let child = Command::new(command[0])
-        .args(&command[1..])
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start moto: {e}"));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "moto did not listen");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Some(Moto {
-        child,
-        url: format!("http://127.0.0.1:{port}"),
-    })
 }
 
 fn config(endpoint: &str) -> sitrep::config::Config {
@@ -160,7 +105,7 @@ fn tool_outcomes(incident: &Incident, prefix: &str) -> (usize, usize) {
 #[tokio::test]
 async fn an_rds_cpu_alert_is_diagnosed_from_moto_through_the_signing_client() {
     set_env();
-    let Some(moto) = moto() else { return };
+    let Some(moto) = moto::start() else { return };
     let instance = "orders-db";
     // Set up the world moto serves: the instance, then a CPU that climbs to saturation.
     let keyring = Arc::new(Keyring::new());

@@ -620,22 +620,9 @@ pub fn points_at_database(scope: &Scope) -> bool {
     }
     texts.iter().any(|t| {
         // CamelCase alert names (`PostgreSQLTooManyConnections`, `HighLatency`) read as words.
-        let spaced = camel_to_words(t);
+        let spaced = crate::reason::conventions::camel_words(t);
         re.is_match(t) || re.is_match(&spaced)
     })
-}
-
-fn camel_to_words(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 8);
-    let mut prev_lower = false;
-    for c in s.chars() {
-        if c.is_ascii_uppercase() && prev_lower {
-            out.push(' ');
-        }
-        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
-        out.push(c);
-    }
-    out
 }
 
 pub fn pick(tools: &dyn Tools) -> Vec<&'static str> {

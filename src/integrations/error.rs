@@ -71,6 +71,39 @@ impl IntegrationError {
     }
 }
 
+/// Text on one line: runs of whitespace become one space.
+pub fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Why a service refused, on one line of at most 300 characters: the `reasons` read from its JSON
+/// answer, else the first line of a text answer (not an HTML page), else what `usual` says the
+/// status means.
+pub fn refusal_text(
+    status: u16,
+    body: &super::transport::Body,
+    mut reasons: Vec<String>,
+    usual: fn(u16) -> &'static str,
+    separator: &str,
+) -> String {
+    const MAX: usize = 300;
+    if let super::transport::Body::Text(t) = body {
+        let line = one_line(t.lines().find(|l| !l.trim().is_empty()).unwrap_or(""));
+        if !line.is_empty() && !line.starts_with('<') {
+            reasons.push(line);
+        }
+    }
+    if reasons.is_empty() {
+        reasons.push(usual(status).to_string());
+    }
+    let text = reasons.join(separator);
+    let mut out: String = text.chars().take(MAX).collect();
+    if text.chars().count() > MAX {
+        out.push('…');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

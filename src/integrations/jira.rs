@@ -3,7 +3,7 @@
 //! Basic authentication (`email:api_token`) is set on the endpoint, read through the keyring once
 //! approved, so the token never appears in a request value that could be recorded or logged.
 
-use super::error::{ErrorKind, IntegrationError};
+use super::error::{ErrorKind, IntegrationError, one_line, refusal_text};
 use super::transport::{Body, Request, RequestBody, Transport};
 use crate::policy::redact::Redactor;
 use serde_json::{Value, json};
@@ -201,10 +201,6 @@ pub fn adf(text: &str) -> Value {
     json!({"type": "doc", "version": 1, "content": content})
 }
 
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 /// `OPS`, `ED2`: letters, digits and underscores.
 pub fn is_project_key(key: &str) -> bool {
     !key.is_empty() && key.len() <= 64 && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -223,55 +219,38 @@ fn is_issue_key(key: &str) -> bool {
 /// Jira's reason for refusing: `errorMessages` and the per-field `errors`, else the status's
 /// meaning.
 pub fn error_text(status: u16, body: &Body) -> String {
-    const MAX: usize = 300;
     let mut parts: Vec<String> = Vec::new();
-    match body {
-        Body::Json(v) => {
-            if let Some(list) = v.get("errorMessages").and_then(Value::as_array) {
-                parts.extend(
-                    list.iter()
-                        .filter_map(Value::as_str)
-                        .map(one_line)
-                        .filter(|m| !m.is_empty()),
-                );
-            }
-            if let Some(errors) = v.get("errors").and_then(Value::as_object) {
-                parts.extend(errors.iter().map(|(field, m)| match m.as_str() {
-                    Some(m) => format!("{field}: {}", one_line(m)),
-                    None => format!("{field}: {m}"),
-                }));
-            }
-            if parts.is_empty()
-                && let Some(m) = v.get("message").and_then(Value::as_str)
-            {
-                parts.push(one_line(m));
-            }
+    if let Body::Json(v) = body {
+        if let Some(list) = v.get("errorMessages").and_then(Value::as_array) {
+            parts.extend(
+                list.iter()
+                    .filter_map(Value::as_str)
+                    .map(one_line)
+                    .filter(|m| !m.is_empty()),
+            );
         }
-        Body::Text(t) => {
-            let line = one_line(t.lines().find(|l| !l.trim().is_empty()).unwrap_or(""));
-            // An HTML error page says nothing useful in its first line.
-            if !line.is_empty() && !line.starts_with('<') {
-                parts.push(line);
-            }
+        if let Some(errors) = v.get("errors").and_then(Value::as_object) {
+            parts.extend(errors.iter().map(|(field, m)| match m.as_str() {
+                Some(m) => format!("{field}: {}", one_line(m)),
+                None => format!("{field}: {m}"),
+            }));
+        }
+        if parts.is_empty()
+            && let Some(m) = v.get("message").and_then(Value::as_str)
+        {
+            parts.push(one_line(m));
         }
     }
-    if parts.is_empty() {
-        parts.push(
-            match status {
-                401 => "not authenticated: check the email and API token",
-                403 => "the account may not create issues in this project",
-                404 => "no such site or API",
-                _ => "no reason given",
-            }
-            .to_string(),
-        );
+    refusal_text(status, body, parts, usual, "; ")
+}
+
+fn usual(status: u16) -> &'static str {
+    match status {
+        401 => "not authenticated: check the email and API token",
+        403 => "the account may not create issues in this project",
+        404 => "no such site or API",
+        _ => "no reason given",
     }
-    let text = parts.join("; ");
-    let mut out: String = text.chars().take(MAX).collect();
-    if text.chars().count() > MAX {
-        out.push('…');
-    }
-    out
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! Basic authentication is set on the endpoint, read through the keyring once approved, so the
 //! password never appears in a request value that could be recorded or logged.
 
-use super::error::{ErrorKind, IntegrationError};
+use super::error::{ErrorKind, IntegrationError, one_line, refusal_text};
 use super::transport::{Body, Request, RequestBody, Transport};
 use crate::policy::redact::Redactor;
 use serde_json::{Value, json};
@@ -151,45 +151,28 @@ pub fn incident_body(incident: &NewIncident) -> Value {
 
 /// ServiceNow's reason for refusing: `error.message` and `error.detail`, else the status's meaning.
 pub fn error_text(status: u16, body: &Body) -> String {
-    const MAX: usize = 300;
-    let one = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut parts: Vec<String> = Vec::new();
-    match body {
-        Body::Json(v) => {
-            let error = v.get("error").cloned().unwrap_or(Value::Null);
-            for k in ["message", "detail"] {
-                if let Some(m) = error.get(k).and_then(Value::as_str).map(one)
-                    && !m.is_empty()
-                    && !parts.contains(&m)
-                {
-                    parts.push(m);
-                }
-            }
-        }
-        Body::Text(t) => {
-            let line = one(t.lines().find(|l| !l.trim().is_empty()).unwrap_or(""));
-            if !line.is_empty() && !line.starts_with('<') {
-                parts.push(line);
+    if let Body::Json(v) = body {
+        let error = v.get("error").cloned().unwrap_or(Value::Null);
+        for k in ["message", "detail"] {
+            if let Some(m) = error.get(k).and_then(Value::as_str).map(one_line)
+                && !m.is_empty()
+                && !parts.contains(&m)
+            {
+                parts.push(m);
             }
         }
     }
-    if parts.is_empty() {
-        parts.push(
-            match status {
-                401 => "not authenticated: check the user name and password",
-                403 => "the account may not create incidents",
-                404 => "no such instance or table",
-                _ => "no reason given",
-            }
-            .to_string(),
-        );
+    refusal_text(status, body, parts, usual, ": ")
+}
+
+fn usual(status: u16) -> &'static str {
+    match status {
+        401 => "not authenticated: check the user name and password",
+        403 => "the account may not create incidents",
+        404 => "no such instance or table",
+        _ => "no reason given",
     }
-    let text = parts.join(": ");
-    let mut out: String = text.chars().take(MAX).collect();
-    if text.chars().count() > MAX {
-        out.push('…');
-    }
-    out
 }
 
 #[cfg(test)]

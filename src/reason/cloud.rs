@@ -583,7 +583,7 @@ fn claimed_metric(ctx: &Ctx) -> Option<(&'static str, Bad)> {
     if let Some(p) = &ctx.obs.problem {
         text.push_str(p);
     }
-    let spaced = camel_words(&text).to_lowercase();
+    let spaced = super::conventions::camel_words(&text).to_lowercase();
     let t = text.to_lowercase();
     let has = |w: &[&str]| w.iter().any(|x| t.contains(x) || spaced.contains(x));
     let falls = has(&[" drop", "dropped", " zero", " lost", " fell", "fall "]);
@@ -648,19 +648,6 @@ fn claimed_metric(ctx: &Ctx) -> Option<(&'static str, Bad)> {
         return Some(("MaximumUsedTransactionIDs", Bad::High));
     }
     None
-}
-
-fn camel_words(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 8);
-    let mut prev_lower = false;
-    for c in s.chars() {
-        if c.is_ascii_uppercase() && prev_lower {
-            out.push(' ');
-        }
-        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
-        out.push(c);
-    }
-    out
 }
 
 /// A hard limit of a metric on this instance, with where it comes from.

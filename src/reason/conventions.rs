@@ -273,6 +273,21 @@ pub const ALERTS: &[AlertConvention] = &[
     },
 ];
 
+/// A CamelCase alert name read as words (`PostgreSQLTooManyConnections` → `PostgreSQL Too Many
+/// Connections`), so word rules match the names rules are given.
+pub fn camel_words(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut prev_lower = false;
+    for c in s.chars() {
+        if c.is_ascii_uppercase() && prev_lower {
+            out.push(' ');
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::ALERTS;
