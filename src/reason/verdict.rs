@@ -79,15 +79,15 @@ pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut
                 )
             };
         }
-        // Nothing found and nothing measured: what is missing is the verdict's first words.
+        // Nothing found and nothing measured: the verdict says what could not be measured too.
         SymptomState::Unmeasurable
             if v.category == Category::Unknown
                 && top.is_none()
                 && !v.root_cause.contains(&symptom.detail) =>
         {
             v.root_cause = format!(
-                "Cannot tell: {} ({}); {}",
-                symptom.detail, symptom.claim, v.root_cause
+                "{}; the symptom could not be measured: {} ({})",
+                v.root_cause, symptom.detail, symptom.claim
             );
         }
         SymptomState::Confirmed if v.category != Category::Unknown => {
