@@ -51,9 +51,11 @@ enum Class {
     CpuFromInsights,
     /// A storage alert with neither FreeStorageSpace nor events nor insights: nothing measures it.
     Unmeasured,
+    /// A connections alert whose connections pile up behind a saturated CPU (sessions busy on CPU).
+    PileUp,
 }
 
-const CLASSES: [Class; 10] = [
+const CLASSES: [Class; 11] = [
     Class::Cpu,
     Class::Connections,
     Class::Storage,
@@ -64,6 +66,7 @@ const CLASSES: [Class; 10] = [
     Class::Recovered,
     Class::CpuFromInsights,
     Class::Unmeasured,
+    Class::PileUp,
 ];
 
 impl Class {
@@ -86,6 +89,7 @@ impl Class {
             Class::NoisyHealthy | Class::HealthCheck => &["no failure"],
             Class::Recovered => &["recovered", "cpu saturation"],
             Class::CpuFromInsights => &["cpu saturation", "no data"],
+            Class::PileUp => &["cpu saturation", "consequence of the cpu saturation"],
             Class::Unmeasured => &["freestoragespace"],
         }
     }
@@ -94,6 +98,7 @@ impl Class {
         match self {
             Class::Cpu | Class::CpuFromInsights | Class::Recovered => &["connection exhaustion"],
             Class::Unmeasured => &["no failure"],
+            Class::PileUp => &["connection exhaustion on", "idle client sessions"],
             Class::Connections | Class::ReplicationLag | Class::Storage => &["cpu saturation"],
             _ => &["cpu saturation", "connection exhaustion"],
         }
@@ -404,6 +409,33 @@ fn generate(r: &Rng, class: Class, n_world: usize, root: &Path) -> World {
                 .to_string();
             summary = format!("CPU on {name} above 85%.");
         }
+        Class::PileUp => {
+            cpu = ramp(r, n, cpu[0], r.f(90.0, 98.0), at, 1.0);
+            conns = ramp(
+                r,
+                n,
+                base_conn,
+                (max_conn * r.f(0.93, 0.98)).round(),
+                at + 1,
+                2.0,
+            );
+            load = ramp(r, n, load[0], vcpus * r.f(1.5, 3.0), at, 0.1);
+            top_sql.insert(0, json!({
+                "statement": "SELECT * FROM orders o JOIN items i ON i.order_id = o.id WHERE o.status = $1",
+                "db_load_avg": vcpus * 1.5,
+                "wait_events": [{"name": "CPU", "type": "CPU", "db_load_avg": vcpus * 1.3}, {"name": "IO:DataFileRead", "type": "IO", "db_load_avg": vcpus * 0.2}],
+            }));
+            top_waits.insert(
+                0,
+                json!({"name": "CPU", "type": "CPU", "db_load_avg": vcpus * 1.4}),
+            );
+            alertname = r
+                .pick(&["RDSDatabaseConnectionsHigh", "DBConnectionsExhausted"])
+                .to_string();
+            summary = format!(
+                "Connections on {name} near max_connections; clients report: sorry, too many clients already."
+            );
+        }
         Class::Unmeasured => {
             alertname = r
                 .pick(&["RDSFreeStorageSpaceLow", "DatabaseDiskAlmostFull"])
@@ -478,6 +510,7 @@ fn generate(r: &Rng, class: Class, n_world: usize, root: &Path) -> World {
         Class::ReplicationLag => "WriteIOPS",
         Class::HealthCheck | Class::Recovered => "CPUUtilization",
         Class::CpuFromInsights | Class::Unmeasured => "",
+        Class::PileUp => "DatabaseConnections",
     };
     results.retain(|s| {
         let m = s["metric_name"].as_str().unwrap_or("");

@@ -1065,6 +1065,36 @@ fn settle_signals(ctx: &Ctx, rds: &Rds, out: &mut [Signal]) {
             s.confidence = (s.confidence + 0.05).min(0.95);
         }
     }
+    // Sessions busy on CPU are queries that cannot finish: connections pile up behind a saturated
+    // CPU, they are its consequence, not a second cause.
+    let busy_on_cpu = rds.top_wait().is_some_and(|(w, _)| w.starts_with("CPU"));
+    let failing = |s: &Signal, a: &str| s.analyzer == a && s.cause.is_some() && !s.benign;
+    if busy_on_cpu
+        && let Some(cpu) = out
+            .iter()
+            .find(|s| failing(s, "rds_cpu"))
+            .map(|s| s.confidence)
+    {
+        let mut piled = Vec::new();
+        for s in out.iter_mut().filter(|s| failing(s, "rds_connections")) {
+            s.confidence = s.confidence.min(cpu - 0.05);
+            s.symptom_of = Some(Category::ResourceExhaustion);
+            s.summary = format!(
+                "{}, a consequence of the CPU saturation: the sessions are busy on CPU, not idle",
+                s.summary
+            );
+            piled.push(s.summary.clone());
+        }
+        if let Some(c) = out
+            .iter_mut()
+            .find(|s| failing(s, "rds_cpu"))
+            .and_then(|s| s.cause.as_mut())
+        {
+            for p in piled {
+                c.push_str(&format!("; so connections pile up: {p}"));
+            }
+        }
+    }
     if measured && symptom.state == SymptomState::Cleared {
         for s in out
             .iter_mut()
@@ -1081,7 +1111,12 @@ fn settle_signals(ctx: &Ctx, rds: &Rds, out: &mut [Signal]) {
         return;
     }
     let mut failing: Vec<usize> = (0..out.len())
-        .filter(|&i| out[i].cause.is_some() && !out[i].benign && out[i].confidence >= 0.8)
+        .filter(|&i| {
+            out[i].cause.is_some()
+                && !out[i].benign
+                && out[i].symptom_of.is_none()
+                && out[i].confidence >= 0.8
+        })
         .collect();
     failing.sort_by(|&a, &b| out[b].confidence.total_cmp(&out[a].confidence));
     if let [first, second, ..] = failing[..] {
