@@ -1389,17 +1389,15 @@ async fn alertmanager_webhook(State(state): State<AppState>, body: Bytes) -> Res
             .map(from_webhook_alert),
     );
     {
-        // Resolved alerts leave the received list, and the claims of ended investigations.
+        // Resolved alerts leave the received list. Their claims stay until they expire: however
+        // deliveries interleave (a firing repeat after its resolve), one alert is investigated once.
         let mut received = lock(&state.received);
-        let mut core = lock(&state.core);
         for a in payload
             .alerts
             .iter()
             .filter(|a| a.status == AlertStatus::Resolved)
         {
-            let fp = alert_fingerprint(a);
-            received.remove(&fp);
-            core.claims.resolved(&fp);
+            received.remove(&alert_fingerprint(a));
         }
     }
     investigate_payload(&state, payload)

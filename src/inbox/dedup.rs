@@ -110,21 +110,6 @@ impl Deduper {
         old.len()
     }
 
-    /// Forgets a resolved alert whose investigation has ended: if it fires again, that is a new
-    /// incident. One still under investigation stays claimed.
-    pub fn resolved(&mut self, fingerprint: &str) {
-        let Some(session) = self.by_fingerprint.get(fingerprint).cloned() else {
-            return;
-        };
-        if self.finished.contains_key(&session) {
-            self.by_fingerprint.remove(fingerprint);
-            if !self.by_fingerprint.values().any(|s| *s == session) {
-                self.by_group.retain(|_, s| *s != session);
-                self.finished.remove(&session);
-            }
-        }
-    }
-
     /// How many alerts are claimed.
     pub fn len(&self) -> usize {
         self.by_fingerprint.len()
@@ -189,7 +174,7 @@ mod tests {
     }
 
     #[test]
-    fn claims_of_ended_sessions_expire_and_resolved_alerts_free_theirs() {
+    fn claims_of_ended_sessions_expire_and_running_ones_never_do() {
         let mut d = Deduper::new();
         let t0 = Instant::now();
         d.record("g1", &["a".to_string(), "b".to_string()], "s1");
@@ -214,12 +199,10 @@ mod tests {
             Claim::New(vec!["a".into()])
         );
         assert_eq!(d.len(), 1);
-        // A resolved alert of a running investigation stays claimed; once it ended, it is freed.
-        d.resolved("c");
         assert_eq!(d.session_of("c"), Some("s2"));
-        d.finish("s2", t0);
-        d.resolved("c");
-        assert_eq!(d.session_of("c"), None);
+        d.finish("s2", t0 + Duration::from_secs(100));
+        assert_eq!(d.expire(t0 + Duration::from_secs(120), Duration::from_secs(60)), 0);
+        assert_eq!(d.expire(t0 + Duration::from_secs(160), Duration::from_secs(60)), 1);
         assert!(d.is_empty());
     }
 }
