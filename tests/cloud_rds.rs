@@ -61,6 +61,11 @@ fn alert(instance: &str, name: &str, summary: &str) -> WebhookPayload {
 
 /// Runs one investigation to its end; the incident and the session file's text.
 async fn investigate(world: sitrep::world::World, payload: WebhookPayload) -> (Incident, String) {
+    run(world, Trigger::Alert(payload)).await
+}
+
+/// Runs one investigation of any trigger to its end.
+async fn run(world: sitrep::world::World, trigger: Trigger) -> (Incident, String) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let session = dir.path().join("s.ndjson");
     let opts = AgentOptions {
@@ -71,7 +76,7 @@ async fn investigate(world: sitrep::world::World, payload: WebhookPayload) -> (I
         approval_timeout: Some(Duration::ZERO),
         ..AgentOptions::default()
     };
-    let mut handle = agent::spawn(Arc::new(world), Trigger::Alert(payload), opts);
+    let mut handle = agent::spawn(Arc::new(world), trigger, opts);
     let mut incident = Incident::new();
     let collect = async {
         while let Some(r) = handle.records.recv().await {
@@ -228,6 +233,25 @@ async fn an_rds_cpu_alert_is_diagnosed_from_moto_through_the_signing_client() {
     assert!(
         !export.contains(CANARY),
         "the secret key reached the export"
+    );
+
+    // A problem that names the instance: it is found among the instances the account lists.
+    let world = sitrep::world::World::live(&config(&moto.url))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    while let Some(r) = world.keyring().pending_for("aws") {
+        world.keyring().decide(&r, Decision::Approved);
+    }
+    let (incident, _) = run(
+        world,
+        Trigger::Problem("queries on orders-db are slow since ten minutes ago".into()),
+    )
+    .await;
+    let (category, cause, _) = incident.diagnosis.clone().unwrap_or_default();
+    assert_eq!(category, Category::ResourceExhaustion, "{cause}");
+    assert!(
+        cause.to_lowercase().contains("cpu saturation on orders-db"),
+        "{cause}"
     );
 }
 

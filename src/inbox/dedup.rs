@@ -201,8 +201,14 @@ mod tests {
         assert_eq!(d.len(), 1);
         assert_eq!(d.session_of("c"), Some("s2"));
         d.finish("s2", t0 + Duration::from_secs(100));
-        assert_eq!(d.expire(t0 + Duration::from_secs(120), Duration::from_secs(60)), 0);
-        assert_eq!(d.expire(t0 + Duration::from_secs(160), Duration::from_secs(60)), 1);
+        assert_eq!(
+            d.expire(t0 + Duration::from_secs(120), Duration::from_secs(60)),
+            0
+        );
+        assert_eq!(
+            d.expire(t0 + Duration::from_secs(160), Duration::from_secs(60)),
+            1
+        );
         assert!(d.is_empty());
     }
 }

@@ -587,38 +587,26 @@ fn claimed_metric(ctx: &Ctx) -> Option<(&'static str, Bad)> {
     let t = text.to_lowercase();
     let has = |w: &[&str]| w.iter().any(|x| t.contains(x) || spaced.contains(x));
     let falls = has(&[" drop", "dropped", " zero", " lost", " fell", "fall "]);
-    let exact: [(&str, Bad); 12] = [
-        ("replicalag", Bad::High),
-        ("freestoragespace", Bad::Low),
-        ("databaseconnections", Bad::High),
-        ("cpuutilization", Bad::High),
-        ("freeablememory", Bad::Low),
-        ("swapusage", Bad::High),
-        ("readlatency", Bad::High),
-        ("writelatency", Bad::High),
-        ("diskqueuedepth", Bad::High),
-        ("maximumusedtransactionids", Bad::High),
-        ("readiops", Bad::High),
-        ("writeiops", Bad::High),
-    ];
-    let names = [
-        "ReplicaLag",
-        "FreeStorageSpace",
-        "DatabaseConnections",
-        "CPUUtilization",
-        "FreeableMemory",
-        "SwapUsage",
-        "ReadLatency",
-        "WriteLatency",
-        "DiskQueueDepth",
-        "MaximumUsedTransactionIDs",
-        "ReadIOPS",
-        "WriteIOPS",
+    // CloudWatch's own metric names, matched case-blind wherever the alert says them.
+    let exact: [(&'static str, Bad); 13] = [
+        ("ReplicaLag", Bad::High),
+        ("FreeStorageSpace", Bad::Low),
+        ("DatabaseConnections", Bad::High),
+        ("CPUUtilization", Bad::High),
+        ("FreeableMemory", Bad::Low),
+        ("SwapUsage", Bad::High),
+        ("ReadLatency", Bad::High),
+        ("WriteLatency", Bad::High),
+        ("DiskQueueDepth", Bad::High),
+        ("MaximumUsedTransactionIDs", Bad::High),
+        ("TransactionLogsGeneration", Bad::High),
+        ("ReadIOPS", Bad::High),
+        ("WriteIOPS", Bad::High),
     ];
     let flip = |b: Bad| if falls { Bad::Low } else { b };
-    for (i, (key, bad)) in exact.iter().enumerate() {
-        if t.contains(key) {
-            return Some((names[i], flip(*bad)));
+    for (name, bad) in exact {
+        if t.contains(&name.to_lowercase()) {
+            return Some((name, flip(bad)));
         }
     }
     let words: [(&[&str], &'static str, Bad); 8] = [
@@ -1008,6 +996,12 @@ pub(crate) fn analyze(ctx: &Ctx) -> Vec<Signal> {
     out.extend(memory(&rds));
     out.extend(io(&rds));
     out.extend(wraparound(&rds));
+    if !out
+        .iter()
+        .any(|s| s.analyzer == "rds_replication_lag" && s.cause.is_some())
+    {
+        out.extend(wal_storm(&rds));
+    }
     settle_signals(ctx, &rds, &mut out);
     let failing = out.iter().any(|s| s.cause.is_some() && !s.benign);
     let recovered = out.iter().any(|s| s.cause.is_some() && s.benign);
@@ -1046,6 +1040,7 @@ fn analyzer_of(metric: &str, bad: Bad) -> &'static str {
         ("ReplicaLag", _) => "rds_replication_lag",
         ("FreeableMemory" | "SwapUsage", _) => "rds_memory",
         ("MaximumUsedTransactionIDs", _) => "rds_wraparound",
+        ("TransactionLogsGeneration", _) => "rds_wal_storm",
         _ => "rds_io",
     }
 }
@@ -1776,6 +1771,56 @@ fn io(rds: &Rds) -> Vec<Signal> {
             rds.id,
             lat.range(ms),
             why.join(" and ")
+        )),
+        objects: vec![rds.object()],
+        ..Signal::default()
+    }]
+}
+
+/// A WAL (and checkpoint) storm: transaction log generation many times its level before, with
+/// commits or writes slowing behind it. Where a replica falls behind it, the lag check says so.
+fn wal_storm(rds: &Rds) -> Vec<Signal> {
+    let Some(wal) = rds.own("TransactionLogsGeneration") else {
+        return Vec::new();
+    };
+    let before = wal.first.min(wal.base);
+    if !(wal.max >= 4.0 * before && wal.max >= 50e6) {
+        return Vec::new();
+    }
+    let slowed: Vec<String> = ["CommitLatency", "WriteLatency", "DiskQueueDepth"]
+        .iter()
+        .filter_map(|m| {
+            let st = rds.own(m)?;
+            (st.max >= 3.0 * st.first.min(st.base).max(1e-9))
+                .then(|| format!("{m} {}", st.range(formatter(m))))
+        })
+        .collect();
+    let top = rds
+        .top_statement()
+        .filter(TopSql::writes)
+        .map(|t| format!("; Performance Insights' top SQL: {}", t.describe()))
+        .unwrap_or_default();
+    let behind = if slowed.is_empty() {
+        String::new()
+    } else {
+        format!("; writes slow behind it: {}", slowed.join(", "))
+    };
+    vec![Signal {
+        analyzer: "rds_wal_storm",
+        summary: format!(
+            "{} WAL storm: TransactionLogsGeneration {}",
+            rds.id,
+            wal.range(mb_s)
+        ),
+        detail: "every write is logged before it is applied; checkpoints follow the log".into(),
+        category: Category::ResourceExhaustion,
+        confidence: if slowed.is_empty() { 0.55 } else { 0.75 },
+        evidence: rds.with_pi(rds.metric_evidence()),
+        cause: Some(format!(
+            "WAL storm on {}: a write-heavy workload generates transaction log at {} (from {}){behind}{top}",
+            rds.id,
+            mb_s(wal.max),
+            mb_s(before)
         )),
         objects: vec![rds.object()],
         ..Signal::default()
