@@ -597,10 +597,8 @@ fn subject_of(a: &crate::model::Alert) -> Option<String> {
             .map(|v| v.trim())
             .filter(|v| !v.is_empty())
     };
-    for k in crate::reason::cloud::INSTANCE_KEYS {
-        if let Some(v) = get(k) {
-            return Some(format!("rds/{v}"));
-        }
+    if let Some((_, id)) = crate::reason::cloud::instance_label(a) {
+        return Some(format!("rds/{id}"));
     }
     let ns = get("namespace").unwrap_or("");
     for k in [

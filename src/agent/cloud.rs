@@ -9,7 +9,7 @@ use crate::integrations::transport::Transport;
 use crate::model::catalog::ReadTool;
 use crate::model::{CloudFact, EvidenceBody, MetricQuery, RdsInstance, Series};
 use crate::reason::Observations;
-use crate::reason::cloud::INSTANCE_KEYS;
+use crate::reason::cloud::{instance_label, replicas_named};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 use std::sync::Mutex;
@@ -155,11 +155,7 @@ pub async fn read(
 /// alert comes from CloudWatch or speaks of RDS.
 pub fn points_at_rds(scope: &Scope) -> bool {
     if let Some(a) = &scope.alert {
-        let named = a
-            .labels
-            .keys()
-            .chain(a.annotations.keys())
-            .any(|k| INSTANCE_KEYS.iter().any(|i| i.eq_ignore_ascii_case(k)));
+        let named = instance_label(a).is_some();
         let rds_words = a.labels.values().chain(a.annotations.values()).any(|v| {
             let v = v.to_lowercase();
             v == "rds" || v.contains("aws/rds") || v.contains("cloudwatch")
@@ -167,17 +163,6 @@ pub fn points_at_rds(scope: &Scope) -> bool {
         return named || rds_words || a.name().to_lowercase().starts_with("rds");
     }
     scope.problem.is_some()
-}
-
-fn instance_named(scope: &Scope) -> Option<String> {
-    let a = scope.alert.as_ref()?;
-    INSTANCE_KEYS.iter().find_map(|k| {
-        a.labels
-            .iter()
-            .chain(a.annotations.iter())
-            .find(|(key, v)| key.eq_ignore_ascii_case(k) && !v.trim().is_empty())
-            .map(|(_, v)| v.trim().to_string())
-    })
 }
 
 fn named_in_problem<'a>(scope: &Scope, instances: &'a [RdsInstance]) -> Option<&'a RdsInstance> {
@@ -200,7 +185,11 @@ pub async fn specialist(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
         p.insert("end".into(), Value::String(end.to_rfc3339()));
         p
     };
-    let named = instance_named(scope);
+    let named = scope
+        .alert
+        .as_ref()
+        .and_then(instance_label)
+        .map(|(_, id)| id);
     let described = c
         .call(
             "aws.rds.describe_db_instances",
@@ -230,15 +219,10 @@ pub async fn specialist(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
         .as_ref()
         .map(|i| i.replicas.clone())
         .unwrap_or_default();
-    if let Some(a) = &scope.alert
-        && let Some(r) = a
-            .labels
-            .get("read_replica")
-            .or_else(|| a.annotations.get("read_replica"))
-        && !r.trim().is_empty()
-        && !replicas.iter().any(|x| x == r.trim())
-    {
-        replicas.push(r.trim().to_string());
+    for r in scope.alert.iter().flat_map(replicas_named) {
+        if !replicas.contains(&r) {
+            replicas.push(r);
+        }
     }
     let metrics = window(params([
         ("instance", s(id.clone())),

@@ -107,21 +107,37 @@ pub(crate) struct Rds<'a> {
     ev_instances: Vec<EvidenceId>,
 }
 
+/// The RDS instance an alert's labels or annotations name, in any of [`INSTANCE_KEYS`]' spellings
+/// (case-blind), with the key that named it.
+pub fn instance_label(a: &crate::model::Alert) -> Option<(&'static str, String)> {
+    INSTANCE_KEYS.iter().find_map(|k| {
+        a.labels
+            .iter()
+            .chain(a.annotations.iter())
+            .find(|(key, v)| key.eq_ignore_ascii_case(k) && !v.trim().is_empty())
+            .map(|(_, v)| (*k, v.trim().to_string()))
+    })
+}
+
+/// Read replicas an alert names (`read_replica`, `replica`, `replica_identifier`).
+pub fn replicas_named(a: &crate::model::Alert) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for k in ["read_replica", "replica", "replica_identifier"] {
+        if let Some(r) = a.labels.get(k).or_else(|| a.annotations.get(k))
+            && !r.trim().is_empty()
+            && !out.iter().any(|x| x == r.trim())
+        {
+            out.push(r.trim().to_string());
+        }
+    }
+    out
+}
+
 /// The instance the alert or problem names: a label or annotation, else a described instance
 /// whose identifier the alert's text or the problem names as a whole word.
 pub(crate) fn named_instance(ctx_obs: &super::Observations) -> Option<(String, String)> {
-    if let Some(a) = &ctx_obs.alert {
-        for k in INSTANCE_KEYS {
-            let v = a
-                .labels
-                .iter()
-                .chain(a.annotations.iter())
-                .find(|(key, v)| key.eq_ignore_ascii_case(k) && !v.trim().is_empty())
-                .map(|(_, v)| v.trim().to_string());
-            if let Some(v) = v {
-                return Some((v, format!("label {k}")));
-            }
-        }
+    if let Some((k, v)) = ctx_obs.alert.as_ref().and_then(instance_label) {
+        return Some((v, format!("label {k}")));
     }
     let mut text = String::new();
     if let Some(a) = &ctx_obs.alert {
@@ -159,14 +175,9 @@ impl<'a> Rds<'a> {
         });
         let mut replicas: Vec<String> = instance.map(|i| i.replicas.clone()).unwrap_or_default();
         // A replica the alert names belongs to the subject too.
-        if let Some(a) = &obs.alert {
-            for k in ["read_replica", "replica", "replica_identifier"] {
-                if let Some(r) = a.labels.get(k).or_else(|| a.annotations.get(k))
-                    && !r.trim().is_empty()
-                    && !replicas.iter().any(|x| x == r.trim())
-                {
-                    replicas.push(r.trim().to_string());
-                }
+        for r in obs.alert.iter().flat_map(replicas_named) {
+            if !replicas.contains(&r) {
+                replicas.push(r);
             }
         }
         let mut series = BTreeMap::new();
@@ -241,6 +252,12 @@ impl<'a> Rds<'a> {
 
     fn class(&self) -> Option<&str> {
         self.instance.and_then(|i| i.class.as_deref())
+    }
+
+    /// vCPUs of the instance's class (`db.r6g.xlarge` → 4).
+    fn vcpus(&self) -> Option<f64> {
+        let (_, size) = self.class()?.strip_prefix("db.")?.split_once('.')?;
+        vcpus(size)
     }
 
     /// The connection limit and where it comes from: an RDS event that states it, else the
@@ -977,18 +994,20 @@ pub(crate) fn subject(obs: &super::Observations) -> Option<crate::model::Subject
 
 /// Every Cloud analyzer, over the subject instance.
 pub(crate) fn analyze(ctx: &Ctx) -> Vec<Signal> {
-    let Some(rds) = Rds::new(ctx) else {
+    let Some(mut rds) = Rds::new(ctx) else {
         return Vec::new();
     };
     if !rds.has_metrics && rds.events.is_empty() && rds.top_sql.is_empty() {
         return Vec::new();
     }
-    let onset = symptom_window(ctx, &rds);
-    let mut rds = rds;
+    // Measured once: its onset lines the checks up, its state settles them.
+    let mut measured = Symptom::default();
+    let symptom = measure_symptom(ctx, &mut measured).then_some(&measured);
+    let onset = symptom_window(ctx, symptom);
     rds.since = onset.map(|o| o.0);
     let rds = rds;
     let mut out = Vec::new();
-    out.extend(failover(ctx, &rds, onset));
+    out.extend(failover(&rds, onset));
     out.extend(storage(&rds));
     out.extend(replication_lag(&rds));
     out.extend(connections(ctx, &rds));
@@ -1002,12 +1021,12 @@ pub(crate) fn analyze(ctx: &Ctx) -> Vec<Signal> {
     {
         out.extend(wal_storm(&rds));
     }
-    settle_signals(ctx, &rds, &mut out);
+    settle_signals(ctx, &rds, symptom, &mut out);
     let failing = out.iter().any(|s| s.cause.is_some() && !s.benign);
     let recovered = out.iter().any(|s| s.cause.is_some() && s.benign);
     let mut ruled = ruled_out(&rds, onset, &out);
     if !failing && !recovered {
-        out.push(all_within_bounds(ctx, &rds, &mut ruled));
+        out.push(all_within_bounds(&rds, &mut ruled));
     }
     if !rds.missing.is_empty() {
         out.push(Signal {
@@ -1048,9 +1067,7 @@ fn analyzer_of(metric: &str, bad: Bad) -> &'static str {
 /// Ties the checks to the symptom: the check of the alert's own metric ranks first among equals;
 /// a symptom measured back to normal makes every cause but a failover history ("recovered");
 /// a second failure at the same time is named in the first's root cause.
-fn settle_signals(ctx: &Ctx, rds: &Rds, out: &mut [Signal]) {
-    let mut symptom = Symptom::default();
-    let measured = measure_symptom(ctx, &mut symptom);
+fn settle_signals(ctx: &Ctx, rds: &Rds, symptom: Option<&Symptom>, out: &mut [Signal]) {
     if let Some((metric, bad)) = claimed_metric(ctx) {
         let own = analyzer_of(metric, bad);
         for s in out
@@ -1090,7 +1107,7 @@ fn settle_signals(ctx: &Ctx, rds: &Rds, out: &mut [Signal]) {
             }
         }
     }
-    if measured && symptom.state == SymptomState::Cleared {
+    if let Some(symptom) = symptom.filter(|s| s.state == SymptomState::Cleared) {
         for s in out
             .iter_mut()
             .filter(|s| s.cause.is_some() && !s.benign && s.analyzer != "rds_failover")
@@ -1123,12 +1140,13 @@ fn settle_signals(ctx: &Ctx, rds: &Rds, out: &mut [Signal]) {
 }
 
 /// When the symptom began (and ended), measured on the claimed metric, else the alert's start.
-fn symptom_window(ctx: &Ctx, rds: &Rds) -> Option<(DateTime<Utc>, Option<DateTime<Utc>>)> {
-    let mut s = Symptom::default();
-    if measure_symptom(ctx, &mut s) && s.onset.is_some() {
-        return s.onset.map(|o| (o, s.cleared_at));
+fn symptom_window(
+    ctx: &Ctx,
+    symptom: Option<&Symptom>,
+) -> Option<(DateTime<Utc>, Option<DateTime<Utc>>)> {
+    if let Some(window) = symptom.and_then(|s| s.onset.map(|o| (o, s.cleared_at))) {
+        return Some(window);
     }
-    let _ = rds;
     ctx.obs
         .alert
         .as_ref()
@@ -1172,11 +1190,7 @@ fn stage(e: &RdsEvent) -> Option<&'static str> {
 }
 
 /// A failover or a reboot whose timing lines up with the symptom.
-fn failover(
-    ctx: &Ctx,
-    rds: &Rds,
-    onset: Option<(DateTime<Utc>, Option<DateTime<Utc>>)>,
-) -> Vec<Signal> {
+fn failover(rds: &Rds, onset: Option<(DateTime<Utc>, Option<DateTime<Utc>>)>) -> Vec<Signal> {
     let staged: Vec<(&RdsEvent, &'static str)> = rds
         .events
         .iter()
@@ -1283,7 +1297,6 @@ fn failover(
             evidence: rds.ev_events.clone(),
         });
     }
-    let _ = ctx;
     vec![s]
 }
 
@@ -1578,10 +1591,7 @@ fn cpu(rds: &Rds, onset: Option<(DateTime<Utc>, Option<DateTime<Utc>>)>) -> Vec<
         })
         .unwrap_or_default();
     let vcpu = rds
-        .class()
-        .and_then(|c| c.strip_prefix("db."))
-        .and_then(|c| c.split_once('.'))
-        .and_then(|(_, size)| vcpus(size))
+        .vcpus()
         .and_then(|v| {
             rds.load_now().map(|l| {
                 format!(
@@ -1616,11 +1626,7 @@ fn cpu(rds: &Rds, onset: Option<(DateTime<Utc>, Option<DateTime<Utc>>)>) -> Vec<
 /// Without CPUUtilization, Performance Insights still shows saturation: sessions waiting on CPU
 /// at least as many as the class has vCPUs.
 fn cpu_from_load(rds: &Rds) -> Vec<Signal> {
-    let vcpu = rds
-        .class()
-        .and_then(|c| c.strip_prefix("db."))
-        .and_then(|c| c.split_once('.'))
-        .and_then(|(_, size)| vcpus(size));
+    let vcpu = rds.vcpus();
     // The load as it stands: the last third of the window, when higher than since the onset.
     let recent = rds.load.map(|l| {
         let n = l.points.len();
@@ -1979,7 +1985,7 @@ fn ruled_out(
 }
 
 /// Nothing failing: the verdict of health, with what was measured and what was not an error.
-fn all_within_bounds(ctx: &Ctx, rds: &Rds, ruled: &mut Vec<RuledOut>) -> Signal {
+fn all_within_bounds(rds: &Rds, ruled: &mut Vec<RuledOut>) -> Signal {
     let checks = health_checks(rds);
     let errors: Vec<&&RdsEvent> = rds
         .events
@@ -2064,7 +2070,6 @@ fn all_within_bounds(ctx: &Ctx, rds: &Rds, ruled: &mut Vec<RuledOut>) -> Signal 
         s.category = Category::Unknown;
     }
     s.ruled_out.append(ruled);
-    let _ = ctx;
     s
 }
 
