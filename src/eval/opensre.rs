@@ -2,7 +2,7 @@
 //! Alertmanager payload, the AWS reads the Cloud specialist makes answered from the scenario's
 //! files (what a scenario lacks stays absent), and `expect.toml` from `answer.yml`.
 
-use crate::agent::cloud::{PERIOD_SECS, metric_queries};
+use crate::agent::cloud::metric_queries;
 use crate::integrations::transport::{Body, Recording};
 use crate::model::Category;
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
@@ -523,7 +523,6 @@ impl Scenario {
             &[("DBInstanceIdentifier", &id)],
             json!({ "MetricDataResults": results }),
         ));
-        let _ = PERIOD_SECS;
 
         if let Some(pi) = &self.insights {
             out.extend(self.insights_recordings(pi, &rid));

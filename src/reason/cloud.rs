@@ -742,14 +742,13 @@ pub(crate) fn measure_symptom(ctx: &Ctx, s: &mut Symptom) -> bool {
         (t, above, if above { last > t } else { last < t })
     });
     if let Some((t, above, breached)) = alarm {
-        let f2 = formatter(metric);
         if breached {
             s.state = SymptomState::Confirmed;
             s.onset = st.crossed(t, above);
             s.detail = format!(
                 "{what} {} against the alarm's threshold {}",
-                st.range(f2),
-                f2(t)
+                st.range(f),
+                f(t)
             );
             return true;
         }
@@ -757,8 +756,8 @@ pub(crate) fn measure_symptom(ctx: &Ctx, s: &mut Symptom) -> bool {
             s.state = SymptomState::Cleared;
             s.detail = format!(
                 "{what} is back on the right side of the alarm's threshold {}: {}",
-                f2(t),
-                st.range(f2)
+                f(t),
+                st.range(f)
             );
             s.cleared_at = st.points.last().map(|p| p.0);
             return true;
