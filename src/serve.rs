@@ -633,16 +633,24 @@ fn subjects_of(trigger: &Trigger) -> Vec<(String, String)> {
     }
 }
 
-/// Alerts received by webhook, latest per fingerprint, with when each was last seen.
+/// Alerts received by webhook, latest per fingerprint, with when each was last seen. Each is kept
+/// as its JSON text, one allocation where the struct takes dozens: a storm leaves thousands of
+/// them, and every small allocation left among the memory an investigation freed keeps that page
+/// resident after the storm.
 #[derive(Default)]
 struct Received {
-    alerts: HashMap<String, (InboxAlert, Instant)>,
+    alerts: HashMap<Box<str>, (Box<str>, Instant)>,
 }
 
 impl Received {
-    fn insert(&mut self, a: InboxAlert) {
-        self.alerts
-            .insert(a.fingerprint.clone(), (a, Instant::now()));
+    fn insert(&mut self, a: &InboxAlert) {
+        let Ok(body) = serde_json::to_string(a) else {
+            return;
+        };
+        self.alerts.insert(
+            a.fingerprint.as_str().into(),
+            (body.into_boxed_str(), Instant::now()),
+        );
         if self.alerts.len() > RECEIVED_MAX {
             self.age();
         }
@@ -1339,7 +1347,7 @@ fn investigate_payload(state: &AppState, mut payload: WebhookPayload) -> Respons
 fn remember(state: &AppState, alerts: impl IntoIterator<Item = InboxAlert>) {
     let mut received = lock(&state.received);
     for a in alerts {
-        received.insert(a);
+        received.insert(&a);
     }
 }
 
@@ -1502,25 +1510,35 @@ async fn list_alerts(State(state): State<AppState>) -> Response {
         health = snap.health;
         lists.push((inbox::Source::Alertmanager, snap.alerts));
     }
-    let received: Vec<InboxAlert> = {
+    let received: Vec<(Box<str>, Box<str>)> = {
         let mut r = lock(&state.received);
         r.age();
-        r.alerts.values().map(|(a, _)| a.clone()).collect()
+        r.alerts
+            .iter()
+            .map(|(fingerprint, (body, _))| (fingerprint.clone(), body.clone()))
+            .collect()
     };
     // Polled alerts first: they carry silences and acknowledgements the webhooks do not.
-    let mut merged = lists.pop().map(|(_, a)| a).unwrap_or_default();
-    for a in received {
-        if !merged.iter().any(|m| m.fingerprint == a.fingerprint) {
-            merged.push(a);
+    let polled = lists.pop().map(|(_, a)| a).unwrap_or_default();
+    let mut alerts: Vec<(String, Value)> = polled
+        .iter()
+        .map(|a| {
+            let v = serde_json::to_value(a).unwrap_or(Value::Null);
+            (a.fingerprint.clone(), v)
+        })
+        .collect();
+    for (fingerprint, body) in received {
+        if polled.iter().all(|m| *m.fingerprint != *fingerprint)
+            && let Ok(v) = serde_json::from_str::<Value>(&body)
+        {
+            alerts.push((fingerprint.into(), v));
         }
     }
     let core = lock(&state.core);
-    let alerts: Vec<Value> = merged
-        .iter()
-        .map(|a| {
-            let mut v = serde_json::to_value(a).unwrap_or(Value::Null);
-            if let (Some(obj), Some(s)) =
-                (v.as_object_mut(), core.claims.session_of(&a.fingerprint))
+    let alerts: Vec<Value> = alerts
+        .into_iter()
+        .map(|(fingerprint, mut v)| {
+            if let (Some(obj), Some(s)) = (v.as_object_mut(), core.claims.session_of(&fingerprint))
             {
                 obj.insert("session".into(), json!(s));
             }
