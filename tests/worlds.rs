@@ -29,6 +29,7 @@ use worlds::{Class, World};
 const FLOORS: &[(&str, f64)] = &[
     ("oom", 0.95),                     // 32/32
     ("image_pull", 0.95),              // 26/26
+    ("volume_missing", 0.95),          // 26/26
     ("missing_executable", 0.95),      // 32/32
     ("crash_after_release", 0.90),     // 16/16
     ("crash_no_termination", 0.95),    // 32/32

@@ -25,6 +25,10 @@ pub(crate) enum Sig {
     Syntax,
     Http5xx,
     Oom,
+    /// A disk or volume with no room left: writes fail.
+    DiskFull,
+    /// The process's open-file limit is reached: new connections and files fail.
+    FileDescriptors,
     Config,
 }
 
@@ -43,6 +47,8 @@ impl Sig {
             Sig::Syntax => "syntax errors",
             Sig::Http5xx => "HTTP 5xx responses",
             Sig::Oom => "out-of-memory messages",
+            Sig::DiskFull => "disk-full errors",
+            Sig::FileDescriptors => "open-file limit errors",
             Sig::Config => "configuration errors",
         }
     }
@@ -54,13 +60,13 @@ impl Sig {
             Sig::Panic | Sig::Syntax | Sig::Http5xx => Category::CodeDefect,
             Sig::Oom => Category::ResourceExhaustion,
             Sig::Config | Sig::Cert | Sig::NoSuchName => Category::ConfigurationError,
-            Sig::Pool => Category::ResourceExhaustion,
+            Sig::Pool | Sig::DiskFull | Sig::FileDescriptors => Category::ResourceExhaustion,
         }
     }
 }
 
 static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
-    let table: [(Sig, &str); 13] = [
+    let table: [(Sig, &str); 15] = [
         (
             Sig::Pool,
             r"(?i)pool (?:is )?exhausted|connection pool (?:is )?(?:full|exhausted)|too many (?:connections|clients)|remaining connection slots|could not acquire (?:a )?connection|timeout acquiring (?:a )?connection|no available connections?|max_connections",
@@ -105,6 +111,14 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         (
             Sig::Oom,
             r"(?i)out of memory|oomkilled|oom-kill|killed process \d+|outofmemoryerror|cannot allocate memory",
+        ),
+        (
+            Sig::DiskFull,
+            r"(?i)no space left on device|\benospc\b|\bdisk (?:is )?full\b|(?:file ?system|volume|partition|device) (?:is )?full\b|could not extend file|not enough (?:free )?(?:disk )?space|insufficient (?:disk|storage) space|disk quota exceeded|\bedquot\b",
+        ),
+        (
+            Sig::FileDescriptors,
+            r"(?i)too many open files|\bemfile\b|file descriptor limit",
         ),
         (
             Sig::Config,
@@ -417,6 +431,24 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                 )),
                 0.6,
             ),
+            Sig::DiskFull => (
+                Some(format!(
+                    "{scope} has run out of disk space: {} {} in its logs, e.g. \"{}\"; writes fail until space is freed or the volume is grown",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                0.65,
+            ),
+            Sig::FileDescriptors if h.count >= 2 => (
+                Some(format!(
+                    "{scope} has reached its open-file limit: {} {} in its logs, e.g. \"{}\"; new connections and files are refused until descriptors are released or the limit is raised",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                0.55,
+            ),
             Sig::Config => (
                 Some(format!(
                     "{scope} is misconfigured{dep}: {} {} in its logs, e.g. \"{}\"",
@@ -655,6 +687,15 @@ mod tests {
             classify("java.lang.OutOfMemoryError: Java heap space"),
             vec![Sig::Oom]
         );
+        assert_eq!(
+            classify("ERROR: could not extend file \"base/16384/2619\": No space left on device"),
+            vec![Sig::DiskFull]
+        );
+        assert_eq!(
+            classify("accept4: too many open files; retrying in 5ms"),
+            vec![Sig::FileDescriptors]
+        );
+        assert!(classify("disk usage 41% of 100Gi, 59Gi free").is_empty());
         assert!(classify("GET /metrics 200 4ms").is_empty());
         assert!(classify("processed 500 requests, zero errors").is_empty());
     }
@@ -695,6 +736,24 @@ mod tests {
         assert_eq!(category, Category::DependencyFailure);
         assert!(cause.contains("cache.svc:6379"), "{cause}");
         assert_eq!(evidence, vec!["ev-3".to_string()]);
+    }
+
+    #[test]
+    fn a_full_disk_is_resource_exhaustion() {
+        let obs = Observations {
+            pod_logs: vec![
+                line("INFO checkpoint starting"),
+                line("ERROR write /data/wal/000123.log: no space left on device"),
+            ],
+            ..Observations::default()
+        };
+        let sigs = signatures(&Ctx::new(&obs));
+        let Some(s) = sigs.iter().find(|s| s.cause.is_some()) else {
+            panic!("no disk signal: {sigs:?}")
+        };
+        assert_eq!(s.category, Category::ResourceExhaustion);
+        let cause = s.cause.as_deref().unwrap_or_default();
+        assert!(cause.contains("no space left on device"), "{cause}");
     }
 
     #[test]

@@ -166,6 +166,80 @@ pub(crate) fn container_config(ctx: &Ctx) -> Vec<Signal> {
     out
 }
 
+/// Pods that cannot start because a volume will not mount or attach (FailedMount,
+/// FailedAttachVolume): a secret, ConfigMap or claim that does not exist is configuration; a
+/// volume the platform cannot attach (held by another node, a driver that times out) is
+/// infrastructure.
+pub(crate) fn volume_mount(ctx: &Ctx) -> Vec<Signal> {
+    const REASONS: [&str; 2] = ["FailedMount", "FailedAttachVolume"];
+    let mut out = Vec::new();
+    // Mounting happens before any container starts: a pod whose containers ran has mounted, and
+    // an event older than the pod is about an earlier pod of the same name.
+    let not_started = |pod: &PodFacts| {
+        pod.containers.iter().all(|c| {
+            c.state == "waiting"
+                && c.restart_count == 0
+                && c.reason
+                    .as_deref()
+                    .is_none_or(|r| r == "ContainerCreating" || r == "PodInitializing")
+        })
+    };
+    for pod in live_pods(ctx) {
+        if pod.ready() || pod.phase == "Succeeded" || !not_started(pod) {
+            continue;
+        }
+        let Some(e) = ctx
+            .events_for(&pod.name)
+            .into_iter()
+            .filter(|e| e.event_type == "Warning" && REASONS.contains(&e.reason.as_str()))
+            .filter(|e| match (e.last_seen, pod.created_at) {
+                (Some(seen), Some(created)) => seen >= created,
+                _ => true,
+            })
+            .max_by_key(|e| e.last_seen)
+        else {
+            continue;
+        };
+        let lower = e.message.to_lowercase();
+        let missing = lower.contains("not found") || lower.contains("does not exist");
+        let (category, mechanism) = if missing {
+            (
+                Category::ConfigurationError,
+                "the pod mounts an object that does not exist, so the kubelet never starts its containers; create it or fix the name in the pod spec",
+            )
+        } else {
+            (
+                Category::Infrastructure,
+                "the platform cannot attach or mount the volume, so the kubelet never starts its containers",
+            )
+        };
+        let evidence = ctx.ev(&["kubernetes/events", "kubernetes/pods"]);
+        out.push(Signal {
+            analyzer: "volume_mount",
+            summary: format!(
+                "{}: {} x{}: {}",
+                owner_phrase(pod),
+                e.reason,
+                e.count.max(1),
+                e.message
+            ),
+            category,
+            confidence: 0.85,
+            evidence,
+            cause: Some(format!(
+                "{} is stuck before start ({} x{}: \"{}\"): {mechanism}",
+                owner_phrase(pod),
+                e.reason,
+                e.count.max(1),
+                e.message
+            )),
+            objects: vec![format!("pod/{}", pod.name)],
+            ..Signal::default()
+        });
+    }
+    out
+}
+
 /// CrashLoopBackOff whose cause is not a more specific analyzer's (OOM, liveness kill).
 /// The runtime's message when a container cannot even start (its command or entrypoint is
 /// missing or not executable), from its current or previous state.
@@ -965,6 +1039,69 @@ mod tests {
             ("kubernetes/pods".to_string(), vec!["e1".to_string()]),
             ("kubernetes/events".to_string(), vec!["e2".to_string()]),
         ])
+    }
+
+    fn creating() -> ContainerFacts {
+        ContainerFacts {
+            name: "app".into(),
+            image: "shop:1".into(),
+            state: "waiting".into(),
+            reason: Some("ContainerCreating".into()),
+            ..ContainerFacts::default()
+        }
+    }
+
+    #[test]
+    fn a_volume_that_will_not_mount_is_named() {
+        let missing = r#"MountVolume.SetUp failed for volume "tls" : secret "shop-tls" not found"#;
+        let attach = r#"Multi-Attach error for volume "pvc-0a1b" Volume is already exclusively attached to one node and can't be attached to another"#;
+        for (message, reason, category) in [
+            (missing, "FailedMount", Category::ConfigurationError),
+            (attach, "FailedAttachVolume", Category::Infrastructure),
+        ] {
+            let mut stuck = pod("cart-abc12-x1", "cart-abc12", false, creating());
+            stuck.phase = "Pending".into();
+            let obs = Observations {
+                pods: vec![
+                    stuck,
+                    pod("cart-abc12-x2", "cart-abc12", true, running("shop:1")),
+                ],
+                events: vec![ev(reason, "cart-abc12-x1", message, 7)],
+                evidence: evidence(),
+                ..Observations::default()
+            };
+            let sigs = volume_mount(&Ctx::new(&obs));
+            assert_eq!(sigs.len(), 1, "{sigs:?}");
+            assert_eq!(sigs[0].category, category);
+            let cause = sigs[0].cause.clone().unwrap_or_default();
+            assert!(
+                cause.contains(message) && cause.contains("cart-abc12-x1"),
+                "{cause}"
+            );
+            assert_eq!(sigs[0].objects, vec!["pod/cart-abc12-x1".to_string()]);
+        }
+        // A pod that mounted and now crashes: its containers started, so the mount is history.
+        let crashing = ContainerFacts {
+            state: "waiting".into(),
+            reason: Some("CrashLoopBackOff".into()),
+            restart_count: 4,
+            ..creating()
+        };
+        let obs = Observations {
+            pods: vec![pod("cart-abc12-x1", "cart-abc12", false, crashing)],
+            events: vec![ev("FailedMount", "cart-abc12-x1", missing, 2)],
+            evidence: evidence(),
+            ..Observations::default()
+        };
+        assert!(volume_mount(&Ctx::new(&obs)).is_empty());
+        // A pod that mounted in the end and runs: the old event is history, not a cause.
+        let obs = Observations {
+            pods: vec![pod("cart-abc12-x2", "cart-abc12", true, running("shop:1"))],
+            events: vec![ev("FailedMount", "cart-abc12-x2", missing, 2)],
+            evidence: evidence(),
+            ..Observations::default()
+        };
+        assert!(volume_mount(&Ctx::new(&obs)).is_empty());
     }
 
     #[test]

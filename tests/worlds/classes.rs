@@ -14,6 +14,7 @@ pub fn build(ctx: &Ctx) -> Scenario {
     match ctx.combo.class {
         Class::Oom => oom(ctx),
         Class::ImagePull => image_pull(ctx),
+        Class::VolumeMissing => volume_missing(ctx),
         Class::MissingExecutable => missing_executable(ctx),
         Class::CrashAfterRelease => crash_after_release(ctx),
         Class::CrashNoTermination => crash_no_termination(ctx),
@@ -975,6 +976,88 @@ fn image_pull(ctx: &Ctx) -> Scenario {
             true,
         ),
         vec![bad_tag.into()],
+        appeared(onset),
+        true,
+    )
+}
+
+// ------------------------------------------------------------------ 2b. volume_missing
+
+/// A release mounts a Secret or ConfigMap that does not exist: the kubelet never starts the
+/// containers, and FailedMount repeats.
+fn volume_missing(ctx: &Ctx) -> Scenario {
+    let kind = ctx.kind();
+    let rules: Vec<&'static str> = if rolls(kind) {
+        vec![controller_rule(kind), "KubeContainerWaiting"]
+    } else {
+        vec!["KubeContainerWaiting"]
+    };
+    let object = one_of(ctx, "volume-object", &["secret", "configmap"]);
+    let missing = one_of(
+        ctx,
+        "volume-name",
+        &["payments-tls", "feature-flags-v2", "vault-agent-config"],
+    );
+    let volume = one_of(ctx, "volume", &["tls", "config", "flags"]);
+    let release = ctx.image(release_tag(ctx));
+    let set_release = |r: &mut Revision| r.image = release.clone();
+    let mut b = B::new(ctx, &rules, |onset| {
+        history(ctx, Some((onset - minutes(1), &set_release)))
+    });
+    let rolled = b.onset - minutes(1);
+    b.runs(rolled + seconds(30), None, false, 6);
+    let failing = b.place(true, 1, rolled + seconds(2));
+    b.cron_history();
+    let message = format!(
+        "MountVolume.SetUp failed for volume \"{volume}\" : {object} \"{missing}\" not found"
+    );
+    for &i in &failing {
+        let p = &mut b.w.pods[i];
+        p.phase = "Pending";
+        p.pulled = false;
+        p.state = k8s::waiting("ContainerCreating", None);
+        let first = p.created + seconds(2);
+        b.pod_event(
+            i,
+            "Scheduled",
+            &format!(
+                "Successfully assigned {}/{} to {}",
+                ctx.ns,
+                b.w.pod_name(i),
+                b.w.node_of(i).unwrap_or("")
+            ),
+            (first, first, 1),
+            false,
+            "default-scheduler",
+        );
+        b.pod_event(
+            i,
+            "FailedMount",
+            &message,
+            (first + seconds(1), ctx.now - seconds(40), 14),
+            true,
+            "kubelet",
+        );
+        let cur = b.waiting_to_start(i, "ContainerCreating");
+        let prev = b.no_previous(i);
+        b.log(i, cur, prev);
+    }
+    b.rollout_events(rolled, &failing);
+    let name = b.subject_name();
+    let onset = b.onset;
+    b.finish(
+        expect(
+            C::ConfigurationError,
+            &[
+                C::Healthy,
+                C::CodeDefect,
+                C::ResourceExhaustion,
+                C::DependencyFailure,
+            ],
+            vec![name, missing.into()],
+            true,
+        ),
+        vec![missing.into()],
         appeared(onset),
         true,
     )

@@ -62,6 +62,7 @@ impl Kind {
 pub enum Class {
     Oom,
     ImagePull,
+    VolumeMissing,
     MissingExecutable,
     CrashAfterRelease,
     CrashNoTermination,
@@ -80,9 +81,10 @@ pub enum Class {
 use Kind::{CronJob, DaemonSet, Deployment, Job, Pod, StatefulSet};
 
 impl Class {
-    pub const ALL: [Class; 15] = [
+    pub const ALL: [Class; 16] = [
         Class::Oom,
         Class::ImagePull,
+        Class::VolumeMissing,
         Class::MissingExecutable,
         Class::CrashAfterRelease,
         Class::CrashNoTermination,
@@ -102,6 +104,7 @@ impl Class {
         match self {
             Class::Oom => "oom",
             Class::ImagePull => "image_pull",
+            Class::VolumeMissing => "volume_missing",
             Class::MissingExecutable => "missing_executable",
             Class::CrashAfterRelease => "crash_after_release",
             Class::CrashNoTermination => "crash_no_termination",
@@ -121,7 +124,9 @@ impl Class {
     /// The subject kinds the class applies to.
     pub fn kinds(self) -> &'static [Kind] {
         match self {
-            Class::ImagePull => &[Deployment, StatefulSet, DaemonSet, Job, CronJob],
+            Class::ImagePull | Class::VolumeMissing => {
+                &[Deployment, StatefulSet, DaemonSet, Job, CronJob]
+            }
             Class::CrashAfterRelease => &[Deployment, StatefulSet, DaemonSet],
             // A DaemonSet's pods are placed per node: a selector nobody matches places none.
             Class::UnschedulableSelector => &[Deployment, StatefulSet, Job, CronJob, Pod],
