@@ -342,6 +342,24 @@ impl<'a> B<'a> {
         self.w.revisions[self.w.pods[i].rev].image.clone()
     }
 
+    /// The scheduler's event placing pod `i` on its node at `at`.
+    fn scheduled(&mut self, i: usize, at: DateTime<Utc>) {
+        let msg = format!(
+            "Successfully assigned {}/{} to {}",
+            self.ctx.ns,
+            self.w.pod_name(i),
+            self.w.node_of(i).unwrap_or("")
+        );
+        self.pod_event(
+            i,
+            "Scheduled",
+            &msg,
+            (at, at, 1),
+            false,
+            "default-scheduler",
+        );
+    }
+
     fn pod_event(
         &mut self,
         i: usize,
@@ -902,19 +920,7 @@ fn image_pull(ctx: &Ctx) -> Scenario {
         };
         let first = p.created + seconds(2);
         let last = ctx.now - seconds(70);
-        b.pod_event(
-            i,
-            "Scheduled",
-            &format!(
-                "Successfully assigned {}/{} to {}",
-                ctx.ns,
-                b.w.pod_name(i),
-                b.w.node_of(i).unwrap_or("")
-            ),
-            (first, first, 1),
-            false,
-            "default-scheduler",
-        );
+        b.scheduled(i, first);
         b.pod_event(
             i,
             "Pulling",
@@ -1017,19 +1023,7 @@ fn volume_missing(ctx: &Ctx) -> Scenario {
         p.pulled = false;
         p.state = k8s::waiting("ContainerCreating", None);
         let first = p.created + seconds(2);
-        b.pod_event(
-            i,
-            "Scheduled",
-            &format!(
-                "Successfully assigned {}/{} to {}",
-                ctx.ns,
-                b.w.pod_name(i),
-                b.w.node_of(i).unwrap_or("")
-            ),
-            (first, first, 1),
-            false,
-            "default-scheduler",
-        );
+        b.scheduled(i, first);
         b.pod_event(
             i,
             "FailedMount",
