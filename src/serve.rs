@@ -352,12 +352,25 @@ pub async fn serve_with(
     let idle = state.clone();
     let trimmer = tokio::spawn(async move {
         let mut tick = tokio::time::interval(IDLE_TRIM_EVERY);
+        let mut compacted_at = 0;
         loop {
             tick.tick().await;
+            let deliveries = idle.deliveries.load(std::sync::atomic::Ordering::Relaxed);
             let quiet = {
-                let core = lock(&idle.core);
-                core.running == 0 && core.queue.is_empty()
+                let mut core = lock(&idle.core);
+                let quiet = core.running == 0 && core.queue.is_empty();
+                // Once per quiet spell after deliveries: what outlives the storm is copied
+                // together, so the pages its pieces held can be handed back below.
+                if quiet && deliveries != compacted_at {
+                    core.claims = core.claims.compacted();
+                }
+                quiet
             };
+            if quiet && deliveries != compacted_at {
+                let mut received = lock(&idle.received);
+                *received = received.compacted();
+                compacted_at = deliveries;
+            }
             if quiet {
                 release_memory();
             }
@@ -653,6 +666,17 @@ impl Received {
         );
         if self.alerts.len() > RECEIVED_MAX {
             self.age();
+        }
+    }
+
+    /// The same alerts in freshly made allocations (see [`crate::inbox::Deduper::compacted`]).
+    fn compacted(&self) -> Self {
+        Self {
+            alerts: self
+                .alerts
+                .iter()
+                .map(|(k, (body, seen))| (k.clone(), (body.clone(), *seen)))
+                .collect(),
         }
     }
 

@@ -110,6 +110,20 @@ impl Deduper {
         old.len()
     }
 
+    /// The same claims in freshly made allocations: claims made one by one during a storm lie
+    /// scattered among the memory investigations freed, each keeping its page resident; copied
+    /// together while idle they pack into few pages and the old ones can be handed back.
+    pub fn compacted(&self) -> Self {
+        let copy = |m: &HashMap<String, String>| -> HashMap<String, String> {
+            m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        };
+        Self {
+            by_fingerprint: copy(&self.by_fingerprint),
+            by_group: copy(&self.by_group),
+            finished: self.finished.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        }
+    }
+
     /// The session investigating an alert, if any.
     pub fn session_of(&self, fingerprint: &str) -> Option<&str> {
         self.by_fingerprint.get(fingerprint).map(String::as_str)
@@ -162,6 +176,33 @@ mod tests {
         assert_eq!(d.check("g", &[]), Claim::Known("s1".into()));
         assert_eq!(d.check("other", &[]), Claim::New(vec![]));
         assert_eq!(d.session_of("f2"), Some("s1"));
+    }
+
+    #[test]
+    fn compacted_claims_answer_as_the_originals() {
+        let mut d = Deduper::new();
+        let t0 = Instant::now();
+        d.record("g1", &["a".to_string(), "b".to_string()], "s1");
+        d.record("g2", &["c".to_string()], "s2");
+        d.finish("s1", t0);
+        let mut c = d.compacted();
+        for (group, fps) in [
+            ("g1", vec!["a".to_string()]),
+            ("g2", vec![]),
+            ("g3", vec![]),
+        ] {
+            assert_eq!(c.check(group, &fps), d.check(group, &fps), "{group}");
+        }
+        let mut pairs: Vec<_> = c.sessions().collect();
+        pairs.sort();
+        assert_eq!(pairs, vec![("a", "s1"), ("b", "s1"), ("c", "s2")]);
+        // The ended session's end time came along: its claims still expire.
+        assert_eq!(
+            c.expire(t0 + Duration::from_secs(120), Duration::from_secs(60)),
+            1
+        );
+        assert_eq!(c.session_of("a"), None);
+        assert_eq!(c.session_of("c"), Some("s2"));
     }
 
     #[test]
