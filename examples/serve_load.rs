@@ -121,6 +121,130 @@ async fn wait_idle(http: &reqwest::Client, url: &str) -> anyhow::Result<()> {
     }
 }
 
+/// One storm: each of `a.alerts` alerts (numbered from `offset`) delivered `a.repeats` times,
+/// shuffled, every fifth delivery of an alert after its first a resolve, from `a.workers`
+/// senders. Returns the tally, the deliveries made and the seconds it took.
+async fn storm(
+    a: &Args,
+    url: &str,
+    base: &Value,
+    offset: usize,
+) -> anyhow::Result<(Tally, usize, f64)> {
+    // Each alert `repeats` times; every fifth delivery of an alert after its first is a resolve.
+    let mut deliveries: Vec<(usize, bool)> = Vec::new();
+    for i in 0..a.alerts {
+        for r in 0..a.repeats {
+            deliveries.push((i, !(r > 0 && (i + r) % 5 == 0)));
+        }
+    }
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    for k in (1..deliveries.len()).rev() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        deliveries.swap(k, (seed % (k as u64 + 1)) as usize);
+    }
+    let total = deliveries.len();
+    let work = Arc::new(Mutex::new(deliveries));
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let started = Instant::now();
+    // The storm's senders have their own connections, closed when it is over, as Alertmanager's
+    // idle ones are: the server's memory afterwards is what the storm left, not open sockets.
+    let senders = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()?;
+    let mut workers = Vec::new();
+    for _ in 0..a.workers {
+        let (work, tally, http, url, base) = (
+            work.clone(),
+            tally.clone(),
+            senders.clone(),
+            url.to_string(),
+            base.clone(),
+        );
+        workers.push(tokio::spawn(async move {
+            loop {
+                let next = work.lock().map(|mut w| w.pop()).unwrap_or(None);
+                let Some((i, firing)) = next else { break };
+                let body = payload(&base, offset + i, firing);
+                loop {
+                    let t0 = Instant::now();
+                    let resp = http
+                        .post(format!("{url}/webhook/alertmanager"))
+                        .json(&body)
+                        .send()
+                        .await;
+                    let ms = t0.elapsed().as_secs_f64() * 1000.0;
+                    let Ok(resp) = resp else {
+                        if let Ok(mut t) = tally.lock() {
+                            t.failed += 1;
+                        }
+                        break;
+                    };
+                    let status = resp.status().as_u16();
+                    let retry = resp
+                        .headers()
+                        .get("retry-after")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.parse::<u64>().ok());
+                    let v: Value = resp.json().await.unwrap_or(Value::Null);
+                    let retry_now = {
+                        let Ok(mut t) = tally.lock() else { break };
+                        t.latencies_ms.push(ms);
+                        match status {
+                            202 => {
+                                t.accepted += 1;
+                                t.firing.insert(i);
+                                if v["joined"] != true
+                                    && let Some(s) = v["session"].as_str()
+                                {
+                                    t.sessions.insert(s.to_string());
+                                }
+                                false
+                            }
+                            200 if v["duplicate"] == true => {
+                                t.duplicates += 1;
+                                t.firing.insert(i);
+                                false
+                            }
+                            200 => {
+                                t.other_ok += 1;
+                                false
+                            }
+                            503 => {
+                                t.unavailable += 1;
+                                true
+                            }
+                            _ => {
+                                t.failed += 1;
+                                false
+                            }
+                        }
+                    };
+                    if retry_now {
+                        // Alertmanager waits and retries; the bench waits less.
+                        let wait = retry.unwrap_or(1).min(1);
+                        tokio::time::sleep(Duration::from_millis(200 * wait)).await;
+                        continue;
+                    }
+                    break;
+                }
+            }
+        }));
+    }
+    for w in workers {
+        let _ = w.await;
+    }
+    drop(senders);
+    let secs = started.elapsed().as_secs_f64();
+    let t = std::mem::take(
+        &mut *tally
+            .lock()
+            .map_err(|_| anyhow::anyhow!("tally poisoned"))?,
+    );
+    Ok((t, total, secs))
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -206,113 +330,7 @@ async fn main() -> anyhow::Result<()> {
     // Heap and stacks apart from the binary's own pages.
     let (anon_before, file_before) = (rss_kib(pid, "RssAnon:"), rss_kib(pid, "RssFile:"));
 
-    // Each alert `repeats` times; every fifth delivery of an alert after its first is a resolve.
-    let mut deliveries: Vec<(usize, bool)> = Vec::new();
-    for i in 0..a.alerts {
-        for r in 0..a.repeats {
-            deliveries.push((i, !(r > 0 && (i + r) % 5 == 0)));
-        }
-    }
-    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-    for k in (1..deliveries.len()).rev() {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        deliveries.swap(k, (seed % (k as u64 + 1)) as usize);
-    }
-    let total = deliveries.len();
-    let work = Arc::new(Mutex::new(deliveries));
-    let tally = Arc::new(Mutex::new(Tally::default()));
-    let started = Instant::now();
-    // The storm's senders have their own connections, closed when it is over, as Alertmanager's
-    // idle ones are: the server's memory afterwards is what the storm left, not open sockets.
-    let senders = reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()?;
-    let mut workers = Vec::new();
-    for _ in 0..a.workers {
-        let (work, tally, http, url, base) = (
-            work.clone(),
-            tally.clone(),
-            senders.clone(),
-            url.clone(),
-            base.clone(),
-        );
-        workers.push(tokio::spawn(async move {
-            loop {
-                let next = work.lock().map(|mut w| w.pop()).unwrap_or(None);
-                let Some((i, firing)) = next else { break };
-                let body = payload(&base, i, firing);
-                loop {
-                    let t0 = Instant::now();
-                    let resp = http
-                        .post(format!("{url}/webhook/alertmanager"))
-                        .json(&body)
-                        .send()
-                        .await;
-                    let ms = t0.elapsed().as_secs_f64() * 1000.0;
-                    let Ok(resp) = resp else {
-                        if let Ok(mut t) = tally.lock() {
-                            t.failed += 1;
-                        }
-                        break;
-                    };
-                    let status = resp.status().as_u16();
-                    let retry = resp
-                        .headers()
-                        .get("retry-after")
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.parse::<u64>().ok());
-                    let v: Value = resp.json().await.unwrap_or(Value::Null);
-                    let retry_now = {
-                        let Ok(mut t) = tally.lock() else { break };
-                        t.latencies_ms.push(ms);
-                        match status {
-                            202 => {
-                                t.accepted += 1;
-                                t.firing.insert(i);
-                                if v["joined"] != true
-                                    && let Some(s) = v["session"].as_str()
-                                {
-                                    t.sessions.insert(s.to_string());
-                                }
-                                false
-                            }
-                            200 if v["duplicate"] == true => {
-                                t.duplicates += 1;
-                                t.firing.insert(i);
-                                false
-                            }
-                            200 => {
-                                t.other_ok += 1;
-                                false
-                            }
-                            503 => {
-                                t.unavailable += 1;
-                                true
-                            }
-                            _ => {
-                                t.failed += 1;
-                                false
-                            }
-                        }
-                    };
-                    if retry_now {
-                        // Alertmanager waits and retries; the bench waits less.
-                        let wait = retry.unwrap_or(1).min(1);
-                        tokio::time::sleep(Duration::from_millis(200 * wait)).await;
-                        continue;
-                    }
-                    break;
-                }
-            }
-        }));
-    }
-    for w in workers {
-        let _ = w.await;
-    }
-    drop(senders);
-    let storm = started.elapsed().as_secs_f64();
+    let (t, total, storm_secs) = storm(&a, &url, &base, 0).await?;
     wait_idle(&http, &url).await?;
     tokio::time::sleep(SETTLE / 2).await;
     let rss_settling = rss_kib(pid, "VmRSS:");
@@ -322,6 +340,12 @@ async fn main() -> anyhow::Result<()> {
     let (anon_after, file_after) = (rss_kib(pid, "RssAnon:"), rss_kib(pid, "RssFile:"));
     let threads_after = rss_kib(pid, "Threads:");
     let rss_peak = rss_kib(pid, "VmHWM:");
+    // A second storm of as many new alerts: what a storm leaves behind for good shows as growth
+    // from one storm's aftermath to the next.
+    let (t2, _, _) = storm(&a, &url, &base, a.alerts + a.max_concurrent).await?;
+    wait_idle(&http, &url).await?;
+    tokio::time::sleep(SETTLE).await;
+    let rss_after_second = rss_kib(pid, "VmRSS:");
     let files = std::fs::read_dir(&sessions)
         .map(|d| {
             d.flatten()
@@ -335,9 +359,6 @@ async fn main() -> anyhow::Result<()> {
     }
     let _ = child.wait();
 
-    let t = tally
-        .lock()
-        .map_err(|_| anyhow::anyhow!("tally poisoned"))?;
     let mut lat = t.latencies_ms.clone();
     lat.sort_by(|x, y| x.total_cmp(y));
     // Every alert's first delivery fires: one investigation each, exactly.
@@ -348,10 +369,10 @@ async fn main() -> anyhow::Result<()> {
         "serve load: {total} deliveries ({} alerts x {}, shuffled, resolves mixed in), {} workers, max_concurrent {}, queue {}",
         a.alerts, a.repeats, a.workers, a.max_concurrent, a.queue
     );
-    println!("  storm wall time            {storm:.2} s");
+    println!("  storm wall time            {storm_secs:.2} s");
     println!(
         "  deliveries/s accepted      {:.0}",
-        answered as f64 / storm
+        answered as f64 / storm_secs
     );
     println!(
         "  webhook latency p50 / p99  {:.1} ms / {:.1} ms",
@@ -363,7 +384,7 @@ async fn main() -> anyhow::Result<()> {
         t.accepted, t.duplicates, t.other_ok, t.unavailable, t.failed
     );
     println!(
-        "  investigations             {} started, {} expected (distinct firing fingerprints), {} session files (with the {} before the storm)",
+        "  investigations             {} started, {} expected (distinct firing fingerprints), {} session files (with the {} before and the second storm's)",
         t.sessions.len(),
         expected,
         files,
@@ -396,8 +417,22 @@ async fn main() -> anyhow::Result<()> {
         file_after / 1024
     );
     let warm = a.max_concurrent;
-    let exact = t.sessions.len() == expected && files == expected + warm && t.failed == 0;
+    let exact = t.sessions.len() == expected
+        && t2.sessions.len() == expected
+        && files == 2 * expected + warm
+        && t.failed + t2.failed == 0;
     let flat = rss_after as f64 <= rss_before as f64 * 1.2;
+    println!(
+        "  second storm               {} started, {} expected; RSS after it {} MiB",
+        t2.sessions.len(),
+        expected,
+        rss_after_second / 1024
+    );
+    let steady = rss_after_second as f64 <= rss_after as f64 * 1.2;
+    println!(
+        "  RSS after the second storm within 20% of after the first  {}",
+        if steady { "PASS" } else { "FAIL" }
+    );
     println!(
         "  exact dedup, 0 lost        {}",
         if exact { "PASS" } else { "FAIL" }
