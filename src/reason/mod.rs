@@ -166,7 +166,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(scheduling::limit_range(&ctx));
     signals.extend(scheduling::scheduling_recovered(&ctx));
     signals.extend(pods::container_config(&ctx));
-    signals.extend(pods::volume_mount(&ctx));
+    signals.extend(pods::start_blocked(&ctx));
     signals.extend(nodes::node_not_ready(&ctx));
     signals.extend(nodes::node_pressure(&ctx));
     signals.extend(rollout::rollout_stuck(&ctx));
@@ -203,7 +203,7 @@ fn also_noticed(ctx: &Ctx) -> Vec<Signal> {
     found.extend(pods::oom_killed(&wide));
     found.extend(pods::image_pull(&wide));
     found.extend(pods::container_config(&wide));
-    found.extend(pods::volume_mount(&wide));
+    found.extend(pods::start_blocked(&wide));
     found.extend(scheduling::failed_scheduling(&wide));
     found
         .into_iter()

@@ -166,15 +166,20 @@ pub(crate) fn container_config(ctx: &Ctx) -> Vec<Signal> {
     out
 }
 
-/// Pods that cannot start because a volume will not mount or attach (FailedMount,
-/// FailedAttachVolume): a secret, ConfigMap or claim that does not exist is configuration; a
-/// volume the platform cannot attach (held by another node, a driver that times out) is
-/// infrastructure.
-pub(crate) fn volume_mount(ctx: &Ctx) -> Vec<Signal> {
-    const REASONS: [&str; 2] = ["FailedMount", "FailedAttachVolume"];
+/// Pods held before any container starts: a volume that will not mount or attach (FailedMount,
+/// FailedAttachVolume) or a sandbox the node cannot create (FailedCreatePodSandBox). A secret,
+/// ConfigMap or claim that does not exist is configuration; a volume the platform cannot attach
+/// (held by another node, a driver that times out) or a node whose network plugin or runtime
+/// fails is infrastructure.
+pub(crate) fn start_blocked(ctx: &Ctx) -> Vec<Signal> {
+    const REASONS: [&str; 3] = [
+        "FailedMount",
+        "FailedAttachVolume",
+        "FailedCreatePodSandBox",
+    ];
     let mut out = Vec::new();
-    // Mounting happens before any container starts: a pod whose containers ran has mounted, and
-    // an event older than the pod is about an earlier pod of the same name.
+    // Sandbox and mounts come before any container starts: a pod whose containers ran got past
+    // them, and an event older than the pod is about an earlier pod of the same name.
     let not_started = |pod: &PodFacts| {
         pod.containers.iter().all(|c| {
             c.state == "waiting"
@@ -202,7 +207,12 @@ pub(crate) fn volume_mount(ctx: &Ctx) -> Vec<Signal> {
         };
         let lower = e.message.to_lowercase();
         let missing = lower.contains("not found") || lower.contains("does not exist");
-        let (category, mechanism) = if missing {
+        let (category, mechanism) = if e.reason == "FailedCreatePodSandBox" {
+            (
+                Category::Infrastructure,
+                "the node cannot create the pod's sandbox (its network plugin or container runtime fails), so no container starts; the node, not the workload, needs fixing",
+            )
+        } else if missing {
             (
                 Category::ConfigurationError,
                 "the pod mounts an object that does not exist, so the kubelet never starts its containers; create it or fix the name in the pod spec",
@@ -215,7 +225,7 @@ pub(crate) fn volume_mount(ctx: &Ctx) -> Vec<Signal> {
         };
         let evidence = ctx.ev(&["kubernetes/events", "kubernetes/pods"]);
         out.push(Signal {
-            analyzer: "volume_mount",
+            analyzer: "start_blocked",
             summary: format!(
                 "{}: {} x{}: {}",
                 owner_phrase(pod),
@@ -1052,12 +1062,14 @@ mod tests {
     }
 
     #[test]
-    fn a_volume_that_will_not_mount_is_named() {
+    fn a_pod_held_before_start_is_explained() {
         let missing = r#"MountVolume.SetUp failed for volume "tls" : secret "shop-tls" not found"#;
         let attach = r#"Multi-Attach error for volume "pvc-0a1b" Volume is already exclusively attached to one node and can't be attached to another"#;
+        let sandbox = r#"Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "4f1c": plugin type="calico" failed (add): error getting ClusterInformation: connection is unauthorized"#;
         for (message, reason, category) in [
             (missing, "FailedMount", Category::ConfigurationError),
             (attach, "FailedAttachVolume", Category::Infrastructure),
+            (sandbox, "FailedCreatePodSandBox", Category::Infrastructure),
         ] {
             let mut stuck = pod("cart-abc12-x1", "cart-abc12", false, creating());
             stuck.phase = "Pending".into();
@@ -1070,7 +1082,7 @@ mod tests {
                 evidence: evidence(),
                 ..Observations::default()
             };
-            let sigs = volume_mount(&Ctx::new(&obs));
+            let sigs = start_blocked(&Ctx::new(&obs));
             assert_eq!(sigs.len(), 1, "{sigs:?}");
             assert_eq!(sigs[0].category, category);
             let cause = sigs[0].cause.clone().unwrap_or_default();
@@ -1093,7 +1105,7 @@ mod tests {
             evidence: evidence(),
             ..Observations::default()
         };
-        assert!(volume_mount(&Ctx::new(&obs)).is_empty());
+        assert!(start_blocked(&Ctx::new(&obs)).is_empty());
         // A pod that mounted in the end and runs: the old event is history, not a cause.
         let obs = Observations {
             pods: vec![pod("cart-abc12-x2", "cart-abc12", true, running("shop:1"))],
@@ -1101,7 +1113,7 @@ mod tests {
             evidence: evidence(),
             ..Observations::default()
         };
-        assert!(volume_mount(&Ctx::new(&obs)).is_empty());
+        assert!(start_blocked(&Ctx::new(&obs)).is_empty());
     }
 
     #[test]
