@@ -130,7 +130,6 @@ async fn storm(
     base: &Value,
     offset: usize,
 ) -> anyhow::Result<(Tally, usize, f64)> {
-    // Each alert `repeats` times; every fifth delivery of an alert after its first is a resolve.
     let mut deliveries: Vec<(usize, bool)> = Vec::new();
     for i in 0..a.alerts {
         for r in 0..a.repeats {
@@ -235,7 +234,6 @@ async fn storm(
     for w in workers {
         let _ = w.await;
     }
-    drop(senders);
     let secs = started.elapsed().as_secs_f64();
     let t = std::mem::take(
         &mut *tally

@@ -355,25 +355,28 @@ pub async fn serve_with(
         let mut compacted_at = 0;
         loop {
             tick.tick().await;
-            let deliveries = idle.deliveries.load(std::sync::atomic::Ordering::Relaxed);
             let quiet = {
-                let mut core = lock(&idle.core);
-                let quiet = core.running == 0 && core.queue.is_empty();
-                // Once per quiet spell after deliveries: what outlives the storm is copied
-                // together, so the pages its pieces held can be handed back below.
-                if quiet && deliveries != compacted_at {
-                    core.claims = core.claims.compacted();
-                }
-                quiet
+                let core = lock(&idle.core);
+                core.running == 0 && core.queue.is_empty()
             };
-            if quiet && deliveries != compacted_at {
+            if !quiet {
+                continue;
+            }
+            // Once per quiet spell after deliveries, what outlives the storm (claims, received
+            // alerts) is copied into fresh allocations: made one by one during the storm, its
+            // pieces lie scattered among the memory investigations freed, each keeping its page
+            // resident; copied together they pack into few pages and the old ones go back below.
+            let deliveries = idle.deliveries.load(std::sync::atomic::Ordering::Relaxed);
+            if deliveries != compacted_at {
+                {
+                    let mut core = lock(&idle.core);
+                    core.claims = core.claims.clone();
+                }
                 let mut received = lock(&idle.received);
-                *received = received.compacted();
+                *received = received.clone();
                 compacted_at = deliveries;
             }
-            if quiet {
-                release_memory();
-            }
+            release_memory();
         }
     });
     let app = router(state.clone());
@@ -650,7 +653,7 @@ fn subjects_of(trigger: &Trigger) -> Vec<(String, String)> {
 /// as its JSON text, one allocation where the struct takes dozens: a storm leaves thousands of
 /// them, and every small allocation left among the memory an investigation freed keeps that page
 /// resident after the storm.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Received {
     alerts: HashMap<Box<str>, (Box<str>, Instant)>,
 }
@@ -666,17 +669,6 @@ impl Received {
         );
         if self.alerts.len() > RECEIVED_MAX {
             self.age();
-        }
-    }
-
-    /// The same alerts in freshly made allocations (see [`crate::inbox::Deduper::compacted`]).
-    fn compacted(&self) -> Self {
-        Self {
-            alerts: self
-                .alerts
-                .iter()
-                .map(|(k, (body, seen))| (k.clone(), (body.clone(), *seen)))
-                .collect(),
         }
     }
 
@@ -1528,11 +1520,12 @@ async fn pagerduty_webhook(
 
 async fn list_alerts(State(state): State<AppState>) -> Response {
     let mut health = Vec::new();
-    let mut lists = Vec::new();
+    // Polled alerts first: they carry silences and acknowledgements the webhooks do not.
+    let mut polled = Vec::new();
     if let Some(sources) = &state.sources {
         let snap = sources.poll().await;
         health = snap.health;
-        lists.push((inbox::Source::Alertmanager, snap.alerts));
+        polled = snap.alerts;
     }
     let received: Vec<(Box<str>, Box<str>)> = {
         let mut r = lock(&state.received);
@@ -1542,8 +1535,6 @@ async fn list_alerts(State(state): State<AppState>) -> Response {
             .map(|(fingerprint, (body, _))| (fingerprint.clone(), body.clone()))
             .collect()
     };
-    // Polled alerts first: they carry silences and acknowledgements the webhooks do not.
-    let polled = lists.pop().map(|(_, a)| a).unwrap_or_default();
     let mut alerts: Vec<(String, Value)> = polled
         .iter()
         .map(|a| {

@@ -18,7 +18,7 @@ pub enum Claim {
 
 /// Alerts (by fingerprint) and groups (by group key) already under investigation, and the session
 /// investigating them. A repeated webhook delivery claims nothing new.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Deduper {
     by_fingerprint: HashMap<String, String>,
     by_group: HashMap<String, String>,
@@ -110,20 +110,6 @@ impl Deduper {
         old.len()
     }
 
-    /// The same claims in freshly made allocations: claims made one by one during a storm lie
-    /// scattered among the memory investigations freed, each keeping its page resident; copied
-    /// together while idle they pack into few pages and the old ones can be handed back.
-    pub fn compacted(&self) -> Self {
-        let copy = |m: &HashMap<String, String>| -> HashMap<String, String> {
-            m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
-        };
-        Self {
-            by_fingerprint: copy(&self.by_fingerprint),
-            by_group: copy(&self.by_group),
-            finished: self.finished.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-        }
-    }
-
     /// The session investigating an alert, if any.
     pub fn session_of(&self, fingerprint: &str) -> Option<&str> {
         self.by_fingerprint.get(fingerprint).map(String::as_str)
@@ -179,13 +165,13 @@ mod tests {
     }
 
     #[test]
-    fn compacted_claims_answer_as_the_originals() {
+    fn a_copy_of_the_claims_answers_as_the_originals() {
         let mut d = Deduper::new();
         let t0 = Instant::now();
         d.record("g1", &["a".to_string(), "b".to_string()], "s1");
         d.record("g2", &["c".to_string()], "s2");
         d.finish("s1", t0);
-        let mut c = d.compacted();
+        let mut c = d.clone();
         for (group, fps) in [
             ("g1", vec!["a".to_string()]),
             ("g2", vec![]),
