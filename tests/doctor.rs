@@ -39,6 +39,17 @@ impl Run {
             .find(|r| r["integration"] == integration)
             .unwrap_or_else(|| panic!("no {integration} row in {}", self.stdout))
     }
+
+    /// The integration's row, checked to have `status` and a detail containing `detail`.
+    fn expect_row(&self, integration: &str, status: &str, detail: &str) -> Value {
+        let row = self.row(integration);
+        assert_eq!(row["status"], status, "{row}");
+        assert!(
+            row["detail"].as_str().unwrap_or("").contains(detail),
+            "{row}"
+        );
+        row
+    }
 }
 
 /// Runs `sitrep doctor ARGS` with `config` (TOML text) and `env`.
@@ -218,15 +229,7 @@ async fn a_wrong_token_is_401_unauthorized_and_never_shown() {
 
     // An unset variable is named, with what to do.
     let run = doctor(&config, &["--json"], &[]).await;
-    let row = run.row("alertmanager");
-    assert_eq!(row["status"], "failed", "{row}");
-    assert!(
-        row["detail"]
-            .as_str()
-            .unwrap_or("")
-            .contains("DOCTOR_TEST_TOKEN"),
-        "{row}"
-    );
+    run.expect_row("alertmanager", "failed", "DOCTOR_TEST_TOKEN");
 }
 
 /// A Kubernetes API server answering `GET /version` and `SelfSubjectAccessReview`s as the API
@@ -563,19 +566,9 @@ async fn jira_servicenow_and_slack_say_whether_their_credentials_are_accepted() 
     ];
     let run = doctor(&config, &["--json"], &right).await;
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
-    let jira = run.row("jira");
-    assert_eq!(jira["status"], "ok", "{jira}");
-    assert!(
-        jira["detail"].as_str().unwrap_or("").contains("OPS"),
-        "{jira}"
-    );
+    run.expect_row("jira", "ok", "OPS");
     assert_eq!(run.row("servicenow")["status"], "ok", "{}", run.stdout);
-    let slack = run.row("slack");
-    assert_eq!(slack["status"], "ok", "{slack}");
-    assert!(
-        slack["detail"].as_str().unwrap_or("").contains("Acme"),
-        "{slack}"
-    );
+    run.expect_row("slack", "ok", "Acme");
 
     let wrong = [
         ("DOCTOR_JIRA_TOKEN", "jira-token-wrong-9"),
@@ -595,15 +588,7 @@ async fn jira_servicenow_and_slack_say_whether_their_credentials_are_accepted() 
             "{row}"
         );
     }
-    let slack = run.row("slack");
-    assert_eq!(slack["status"], "failed", "{slack}");
-    assert!(
-        slack["detail"]
-            .as_str()
-            .unwrap_or("")
-            .contains("invalid_auth"),
-        "{slack}"
-    );
+    run.expect_row("slack", "failed", "invalid_auth");
     for (_, secret) in wrong {
         assert!(
             !run.stdout.contains(secret),
@@ -702,21 +687,8 @@ async fn credentials_by_reference_are_checked_where_they_live_never_read() {
     ];
     let run = doctor(&config, &["--json"], &env).await;
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
-    let p = run.row("prometheus");
-    assert_eq!(p["status"], "ok", "{p}");
-    assert!(
-        p["detail"].as_str().unwrap_or("").contains("op signed in"),
-        "{p}"
-    );
-    let l = run.row("loki");
-    assert_eq!(l["status"], "ok", "{l}");
-    assert!(
-        l["detail"]
-            .as_str()
-            .unwrap_or("")
-            .contains("Vault token valid"),
-        "{l}"
-    );
+    run.expect_row("prometheus", "ok", "op signed in");
+    run.expect_row("loki", "ok", "Vault token valid");
     assert!(
         !log.exists(),
         "op was asked for the secret: {}",
@@ -737,18 +709,8 @@ async fn credentials_by_reference_are_checked_where_they_live_never_read() {
     ];
     let run = doctor(&config, &["--json"], &env).await;
     assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
-    let p = run.row("prometheus");
-    assert_eq!(p["status"], "failed", "{p}");
-    assert!(
-        p["detail"].as_str().unwrap_or("").contains("not signed in"),
-        "{p}"
-    );
-    let l = run.row("loki");
-    assert_eq!(l["status"], "failed", "{l}");
-    assert!(
-        l["detail"].as_str().unwrap_or("").contains("403 forbidden"),
-        "{l}"
-    );
+    run.expect_row("prometheus", "failed", "not signed in");
+    run.expect_row("loki", "failed", "403 forbidden");
     assert!(!run.stdout.contains("expired-vault-token"));
     assert!(!log.exists());
 }
@@ -845,15 +807,7 @@ async fn postgres_names_a_missing_pg_monitor_and_pg_stat_statements() {
     )
     .await;
     assert_eq!(run.code, Some(1));
-    let row = run.row("postgres");
-    assert_eq!(row["status"], "failed", "{row}");
-    assert!(
-        row["detail"]
-            .as_str()
-            .unwrap_or("")
-            .contains("password authentication failed"),
-        "{row}"
-    );
+    run.expect_row("postgres", "failed", "password authentication failed");
     assert!(!run.stdout.contains("not-the-password"));
 }
 
@@ -873,21 +827,8 @@ async fn each_mcp_server_is_a_row_with_its_tools() {
                   [[mcp.servers]]\nname = \"gone\"\ncommand = \"sitrep-doctor-no-such-server\"\n";
     let run = doctor(config, &["--json"], &[]).await;
     assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
-    let time = run.row("mcp.time");
-    assert_eq!(time["status"], "ok", "{time}");
-    assert!(
-        time["detail"].as_str().unwrap_or("").contains("tools"),
-        "{time}"
-    );
-    let gone = run.row("mcp.gone");
-    assert_eq!(gone["status"], "failed", "{gone}");
-    assert!(
-        gone["detail"]
-            .as_str()
-            .unwrap_or("")
-            .contains("sitrep-doctor-no-such-server"),
-        "{gone}"
-    );
+    run.expect_row("mcp.time", "ok", "tools");
+    run.expect_row("mcp.gone", "failed", "sitrep-doctor-no-such-server");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -931,15 +872,7 @@ async fn the_model_must_exist_on_its_server() {
 
     let run = doctor(&config("gpt-5-imaginary"), &["--json"], &env).await;
     assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
-    let row = run.row("llm");
-    assert_eq!(row["status"], "failed", "{row}");
-    assert!(
-        row["detail"]
-            .as_str()
-            .unwrap_or("")
-            .contains("model gpt-5-imaginary not found"),
-        "{row}"
-    );
+    run.expect_row("llm", "failed", "model gpt-5-imaginary not found");
 
     let run = doctor(
         &config("gpt-4o-mini"),

@@ -817,6 +817,16 @@ fn crash_rules(kind: Kind) -> Vec<&'static str> {
     }
 }
 
+/// The rules that fire for containers that never start: the controller's (when it rolls out)
+/// and KubeContainerWaiting.
+fn waiting_rules(kind: Kind) -> Vec<&'static str> {
+    if rolls(kind) {
+        vec![controller_rule(kind), "KubeContainerWaiting"]
+    } else {
+        vec!["KubeContainerWaiting"]
+    }
+}
+
 // ------------------------------------------------------------------ 1. oom
 
 fn oom(ctx: &Ctx) -> Scenario {
@@ -880,11 +890,7 @@ fn oom(ctx: &Ctx) -> Scenario {
 
 fn image_pull(ctx: &Ctx) -> Scenario {
     let kind = ctx.kind();
-    let rules: Vec<&'static str> = if rolls(kind) {
-        vec![controller_rule(kind), "KubeContainerWaiting"]
-    } else {
-        vec!["KubeContainerWaiting"]
-    };
+    let rules = waiting_rules(kind);
     let bad_tag = bad_tag(ctx);
     let bad = ctx.image(bad_tag);
     let set_bad = |r: &mut Revision| r.image = bad.clone();
@@ -993,11 +999,7 @@ fn image_pull(ctx: &Ctx) -> Scenario {
 /// containers, and FailedMount repeats.
 fn volume_missing(ctx: &Ctx) -> Scenario {
     let kind = ctx.kind();
-    let rules: Vec<&'static str> = if rolls(kind) {
-        vec![controller_rule(kind), "KubeContainerWaiting"]
-    } else {
-        vec!["KubeContainerWaiting"]
-    };
+    let rules = waiting_rules(kind);
     let object = one_of(ctx, "volume-object", &["secret", "configmap"]);
     let missing = one_of(
         ctx,
@@ -1062,10 +1064,10 @@ fn volume_missing(ctx: &Ctx) -> Scenario {
 fn missing_executable(ctx: &Ctx) -> Scenario {
     let kind = ctx.kind();
     let form = ctx.pick("exec-form", 3);
-    let rules: Vec<&'static str> = match (form, rolls(kind)) {
-        (2, _) => crash_rules(kind),
-        (_, true) => vec![controller_rule(kind), "KubeContainerWaiting"],
-        (_, false) => vec!["KubeContainerWaiting"],
+    let rules = if form == 2 {
+        crash_rules(kind)
+    } else {
+        waiting_rules(kind)
     };
     let script = script(ctx);
     let set_cmd = |r: &mut Revision| r.command = Some(vec![script.to_string()]);
