@@ -347,7 +347,10 @@ pub async fn serve_with(
         investigations: runtime.handle().clone(),
         deliveries: std::sync::atomic::AtomicU64::new(0),
     });
-    blocking(|| pump(&state));
+    {
+        let state = state.clone();
+        let _ = off_thread(move || pump(&state)).await;
+    }
     // While idle, what a storm (or a listing of thousands of sessions) allocated goes back.
     let idle = state.clone();
     let trimmer = tokio::spawn(async move {
@@ -439,15 +442,20 @@ fn release_memory() {
     }
 }
 
-/// Runs blocking work (file writes, starting an investigation) from a request handler without
-/// stalling the other requests that share its thread.
-fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
+/// Runs blocking work (file reads and writes, starting an investigation) on the runtime's blocking
+/// pool and waits for it, so the other tasks sharing this worker go on. Not `block_in_place`: that
+/// hands the worker's place to another thread each time, and every thread that ever runs a
+/// request or an analysis keeps its own allocator cache, arena share and regex caches, which a
+/// storm would leave resident.
+async fn off_thread<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Response> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        if e.is_panic() {
+            std::panic::resume_unwind(e.into_panic());
         }
-        _ => f(),
-    }
+        unavailable("the server is shutting down".into(), true)
+    })
 }
 
 fn router(state: AppState) -> Router {
@@ -1024,7 +1032,7 @@ fn unavailable(message: String, retry: bool) -> Response {
 
 /// Admits a new investigation, records it in the journal and starts it (or leaves it queued);
 /// the answer to the delivery.
-fn investigate(
+async fn investigate(
     state: &AppState,
     group_key: &str,
     fingerprints: &[String],
@@ -1054,7 +1062,10 @@ fn investigate(
         }
         _ => {}
     }
-    blocking(|| record_and_start(state, admitted, claimed, entry))
+    let state = state.clone();
+    off_thread(move || record_and_start(&state, admitted, claimed, entry))
+        .await
+        .unwrap_or_else(|r| r)
 }
 
 /// The part of [`investigate`] that writes: the journal line, then the start.
@@ -1272,7 +1283,8 @@ fn start(
             core.running = core.running.saturating_sub(1);
             core.running == 0 && core.queue.is_empty()
         };
-        blocking(|| pump(&shared));
+        let pumping = shared.clone();
+        let _ = off_thread(move || pump(&pumping)).await;
         if idle {
             release_memory();
         }
@@ -1339,7 +1351,7 @@ fn alert_fingerprint(a: &crate::model::Alert) -> String {
 }
 
 /// Claims the firing alerts of `payload` and starts one investigation for the new ones.
-fn investigate_payload(state: &AppState, mut payload: WebhookPayload) -> Response {
+async fn investigate_payload(state: &AppState, mut payload: WebhookPayload) -> Response {
     payload.alerts.retain(|a| a.status == AlertStatus::Firing);
     if payload.alerts.is_empty() {
         return (
@@ -1358,6 +1370,7 @@ fn investigate_payload(state: &AppState, mut payload: WebhookPayload) -> Respons
         }
         (payload.primary().title(), Trigger::Alert(payload))
     })
+    .await
 }
 
 fn remember(state: &AppState, alerts: impl IntoIterator<Item = InboxAlert>) {
@@ -1422,7 +1435,7 @@ async fn alertmanager_webhook(State(state): State<AppState>, body: Bytes) -> Res
             received.remove(&alert_fingerprint(a));
         }
     }
-    investigate_payload(&state, payload)
+    investigate_payload(&state, payload).await
 }
 
 fn from_webhook_alert(a: &crate::model::Alert) -> InboxAlert {
@@ -1495,7 +1508,7 @@ async fn pagerduty_webhook(
             let payload = inbox::payload_for(&[&alert], &BTreeMap::new());
             let mut payload = payload;
             payload.group_key = alert.fingerprint.clone();
-            investigate_payload(&state, payload)
+            investigate_payload(&state, payload).await
         }
         "incident.resolved" => {
             lock(&state.received).remove(&alert.fingerprint);
@@ -1569,13 +1582,9 @@ async fn list_alerts(State(state): State<AppState>) -> Response {
 async fn list_sessions(State(state): State<AppState>) -> Response {
     // Reading the directory is blocking I/O: off the threads that answer requests.
     let dir = state.sessions_dir.clone();
-    let Ok((found, errors)) =
-        tokio::task::spawn_blocking(move || session::list_sessions(&dir)).await
-    else {
-        return error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "listing the sessions failed",
-        );
+    let (found, errors) = match off_thread(move || session::list_sessions(&dir)).await {
+        Ok(listed) => listed,
+        Err(r) => return r,
     };
     let queued: Vec<Value> = lock(&state.core)
         .queue
@@ -1620,12 +1629,19 @@ async fn get_session(State(state): State<AppState>, UrlPath(id): UrlPath<String>
         return axum::Json(json!({"id": id, "title": q.title, "queued": true, "running": false}))
             .into_response();
     }
-    let Some(path) = blocking(|| find_session(&state, &id)) else {
-        return error(StatusCode::NOT_FOUND, format!("no session {id:?}"));
+    let found = {
+        let (state, id) = (state.clone(), id.clone());
+        off_thread(move || {
+            let path = find_session(&state, &id)?;
+            Some(session::read_file(&path))
+        })
+        .await
     };
-    let log = match blocking(|| session::read_file(&path)) {
-        Ok(l) => l,
-        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    let log = match found {
+        Err(r) => return r,
+        Ok(None) => return error(StatusCode::NOT_FOUND, format!("no session {id:?}")),
+        Ok(Some(Err(e))) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Ok(Some(Ok(l))) => l,
     };
     let incident = log.incident();
     let running = lock(&state.sessions)
@@ -1907,7 +1923,7 @@ async fn new_investigation(State(state): State<AppState>, body: Bytes) -> Respon
     };
     if let Some(alert) = v.get("alert") {
         return match serde_json::from_value::<WebhookPayload>(alert.clone()) {
-            Ok(p) => investigate_payload(&state, p),
+            Ok(p) => investigate_payload(&state, p).await,
             Err(e) => error(
                 StatusCode::BAD_REQUEST,
                 format!("`alert` is not an Alertmanager webhook payload (version 4): {e}"),
@@ -1918,7 +1934,7 @@ async fn new_investigation(State(state): State<AppState>, body: Bytes) -> Respon
         Some(text) if !text.is_empty() => {
             let title: String = text.chars().take(80).collect();
             let problem = text.to_string();
-            investigate(&state, "", &[], move |_| (title, Trigger::Problem(problem)))
+            investigate(&state, "", &[], move |_| (title, Trigger::Problem(problem))).await
         }
         _ => error(
             StatusCode::BAD_REQUEST,
