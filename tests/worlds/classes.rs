@@ -15,6 +15,7 @@ pub fn build(ctx: &Ctx) -> Scenario {
         Class::Oom => oom(ctx),
         Class::ImagePull => image_pull(ctx),
         Class::VolumeMissing => volume_missing(ctx),
+        Class::EnvRefMissing => env_ref_missing(ctx),
         Class::MissingExecutable => missing_executable(ctx),
         Class::CrashAfterRelease => crash_after_release(ctx),
         Class::CrashNoTermination => crash_no_termination(ctx),
@@ -1035,6 +1036,81 @@ fn volume_missing(ctx: &Ctx) -> Scenario {
             "kubelet",
         );
         let cur = b.waiting_to_start(i, "ContainerCreating");
+        let prev = b.no_previous(i);
+        b.log(i, cur, prev);
+    }
+    b.rollout_events(rolled, &failing);
+    let name = b.subject_name();
+    let onset = b.onset;
+    b.finish(
+        expect(
+            C::ConfigurationError,
+            &[
+                C::Healthy,
+                C::CodeDefect,
+                C::ResourceExhaustion,
+                C::DependencyFailure,
+            ],
+            vec![name, missing.into()],
+            true,
+        ),
+        vec![missing.into()],
+        appeared(onset),
+        true,
+    )
+}
+
+// ------------------------------------------------------------------ 2c. env_ref_missing
+
+/// A release reads an environment variable from a Secret or ConfigMap (or a key of one) that does
+/// not exist: the image is pulled, the kubelet cannot build the container's environment.
+fn env_ref_missing(ctx: &Ctx) -> Scenario {
+    let kind = ctx.kind();
+    let rules = waiting_rules(kind);
+    let object = one_of(ctx, "env-object", &["Secret", "ConfigMap"]);
+    let missing = one_of(
+        ctx,
+        "env-name",
+        &["payments-db-creds", "ledger-api-keys", "rollout-flags"],
+    );
+    let key = one_of(ctx, "env-key", &["DB_PASSWORD", "API_TOKEN", "FLAGS_URL"]);
+    let message = match ctx.pick("env-form", 2) {
+        0 => format!("{} \"{missing}\" not found", object.to_lowercase()),
+        _ => format!("couldn't find key {key} in {object} {}/{missing}", ctx.ns),
+    };
+    let release = ctx.image(release_tag(ctx));
+    let set_release = |r: &mut Revision| r.image = release.clone();
+    let mut b = B::new(ctx, &rules, |onset| {
+        history(ctx, Some((onset - minutes(1), &set_release)))
+    });
+    let rolled = b.onset - minutes(1);
+    b.runs(rolled + seconds(30), None, false, 6);
+    let failing = b.place(true, 1, rolled + seconds(2));
+    b.cron_history();
+    for &i in &failing {
+        let p = &mut b.w.pods[i];
+        p.phase = "Pending";
+        p.state = k8s::waiting("CreateContainerConfigError", Some(&message));
+        let first = p.created + seconds(2);
+        let last = ctx.now - seconds(30);
+        b.scheduled(i, first);
+        b.pod_event(
+            i,
+            "Pulled",
+            &format!("Container image \"{release}\" already present on machine"),
+            (first, last, 11),
+            false,
+            "kubelet",
+        );
+        b.pod_event(
+            i,
+            "Failed",
+            &format!("Error: {message}"),
+            (first, last, 11),
+            true,
+            "kubelet",
+        );
+        let cur = b.waiting_to_start(i, "CreateContainerConfigError");
         let prev = b.no_previous(i);
         b.log(i, cur, prev);
     }

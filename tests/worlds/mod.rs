@@ -63,6 +63,7 @@ pub enum Class {
     Oom,
     ImagePull,
     VolumeMissing,
+    EnvRefMissing,
     MissingExecutable,
     CrashAfterRelease,
     CrashNoTermination,
@@ -81,10 +82,11 @@ pub enum Class {
 use Kind::{CronJob, DaemonSet, Deployment, Job, Pod, StatefulSet};
 
 impl Class {
-    pub const ALL: [Class; 16] = [
+    pub const ALL: [Class; 17] = [
         Class::Oom,
         Class::ImagePull,
         Class::VolumeMissing,
+        Class::EnvRefMissing,
         Class::MissingExecutable,
         Class::CrashAfterRelease,
         Class::CrashNoTermination,
@@ -105,6 +107,7 @@ impl Class {
             Class::Oom => "oom",
             Class::ImagePull => "image_pull",
             Class::VolumeMissing => "volume_missing",
+            Class::EnvRefMissing => "env_ref_missing",
             Class::MissingExecutable => "missing_executable",
             Class::CrashAfterRelease => "crash_after_release",
             Class::CrashNoTermination => "crash_no_termination",
@@ -124,7 +127,7 @@ impl Class {
     /// The subject kinds the class applies to.
     pub fn kinds(self) -> &'static [Kind] {
         match self {
-            Class::ImagePull | Class::VolumeMissing => {
+            Class::ImagePull | Class::VolumeMissing | Class::EnvRefMissing => {
                 &[Deployment, StatefulSet, DaemonSet, Job, CronJob]
             }
             Class::CrashAfterRelease => &[Deployment, StatefulSet, DaemonSet],
