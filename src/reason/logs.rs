@@ -205,15 +205,39 @@ pub(crate) fn is_error(l: &LogLine) -> bool {
     by_label || ERROR_LEVEL.as_ref().is_some_and(|re| re.is_match(&l.line))
 }
 
-/// The dependency a failing line names (`db.svc:5432`), if any.
+/// The dependency a failing line names (`db.svc:5432`), if any. A line that names the service
+/// without its port and then the address the client dialled (`host=db.svc ... dial tcp
+/// 10.0.0.7:5432`) gives both, `db.svc (10.0.0.7:5432)`: the name says which service, the address
+/// which socket refused.
 pub(crate) fn target(line: &str) -> Option<String> {
-    let found = |re: &Option<Regex>| {
-        re.as_ref()?
-            .captures(line)
-            .and_then(|c| c.get(1))
-            .map(|m| m.as_str().trim_end_matches(['.', ',']).to_string())
+    let all = |re: &Option<Regex>| -> Vec<String> {
+        re.as_ref()
+            .map(|re| {
+                re.captures_iter(line)
+                    .filter_map(|c| c.get(1))
+                    .map(|m| m.as_str().trim_end_matches(['.', ',']).to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
     };
-    found(&TARGET).or_else(|| found(&HOST_PORT))
+    let has_port = |t: &str| {
+        t.rsplit_once(':')
+            .is_some_and(|(_, p)| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let named = all(&TARGET);
+    let first = named
+        .first()
+        .cloned()
+        .or_else(|| all(&HOST_PORT).into_iter().next())?;
+    if !has_port(&first)
+        && let Some(addr) = named
+            .iter()
+            .skip(1)
+            .find(|t| has_port(t) && !t.starts_with(first.as_str()))
+    {
+        return Some(format!("{first} ({addr})"));
+    }
+    Some(first)
 }
 
 /// One signature's hits in a set of lines.
@@ -705,6 +729,16 @@ mod tests {
         assert_eq!(
             target("dial tcp postgres.db.svc:5432: connect: connection refused").as_deref(),
             Some("postgres.db.svc:5432")
+        );
+        // The service by name, then the socket the client dialled: both.
+        assert_eq!(
+            target("failed to connect to `host=pg-main.shop.svc user=app`: dial error (dial tcp 10.96.4.20:5432: connect: connection refused)").as_deref(),
+            Some("pg-main.shop.svc (10.96.4.20:5432)")
+        );
+        // A name that carries its port already is enough.
+        assert_eq!(
+            target("host=db.svc:5432 dial tcp 10.0.0.7:5432: connection refused").as_deref(),
+            Some("db.svc:5432")
         );
     }
 

@@ -23,6 +23,7 @@ pub fn build(ctx: &Ctx) -> Scenario {
         Class::UnschedulableResources => unschedulable(ctx, true),
         Class::ProbeMisconfigured => probe_misconfigured(ctx),
         Class::DependencyRefused => dependency_refused(ctx),
+        Class::NotReadyDependency => not_ready_dependency(ctx),
         Class::DnsUnresolvable => dns_unresolvable(ctx),
         Class::JobScriptError => job_script_error(ctx),
         Class::NodeNotReady => node_not_ready(ctx),
@@ -1660,6 +1661,105 @@ fn dependency_refused(ctx: &Ctx) -> Scenario {
         expect(
             C::DependencyFailure,
             &[C::Healthy, C::CodeDefect, C::ResourceExhaustion],
+            vec![name, addr.clone()],
+            true,
+        ),
+        vec![addr],
+        appeared(onset),
+        true,
+    )
+}
+
+// ------------------------------------------------------------------ 9b. not_ready_dependency
+
+/// The database behind a workload stops answering: its pods keep running (the process does not
+/// exit) but fail their readiness checks, so the controller's replicas fall short; no restart,
+/// no release. The application's log says what its readiness check cannot reach.
+fn not_ready_dependency(ctx: &Ctx) -> Scenario {
+    let kind = ctx.kind();
+    let mut b = B::new(ctx, &[controller_rule(kind)], |_| history(ctx, None));
+    let started = b.onset - minutes(3);
+    b.runs(started, None, false, 6);
+    let failing = b.place(false, 3, b.onset - minutes(20));
+    let (dep, ip) = dependency(ctx);
+    let addr = format!("{ip}:5432");
+    let ns = ctx.ns.clone();
+    let by_name = ctx.pick("dep-form", 2) == 1;
+    let err = if by_name {
+        format!(
+            "failed to connect to `host={dep}.{ns}.svc.cluster.local user=app database=app`: dial error (dial tcp {addr}: connect: connection refused)"
+        )
+    } else {
+        format!("dial tcp {addr}: connect: connection refused")
+    };
+    let probe = if ctx.pick("probe-form", 2) == 1 {
+        "Readiness probe failed: HTTP probe failed with statuscode: 503".to_string()
+    } else {
+        "Readiness probe failed: HTTP probe failed with statuscode: 500".to_string()
+    };
+    let onset = b.onset;
+    let c = b.w.container.clone();
+    for (k, &i) in failing.iter().enumerate() {
+        let p = &mut b.w.pods[i];
+        let since = p.created;
+        p.state = k8s::running(since + seconds(4));
+        p.phase = "Running";
+        p.ready = false;
+        p.ready_at = onset - minutes(1);
+        p.not_ready = Some((
+            "ContainersNotReady".into(),
+            format!("containers with unready status: [{c}]"),
+        ));
+        b.pod_event(
+            i,
+            "Unhealthy",
+            &probe,
+            (onset - minutes(1), ctx.now - seconds(15), 60 + k as u32),
+            true,
+            "kubelet",
+        );
+        let at = ctx.now - seconds(90);
+        let served = lines(
+            onset - minutes(30),
+            &["{\"level\":\"info\",\"msg\":\"request served\",\"path\":\"/api/v1/orders\",\"status\":200}".to_string()],
+        );
+        let failing_lines = lines(
+            at,
+            &[
+                format!(
+                    "{{\"level\":\"error\",\"msg\":\"readiness check failed\",\"check\":\"database\",\"err\":\"{}\"}}",
+                    err.replace('"', "'").replace('`', "'")
+                ),
+                format!(
+                    "{{\"level\":\"error\",\"msg\":\"request failed\",\"path\":\"/api/v1/orders\",\"status\":503,\"err\":\"{}\"}}",
+                    err.replace('"', "'").replace('`', "'")
+                ),
+                format!(
+                    "{{\"level\":\"error\",\"msg\":\"readiness check failed\",\"check\":\"database\",\"err\":\"{}\"}}",
+                    err.replace('"', "'").replace('`', "'")
+                ),
+            ],
+        );
+        let mut all = served;
+        all.extend(failing_lines);
+        let prev = b.no_previous(i);
+        b.log(i, LogBody::Lines(all), prev);
+    }
+    let (db, events, log) = database(ctx, onset);
+    b.others.push(db);
+    b.events.extend(events);
+    b.logs.push(log);
+    b.rollout_events(started, &[]);
+    let name = b.subject_name();
+    b.finish(
+        expect(
+            C::DependencyFailure,
+            &[
+                C::Healthy,
+                C::CodeDefect,
+                C::ResourceExhaustion,
+                C::ConfigurationError,
+            ],
             vec![name, addr.clone()],
             true,
         ),

@@ -71,6 +71,7 @@ pub enum Class {
     UnschedulableResources,
     ProbeMisconfigured,
     DependencyRefused,
+    NotReadyDependency,
     DnsUnresolvable,
     JobScriptError,
     NodeNotReady,
@@ -82,7 +83,7 @@ pub enum Class {
 use Kind::{CronJob, DaemonSet, Deployment, Job, Pod, StatefulSet};
 
 impl Class {
-    pub const ALL: [Class; 17] = [
+    pub const ALL: [Class; 18] = [
         Class::Oom,
         Class::ImagePull,
         Class::VolumeMissing,
@@ -94,6 +95,7 @@ impl Class {
         Class::UnschedulableResources,
         Class::ProbeMisconfigured,
         Class::DependencyRefused,
+        Class::NotReadyDependency,
         Class::DnsUnresolvable,
         Class::JobScriptError,
         Class::NodeNotReady,
@@ -115,6 +117,7 @@ impl Class {
             Class::UnschedulableResources => "unschedulable_resources",
             Class::ProbeMisconfigured => "probe_misconfigured",
             Class::DependencyRefused => "dependency_refused",
+            Class::NotReadyDependency => "not_ready_dependency",
             Class::DnsUnresolvable => "dns_unresolvable",
             Class::JobScriptError => "job_script_error",
             Class::NodeNotReady => "node_not_ready",
@@ -130,7 +133,9 @@ impl Class {
             Class::ImagePull | Class::VolumeMissing | Class::EnvRefMissing => {
                 &[Deployment, StatefulSet, DaemonSet, Job, CronJob]
             }
-            Class::CrashAfterRelease => &[Deployment, StatefulSet, DaemonSet],
+            Class::CrashAfterRelease | Class::NotReadyDependency => {
+                &[Deployment, StatefulSet, DaemonSet]
+            }
             // A DaemonSet's pods are placed per node: a selector nobody matches places none.
             Class::UnschedulableSelector => &[Deployment, StatefulSet, Job, CronJob, Pod],
             Class::ProbeMisconfigured | Class::RecoveredFlap | Class::LatencyUnmeasurable => {
