@@ -39,6 +39,7 @@ const FLOORS: &[(&str, f64)] = &[
     ("probe_misconfigured", 0.95),     // 22/22
     ("dependency_refused", 0.95),      // 32/32
     ("not_ready_dependency", 0.95),    // 16/16
+    ("quota_exceeded", 0.95),          //
     ("dns_unresolvable", 0.90),        // 16/16
     ("job_script_error", 0.90),        // 10/10
     ("node_not_ready", 0.95),          // 32/32

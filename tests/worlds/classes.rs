@@ -24,6 +24,7 @@ pub fn build(ctx: &Ctx) -> Scenario {
         Class::ProbeMisconfigured => probe_misconfigured(ctx),
         Class::DependencyRefused => dependency_refused(ctx),
         Class::NotReadyDependency => not_ready_dependency(ctx),
+        Class::QuotaExceeded => quota_exceeded(ctx),
         Class::DnsUnresolvable => dns_unresolvable(ctx),
         Class::JobScriptError => job_script_error(ctx),
         Class::NodeNotReady => node_not_ready(ctx),
@@ -1719,6 +1720,8 @@ fn not_ready_dependency(ctx: &Ctx) -> Scenario {
             "kubelet",
         );
         let at = ctx.now - seconds(90);
+        // Inside a JSON string the client's quotes become single ones.
+        let quoted = err.replace(['"', '`'], "'");
         let served = lines(
             onset - minutes(30),
             &["{\"level\":\"info\",\"msg\":\"request served\",\"path\":\"/api/v1/orders\",\"status\":200}".to_string()],
@@ -1728,15 +1731,15 @@ fn not_ready_dependency(ctx: &Ctx) -> Scenario {
             &[
                 format!(
                     "{{\"level\":\"error\",\"msg\":\"readiness check failed\",\"check\":\"database\",\"err\":\"{}\"}}",
-                    err.replace('"', "'").replace('`', "'")
+                    quoted
                 ),
                 format!(
                     "{{\"level\":\"error\",\"msg\":\"request failed\",\"path\":\"/api/v1/orders\",\"status\":503,\"err\":\"{}\"}}",
-                    err.replace('"', "'").replace('`', "'")
+                    quoted
                 ),
                 format!(
                     "{{\"level\":\"error\",\"msg\":\"readiness check failed\",\"check\":\"database\",\"err\":\"{}\"}}",
-                    err.replace('"', "'").replace('`', "'")
+                    quoted
                 ),
             ],
         );
@@ -1764,6 +1767,113 @@ fn not_ready_dependency(ctx: &Ctx) -> Scenario {
             true,
         ),
         vec![addr],
+        appeared(onset),
+        true,
+    )
+}
+
+// ------------------------------------------------------------------ 9c. quota_exceeded
+
+/// A release raises the pods' memory: the namespace's ResourceQuota has no room for the new pod,
+/// so the controller cannot create it (FailedCreate, "exceeded quota") and the rollout stalls
+/// with the old pods still serving. Nothing crashes, nothing is pending: the pod never exists.
+fn quota_exceeded(ctx: &Ctx) -> Scenario {
+    let kind = ctx.kind();
+    let quota = one_of(
+        ctx,
+        "quota",
+        &["compute-quota", "team-payments-rq", "ns-limits"],
+    );
+    let set = |r: &mut Revision| {
+        r.mem_request = "1536Mi".into();
+        r.mem_limit = Some("1536Mi".into());
+    };
+    let mut b = B::new(ctx, &[controller_rule(kind)], |onset| {
+        history(ctx, Some((onset - minutes(2), &set)))
+    });
+    let rolled = b.onset - minutes(2);
+    let failing = b.place(true, 1, rolled + seconds(2));
+    // The new revision's pod was never created: only its name (the one the controller tried).
+    let tried = b.w.pod_name(failing[0]);
+    b.w.pods.remove(failing[0]);
+    b.focus = 0;
+    let (used, limited) = one_of(
+        ctx,
+        "quota-numbers",
+        &[("7Gi", "8Gi"), ("15872Mi", "16Gi"), ("3584Mi", "4Gi")],
+    );
+    let forbidden = format!(
+        "pods \"{tried}\" is forbidden: exceeded quota: {quota}, requested: requests.memory=1536Mi, used: requests.memory={used}, limited: requests.memory={limited}"
+    );
+    let (object_kind, object, message) = match kind {
+        Kind::StatefulSet => (
+            "StatefulSet",
+            b.w.name.clone(),
+            format!(
+                "create Pod {tried} in StatefulSet {} failed error: {forbidden}",
+                b.w.name
+            ),
+        ),
+        Kind::DaemonSet => (
+            "DaemonSet",
+            b.w.name.clone(),
+            format!("Error creating: {forbidden}"),
+        ),
+        _ => (
+            "ReplicaSet",
+            b.w.rs_name(0),
+            format!("Error creating: {forbidden}"),
+        ),
+    };
+    let ns = ctx.ns.clone();
+    b.events.push(
+        k8s::Ev {
+            ns: &ns,
+            kind: object_kind,
+            name: &object,
+            reason: "FailedCreate",
+            message: &message,
+            first: rolled + seconds(1),
+            last: ctx.now - seconds(25),
+            count: 17,
+            warning: true,
+            component: if kind == Kind::StatefulSet {
+                "statefulset-controller"
+            } else if kind == Kind::DaemonSet {
+                "daemonset-controller"
+            } else {
+                "replicaset-controller"
+            },
+        }
+        .json(),
+    );
+    if kind == Kind::Deployment {
+        let name = b.w.name.clone();
+        let rs = b.w.rs_name(0);
+        b.obj_event(
+            "Deployment",
+            &name,
+            "ScalingReplicaSet",
+            &format!("Scaled up replica set {rs} to 1"),
+            rolled,
+            "deployment-controller",
+        );
+    }
+    let name = b.subject_name();
+    let onset = b.onset;
+    b.finish(
+        expect(
+            C::ResourceExhaustion,
+            &[
+                C::Healthy,
+                C::CodeDefect,
+                C::DependencyFailure,
+                C::Infrastructure,
+            ],
+            vec![name, quota.into()],
+            true,
+        ),
+        vec![quota.into()],
         appeared(onset),
         true,
     )

@@ -72,6 +72,7 @@ pub enum Class {
     ProbeMisconfigured,
     DependencyRefused,
     NotReadyDependency,
+    QuotaExceeded,
     DnsUnresolvable,
     JobScriptError,
     NodeNotReady,
@@ -83,7 +84,7 @@ pub enum Class {
 use Kind::{CronJob, DaemonSet, Deployment, Job, Pod, StatefulSet};
 
 impl Class {
-    pub const ALL: [Class; 18] = [
+    pub const ALL: [Class; 19] = [
         Class::Oom,
         Class::ImagePull,
         Class::VolumeMissing,
@@ -96,6 +97,7 @@ impl Class {
         Class::ProbeMisconfigured,
         Class::DependencyRefused,
         Class::NotReadyDependency,
+        Class::QuotaExceeded,
         Class::DnsUnresolvable,
         Class::JobScriptError,
         Class::NodeNotReady,
@@ -118,6 +120,7 @@ impl Class {
             Class::ProbeMisconfigured => "probe_misconfigured",
             Class::DependencyRefused => "dependency_refused",
             Class::NotReadyDependency => "not_ready_dependency",
+            Class::QuotaExceeded => "quota_exceeded",
             Class::DnsUnresolvable => "dns_unresolvable",
             Class::JobScriptError => "job_script_error",
             Class::NodeNotReady => "node_not_ready",
@@ -133,7 +136,7 @@ impl Class {
             Class::ImagePull | Class::VolumeMissing | Class::EnvRefMissing => {
                 &[Deployment, StatefulSet, DaemonSet, Job, CronJob]
             }
-            Class::CrashAfterRelease | Class::NotReadyDependency => {
+            Class::CrashAfterRelease | Class::NotReadyDependency | Class::QuotaExceeded => {
                 &[Deployment, StatefulSet, DaemonSet]
             }
             // A DaemonSet's pods are placed per node: a selector nobody matches places none.
