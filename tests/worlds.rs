@@ -45,6 +45,7 @@ const FLOORS: &[(&str, f64)] = &[
     ("node_not_ready", 0.95),          // 32/32
     ("recovered_flap", 0.95),          // 22/22
     ("latency_unmeasurable", 0.95),    // 22/22
+    ("latency_slow_dependency", 0.95), //
     ("watchdog", 0.95),                // 32/32
 ];
 

@@ -53,19 +53,9 @@ impl Scope {
         let a = &alert.annotations;
         let namespace = first_of(l, &["namespace", "kube_namespace", "exported_namespace"])
             .or_else(|| first_of(a, &["kube_namespace", "namespace"]));
-        let workload = first_of(
-            l,
-            &[
-                "deployment",
-                "statefulset",
-                "workload_name",
-                "kube_deployment",
-                "app",
-                "service",
-                "job_name",
-            ],
-        )
-        .or_else(|| first_of(a, &["kube_deployment", "deployment", "workload"]));
+        let keys: Vec<&str> = crate::reason::workload_keys().collect();
+        let workload = first_of(l, &keys)
+            .or_else(|| first_of(a, &["kube_deployment", "deployment", "workload"]));
         let pod = first_of(l, &["pod", "kube_pod"]).or_else(|| first_of(a, &["kube_pod", "pod"]));
         let node = first_of(l, &["node", "kubernetes_node", "instance_node"])
             .or_else(|| first_of(a, &["node", "kube_node"]));
@@ -122,8 +112,14 @@ impl Scope {
     pub fn owns_pod(&self, pod: &PodFacts) -> bool {
         match &self.workload {
             None => true,
+            // A bare pod is its own workload.
             Some(w) => {
-                pod.name.starts_with(&format!("{w}-"))
+                pod.name == *w
+                    || pod
+                        .name
+                        .strip_prefix(w.as_str())
+                        .and_then(|rest| rest.strip_prefix('-'))
+                        .is_some_and(controller_suffix)
                     || pod.labels.get("app").is_some_and(|a| a == w)
                     || pod
                         .labels
@@ -131,6 +127,25 @@ impl Scope {
                         .is_some_and(|a| a == w)
             }
         }
+    }
+}
+
+/// Whether what follows `<workload>-` in a pod name is what a controller appends: a ReplicaSet's
+/// template hash and the pod's random suffix, a DaemonSet's or Job's suffix, a StatefulSet's
+/// ordinal, a CronJob's schedule time and suffix. So `checkout` takes `checkout-7d9f8c6b5-x2k4p`
+/// but not `checkout-worker-7d9f8c6b5-x2k4p` nor `checkout-worker-x2k4p`, a neighbour's: a hash
+/// uses the API server's alphabet (no vowels, no 0, 1 or 3), which no word of a name fits.
+fn controller_suffix(rest: &str) -> bool {
+    const GENERATED: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let part = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric());
+    let hash = |s: &str| {
+        s.len() >= 5
+            && (s.bytes().all(|b| GENERATED.contains(&b)) || s.bytes().all(|b| b.is_ascii_digit()))
+    };
+    match rest.split('-').collect::<Vec<_>>().as_slice() {
+        [one] => part(one),
+        [first, suffix] => hash(first) && part(suffix),
+        _ => false,
     }
 }
 
@@ -808,6 +823,15 @@ async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
         .filter(|p| troubled(p) && scope.owns_pod(p))
         .collect();
     if picked.is_empty() {
+        // The subject's pods look fine (a latency or error-rate page on Ready pods): what its
+        // pod states cannot show, its own log may (an upstream timing out, errors it serves).
+        picked = pods
+            .iter()
+            .filter(|p| scope.workload.is_some() && scope.owns_pod(p) && p.phase == "Running")
+            .take(2)
+            .collect();
+    }
+    if picked.is_empty() {
         picked = pods.iter().filter(|p| troubled(p)).collect();
     }
     if let Some(named) = &scope.pod
@@ -1390,6 +1414,17 @@ async fn changes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_workload_takes_its_controllers_pods_not_a_neighbours() {
+        for own in ["7d9f8c6b5-x2k4p", "x2k4p", "0", "12", "28512345-q7wzn"] {
+            assert!(controller_suffix(own), "{own}");
+        }
+        for neighbour in ["worker-7d9f8c6b5-x2k4p", "worker-x2k4p", "db-0"] {
+            assert!(!controller_suffix(neighbour), "{neighbour}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -33,6 +33,7 @@ mod rollout;
 mod scheduling;
 mod storm;
 mod subject;
+pub(crate) use subject::workload_keys;
 mod symptom;
 mod templates;
 mod verdict;

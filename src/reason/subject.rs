@@ -81,6 +81,18 @@ const APP_POD_LABELS: &[&str] = &[
     "service",
 ];
 
+/// The label keys that may name an alert's workload: each kind's own keys first, then generic
+/// workload and application keys. The agent scopes its reads by the same conventions the verdict
+/// resolves the subject with.
+pub(crate) fn workload_keys() -> impl Iterator<Item = &'static str> {
+    WORKLOAD_KEYS
+        .iter()
+        .filter(|(_, kind)| *kind != "ReplicaSet")
+        .map(|(k, _)| *k)
+        .chain(["workload_name", "workload"])
+        .chain(APP_KEYS.iter().copied())
+}
+
 /// What the investigation is about.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Subject {

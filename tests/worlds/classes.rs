@@ -30,6 +30,7 @@ pub fn build(ctx: &Ctx) -> Scenario {
         Class::NodeNotReady => node_not_ready(ctx),
         Class::RecoveredFlap => recovered_flap(ctx),
         Class::LatencyUnmeasurable => latency_unmeasurable(ctx),
+        Class::LatencySlowDependency => latency_slow_dependency(ctx),
         Class::Watchdog => watchdog(ctx),
     }
 }
@@ -2279,6 +2280,72 @@ fn latency_unmeasurable(ctx: &Ctx) -> Scenario {
             true,
         ),
         Vec::new(),
+        appeared(onset),
+        true,
+    )
+}
+
+// ------------------------------------------------------------------ 14b. latency_slow_dependency
+
+/// Requests are slow because a downstream service is: every pod is Running and Ready, nothing
+/// restarts, and the latency page is real; the application's log times out calling one upstream.
+fn latency_slow_dependency(ctx: &Ctx) -> Scenario {
+    let mut b = B::new(ctx, &["HighRequestLatency"], |_| history(ctx, None));
+    b.place(false, 0, ctx.now - days(4));
+    let upstream = one_of(
+        ctx,
+        "upstream",
+        &[
+            "payments-gateway.billing.svc.cluster.local:8443",
+            "inventory-api.stock.svc:9090",
+            "api.partner-rates.example.com:443",
+        ],
+    );
+    let form = ctx.pick("timeout-form", 3);
+    let onset = b.onset;
+    let app = b.w.name.clone();
+    for i in 0..b.w.pods.len() {
+        let at = ctx.now - seconds(200);
+        let mut out = Vec::new();
+        for k in 0..6 {
+            let t = at + seconds(30 * k);
+            let line = match form {
+                0 => format!(
+                    "level=error ts={} caller=client/upstream.go:57 msg=\"upstream call failed\" app={app} err=\"Get \\\"https://{upstream}/v2/quote\\\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)\"",
+                    k8s::ts(t)
+                ),
+                1 => format!(
+                    "{{\"level\":\"warn\",\"ts\":\"{}\",\"msg\":\"slow upstream\",\"upstream\":\"{upstream}\",\"duration_ms\":{},\"err\":\"read tcp 10.244.1.7:51234->{upstream}: i/o timeout\"}}",
+                    k8s::ts(t),
+                    2900 + 37 * k
+                ),
+                _ => format!(
+                    "{} ERROR [http-nio-8080-exec-{k}] c.e.client.UpstreamClient - call to {upstream} failed: java.net.SocketTimeoutException: Read timed out",
+                    k8s::ts(t)
+                ),
+            };
+            out.push((t, line));
+        }
+        let mut all = serving(onset - minutes(20), &app);
+        all.extend(out);
+        let prev = b.no_previous(i);
+        b.log(i, LogBody::Lines(all), prev);
+    }
+    let host = upstream.split(':').next().unwrap_or(upstream).to_string();
+    let name = b.subject_name();
+    b.finish(
+        expect(
+            C::DependencyFailure,
+            &[
+                C::Healthy,
+                C::CodeDefect,
+                C::ConfigurationError,
+                C::Infrastructure,
+            ],
+            vec![name, host.clone()],
+            true,
+        ),
+        vec![host],
         appeared(onset),
         true,
     )

@@ -78,13 +78,14 @@ pub enum Class {
     NodeNotReady,
     RecoveredFlap,
     LatencyUnmeasurable,
+    LatencySlowDependency,
     Watchdog,
 }
 
 use Kind::{CronJob, DaemonSet, Deployment, Job, Pod, StatefulSet};
 
 impl Class {
-    pub const ALL: [Class; 19] = [
+    pub const ALL: [Class; 20] = [
         Class::Oom,
         Class::ImagePull,
         Class::VolumeMissing,
@@ -103,6 +104,7 @@ impl Class {
         Class::NodeNotReady,
         Class::RecoveredFlap,
         Class::LatencyUnmeasurable,
+        Class::LatencySlowDependency,
         Class::Watchdog,
     ];
 
@@ -126,6 +128,7 @@ impl Class {
             Class::NodeNotReady => "node_not_ready",
             Class::RecoveredFlap => "recovered_flap",
             Class::LatencyUnmeasurable => "latency_unmeasurable",
+            Class::LatencySlowDependency => "latency_slow_dependency",
             Class::Watchdog => "watchdog",
         }
     }
@@ -141,9 +144,10 @@ impl Class {
             }
             // A DaemonSet's pods are placed per node: a selector nobody matches places none.
             Class::UnschedulableSelector => &[Deployment, StatefulSet, Job, CronJob, Pod],
-            Class::ProbeMisconfigured | Class::RecoveredFlap | Class::LatencyUnmeasurable => {
-                &[Deployment, StatefulSet, DaemonSet, Pod]
-            }
+            Class::ProbeMisconfigured
+            | Class::RecoveredFlap
+            | Class::LatencyUnmeasurable
+            | Class::LatencySlowDependency => &[Deployment, StatefulSet, DaemonSet, Pod],
             Class::DnsUnresolvable => &[Deployment, Job, CronJob],
             Class::JobScriptError => &[Job, CronJob],
             _ => &Kind::ALL,
