@@ -117,6 +117,23 @@ fn dependency(ctx: &Ctx) -> (&'static str, &'static str) {
     )
 }
 
+/// The database's address and how its client says the connection was refused: by the
+/// service's name (and whether it was) or by the bare address.
+fn refused(ctx: &Ctx) -> (String, String, bool) {
+    let (dep, ip) = dependency(ctx);
+    let addr = format!("{ip}:5432");
+    let by_name = ctx.pick("dep-form", 2) == 1;
+    let err = if by_name {
+        format!(
+            "failed to connect to `host={dep}.{}.svc.cluster.local user=app database=app`: dial error (dial tcp {addr}: connect: connection refused)",
+            ctx.ns
+        )
+    } else {
+        format!("dial tcp {addr}: connect: connection refused")
+    };
+    (addr, err, by_name)
+}
+
 /// A host name that resolves nowhere, and how the client says so.
 fn bad_host(ctx: &Ctx) -> (&'static str, String) {
     let (host, form) = one_of(
@@ -1615,20 +1632,12 @@ fn dependency_refused(ctx: &Ctx) -> Scenario {
     b.runs(started, None, false, 6);
     let failing = b.place(false, 3, b.onset - minutes(20));
     b.cron_history();
-    let by_name = ctx.pick("dep-form", 2) == 1;
-    let (dep, ip) = dependency(ctx);
-    let addr = format!("{ip}:5432");
+    let (dep, _) = dependency(ctx);
+    let (addr, err, by_name) = refused(ctx);
     let ns = ctx.ns.clone();
     for (k, &i) in failing.iter().enumerate() {
         let last = b.last_run("Error", 1, 9, None);
         b.crashloop(i, 5 + k as u32, last);
-        let err = if by_name {
-            format!(
-                "failed to connect to `host={dep}.{ns}.svc.cluster.local user=app database=app`: dial error (dial tcp {addr}: connect: connection refused)"
-            )
-        } else {
-            format!("dial tcp {addr}: connect: connection refused")
-        };
         let target = if by_name {
             format!("host={dep}.{ns}.svc.cluster.local port=5432")
         } else {
@@ -1683,17 +1692,7 @@ fn not_ready_dependency(ctx: &Ctx) -> Scenario {
     let started = b.onset - minutes(3);
     b.runs(started, None, false, 6);
     let failing = b.place(false, 3, b.onset - minutes(20));
-    let (dep, ip) = dependency(ctx);
-    let addr = format!("{ip}:5432");
-    let ns = ctx.ns.clone();
-    let by_name = ctx.pick("dep-form", 2) == 1;
-    let err = if by_name {
-        format!(
-            "failed to connect to `host={dep}.{ns}.svc.cluster.local user=app database=app`: dial error (dial tcp {addr}: connect: connection refused)"
-        )
-    } else {
-        format!("dial tcp {addr}: connect: connection refused")
-    };
+    let (addr, err, _) = refused(ctx);
     let probe = if ctx.pick("probe-form", 2) == 1 {
         "Readiness probe failed: HTTP probe failed with statuscode: 503".to_string()
     } else {
