@@ -31,6 +31,7 @@ const FLOORS: &[(&str, f64)] = &[
     ("image_pull", 0.95),              // 26/26
     ("volume_missing", 0.95),          // 26/26
     ("env_ref_missing", 0.95),         // 26/26
+    ("init_failure", 0.95),            //
     ("missing_executable", 0.95),      // 32/32
     ("crash_after_release", 0.90),     // 16/16
     ("crash_no_termination", 0.95),    // 32/32

@@ -16,6 +16,7 @@ pub fn build(ctx: &Ctx) -> Scenario {
         Class::ImagePull => image_pull(ctx),
         Class::VolumeMissing => volume_missing(ctx),
         Class::EnvRefMissing => env_ref_missing(ctx),
+        Class::InitFailure => init_failure(ctx),
         Class::MissingExecutable => missing_executable(ctx),
         Class::CrashAfterRelease => crash_after_release(ctx),
         Class::CrashNoTermination => crash_no_termination(ctx),
@@ -1150,6 +1151,111 @@ fn env_ref_missing(ctx: &Ctx) -> Scenario {
             true,
         ),
         vec![missing.into()],
+        appeared(onset),
+        true,
+    )
+}
+
+// ------------------------------------------------------------------ 2d. init_failure
+
+/// A release adds an init container that renders the configuration from a template the image
+/// does not have: it exits 1 on every try, the pod never gets past Init, the app container waits
+/// in PodInitializing. Only the init container's log says why.
+fn init_failure(ctx: &Ctx) -> Scenario {
+    let kind = ctx.kind();
+    let rules = waiting_rules(kind);
+    let init = one_of(
+        ctx,
+        "init-name",
+        &["render-config", "init-templates", "prepare"],
+    );
+    let path = one_of(
+        ctx,
+        "init-path",
+        &[
+            "/templates/app.yaml",
+            "/etc/app/config.tmpl",
+            "/opt/render/settings.json",
+        ],
+    );
+    let command = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        format!("cp {path} /config/ && echo rendered"),
+    ];
+    let release = ctx.image(release_tag(ctx));
+    let set_release = |r: &mut Revision| {
+        r.image = release.clone();
+        r.init = Some((init.to_string(), command.clone()));
+    };
+    let mut b = B::new(ctx, &rules, |onset| {
+        history(ctx, Some((onset - minutes(1), &set_release)))
+    });
+    let rolled = b.onset - minutes(1);
+    let failing = b.place(true, 1, rolled + seconds(2));
+    let error = match ctx.pick("init-form", 2) {
+        0 => format!("cp: can't stat '{path}': No such file or directory"),
+        _ => format!("cp: cannot stat '{path}': No such file or directory"),
+    };
+    let onset = b.onset;
+    for (k, &i) in failing.iter().enumerate() {
+        let created = b.w.pods[i].created;
+        let restarts = 5 + k as u32;
+        let last_end = ctx.now - seconds(75);
+        let pod = b.w.pod_name(i);
+        let p = &mut b.w.pods[i];
+        p.phase = "Pending";
+        p.state = k8s::waiting("PodInitializing", None);
+        p.init = Some((
+            k8s::waiting(
+                "CrashLoopBackOff",
+                Some(&format!(
+                    "back-off 2m40s restarting failed container={init} pod={pod}"
+                )),
+            ),
+            k8s::terminated("Error", 1, last_end - seconds(1), last_end, None),
+            restarts,
+        ));
+        b.scheduled(i, created + seconds(1));
+        let msg = format!(
+            "Back-off restarting failed container {init} in pod {}_{}({})",
+            b.w.pod_name(i),
+            ctx.ns,
+            b.w.pod_uid(i)
+        );
+        b.pod_event(
+            i,
+            "BackOff",
+            &msg,
+            (onset, ctx.now - seconds(30), 24 + k as u32),
+            true,
+            "kubelet",
+        );
+        let run = lines(last_end - seconds(1), std::slice::from_ref(&error));
+        b.logs.retain(|l| l.pod != pod);
+        b.logs.push(PodLog {
+            pod,
+            app: b.w.name.clone(),
+            container: init.to_string(),
+            current: LogBody::Lines(run.clone()),
+            previous: LogBody::Lines(run),
+        });
+    }
+    b.rollout_events(rolled, &failing);
+    let name = b.subject_name();
+    b.finish(
+        expect(
+            C::ConfigurationError,
+            &[
+                C::Healthy,
+                C::ResourceExhaustion,
+                C::DependencyFailure,
+                C::Infrastructure,
+            ],
+            vec![name, path.into()],
+            true,
+        ),
+        vec![path.into()],
         appeared(onset),
         true,
     )

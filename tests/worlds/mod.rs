@@ -64,6 +64,7 @@ pub enum Class {
     ImagePull,
     VolumeMissing,
     EnvRefMissing,
+    InitFailure,
     MissingExecutable,
     CrashAfterRelease,
     CrashNoTermination,
@@ -85,11 +86,12 @@ pub enum Class {
 use Kind::{CronJob, DaemonSet, Deployment, Job, Pod, StatefulSet};
 
 impl Class {
-    pub const ALL: [Class; 20] = [
+    pub const ALL: [Class; 21] = [
         Class::Oom,
         Class::ImagePull,
         Class::VolumeMissing,
         Class::EnvRefMissing,
+        Class::InitFailure,
         Class::MissingExecutable,
         Class::CrashAfterRelease,
         Class::CrashNoTermination,
@@ -114,6 +116,7 @@ impl Class {
             Class::ImagePull => "image_pull",
             Class::VolumeMissing => "volume_missing",
             Class::EnvRefMissing => "env_ref_missing",
+            Class::InitFailure => "init_failure",
             Class::MissingExecutable => "missing_executable",
             Class::CrashAfterRelease => "crash_after_release",
             Class::CrashNoTermination => "crash_no_termination",
@@ -139,9 +142,10 @@ impl Class {
             Class::ImagePull | Class::VolumeMissing | Class::EnvRefMissing => {
                 &[Deployment, StatefulSet, DaemonSet, Job, CronJob]
             }
-            Class::CrashAfterRelease | Class::NotReadyDependency | Class::QuotaExceeded => {
-                &[Deployment, StatefulSet, DaemonSet]
-            }
+            Class::CrashAfterRelease
+            | Class::NotReadyDependency
+            | Class::QuotaExceeded
+            | Class::InitFailure => &[Deployment, StatefulSet, DaemonSet],
             // A DaemonSet's pods are placed per node: a selector nobody matches places none.
             Class::UnschedulableSelector => &[Deployment, StatefulSet, Job, CronJob, Pod],
             Class::ProbeMisconfigured

@@ -19,6 +19,9 @@ pub enum Style {
     Recommended,
 }
 
+/// The image of the init containers.
+pub const INIT_IMAGE: &str = "docker.io/library/busybox:1.36";
+
 /// One pod template revision.
 #[derive(Clone, Debug)]
 pub struct Revision {
@@ -37,6 +40,8 @@ pub struct Revision {
     pub env: Vec<(String, String)>,
     /// A ReplicaSet a Deployment of another name created, adopted by this one after a rename.
     pub adopted_from: Option<String>,
+    /// An init container: its name and command (busybox).
+    pub init: Option<(String, Vec<String>)>,
 }
 
 impl Revision {
@@ -54,6 +59,7 @@ impl Revision {
             args: None,
             env: Vec::new(),
             adopted_from: None,
+            init: None,
         }
     }
 }
@@ -83,6 +89,9 @@ pub struct PodState {
     pub deleting: Option<DateTime<Utc>>,
     /// Whether the image was ever pulled (imageID known).
     pub pulled: bool,
+    /// The init container's (state, last state, restarts) while it holds the pod back; `None`
+    /// when it completed (or the revision has none).
+    pub init: Option<(Value, Value, u32)>,
 }
 
 impl PodState {
@@ -103,6 +112,7 @@ impl PodState {
             unschedulable: None,
             deleting: None,
             pulled: true,
+            init: None,
         }
     }
 
@@ -419,6 +429,14 @@ impl Workload {
         if let Some((k, v)) = &self.revisions[rev].node_selector {
             s["nodeSelector"] = json!({ k.as_str(): v });
         }
+        if let Some((name, command)) = &self.revisions[rev].init {
+            s["initContainers"] = json!([{
+                "name": name, "image": INIT_IMAGE, "imagePullPolicy": "IfNotPresent",
+                "command": command,
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File",
+            }]);
+        }
         s
     }
 
@@ -522,6 +540,41 @@ impl Workload {
                     ));
                 }
                 status["containerStatuses"] = json!([cs]);
+                if let Some((init, _)) = &self.revisions[p.rev].init {
+                    let (state, last, restarts, ready) = match &p.init {
+                        Some((state, last, restarts)) => {
+                            (state.clone(), last.clone(), *restarts, false)
+                        }
+                        None => (
+                            k8s::terminated(
+                                "Completed",
+                                0,
+                                p.created + k8s::seconds(2),
+                                p.created + k8s::seconds(3),
+                                None,
+                            ),
+                            json!({}),
+                            0,
+                            true,
+                        ),
+                    };
+                    status["initContainerStatuses"] = json!([{
+                        "name": init, "image": INIT_IMAGE, "ready": ready,
+                        "restartCount": restarts, "started": state.get("running").is_some(),
+                        "state": state, "lastState": last,
+                        "imageID": format!("{INIT_IMAGE}@sha256:{:016x}", hash(INIT_IMAGE)),
+                        "containerID": format!("containerd://{:016x}{:016x}", hash(init), restarts),
+                    }]);
+                    if !ready {
+                        status["conditions"][1] = json!({
+                            "type": "Initialized", "status": "False",
+                            "reason": "ContainersNotInitialized",
+                            "message": format!("containers with incomplete status: [{init}]"),
+                            "lastProbeTime": null,
+                            "lastTransitionTime": ts(p.created + k8s::seconds(1)),
+                        });
+                    }
+                }
             }
         }
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status})
