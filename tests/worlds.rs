@@ -31,7 +31,7 @@ const FLOORS: &[(&str, f64)] = &[
     ("image_pull", 0.95),              // 26/26
     ("volume_missing", 0.95),          // 26/26
     ("env_ref_missing", 0.95),         // 26/26
-    ("init_failure", 0.95),            //
+    ("init_failure", 0.95),            // 16/16
     ("missing_executable", 0.95),      // 32/32
     ("crash_after_release", 0.90),     // 16/16
     ("crash_no_termination", 0.95),    // 32/32
@@ -40,13 +40,14 @@ const FLOORS: &[(&str, f64)] = &[
     ("probe_misconfigured", 0.95),     // 22/22
     ("dependency_refused", 0.95),      // 32/32
     ("not_ready_dependency", 0.95),    // 16/16
-    ("quota_exceeded", 0.95),          //
+    ("quota_exceeded", 0.95),          // 16/16
     ("dns_unresolvable", 0.90),        // 16/16
     ("job_script_error", 0.90),        // 10/10
     ("node_not_ready", 0.95),          // 32/32
     ("recovered_flap", 0.95),          // 22/22
     ("latency_unmeasurable", 0.95),    // 22/22
-    ("latency_slow_dependency", 0.95), //
+    ("latency_slow_dependency", 0.95), // 22/22
+    ("errors_after_release", 0.95),    // 16/16
     ("watchdog", 0.95),                // 32/32
 ];
 

@@ -98,7 +98,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Panic,
-            r"(?i)panic:|panicked at|goroutine \d+ \[|traceback \(most recent call last\)|exception in thread|unhandled exception|uncaught exception|nullpointerexception|segmentation fault|sigsegv|fatal error:",
+            r"(?i)panic:|panicked at|panic recovered|goroutine \d+ \[|runtime error: |nil pointer dereference|traceback \(most recent call last\)|exception in thread|exception on /|unhandled exception|uncaught exception|nullpointerexception|\b(?:attribute|type|index|zerodivision|name|unboundlocal)error: |(?-i:KeyError: ['\x22][a-z_])|segmentation fault|sigsegv|fatal error:",
         ),
         (
             Sig::Syntax,
@@ -122,7 +122,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Config,
-            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|keyerror:|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))",
+            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))",
         ),
     ];
     table
@@ -147,7 +147,8 @@ static CONFIG_KEY: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
         r#"(?i)missing (?:required )?(?:env(?:ironment)? variable|env var|config(?:uration)? key|key|setting|field|option)s?\s*[:=]?\s*["'`]?([A-Za-z_][\w.\-/]*)"#,
         r#"(?i)(?:env(?:ironment)? variable|config key|key|setting|variable|field|option)\s+["'`]?([A-Za-z_][\w.\-/]*)["'`]?\s+(?:is\s+)?(?:not set|not found|missing|required|undefined|not defined)"#,
-        r#"KeyError:\s*["']([^"']+)["']"#,
+        // An environment variable's name; a lowercase key is a code defect (a payload's field).
+        r#"KeyError:\s*["']([A-Z][A-Z0-9_]{2,})["']"#,
         r#"\b([A-Z][A-Z0-9_]{2,}) (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))"#,
         r#"(?i)\b((?:configmaps?|secrets?)\s+["']?[a-z0-9][a-z0-9.\-]*)["']?\s+not found"#,
     ]
@@ -352,6 +353,36 @@ pub(crate) fn pod_lines<'a>(ctx: &Ctx<'a>, pod: &str) -> Vec<&'a LogLine> {
         .collect()
 }
 
+/// The subject's latest release (a rollout, deploy, commit or pull request; configuration is
+/// judged apart) within the hour before `at`, with how long before it came.
+fn release_before<'c>(
+    ctx: &'c Ctx,
+    at: DateTime<Utc>,
+    subject: &str,
+) -> Option<(&'c crate::model::Change, f64)> {
+    ctx.changes
+        .iter()
+        .filter(|c| c.kind != crate::model::ChangeKind::Config)
+        .filter(|c| {
+            c.target == subject
+                || c.target.ends_with(&format!("/{subject}"))
+                || super::subject::mentions(&c.title, subject)
+        })
+        .filter_map(|c| Some((c, (at - c.at?).num_seconds() as f64)))
+        .filter(|(_, lead)| (-120.0..=3600.0).contains(lead))
+        .min_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
+}
+
+fn change_kind(c: &crate::model::Change) -> &'static str {
+    match c.kind {
+        crate::model::ChangeKind::Rollout => "rollout",
+        crate::model::ChangeKind::Deployment => "deploy",
+        crate::model::ChangeKind::Commit => "commit",
+        crate::model::ChangeKind::PullRequest => "pull request",
+        crate::model::ChangeKind::Config => "configuration change",
+    }
+}
+
 /// What a signature says about a failure: its category and the words that quote it.
 pub(crate) fn mechanism(h: &Hits) -> (Category, String) {
     (
@@ -371,6 +402,10 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
     let mut out = Vec::new();
     let onset = onset(ctx);
     let clusters = templates::cluster(&lines);
+    let restarted = ctx
+        .pods()
+        .iter()
+        .any(|p| ctx.pod_in_scope(p) && p.restarts() > 0);
     for h in scan(lines.iter().copied()) {
         let dep = match (h.sig, h.targets.as_slice()) {
             (_, []) => String::new(),
@@ -421,7 +456,12 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             ),
             Sig::Panic => (
                 Some(format!(
-                    "{scope} crashes on a code defect: {} {} in its logs, e.g. \"{}\"",
+                    "{scope} {} on a code defect: {} {} in its logs, e.g. \"{}\"",
+                    if restarted {
+                        "crashes"
+                    } else {
+                        "fails requests"
+                    },
                     h.count,
                     h.sig.label(),
                     h.example
@@ -504,6 +544,30 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     None => cause,
                 }
             }
+            _ => cause,
+        };
+        // A code defect that is new since the onset, shortly after the subject's own release:
+        // that release is the regression to roll back.
+        let cause = match (h.sig.category(), shift, onset) {
+            (
+                Category::CodeDefect,
+                Some(Shift::New { .. } | Shift::Jump { .. }),
+                Some(at),
+            ) => match release_before(ctx, at, &scope) {
+                Some((c, lead)) => cause.map(|text| {
+                    format!(
+                        "{text}; they began {:.0} min after {} {} \"{}\" on {} (at {}), the regression to roll back",
+                        lead / 60.0,
+                        change_kind(c),
+                        c.id,
+                        c.title,
+                        c.target,
+                        c.at.map(|t| t.format("%H:%M UTC").to_string())
+                            .unwrap_or_default()
+                    )
+                }),
+                None => cause,
+            },
             _ => cause,
         };
         // Errors that were there at the same rate before the onset did not start the incident;
@@ -719,6 +783,19 @@ mod tests {
             classify("accept4: too many open files; retrying in 5ms"),
             vec![Sig::FileDescriptors]
         );
+        // A handler's exception, caught and answered with a 500, is still a code defect.
+        assert_eq!(
+            classify(
+                "level=error msg=\"panic recovered\" err=\"runtime error: invalid memory address or nil pointer dereference\""
+            ),
+            vec![Sig::Panic]
+        );
+        assert_eq!(
+            classify("ERROR in app: Exception on /api/v1/quote [POST] KeyError: 'currency'"),
+            vec![Sig::Panic]
+        );
+        // A missing environment variable is configuration.
+        assert_eq!(classify("KeyError: 'DATABASE_URL'"), vec![Sig::Config]);
         assert!(classify("disk usage 41% of 100Gi, 59Gi free").is_empty());
         assert!(classify("GET /metrics 200 4ms").is_empty());
         assert!(classify("processed 500 requests, zero errors").is_empty());

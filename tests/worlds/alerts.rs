@@ -148,6 +148,16 @@ pub fn rule(name: &'static str, ns: &str, service: &str) -> Rule {
             "general.rules",
             false,
         ),
+        "HighErrorRate" => r(
+            format!(
+                r#"sum(rate(http_requests_total{{namespace="{ns}",service="{service}",code=~"5.."}}[5m])) / sum(rate(http_requests_total{{namespace="{ns}",service="{service}"}}[5m])) > 0.05"#
+            ),
+            300,
+            "critical",
+            "More than 5% of requests fail with a 5xx",
+            "slo-errors",
+            false,
+        ),
         _ => r(
             format!(
                 r#"histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket{{namespace="{ns}",service="{service}"}}[5m]))) > 0.5"#
@@ -164,6 +174,10 @@ pub fn rule(name: &'static str, ns: &str, service: &str) -> Rule {
         | "KubeStatefulSetReplicasMismatch"
         | "KubeDaemonSetRolloutStuck" => Series::Gated(3.0),
         "KubeJobNotCompleted" => Series::Age,
+        "HighErrorRate" => Series::Indicator {
+            normal: 0.002,
+            breached: 0.21,
+        },
         "KubeNodeNotReady" => Series::Indicator {
             normal: 1.0,
             breached: 0.0,
@@ -289,7 +303,7 @@ pub fn labels(rule: &Rule, t: &Target, style: LabelStyle) -> BTreeMap<String, St
                 Some(Kind::Pod) => put("kube_pod", &t.pod),
                 None => {}
             }
-            if rule.name == "HighRequestLatency" {
+            if rule.group.starts_with("slo-") {
                 put("kube_service", &t.workload);
             }
         }
@@ -360,6 +374,10 @@ pub fn description(rule: &Rule, t: &Target) -> String {
             t.node
         ),
         "Watchdog" => "This is an alert meant to ensure that the entire alerting pipeline is functional.\nThis alert is always firing, therefore it should always be firing in Alertmanager\nand always fire against a receiver. There are integrations with various notification\nmechanisms that send a notification when this alert is not firing. For example the\n\"DeadMansSnitch\" integration in PagerDuty.\n".into(),
+        "HighErrorRate" => format!(
+            "More than 5% of the requests to {ns}/{} fail with a 5xx status.",
+            t.workload
+        ),
         _ => format!(
             "The 99th percentile of request latency of {ns}/{} is above 500ms.",
             t.workload
@@ -373,8 +391,8 @@ pub fn annotations(rule: &Rule, t: &Target) -> BTreeMap<String, String> {
     a.insert("description".to_string(), description(rule, t));
     let runbook = if rule.name == "Watchdog" {
         "https://runbooks.prometheus-operator.dev/runbooks/general/watchdog".to_string()
-    } else if rule.group == "slo-latency" {
-        "https://runbooks.example.com/slo/latency".to_string()
+    } else if let Some(slo) = rule.group.strip_prefix("slo-") {
+        format!("https://runbooks.example.com/slo/{slo}")
     } else {
         format!(
             "https://runbooks.prometheus-operator.dev/runbooks/kubernetes/{}",

@@ -32,6 +32,7 @@ pub fn build(ctx: &Ctx) -> Scenario {
         Class::RecoveredFlap => recovered_flap(ctx),
         Class::LatencyUnmeasurable => latency_unmeasurable(ctx),
         Class::LatencySlowDependency => latency_slow_dependency(ctx),
+        Class::ErrorsAfterRelease => errors_after_release(ctx),
         Class::Watchdog => watchdog(ctx),
     }
 }
@@ -2451,6 +2452,73 @@ fn latency_slow_dependency(ctx: &Ctx) -> Scenario {
             true,
         ),
         vec![host],
+        appeared(onset),
+        true,
+    )
+}
+
+// ------------------------------------------------------------------ 14c. errors_after_release
+
+/// A release serves errors: every pod of the new revision is Running and Ready and nothing
+/// restarts (the framework catches the exception and answers 500), but the 5xx ratio pages
+/// minutes after the rollout. The logs show the exception; the cause is the release.
+fn errors_after_release(ctx: &Ctx) -> Scenario {
+    let tag = release_tag(ctx);
+    let release = ctx.image(tag);
+    let set_release = |r: &mut Revision| r.image = release.clone();
+    let mut b = B::new(ctx, &["HighErrorRate"], |onset| {
+        history(ctx, Some((onset - minutes(6), &set_release)))
+    });
+    b.place(false, 0, ctx.now - days(4));
+    let onset = b.onset;
+    let app = b.w.name.clone();
+    let form = ctx.pick("exception-form", 3);
+    for i in 0..b.w.pods.len() {
+        let mut out = serving(onset - minutes(12), &app);
+        for k in 0..5 {
+            let t = ctx.now - seconds(240) + seconds(40 * k);
+            let error = match form {
+                0 => format!(
+                    "{} ERROR 1 --- [nio-8080-exec-{k}] c.e.checkout.PriceController : Request processing failed: java.lang.NullPointerException: Cannot invoke \"java.math.BigDecimal.multiply(java.math.BigDecimal)\" because \"discount\" is null",
+                    k8s::ts(t)
+                ),
+                1 => format!(
+                    "[{}] ERROR in app: Exception on /api/v1/quote [POST] KeyError: 'currency'",
+                    k8s::ts(t)
+                ),
+                _ => format!(
+                    "level=error ts={} caller=middleware/recover.go:41 msg=\"panic recovered\" err=\"runtime error: invalid memory address or nil pointer dereference\" path=/api/v1/cart",
+                    k8s::ts(t)
+                ),
+            };
+            out.push((t, error));
+            out.push((
+                t + seconds(1),
+                format!(
+                    "level=info ts={} caller=http/server.go:88 msg=\"request served\" app={app} method=POST path=/api/v1/cart status=500",
+                    k8s::ts(t + seconds(1))
+                ),
+            ));
+        }
+        let prev = b.no_previous(i);
+        b.log(i, LogBody::Lines(out), prev);
+    }
+    b.rollout_events(onset - minutes(6), &[]);
+    let name = b.subject_name();
+    b.finish(
+        expect(
+            C::CodeDefect,
+            &[
+                C::Healthy,
+                C::ConfigurationError,
+                C::ResourceExhaustion,
+                C::Infrastructure,
+                C::DependencyFailure,
+            ],
+            vec![name],
+            true,
+        ),
+        vec![tag.into()],
         appeared(onset),
         true,
     )

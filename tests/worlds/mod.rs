@@ -80,13 +80,14 @@ pub enum Class {
     RecoveredFlap,
     LatencyUnmeasurable,
     LatencySlowDependency,
+    ErrorsAfterRelease,
     Watchdog,
 }
 
 use Kind::{CronJob, DaemonSet, Deployment, Job, Pod, StatefulSet};
 
 impl Class {
-    pub const ALL: [Class; 21] = [
+    pub const ALL: [Class; 22] = [
         Class::Oom,
         Class::ImagePull,
         Class::VolumeMissing,
@@ -107,6 +108,7 @@ impl Class {
         Class::RecoveredFlap,
         Class::LatencyUnmeasurable,
         Class::LatencySlowDependency,
+        Class::ErrorsAfterRelease,
         Class::Watchdog,
     ];
 
@@ -132,6 +134,7 @@ impl Class {
             Class::RecoveredFlap => "recovered_flap",
             Class::LatencyUnmeasurable => "latency_unmeasurable",
             Class::LatencySlowDependency => "latency_slow_dependency",
+            Class::ErrorsAfterRelease => "errors_after_release",
             Class::Watchdog => "watchdog",
         }
     }
@@ -145,7 +148,8 @@ impl Class {
             Class::CrashAfterRelease
             | Class::NotReadyDependency
             | Class::QuotaExceeded
-            | Class::InitFailure => &[Deployment, StatefulSet, DaemonSet],
+            | Class::InitFailure
+            | Class::ErrorsAfterRelease => &[Deployment, StatefulSet, DaemonSet],
             // A DaemonSet's pods are placed per node: a selector nobody matches places none.
             Class::UnschedulableSelector => &[Deployment, StatefulSet, Job, CronJob, Pod],
             Class::ProbeMisconfigured
