@@ -1061,7 +1061,18 @@ fn volume_missing(ctx: &Ctx) -> Scenario {
         let prev = b.no_previous(i);
         b.log(i, cur, prev);
     }
-    b.rollout_events(rolled, &failing);
+    missing_after_release(b, rolled, &failing, missing)
+}
+
+/// The end of a release whose pods reference an object that does not exist: the rollout's
+/// events, and a configuration error that names the subject and the missing object.
+fn missing_after_release(
+    mut b: B,
+    rolled: DateTime<Utc>,
+    failing: &[usize],
+    missing: &str,
+) -> Scenario {
+    b.rollout_events(rolled, failing);
     let name = b.subject_name();
     let onset = b.onset;
     b.finish(
@@ -1136,25 +1147,7 @@ fn env_ref_missing(ctx: &Ctx) -> Scenario {
         let prev = b.no_previous(i);
         b.log(i, cur, prev);
     }
-    b.rollout_events(rolled, &failing);
-    let name = b.subject_name();
-    let onset = b.onset;
-    b.finish(
-        expect(
-            C::ConfigurationError,
-            &[
-                C::Healthy,
-                C::CodeDefect,
-                C::ResourceExhaustion,
-                C::DependencyFailure,
-            ],
-            vec![name, missing.into()],
-            true,
-        ),
-        vec![missing.into()],
-        appeared(onset),
-        true,
-    )
+    missing_after_release(b, rolled, &failing, missing)
 }
 
 // ------------------------------------------------------------------ 2d. init_failure
@@ -1768,6 +1761,12 @@ fn dependency_refused(ctx: &Ctx) -> Scenario {
         b.backoff_event(i, onset, 20 + k as u32);
         b.started_events(i, onset - minutes(1), 6 + k as u32);
     }
+    database_refuses(b, ctx, started, addr)
+}
+
+/// The end of a world whose database refuses connections: the database itself (not ready), and a
+/// dependency failure that names the subject and the address refused.
+fn database_refuses(mut b: B, ctx: &Ctx, started: DateTime<Utc>, addr: String) -> Scenario {
     let onset = b.onset;
     let (db, events, log) = database(ctx, onset);
     b.others.push(db);
@@ -1778,7 +1777,12 @@ fn dependency_refused(ctx: &Ctx) -> Scenario {
     b.finish(
         expect(
             C::DependencyFailure,
-            &[C::Healthy, C::CodeDefect, C::ResourceExhaustion],
+            &[
+                C::Healthy,
+                C::CodeDefect,
+                C::ResourceExhaustion,
+                C::ConfigurationError,
+            ],
             vec![name, addr.clone()],
             true,
         ),
@@ -1855,28 +1859,7 @@ fn not_ready_dependency(ctx: &Ctx) -> Scenario {
         let prev = b.no_previous(i);
         b.log(i, LogBody::Lines(all), prev);
     }
-    let (db, events, log) = database(ctx, onset);
-    b.others.push(db);
-    b.events.extend(events);
-    b.logs.push(log);
-    b.rollout_events(started, &[]);
-    let name = b.subject_name();
-    b.finish(
-        expect(
-            C::DependencyFailure,
-            &[
-                C::Healthy,
-                C::CodeDefect,
-                C::ResourceExhaustion,
-                C::ConfigurationError,
-            ],
-            vec![name, addr.clone()],
-            true,
-        ),
-        vec![addr],
-        appeared(onset),
-        true,
-    )
+    database_refuses(b, ctx, started, addr)
 }
 
 // ------------------------------------------------------------------ 9c. quota_exceeded
