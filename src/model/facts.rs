@@ -254,6 +254,19 @@ pub enum ChangeKind {
     Config,
 }
 
+impl ChangeKind {
+    /// The kind as a word in a sentence ("rollout revision 8").
+    pub fn noun(self) -> &'static str {
+        match self {
+            ChangeKind::Deployment => "deployment",
+            ChangeKind::Commit => "commit",
+            ChangeKind::PullRequest => "pull request",
+            ChangeKind::Rollout => "rollout",
+            ChangeKind::Config => "config",
+        }
+    }
+}
+
 /// Something that changed: a deploy, a commit, a merged PR, a rollout.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(default)]

@@ -373,16 +373,6 @@ fn release_before<'c>(
         .min_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
 }
 
-fn change_kind(c: &crate::model::Change) -> &'static str {
-    match c.kind {
-        crate::model::ChangeKind::Rollout => "rollout",
-        crate::model::ChangeKind::Deployment => "deploy",
-        crate::model::ChangeKind::Commit => "commit",
-        crate::model::ChangeKind::PullRequest => "pull request",
-        crate::model::ChangeKind::Config => "configuration change",
-    }
-}
-
 /// What a signature says about a failure: its category and the words that quote it.
 pub(crate) fn mechanism(h: &Hits) -> (Category, String) {
     (
@@ -556,9 +546,9 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             ) => match release_before(ctx, at, &scope) {
                 Some((c, lead)) => cause.map(|text| {
                     format!(
-                        "{text}; they began {:.0} min after {} {} \"{}\" on {} (at {}), the regression to roll back",
-                        lead / 60.0,
-                        change_kind(c),
+                        "{text}; they began {} {} {} \"{}\" on {} (at {}), the regression to roll back",
+                        super::metrics::lag_text(lead),
+                        c.kind.noun(),
                         c.id,
                         c.title,
                         c.target,

@@ -748,7 +748,8 @@ fn correlate(ctx: &Ctx, changes: &[Change], at: f64, subject: &[String]) -> Opti
         .map(|(c, lead, _)| (c.clone(), lead))
 }
 
-fn lag_text(lead: f64) -> String {
+/// How an event stands to a change `lead` seconds before it: "11 min after", "30 s before".
+pub(crate) fn lag_text(lead: f64) -> String {
     if lead < 0.0 {
         format!("{:.0} s before", -lead)
     } else if lead < 120.0 {

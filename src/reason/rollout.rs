@@ -140,7 +140,7 @@ pub(crate) fn recent_changes(ctx: &Ctx) -> Vec<Signal> {
                 .unwrap_or_default();
         format!(
             "{} {} \"{}\" on {} at {when}",
-            format!("{:?}", c.kind).to_lowercase(),
+            c.kind.noun(),
             c.id,
             c.title,
             c.target
