@@ -822,12 +822,12 @@ async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
         .iter()
         .filter(|p| troubled(p) && scope.owns_pod(p))
         .collect();
-    if picked.is_empty() {
+    if picked.is_empty() && scope.workload.is_some() {
         // The subject's pods look fine (a latency or error-rate page on Ready pods): what its
         // pod states cannot show, its own log may (an upstream timing out, errors it serves).
         picked = pods
             .iter()
-            .filter(|p| scope.workload.is_some() && scope.owns_pod(p) && p.phase == "Running")
+            .filter(|p| scope.owns_pod(p) && p.phase == "Running")
             .take(2)
             .collect();
     }
@@ -1414,6 +1414,7 @@ async fn changes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn a_workload_takes_its_controllers_pods_not_a_neighbours() {
@@ -1424,8 +1425,6 @@ mod tests {
             assert!(!controller_suffix(neighbour), "{neighbour}");
         }
     }
-
-    use super::*;
 
     #[test]
     fn thresholds_split_off_alert_expressions() {
