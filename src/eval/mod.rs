@@ -1,5 +1,6 @@
 //! Scores finished sessions against a case's expect.toml, and runs case directories headless to do so.
 
+pub mod metamorphic;
 pub mod opensre;
 mod runner;
 
@@ -47,11 +48,21 @@ pub struct Score {
     pub ruling_total: usize,
     /// Ruling-out keywords that were not found.
     pub ruling_missed: Vec<String>,
+    /// Required keywords found only elsewhere in the report (its evidence titles, the alert's
+    /// words), not in what was concluded: they fail the case, and the lenient score forgives them.
+    pub report_only: Vec<String>,
+    /// The only failure is required keywords that the report holds elsewhere.
+    pub lenient_pass: bool,
 }
 
 impl Score {
     pub fn passed(&self) -> bool {
         self.failures.is_empty()
+    }
+
+    /// Whether the case would pass if keywords anywhere in the report counted, as they once did.
+    pub fn passed_lenient(&self) -> bool {
+        self.failures.is_empty() || self.lenient_pass
     }
 
     /// Share of ruling-out keywords found; None when the rubric lists none.
@@ -66,6 +77,23 @@ pub fn report_text(incident: &Incident) -> String {
         Some(r) if !r.trim().is_empty() => r.clone(),
         _ => crate::session::export::markdown(incident),
     }
+}
+
+/// What sitrep concluded, as one text: the root cause, every hypothesis and what was ruled out.
+/// Required keywords are judged here, never against the case's name, the alert's own words or
+/// the evidence titles that the report also quotes.
+pub fn concluded_text(incident: &Incident) -> String {
+    let mut out = String::new();
+    if let Some((_, cause, _)) = &incident.diagnosis {
+        out.push_str(cause);
+        out.push('\n');
+    }
+    for h in &incident.hypotheses {
+        out.push_str(&h.statement);
+        out.push('\n');
+    }
+    out.push_str(&ruled_out_text(incident));
+    out
 }
 
 /// What was ruled out, as one text: each statement and its reason.
@@ -100,16 +128,24 @@ pub fn score(expect: &Expect, incident: &Incident) -> Score {
     {
         s.failures.push(format!("category {got} is forbidden"));
     }
+    let concluded = concluded_text(incident).to_lowercase();
     let report = report_text(incident).to_lowercase();
     let missing: Vec<&str> = expect
         .required_keywords
         .iter()
-        .filter(|k| !report.contains(&k.to_lowercase()))
+        .filter(|k| !concluded.contains(&k.to_lowercase()))
         .map(String::as_str)
         .collect();
+    let mut lenient_only = false;
     if !missing.is_empty() {
+        s.report_only = missing
+            .iter()
+            .filter(|k| report.contains(&k.to_lowercase()))
+            .map(|k| k.to_string())
+            .collect();
+        lenient_only = s.failures.is_empty() && s.report_only.len() == missing.len();
         s.failures
-            .push(format!("report lacks {}", quote_all(&missing)));
+            .push(format!("diagnosis lacks {}", quote_all(&missing)));
     }
     let present: Vec<&str> = expect
         .forbidden_keywords
@@ -152,6 +188,7 @@ pub fn score(expect: &Expect, incident: &Incident) -> Score {
         ));
     }
     let ruled = ruled_out_text(incident).to_lowercase();
+    s.lenient_pass = lenient_only && s.failures.len() == 1;
     s.ruling_total = expect.ruling_out_keywords.len();
     for k in &expect.ruling_out_keywords {
         if ruled.contains(&k.to_lowercase()) {
@@ -277,6 +314,17 @@ impl EvalSummary {
                 self.passed(),
                 self.results.len()
             ));
+            let lenient = self
+                .results
+                .iter()
+                .filter(|r| r.error.is_none() && r.score.passed_lenient())
+                .count();
+            if lenient != self.passed() {
+                out.push(format!(
+                    "({lenient}/{} if keywords anywhere in the report counted)",
+                    self.results.len()
+                ));
+            }
         }
         let steps: u32 = self.results.iter().map(|r| r.model_steps).sum();
         if steps > 0 {
@@ -336,7 +384,7 @@ mod tests {
         ruled: &[(&str, &str)],
     ) -> Incident {
         Incident {
-            diagnosis: Some((category, "x".into(), 0.9)),
+            diagnosis: Some((category, report.into(), 0.9)),
             report: Some(report.into()),
             evidence: kinds
                 .iter()
@@ -399,7 +447,7 @@ mod tests {
         );
         assert!(all.contains("category healthy is forbidden"), "{all}");
         assert!(
-            all.contains("report lacks \"exit code 137\", \"Memory\""),
+            all.contains("diagnosis lacks \"exit code 137\", \"Memory\""),
             "{all}"
         );
         assert!(all.contains("forbidden \"rollback\""), "{all}");
@@ -419,6 +467,11 @@ mod tests {
             &["kubernetes/pods"],
             &[("CPU saturation", "CPU at 20%")],
         );
+        inc.diagnosis = Some((
+            Category::ResourceExhaustion,
+            "OOMKilled with exit code 137 at the memory limit".into(),
+            0.9,
+        ));
         assert!(score(&expect(), &inc).passed());
         inc.diagnosis = Some((
             Category::ResourceExhaustion,
@@ -433,6 +486,33 @@ mod tests {
             "{:?}",
             s.failures
         );
+    }
+
+    #[test]
+    fn keywords_count_only_in_what_was_concluded() {
+        let mut inc = incident(
+            Category::ResourceExhaustion,
+            "OOMKilled with exit code 137 at the memory limit",
+            &["kubernetes/pods"],
+            &[],
+        );
+        inc.report = Some("# memory alert\nevidence: exit code 137".into());
+        inc.diagnosis = Some((Category::ResourceExhaustion, "the pod restarts".into(), 0.9));
+        let s = score(&expect(), &inc);
+        assert!(!s.passed());
+        assert!(s.passed_lenient(), "{:?}", s.failures);
+        // A keyword in a hypothesis or in what was ruled out counts.
+        inc.hypotheses = vec![crate::model::Hypothesis {
+            category: Category::ResourceExhaustion,
+            statement: "exit code 137: the memory limit".into(),
+            confidence: 0.5,
+            evidence: vec![],
+        }];
+        assert!(score(&expect(), &inc).passed());
+        // A keyword nowhere is not forgiven by the lenient score either.
+        inc.hypotheses.clear();
+        inc.report = None;
+        assert!(!score(&expect(), &inc).passed_lenient());
     }
 
     #[test]

@@ -62,7 +62,12 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
         .filter(|h| {
             matches!(
                 h.sig,
-                Sig::ConnRefused | Sig::Timeout | Sig::Dns | Sig::Reset | Sig::Http5xx
+                Sig::ConnRefused
+                    | Sig::Unreachable
+                    | Sig::Timeout
+                    | Sig::Dns
+                    | Sig::Reset
+                    | Sig::Http5xx
             )
         })
         .collect();

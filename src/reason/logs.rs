@@ -17,6 +17,8 @@ pub(crate) enum Sig {
     NoSuchName,
     Dns,
     ConnRefused,
+    /// A peer the client could not reach at all (every host tried, no route, cannot connect).
+    Unreachable,
     Reset,
     Timeout,
     Auth,
@@ -40,6 +42,7 @@ impl Sig {
             Sig::NoSuchName => "host names that resolve nowhere",
             Sig::Dns => "DNS resolution failures",
             Sig::ConnRefused => "connection refused errors",
+            Sig::Unreachable => "unreachable-host errors",
             Sig::Reset => "connection resets",
             Sig::Timeout => "timeouts",
             Sig::Auth => "authentication / authorization failures",
@@ -55,7 +58,9 @@ impl Sig {
 
     pub(crate) fn category(self) -> Category {
         match self {
-            Sig::Dns | Sig::ConnRefused | Sig::Reset | Sig::Timeout => Category::DependencyFailure,
+            Sig::Dns | Sig::ConnRefused | Sig::Unreachable | Sig::Reset | Sig::Timeout => {
+                Category::DependencyFailure
+            }
             Sig::Auth => Category::ConfigurationError,
             Sig::Panic | Sig::Syntax | Sig::Http5xx => Category::CodeDefect,
             Sig::Oom => Category::ResourceExhaustion,
@@ -66,7 +71,7 @@ impl Sig {
 }
 
 static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
-    let table: [(Sig, &str); 15] = [
+    let table: [(Sig, &str); 16] = [
         (
             Sig::Pool,
             r"(?i)pool (?:is )?exhausted|connection pool (?:is )?(?:full|exhausted)|too many (?:connections|clients)|remaining connection slots|could not acquire (?:a )?connection|timeout acquiring (?:a )?connection|no available connections?|max_connections",
@@ -84,6 +89,10 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
             r"(?i)could not resolve|temporary failure in name resolution|getaddrinfo|dns lookup failed|servfail|i/o timeout.*:53\b|server misbehaving",
         ),
         (Sig::ConnRefused, r"(?i)connection refused|econnrefused"),
+        (
+            Sig::Unreachable,
+            r"(?i)all hosts? ?(?:\(s\) )?tried|nohostavailable|no hosts? (?:was |is )?available|(?:unable|failed|could not|couldn't|cannot|can't) (?:to )?(?:connect|establish a connection) to|no route to host|(?:network|host) is unreachable|ehostunreach|enetunreach",
+        ),
         (
             Sig::Reset,
             r"(?i)connection reset|econnreset|broken pipe|unexpected eof|connection closed by (?:peer|remote)",
@@ -187,6 +196,10 @@ pub(crate) fn classify(line: &str) -> Vec<Sig> {
     // A shell's "unexpected EOF while looking for matching" is its parser, not a peer's socket.
     if sigs.contains(&Sig::Syntax) {
         sigs.retain(|s| *s != Sig::Reset);
+    }
+    // A client's pool is empty because the peer cannot be reached: the peer is the cause.
+    if sigs.contains(&Sig::Unreachable) {
+        sigs.retain(|s| *s != Sig::Pool);
     }
     sigs
 }
@@ -411,7 +424,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             .filter(|s| ctx.obs.deployments.iter().any(|d| &d.name == *s))
             .collect();
         let (cause, confidence) = match h.sig {
-            Sig::Dns | Sig::ConnRefused | Sig::Reset | Sig::Timeout
+            Sig::Dns | Sig::ConnRefused | Sig::Unreachable | Sig::Reset | Sig::Timeout
                 if h.count >= 2 && services.len() >= 2 =>
             {
                 (
@@ -426,15 +439,19 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     (0.55 + 0.05 * services.len().min(4) as f32).min(0.8),
                 )
             }
-            Sig::Dns | Sig::ConnRefused | Sig::Reset | Sig::Timeout if h.count >= 2 => (
-                Some(format!(
-                    "{scope} cannot reach a dependency{dep}: {} {} in its logs, e.g. \"{}\"; requests fail because the downstream service is unreachable, not because of {scope}'s own code",
-                    h.count,
-                    h.sig.label(),
-                    h.example
-                )),
-                (0.45 + 0.05 * h.count.min(6) as f32).min(0.7),
-            ),
+            Sig::Dns | Sig::ConnRefused | Sig::Unreachable | Sig::Reset | Sig::Timeout
+                if h.count >= 2 =>
+            {
+                (
+                    Some(format!(
+                        "{scope} cannot reach a dependency{dep}: {} {} in its logs, e.g. \"{}\"; requests fail because the downstream service is unreachable, not because of {scope}'s own code",
+                        h.count,
+                        h.sig.label(),
+                        h.example
+                    )),
+                    (0.45 + 0.05 * h.count.min(6) as f32).min(0.7),
+                )
+            }
             Sig::Syntax => (
                 Some(format!(
                     "{scope}'s own code does not parse: {} {} in its logs, e.g. \"{}\"",

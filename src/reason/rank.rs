@@ -94,6 +94,9 @@ pub(crate) fn relation(ctx: &Ctx, object: &str) -> Option<&'static str> {
             }
         }
         "backend" | "application" | "database" => return Some("database of the subject"),
+        "pod" if super::subject::unlisted_pod_of_subject(ctx.obs, s, name) => {
+            return Some("subject");
+        }
         _ if s.covers(object) => return Some("subject"),
         _ => {}
     }
@@ -582,7 +585,7 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
         if !hits.iter().any(|h| {
             matches!(
                 h.sig,
-                Sig::Dns | Sig::NoSuchName | Sig::ConnRefused | Sig::Timeout
+                Sig::Dns | Sig::NoSuchName | Sig::ConnRefused | Sig::Unreachable | Sig::Timeout
             )
         }) {
             out.push(RuledOut {

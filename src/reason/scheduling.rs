@@ -123,7 +123,9 @@ pub(crate) fn failed_scheduling(ctx: &Ctx) -> Vec<Signal> {
             match pods.iter().find(|p| p.name == name) {
                 Some(p) => ctx.pod_in_scope(p) && !p.deleting && p.phase != "Running",
                 // A pod no longer listed: the subject names it, or (unresolved) the old guess.
-                None if ctx.subject.resolved => ctx.subject.pods.iter().any(|p| p == name),
+                None if ctx.subject.resolved => {
+                    super::subject::unlisted_pod_of_subject(ctx.obs, &ctx.subject, name)
+                }
                 None => ctx
                     .focus_deployment
                     .as_ref()

@@ -700,6 +700,20 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
     s
 }
 
+/// Whether a pod that is no longer listed (an event still names it) belonged to the subject: its
+/// name is one the subject's controllers give (a ReplicaSet's hashed name, a StatefulSet's
+/// ordinal, a Job's suffix).
+pub(crate) fn unlisted_pod_of_subject(obs: &Observations, s: &Subject, pod: &str) -> bool {
+    if s.pods.iter().any(|p| p == pod) {
+        return true;
+    }
+    if obs.pods.iter().any(|p| p.name == pod) {
+        return false;
+    }
+    owner_of_unlisted(obs, pod, &s.namespace)
+        .is_some_and(|(kind, name)| s.workloads.iter().any(|(k, n)| *k == kind && *n == name))
+}
+
 /// The workload a pod that is no longer listed belonged to: a ReplicaSet (hashed name) plus a
 /// 5-character suffix, a StatefulSet plus an ordinal, a Job or DaemonSet plus a 5-character suffix.
 fn owner_of_unlisted(
