@@ -759,6 +759,16 @@ fn rfc3339(t: DateTime<Utc>) -> Option<serde_json::Value> {
 }
 
 /// Whether a pod deserves a look at its logs.
+/// The subject's pods, resolved by the diagnosis's own rules from what has been listed so far,
+/// so that Gather reads the logs of the pods the verdict will be about. None when unresolved.
+fn subject_pods(scope: &Scope, obs: &Mutex<Observations>) -> Option<Vec<String>> {
+    let mut snapshot = obs.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    snapshot.alert = scope.alert.clone();
+    snapshot.problem = scope.problem.clone();
+    snapshot.now = scope.now;
+    crate::reason::subject_pods(&snapshot)
+}
+
 fn troubled(p: &PodFacts) -> bool {
     p.restarts() > 0
         || !p.ready() && p.phase != "Succeeded"
@@ -797,39 +807,35 @@ async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
             &none,
             obs
         ),
-        async {
-            match &ns {
-                Some(ns) => {
-                    c.call(
-                        "kubernetes.deployments",
-                        params([("namespace", s(ns))]),
-                        &none,
-                        obs,
-                    )
-                    .await
-                }
-                None => None,
-            }
-        },
+        // Every namespace's when none is known: the problem's words may name one of them.
+        c.call(
+            "kubernetes.deployments",
+            params([("namespace", ns.clone().and_then(s))]),
+            &none,
+            obs,
+        ),
         c.call("kubernetes.nodes", Params::new(), &none, obs),
         workloads(c, ns.as_deref(), obs),
     );
     let Some((ToolOutput::Pods(pods), _)) = pods else {
         return;
     };
-    // Logs of the pods in trouble, the workload's first; at most three to keep Gather quick.
-    let mut picked: Vec<&PodFacts> = pods
-        .iter()
-        .filter(|p| troubled(p) && scope.owns_pod(p))
-        .collect();
-    if picked.is_empty() && scope.workload.is_some() {
-        // The subject's pods look fine (a latency or error-rate page on Ready pods): what its
-        // pod states cannot show, its own log may (an upstream timing out, errors it serves).
-        picked = pods
+    // Logs of the subject's pods, as the diagnosis resolves the subject from what was listed:
+    // those in trouble first, then Running ones, since a latency or error-rate page on Ready
+    // pods shows its cause in their own log (an upstream timing out, errors it serves). At most
+    // three, to keep Gather quick.
+    let subject = subject_pods(scope, obs);
+    let owns = |p: &PodFacts| match &subject {
+        Some(names) => names.iter().any(|n| n == &p.name),
+        None => scope.owns_pod(p),
+    };
+    let mut picked: Vec<&PodFacts> = pods.iter().filter(|p| troubled(p) && owns(p)).collect();
+    if picked.len() < 3 && (subject.is_some() || scope.workload.is_some()) {
+        let running = pods
             .iter()
-            .filter(|p| scope.owns_pod(p) && p.phase == "Running")
-            .take(2)
-            .collect();
+            .filter(|p| owns(p) && p.phase == "Running" && !troubled(p))
+            .take(2);
+        picked.extend(running);
     }
     if picked.is_empty() {
         picked = pods.iter().filter(|p| troubled(p)).collect();

@@ -14,6 +14,7 @@ const RELATION_LINES: usize = 5000;
 
 mod actions;
 mod changes;
+mod checks;
 pub mod cloud;
 mod config;
 pub mod conventions;
@@ -178,6 +179,8 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(metrics::step_changes(&ctx));
     signals.extend(metrics::hpa_at_max(&ctx));
     signals.extend(logs::signatures(&ctx));
+    signals.extend(checks::slow_calls::slow_calls(&ctx));
+    signals.extend(checks::cpu_limit::cpu_limit(&ctx));
     signals.extend(dependencies::unhealthy(&ctx));
     signals.extend(storm::storm(&ctx));
     signals.extend(database::lock_contention(&ctx));
@@ -190,6 +193,13 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(coverage::report(&ctx));
     signals.extend(also_noticed(&ctx));
     rank::rank(&ctx, signals)
+}
+
+/// The pods of the subject the alert or problem is about, by the same resolution the diagnosis
+/// uses; None when nothing resolves (Gather then reads the pods in trouble).
+pub fn subject_pods(obs: &Observations) -> Option<Vec<String>> {
+    let s = subject::resolve(obs);
+    (s.resolved && !s.pods.is_empty()).then_some(s.pods)
 }
 
 /// Failures elsewhere in what was gathered, with no evidenced edge to the subject: listed as
@@ -245,6 +255,8 @@ pub(crate) struct Signal {
     pub symptom_of: Option<Category>,
     /// A failure with no evidenced edge to the subject: reported as "also noticed", never a cause.
     pub unrelated: bool,
+    /// When the failure began, when its evidence has a time.
+    pub since: Option<DateTime<Utc>>,
 }
 
 impl Signal {

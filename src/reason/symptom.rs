@@ -268,6 +268,7 @@ pub(crate) fn measure(ctx: &Ctx) -> Symptom {
         Claim::Availability => measure_availability(ctx, &mut s),
         Claim::JobFailed => measure_job(ctx, &mut s),
         Claim::NodeReady => measure_nodes(ctx, &mut s),
+        Claim::Latency => measure_logged_latency(ctx, &mut s),
         _ => false,
     };
     if k8s {
@@ -276,6 +277,60 @@ pub(crate) fn measure(ctx: &Ctx) -> Symptom {
     s.state = SymptomState::Unmeasurable;
     s.detail = missing(ctx, claim);
     s
+}
+
+/// A threshold in seconds the claim states ("longer than 3 seconds", "p99 > 500ms").
+fn claimed_secs(claim: &str) -> Option<f64> {
+    static LIMIT: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)(?:than|over|above|exceeds?|>=?)\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|milliseconds?|s|secs?|seconds?)\b").ok()
+    });
+    let c = LIMIT.as_ref()?.captures(claim)?;
+    let v: f64 = c.get(1)?.as_str().parse().ok()?;
+    Some(
+        if c.get(2)?.as_str().to_ascii_lowercase().starts_with("ms")
+            || c.get(2)?.as_str().to_ascii_lowercase().starts_with("milli")
+        {
+            v / 1000.0
+        } else {
+            v
+        },
+    )
+}
+
+/// Latency from the subject's own log lines when no metric reads it: the requests it times
+/// (the slowest kind of timed operation that is not a call out), over the claim's threshold (or
+/// a second when it states none). Confirmed only on lines over it; otherwise still unmeasured.
+fn measure_logged_latency(ctx: &Ctx, s: &mut Symptom) -> bool {
+    use super::checks::slow_calls::{range_text, slow_operations};
+    let lines = super::logs::scoped_lines(ctx);
+    let ops = slow_operations(&lines);
+    let Some(op) = ops
+        .iter()
+        .find(|t| t.outbound.is_none())
+        .or_else(|| ops.first())
+    else {
+        return false;
+    };
+    let limit = claimed_secs(&s.claim).unwrap_or(1.0);
+    if op.max < limit {
+        return false;
+    }
+    s.state = SymptomState::Confirmed;
+    s.onset = op.first;
+    s.detail = format!(
+        "{}'s own logs time its requests at {} ({} lines, e.g. \"{}\"), over the {} the claim allows",
+        scope_name(ctx),
+        range_text(op),
+        op.count,
+        op.example,
+        if limit >= 1.0 {
+            format!("{limit} s")
+        } else {
+            format!("{} ms", limit * 1000.0)
+        },
+    );
+    s.evidence = ctx.ev(&["kubernetes/pod_logs", "logs"]);
+    true
 }
 
 fn claim_text(ctx: &Ctx, claim: Claim) -> String {

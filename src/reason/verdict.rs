@@ -195,7 +195,7 @@ pub(crate) fn checks(ctx: &Ctx, signals: &[Signal], ruled_out: &[RuledOut]) -> V
             check: s.analyzer.replace('_', " "),
             status,
             detail: s.summary.clone(),
-            since: None,
+            since: s.since,
             evidence: s.evidence.clone(),
         });
     }

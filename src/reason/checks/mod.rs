@@ -1,0 +1,5 @@
+//! Checks per concern, in the manner of Coroot's inspections: each file declares what it checks
+//! about the subject and returns, for each failure it finds, a signal with its onset and evidence.
+
+pub(crate) mod cpu_limit;
+pub(crate) mod slow_calls;
