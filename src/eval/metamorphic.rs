@@ -81,6 +81,9 @@ pub fn rewrite_case(src: &Path, dst: &Path, how: &Rewrite) -> anyhow::Result<Rew
             Rewrite::ShiftTime(d) => shift_file(name, text, *d)?,
             Rewrite::Rename => match &rename {
                 Some(re) if name == "expect.toml" => rename_keywords(text, re, &out.names)?,
+                Some(re) if name.ends_with(".json") || name.ends_with(".ndjson") => {
+                    map_json(name, text, |v| rename_value(v, re, &out.names))?
+                }
                 Some(re) => replace_names(re, &out.names, text),
                 None => text.clone(),
             },
@@ -182,28 +185,49 @@ fn shift_value(v: &mut Value, d: Duration) {
     }
 }
 
+/// Every JSON document of a `.json` file (one) or an `.ndjson` file (one a line), rewritten.
+fn map_json(name: &str, text: &str, mut f: impl FnMut(&mut Value)) -> anyhow::Result<String> {
+    let mut out = String::with_capacity(text.len());
+    let docs: Vec<&str> = if name.ends_with(".ndjson") {
+        text.lines().collect()
+    } else {
+        vec![text]
+    };
+    for doc in docs {
+        if doc.trim().is_empty() {
+            continue;
+        }
+        let mut v: Value =
+            serde_json::from_str(doc).with_context(|| format!("{name}: not JSON: {}", cut(doc)))?;
+        f(&mut v);
+        out.push_str(&serde_json::to_string(&v)?);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
 fn shift_file(name: &str, text: &str, d: Duration) -> anyhow::Result<String> {
     if name.ends_with(".ndjson") || name.ends_with(".json") {
-        let mut out = String::with_capacity(text.len());
-        let single = name.ends_with(".json");
-        let docs: Vec<&str> = if single {
-            vec![text]
-        } else {
-            text.lines().collect()
-        };
-        for line in docs {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let mut v: Value = serde_json::from_str(line)
-                .with_context(|| format!("{name}: not JSON: {}", cut(line)))?;
-            shift_value(&mut v, d);
-            out.push_str(&serde_json::to_string(&v)?);
-            out.push('\n');
-        }
-        return Ok(out);
+        return map_json(name, text, |v| shift_value(v, d));
     }
     Ok(shift_text(text, d))
+}
+
+/// Names renamed in string values only: keys are the APIs' vocabulary.
+fn rename_value(v: &mut Value, re: &Regex, names: &BTreeMap<String, String>) {
+    match v {
+        Value::String(s) => *s = replace_names(re, names, s),
+        Value::Array(items) => items.iter_mut().for_each(|i| rename_value(i, re, names)),
+        Value::Object(map) => {
+            for (k, x) in map.iter_mut() {
+                // The recording's own fields name the integration and method, not objects.
+                if k != "integration" && k != "method" {
+                    rename_value(x, re, names);
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 fn cut(s: &str) -> String {
@@ -318,7 +342,8 @@ fn alternation<'a>(names: impl Iterator<Item = &'a String>) -> Option<Regex> {
         .map(|n| regex::escape(n))
         .collect::<Vec<_>>()
         .join("|");
-    Regex::new(&format!("(^|[^A-Za-z0-9])({body})")).ok()
+    // A name in a URL's query (`%22reports%22`) starts after its percent-escape.
+    Regex::new(&format!("(^|[^A-Za-z0-9]|%[0-9A-Fa-f]{{2}})({body})")).ok()
 }
 
 fn replace_names(re: &Regex, names: &BTreeMap<String, String>, text: &str) -> String {

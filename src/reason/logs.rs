@@ -204,6 +204,33 @@ pub(crate) fn classify(line: &str) -> Vec<Sig> {
     sigs
 }
 
+/// How deep a signature reaches: a name that resolves nowhere or a missing setting explains a
+/// refused connection, which explains a pool that ran dry, which explains a stack trace.
+fn depth(sig: Sig) -> u8 {
+    match sig {
+        Sig::NoSuchName | Sig::Config | Sig::Cert | Sig::Auth => 0,
+        Sig::Dns | Sig::ConnRefused | Sig::Unreachable | Sig::Reset | Sig::Timeout => 1,
+        Sig::Oom | Sig::DiskFull | Sig::FileDescriptors | Sig::Pool => 2,
+        Sig::Syntax => 3,
+        Sig::Panic => 4,
+        Sig::Http5xx => 5,
+    }
+}
+
+/// The hits that explain an exit: the signature of the last telling line before it (the
+/// deepest one when that line shows several), as an expert reads a crash from its end; else the
+/// most frequent.
+pub(crate) fn decisive<'h>(lines: &[&LogLine], hits: &'h [Hits]) -> Option<&'h Hits> {
+    lines
+        .iter()
+        .rev()
+        .map(|l| classify(&l.line))
+        .find(|sigs| !sigs.is_empty())
+        .and_then(|sigs| sigs.into_iter().min_by_key(|s| depth(*s)))
+        .and_then(|sig| hits.iter().find(|h| h.sig == sig))
+        .or_else(|| hits.first())
+}
+
 /// Whether the line is logged at error level or worse.
 pub(crate) fn is_error(l: &LogLine) -> bool {
     let by_label = l

@@ -340,7 +340,7 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
                     .rev()
                     .find(|l| !l.line.trim().is_empty())
                     .map(|l| logs::short(&l.line));
-                let (category, mechanism) = match hits.first() {
+                let (category, mechanism) = match logs::decisive(&lines, &hits) {
                     Some(h) => logs::mechanism(h),
                     None => (
                         if code == Some(0) {
@@ -435,7 +435,7 @@ pub(crate) fn failed_runs(ctx: &Ctx) -> Vec<Signal> {
                 })
                 .or_else(|| lines.iter().rev().find(|l| !l.line.trim().is_empty()))
                 .map(|l| logs::short(&l.line));
-            let (category, mechanism) = match hits.first() {
+            let (category, mechanism) = match logs::decisive(&lines, &hits) {
                 Some(h) => logs::mechanism(h),
                 None => (
                     Category::CodeDefect,
