@@ -32,6 +32,94 @@ pub struct Scope {
     pub onset: DateTime<Utc>,
 }
 
+/// Words of a sentence or of a symptom's description that are never an object's name in a
+/// problem statement ("the namespace is down", "Service Availability").
+fn common_word(w: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "in",
+        "on",
+        "of",
+        "for",
+        "to",
+        "and",
+        "or",
+        "not",
+        "no",
+        "my",
+        "our",
+        "this",
+        "that",
+        "its",
+        "it",
+        "with",
+        "from",
+        "down",
+        "up",
+        "slow",
+        "failing",
+        "failed",
+        "broken",
+        "degraded",
+        "unavailable",
+        "unreachable",
+        "availability",
+        "unavailability",
+        "unreachability",
+        "reachability",
+        "latency",
+        "errors",
+        "error",
+        "outage",
+        "health",
+        "healthy",
+        "unhealthy",
+        "issue",
+        "issues",
+        "problem",
+        "problems",
+        "performance",
+        "degradation",
+        "timeout",
+        "timeouts",
+        "crash",
+        "crashes",
+        "crashing",
+        "restarts",
+        "restarting",
+        "pending",
+        "high",
+        "low",
+        "which",
+        "what",
+        "why",
+        "how",
+        "default-namespace",
+        "kubernetes",
+        "k8s",
+        "cluster",
+        "whole",
+        "entire",
+        "every",
+        "all",
+        "some",
+        "any",
+        "new",
+        "old",
+        "main",
+        "web",
+    ];
+    WORDS.contains(&w.to_ascii_lowercase().as_str())
+}
+
 fn first_of(map: &std::collections::BTreeMap<String, String>, keys: &[&str]) -> Option<String> {
     keys.iter()
         .find_map(|k| map.get(*k).filter(|v| !v.is_empty()).cloned())
@@ -94,11 +182,35 @@ impl Scope {
         );
         let node = regex(&NODE, r"(?i)\bnode[\s=:/]+([a-z0-9]([-.a-z0-9]*[a-z0-9])?)");
         let repo = regex(&REPO, r"\b([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)\b");
+        static NS_BEFORE: OnceLock<Regex> = OnceLock::new();
+        static DEP_BEFORE: OnceLock<Regex> = OnceLock::new();
+        let ns_before = regex(
+            &NS_BEFORE,
+            r"(?i)\b([a-z0-9]([-a-z0-9]*[a-z0-9])?)\s+(?:namespace|ns)\b",
+        );
+        let dep_before = regex(
+            &DEP_BEFORE,
+            r"(?i)\b([a-z0-9]([-a-z0-9]*[a-z0-9])?)\s+(?:deployment|statefulset|daemonset|service|app|job|cronjob)\b",
+        );
+        // "namespace payments", "the payments namespace" (its name before the noun when an
+        // article leads it); never a word of the sentence itself.
+        let named = |after: &Regex, before: &Regex| {
+            let before_word = before
+                .captures_iter(text)
+                .filter_map(|c| c.get(1).map(|m| (m.start(), m.as_str())))
+                .find(|(at, w)| {
+                    !common_word(w) && text[..*at].trim_end().to_lowercase().ends_with("the")
+                })
+                .map(|(_, w)| w.to_string());
+            before_word
+                .or_else(|| word_after(text, after).filter(|w| !common_word(w)))
+                .or_else(|| word_after(text, before).filter(|w| !common_word(w)))
+        };
         Scope {
             alert: None,
             problem: Some(text.to_string()),
-            namespace: word_after(text, ns),
-            workload: word_after(text, dep),
+            namespace: named(ns, ns_before),
+            workload: named(dep, dep_before),
             pod: None,
             node: word_after(text, node),
             repo: word_after(text, repo).filter(|r| !r.starts_with("ns/")),
@@ -817,6 +929,15 @@ async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
         c.call("kubernetes.nodes", Params::new(), &none, obs),
         workloads(c, ns.as_deref(), obs),
     );
+    // A namespace read from a problem's words must be one the cluster has: none of its pods
+    // listed there, every namespace's are read instead.
+    let listed_none =
+        matches!(&pods, Some((ToolOutput::Pods(p), _)) if p.is_empty()) || pods.is_none();
+    let pods = if listed_none && scope.alert.is_none() && ns.is_some() {
+        c.call("kubernetes.pods", Params::new(), &none, obs).await
+    } else {
+        pods
+    };
     let Some((ToolOutput::Pods(pods), _)) = pods else {
         return;
     };
@@ -1452,6 +1573,16 @@ mod tests {
         );
         assert_eq!(s.namespace.as_deref(), Some("shop"));
         assert_eq!(s.workload.as_deref(), Some("checkout-api"));
+        let s = Scope::from_problem("pods in the payments namespace keep restarting", Utc::now());
+        assert_eq!(s.namespace.as_deref(), Some("payments"));
+        let s = Scope::from_problem(
+            "namespace is slow: Payments Service Availability",
+            Utc::now(),
+        );
+        assert_eq!(s.namespace, None);
+        assert_eq!(s.workload.as_deref(), Some("Payments"));
+        let s = Scope::from_problem("Checkout Service Unreachability since 3am", Utc::now());
+        assert_eq!(s.workload.as_deref(), Some("Checkout"));
     }
 
     #[test]

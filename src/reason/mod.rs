@@ -181,6 +181,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(logs::signatures(&ctx));
     signals.extend(checks::slow_calls::slow_calls(&ctx));
     signals.extend(checks::cpu_limit::cpu_limit(&ctx));
+    signals.extend(checks::create_refused::create_refused(&ctx));
     signals.extend(dependencies::unhealthy(&ctx));
     signals.extend(storm::storm(&ctx));
     signals.extend(database::lock_contention(&ctx));

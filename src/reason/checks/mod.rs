@@ -2,4 +2,5 @@
 //! about the subject and returns, for each failure it finds, a signal with its onset and evidence.
 
 pub(crate) mod cpu_limit;
+pub(crate) mod create_refused;
 pub(crate) mod slow_calls;

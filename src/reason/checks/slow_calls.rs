@@ -95,11 +95,7 @@ pub(crate) fn slow_operations(lines: &[&LogLine]) -> Vec<Timed> {
 }
 
 fn secs_text(v: f64) -> String {
-    if v >= 10.0 {
-        format!("{v:.1} s")
-    } else {
-        format!("{v:.2} s")
-    }
+    format!("{v:.2} s")
 }
 
 /// The range of a timed operation, `5.00–10.01 s` or `10.01 s`.
