@@ -98,6 +98,9 @@ async fn verdicts_hold_under_renaming_time_shifts_and_bystanders() {
             failures.push(format!("{}: does not run: {e}", dir.display()));
             continue;
         }
+        for broken in &base.broken {
+            failures.push(format!("{}: invariant: {broken}", dir.display()));
+        }
         for (i, (name, how)) in rewrites.iter().enumerate() {
             let out = scratch.path().join(format!("m{n}-{name}"));
             let rewritten = match rewrite_case(dir, &out, how) {

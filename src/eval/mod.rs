@@ -1,5 +1,6 @@
 //! Scores finished sessions against a case's expect.toml, and runs case directories headless to do so.
 
+pub mod invariants;
 pub mod metamorphic;
 pub mod opensre;
 mod runner;
@@ -222,11 +223,13 @@ pub struct CaseResult {
     pub tokens: (u64, u64),
     /// The verdict's root-cause sentence, when the investigation reached one.
     pub root_cause: Option<String>,
+    /// Invariants the diagnosis broke (see [`invariants`]); a case that breaks one fails.
+    pub broken: Vec<String>,
 }
 
 impl CaseResult {
     pub fn passed(&self) -> bool {
-        self.error.is_none() && self.score.passed()
+        self.error.is_none() && self.score.passed() && self.broken.is_empty()
     }
 }
 
@@ -260,6 +263,9 @@ impl fmt::Display for CaseResult {
         }
         for reason in &self.score.failures {
             write!(f, "\n      - {reason}")?;
+        }
+        for broken in &self.broken {
+            write!(f, "\n      - invariant: {broken}")?;
         }
         if !self.score.ruling_missed.is_empty() {
             write!(
@@ -537,6 +543,7 @@ mod tests {
             model_steps: 0,
             tokens: (0, 0),
             root_cause: None,
+            broken: vec![],
         };
         let bad = CaseResult {
             error: Some("timed out".into()),

@@ -100,6 +100,7 @@ pub async fn run_case(dir: &Path, opts: &EvalOptions) -> CaseResult {
         model_steps: 0,
         tokens: (0, 0),
         root_cause: None,
+        broken: Vec::new(),
     };
     match investigate(dir, opts).await {
         Ok((id, expect, incident)) => {
@@ -107,6 +108,7 @@ pub async fn run_case(dir: &Path, opts: &EvalOptions) -> CaseResult {
             result.model_steps = incident.model_steps;
             result.tokens = incident.model_tokens;
             result.root_cause = incident.diagnosis.as_ref().map(|d| d.1.clone());
+            result.broken = super::invariants::violations(&incident);
             match expect {
                 Some(expect) => result.score = score(&expect, &incident),
                 None => result.error = Some("no expect.toml: nothing to score against".into()),

@@ -715,6 +715,8 @@ pub(crate) fn measure_symptom(ctx: &Ctx, s: &mut Symptom) -> bool {
     let lim = limit(&rds, metric);
     let near = if metric == "CPUUtilization" {
         st.end >= CPU_SATURATED
+    } else if metric == "FreeStorageSpace" {
+        storage_failing(&rds, &st)
     } else {
         high && lim.as_ref().is_some_and(|(l, _)| st.end >= NEAR_LIMIT * l)
     };
@@ -930,7 +932,8 @@ fn health_checks(rds: &Rds) -> Vec<HealthCheck> {
         });
     }
     if let Some(c) = rds.own("FreeStorageSpace") {
-        let ok = !storage_failing(rds, &c);
+        // An event saying it ran out of storage is not ruled out by the series.
+        let ok = !storage_failing(rds, &c) && storage_event(rds).is_none();
         out.push(HealthCheck {
             ok,
             words: format!("free storage {}–{}", gb(c.min), gb(c.max)),
@@ -1309,11 +1312,7 @@ fn storage(rds: &Rds) -> Vec<Signal> {
         .and_then(|i| i.allocated_storage_gib)
         .map(|g| g * GIB);
     let slope = storage_slope(&st);
-    let full_event = rds.events.iter().find(|e| {
-        let m = e.message.to_lowercase();
-        m.contains("storage")
-            && (m.contains("ran out") || m.contains("full") || m.contains("insufficient"))
-    });
+    let full_event = storage_event(rds);
     if !storage_failing(rds, &st) && full_event.is_none() {
         return Vec::new();
     }
@@ -1373,11 +1372,7 @@ fn storage(rds: &Rds) -> Vec<Signal> {
 }
 
 fn storage_events_only(rds: &Rds) -> Vec<Signal> {
-    let Some(e) = rds.events.iter().find(|e| {
-        let m = e.message.to_lowercase();
-        m.contains("storage")
-            && (m.contains("ran out") || m.contains("storage-full") || m.contains("insufficient"))
-    }) else {
+    let Some(e) = storage_event(rds) else {
         return Vec::new();
     };
     vec![Signal {
@@ -1693,8 +1688,29 @@ fn storage_failing(rds: &Rds, st: &Stats) -> bool {
         .map(|g| g * GIB);
     let falling = st.end <= st.base / DEPARTED && st.base - st.end > floor("FreeStorageSpace");
     let soon = storage_slope(st) > 0.0 && st.end / storage_slope(st) <= 120.0;
-    let low = allocated.is_some_and(|a| st.end <= 0.1 * a) || st.end <= 1e9 || soon;
-    falling && low
+    // Near-empty is failing whatever the level before: a disk full all window long is full.
+    let near_empty = allocated.is_some_and(|a| st.end <= 0.1 * a) || st.end <= 1e9;
+    near_empty || (falling && soon)
+}
+
+/// An RDS event that says the instance ran out of storage or is critically low on it.
+fn storage_event<'a>(rds: &Rds<'a>) -> Option<&'a RdsEvent> {
+    rds.events.iter().copied().find(|e| {
+        let m = e.message.to_lowercase();
+        m.contains("storage")
+            && [
+                "ran out",
+                "storage-full",
+                "full",
+                "insufficient",
+                "critically low",
+                "running low",
+                "low on",
+                "exhausted",
+            ]
+            .iter()
+            .any(|w| m.contains(w))
+    })
 }
 
 /// Bytes of free storage lost per minute over the window.

@@ -81,6 +81,11 @@ pub async fn run(world: &World, dir: &Path, timeout: Duration) -> Outcome {
         Ok(incident) => {
             let score = sitrep::eval::score(&world.expect(), &incident);
             out.failures = score.failures;
+            out.failures.extend(
+                sitrep::eval::invariants::violations(&incident)
+                    .into_iter()
+                    .map(|v| format!("invariant: {v}")),
+            );
             if let Some((category, root_cause, _)) = &incident.diagnosis {
                 out.category = Some(*category);
                 out.root_cause = root_cause.clone();

@@ -1,0 +1,126 @@
+//! Invariants every finished diagnosis keeps, whatever the incident: a check's status never
+//! contradicts its own detail, `healthy` stands only on a cleared or within-limits symptom with
+//! nothing failing on the subject, and a cleared symptom says when.
+
+use crate::model::{Category, CheckStatus, Incident, SymptomState};
+
+/// Words that, quoted from evidence, report a failure.
+const FAILURE_WORDS: &[&str] = &[
+    "ran out",
+    "out of storage",
+    "out of memory",
+    "oomkilled",
+    "crashloopbackoff",
+    "imagepullbackoff",
+    "errimagepull",
+    "connection refused",
+    "timed out",
+    "insufficient",
+    "critically low",
+    "storage-full",
+    "back-off",
+    "evicted",
+    "failedscheduling",
+    "failedmount",
+];
+
+/// The parts of `text` inside double quotes: what a detail quotes from the evidence.
+fn quoted(text: &str) -> Vec<&str> {
+    text.split('"').skip(1).step_by(2).collect()
+}
+
+/// Every invariant the incident breaks, one line each; empty when it keeps them all.
+pub fn violations(incident: &Incident) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in &incident.checks {
+        if c.status != CheckStatus::Ok {
+            continue;
+        }
+        for q in quoted(&c.detail) {
+            let lower = q.to_lowercase();
+            if let Some(w) = FAILURE_WORDS.iter().find(|w| lower.contains(*w)) {
+                out.push(format!(
+                    "check \"{}\" is ok but its detail quotes a failure ({w}): {}",
+                    c.check, c.detail
+                ));
+            }
+        }
+    }
+    let category = incident.diagnosis.as_ref().map(|d| d.0);
+    let state = incident.symptom.as_ref().map(|s| s.state);
+    if category == Some(Category::Healthy) {
+        if !matches!(
+            state,
+            Some(SymptomState::Cleared | SymptomState::ByDesign | SymptomState::WithinLimits)
+        ) {
+            out.push(format!(
+                "healthy on a symptom that is {}",
+                state
+                    .map(|s| format!("{s:?}"))
+                    .unwrap_or_else(|| "not measured".into())
+            ));
+        }
+        for c in &incident.checks {
+            if c.status == CheckStatus::Failing && c.relation == "subject" {
+                out.push(format!(
+                    "healthy with a failing check on the subject: {}: {}",
+                    c.check, c.detail
+                ));
+            }
+        }
+    }
+    if let Some(s) = &incident.symptom
+        && s.state == SymptomState::Confirmed
+        && category == Some(Category::Healthy)
+    {
+        out.push(format!(
+            "healthy while the symptom is confirmed: {}",
+            s.detail
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Check, Symptom};
+
+    fn check(status: CheckStatus, relation: &str, detail: &str) -> Check {
+        Check {
+            object: String::new(),
+            relation: relation.into(),
+            check: "storage".into(),
+            status,
+            detail: detail.into(),
+            since: None,
+            evidence: vec![],
+        }
+    }
+
+    #[test]
+    fn an_ok_check_quoting_a_failure_and_a_healthy_verdict_on_a_present_symptom_are_caught() {
+        let mut inc = Incident {
+            checks: vec![check(
+                CheckStatus::Ok,
+                "subject",
+                "free storage 1–2 GB; event \"The instance ran out of storage space\"",
+            )],
+            diagnosis: Some((Category::Healthy, "fine".into(), 0.5)),
+            symptom: Some(Symptom {
+                state: SymptomState::Confirmed,
+                ..Symptom::default()
+            }),
+            ..Incident::default()
+        };
+        let v = violations(&inc);
+        assert_eq!(v.len(), 3, "{v:?}");
+        inc.checks = vec![check(CheckStatus::Ok, "subject", "no \"OOMKilled\" seen")];
+        inc.checks[0].detail = "not OOMKilled: no container terminated with it".into();
+        inc.symptom = Some(Symptom {
+            state: SymptomState::Cleared,
+            ..Symptom::default()
+        });
+        assert!(violations(&inc).is_empty(), "{:?}", violations(&inc));
+    }
+}
