@@ -124,11 +124,12 @@ async fn verdicts_hold_under_renaming_time_shifts_and_bystanders() {
                 held[i] += 1;
             } else {
                 failures.push(format!(
-                    "{} under {name}:\n    before: {a}\n    after:  {b}\n    passed {} -> {} {:?}",
+                    "{} under {name}:\n    before: {a}\n    after:  {b}\n    passed {} -> {} {:?} {:?}",
                     dir.display(),
                     base.passed(),
                     got.passed(),
-                    got.score.failures
+                    got.score.failures,
+                    got.broken
                 ));
             }
         }

@@ -207,7 +207,18 @@ pub(crate) fn start_blocked(ctx: &Ctx) -> Vec<Signal> {
         };
         let lower = e.message.to_lowercase();
         let missing = lower.contains("not found") || lower.contains("does not exist");
-        let (category, mechanism) = if e.reason == "FailedCreatePodSandBox" {
+        // A sandbox killed for memory is the pod's own limit, too small for its runtime to start
+        // (its pause or init process is OOM-killed), not the node.
+        let sandbox_oom = e.reason == "FailedCreatePodSandBox"
+            && (lower.contains("oom")
+                || lower.contains("out of memory")
+                || lower.contains("memory limit"));
+        let (category, mechanism) = if sandbox_oom {
+            (
+                Category::ResourceExhaustion,
+                "the pod's sandbox is killed for memory as it is created (OOMKilled): its memory limit is too small for its runtime to start, so no container runs; raise the limit",
+            )
+        } else if e.reason == "FailedCreatePodSandBox" {
             (
                 Category::Infrastructure,
                 "the node cannot create the pod's sandbox (its network plugin or container runtime fails), so no container starts; the node, not the workload, needs fixing",
@@ -1070,6 +1081,11 @@ mod tests {
             (missing, "FailedMount", Category::ConfigurationError),
             (attach, "FailedAttachVolume", Category::Infrastructure),
             (sandbox, "FailedCreatePodSandBox", Category::Infrastructure),
+            (
+                "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to start sandbox container task: OOMKilled: container init was OOM-killed (memory limit too low?)",
+                "FailedCreatePodSandBox",
+                Category::ResourceExhaustion,
+            ),
         ] {
             let mut stuck = pod("cart-abc12-x1", "cart-abc12", false, creating());
             stuck.phase = "Pending".into();

@@ -166,6 +166,7 @@ pub(crate) fn checks(ctx: &Ctx, signals: &[Signal], ruled_out: &[RuledOut]) -> V
             || (s.analyzer == "metric_step"
                 && own.as_deref().is_some_and(|b| s.summary.starts_with(b)))
     };
+    let by_design = super::symptom::by_design(ctx);
     for s in signals {
         if s.analyzer == "coverage" || is_symptom(s) {
             continue;
@@ -182,7 +183,8 @@ pub(crate) fn checks(ctx: &Ctx, signals: &[Signal], ruled_out: &[RuledOut]) -> V
         } else {
             CheckStatus::Ok
         };
-        let relation = if noticed {
+        // An alert that fires by design has no subject: nothing else is linked to it.
+        let relation = if noticed || by_design {
             "no evidenced edge"
         } else if object.is_empty() {
             "subject"
