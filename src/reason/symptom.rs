@@ -36,6 +36,8 @@ pub(crate) enum Claim {
     Errors,
     /// CPU, memory, disk, throttling, saturation.
     Saturation,
+    /// A burst of warning events: measured from the events themselves (they happen and end).
+    Events,
     /// Anything else: only the alert's own expression measures it.
     Other,
 }
@@ -50,6 +52,7 @@ impl Claim {
             Claim::Latency => "latency",
             Claim::Errors => "an error rate",
             Claim::Saturation => "saturation",
+            Claim::Events => "warning events",
             Claim::Other => "the alert's condition",
         }
     }
@@ -106,6 +109,9 @@ pub(crate) fn claim(ctx: &Ctx) -> Claim {
     }
     if name_has(&["node"]) && name_has(&["notready", "not_ready", "unreachable", "down"]) {
         return Claim::NodeReady;
+    }
+    if name_has(&["event"]) {
+        return Claim::Events;
     }
     // `TargetDown`, `KubeletDown`, `PostgreSQLDown`: a scrape or probe expression says it; pods
     // being Ready do not.
@@ -269,6 +275,7 @@ pub(crate) fn measure(ctx: &Ctx) -> Symptom {
         Claim::JobFailed => measure_job(ctx, &mut s),
         Claim::NodeReady => measure_nodes(ctx, &mut s),
         Claim::Latency => measure_logged_latency(ctx, &mut s),
+        Claim::Events => measure_events(ctx, &mut s),
         _ => false,
     };
     if k8s {
@@ -277,6 +284,72 @@ pub(crate) fn measure(ctx: &Ctx) -> Symptom {
     s.state = SymptomState::Unmeasurable;
     s.detail = missing(ctx, claim);
     s
+}
+
+/// How recent the last warning event must be for a burst to be going on.
+const EVENTS_ONGOING_MINUTES: i64 = 15;
+
+/// A burst of warning events, measured from the events on the subject's objects: going on when
+/// the latest is recent, ended (cleared, when) when none came for a while.
+fn measure_events(ctx: &Ctx, s: &mut Symptom) -> bool {
+    let warnings: Vec<_> = ctx
+        .events()
+        .into_iter()
+        .filter(|e| e.event_type == "Warning")
+        .filter(|e| {
+            let name = super::object_name(&e.object);
+            ctx.subject.covers(&e.object)
+                || ctx
+                    .pods()
+                    .into_iter()
+                    .any(|p| p.name == name && ctx.pod_in_scope(p))
+                || super::subject::unlisted_pod_of_subject(ctx.obs, &ctx.subject, name)
+        })
+        .collect();
+    let Some(latest) = warnings
+        .iter()
+        .filter_map(|e| e.last_seen.or(e.first_seen))
+        .max()
+    else {
+        return false;
+    };
+    let first = warnings
+        .iter()
+        .filter_map(|e| e.first_seen.or(e.last_seen))
+        .min();
+    let count: u32 = warnings.iter().map(|e| e.count.max(1)).sum();
+    let mut reasons: Vec<&str> = warnings.iter().map(|e| e.reason.as_str()).collect();
+    reasons.sort_unstable();
+    reasons.dedup();
+    let example = warnings
+        .iter()
+        .max_by_key(|e| e.last_seen)
+        .map(|e| super::logs::short(&e.message))
+        .unwrap_or_default();
+    let quiet = (ctx.obs.now - latest).num_minutes();
+    s.onset = first;
+    s.evidence = ctx.ev(&["kubernetes/events"]);
+    if quiet <= EVENTS_ONGOING_MINUTES {
+        s.state = SymptomState::Confirmed;
+        s.detail = format!(
+            "{count} warning event(s) ({}) on {} since {}, the latest at {} (\"{example}\")",
+            reasons.join(", "),
+            scope_name(ctx),
+            first.map(hhmm).unwrap_or_default(),
+            hhmm(latest)
+        );
+    } else {
+        s.state = SymptomState::Cleared;
+        s.cleared_at = Some(latest);
+        s.detail = format!(
+            "the warning events on {} ended: {count} ({}) from {} to {}, none in the {quiet} minutes since",
+            scope_name(ctx),
+            reasons.join(", "),
+            first.map(hhmm).unwrap_or_default(),
+            hhmm(latest)
+        );
+    }
+    true
 }
 
 /// A threshold in seconds the claim states ("longer than 3 seconds", "p99 > 500ms").
@@ -360,6 +433,7 @@ fn missing(ctx: &Ctx, claim: Claim) -> String {
         Claim::Latency => "no latency metric",
         Claim::Errors => "no error metric",
         Claim::Saturation => "no saturation metric",
+        Claim::Events => "no warning event of the subject was read",
         Claim::Restarts | Claim::Availability | Claim::JobFailed => {
             "no pod of the subject was seen"
         }
@@ -367,7 +441,11 @@ fn missing(ctx: &Ctx, claim: Claim) -> String {
         Claim::Other => "nothing measured the alert's condition",
     };
     let source = match claim {
-        Claim::Restarts | Claim::Availability | Claim::JobFailed | Claim::NodeReady => "kubernetes",
+        Claim::Restarts
+        | Claim::Availability
+        | Claim::JobFailed
+        | Claim::NodeReady
+        | Claim::Events => "kubernetes",
         _ => "prometheus",
     };
     let why = match ctx.obs.coverage.get(source) {
@@ -824,6 +902,57 @@ mod tests {
             ),
             ("prometheus".into(), Coverage::default()),
         ])
+    }
+
+    #[test]
+    fn a_burst_of_warning_events_is_measured_from_the_events() {
+        let now = chrono::Utc::now();
+        let event = |minutes_ago: i64| crate::model::K8sEventFacts {
+            event_type: "Warning".into(),
+            reason: "BackOff".into(),
+            message: "Back-off restarting failed container web".into(),
+            object: "Pod/web-7c9d8-aaaaa".into(),
+            namespace: "shop".into(),
+            count: 4,
+            first_seen: Some(now - chrono::Duration::minutes(minutes_ago + 5)),
+            last_seen: Some(now - chrono::Duration::minutes(minutes_ago)),
+        };
+        let obs = |minutes_ago: i64| Observations {
+            now,
+            alert: Some(alert(
+                "KubernetesWarningEvent",
+                "",
+                &[("namespace", "shop"), ("pod", "web-7c9d8-aaaaa")],
+            )),
+            pods: vec![ready_pod("web-7c9d8-aaaaa")],
+            events: vec![event(minutes_ago)],
+            coverage: k8s_only(),
+            ..Observations::default()
+        };
+        // Stopped 40 minutes ago, every pod Ready since: ended, so healthy.
+        let ended = analyze(&obs(40));
+        assert_eq!(
+            ended.symptom.state,
+            SymptomState::Cleared,
+            "{:?}",
+            ended.symptom
+        );
+        assert!(
+            ended.symptom.detail.contains("ended"),
+            "{}",
+            ended.symptom.detail
+        );
+        assert!(ended.symptom.cleared_at.is_some());
+        assert_eq!(ended.category, Category::Healthy, "{}", ended.root_cause);
+        // Still coming: confirmed, never healthy.
+        let going = analyze(&obs(2));
+        assert_eq!(
+            going.symptom.state,
+            SymptomState::Confirmed,
+            "{:?}",
+            going.symptom
+        );
+        assert_ne!(going.category, Category::Healthy, "{}", going.root_cause);
     }
 
     #[test]
