@@ -71,7 +71,15 @@ pub fn rewrite_case(src: &Path, dst: &Path, how: &Rewrite) -> anyhow::Result<Rew
     let rename = match how {
         Rewrite::Rename => {
             let names = object_names(&files);
-            out.names = names.iter().map(|n| (n.clone(), scramble(n))).collect();
+            // The suffixes controllers generate (hashes, ordinals) stay: labels such as
+            // pod-template-hash repeat them, and they are not chosen names.
+            out.names = names
+                .iter()
+                .map(|n| {
+                    let st = stem(n);
+                    (n.clone(), format!("{}{}", scramble(&st), &n[st.len()..]))
+                })
+                .collect();
             alternation(out.names.keys())
         }
         _ => None,
@@ -396,10 +404,14 @@ fn rename_keywords(
             for item in items.iter_mut() {
                 if let toml::Value::String(k) = item {
                     let lower = k.to_lowercase();
-                    *k = if names.keys().any(|n| n.contains(&lower)) {
-                        scramble(&lower)
-                    } else {
-                        replace_names(re, names, k)
+                    // Renaming keeps every character's place: a keyword inside a name is the
+                    // same slice of its new name.
+                    let inside = names.iter().find_map(|(old, new)| {
+                        old.find(&lower).and_then(|i| new.get(i..i + lower.len()))
+                    });
+                    *k = match inside {
+                        Some(slice) => slice.to_string(),
+                        None => replace_names(re, names, k),
                     };
                 }
             }
