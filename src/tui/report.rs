@@ -348,7 +348,32 @@ mod tests {
         assert!(out.contains(&"1. first".to_string()), "{out:?}");
         assert!(out.contains(&"  │ kubectl get pods".to_string()), "{out:?}");
         assert!(out.contains(&"a │ bb".to_string()), "{out:?}");
-        assert!(out.contains(&"1 │ 2 ".to_string()), "{out:?}");
+        assert!(out.contains(&"1 │ 2".to_string()), "{out:?}");
         assert!(!out.iter().any(|l| l.contains("---")), "{out:?}");
+    }
+
+    #[test]
+    fn escaped_pipes_stay_in_their_cell_and_an_empty_header_is_no_header() {
+        assert_eq!(row_cells(r"| a \| b | c |"), vec!["a | b", "c"]);
+        let out = text("| | |\n|---|---|\n| Outcome | resolved |\n| Mode | live |\n");
+        assert_eq!(out, vec!["Outcome │ resolved", "Mode    │ live"]);
+    }
+
+    #[test]
+    fn narrow_columns_keep_their_width_and_wide_ones_share_the_rest() {
+        assert_eq!(fit_widths(&[3, 5], 20), vec![3, 5]);
+        assert_eq!(fit_widths(&[8, 5, 6, 100], 40), vec![8, 5, 6, 21]);
+        assert_eq!(fit_widths(&[50, 60], 41), vec![21, 20]);
+        // Too narrow for anything: the minimum, and the view cuts the rest.
+        assert_eq!(fit_widths(&[50, 60], 2), vec![4, 4]);
+        let out = text(
+            "| k | v |\n|---|---|\n| key | one two three four five six seven eight nine ten eleven twelve |\n",
+        );
+        assert!(out.iter().all(|l| l.chars().count() <= 60), "{out:?}");
+        assert_eq!(
+            out[2],
+            "key │ one two three four five six seven eight nine ten"
+        );
+        assert_eq!(out[3], "    │ eleven twelve");
     }
 }
