@@ -891,17 +891,31 @@ fn mark_interrupted(path: &Path) -> anyhow::Result<bool> {
             file.write_all(b"\n")?;
         }
     }
+    let warning = crate::model::Event::Warning {
+        message: "sitrep serve stopped while this investigation ran (killed); marked \
+                  interrupted when it restarted: nothing pending was approved"
+            .into(),
+    };
+    // A report written before the kill named the outcome it expected: it is written again
+    // with the one the session ends with.
+    let report = match session::fold_file(path) {
+        Ok(mut folded) if folded.incident.report.is_some() => {
+            folded.incident.apply(tail.duration, &warning);
+            let markdown =
+                session::export::markdown_ending(&folded.incident, Some(Outcome::Interrupted));
+            let beside = path.with_extension("md");
+            if let Err(e) = std::fs::write(&beside, &markdown) {
+                tracing::warn!("cannot rewrite the report {}: {e}", beside.display());
+            }
+            Some(crate::model::Event::Report { markdown })
+        }
+        _ => None,
+    };
     let mut lines = Vec::new();
-    for event in [
-        crate::model::Event::Warning {
-            message: "sitrep serve stopped while this investigation ran (killed); marked \
-                      interrupted when it restarted: nothing pending was approved"
-                .into(),
-        },
-        crate::model::Event::SessionEnded {
-            outcome: Outcome::Interrupted,
-        },
-    ] {
+    let ended = crate::model::Event::SessionEnded {
+        outcome: Outcome::Interrupted,
+    };
+    for event in std::iter::once(warning).chain(report).chain([ended]) {
         let record = crate::model::Record {
             t: tail.duration,
             event,
@@ -2214,6 +2228,32 @@ mod tests {
         assert_eq!(again.interrupted, 0);
         assert_eq!(again.queue.len(), 1);
         assert_eq!(again.claims.session_of("f2"), Some("s2"));
+    }
+
+    #[test]
+    fn a_report_written_before_a_kill_is_written_again_as_interrupted() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("s5.ndjson");
+        let h = session::header("x", chrono::Utc::now(), "t");
+        let mut text = serde_json::to_string(&h).unwrap_or_default();
+        let report = crate::model::Record {
+            t: 2.0,
+            event: crate::model::Event::Report {
+                markdown: "| | |\n|---|---|\n| Outcome | resolved |\n".into(),
+            },
+        };
+        text.push('\n');
+        text.push_str(&serde_json::to_string(&report).unwrap_or_default());
+        text.push('\n');
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+        assert!(mark_interrupted(&path).unwrap_or_else(|e| panic!("{e}")));
+        let log = session::read_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        let incident = log.incident();
+        assert_eq!(incident.outcome, Some(Outcome::Interrupted));
+        let md = incident.report.unwrap_or_default();
+        assert!(md.contains("| Outcome | interrupted |"), "{md}");
+        let beside = std::fs::read_to_string(path.with_extension("md")).unwrap_or_default();
+        assert!(beside.contains("| Outcome | interrupted |"), "{beside}");
     }
 
     #[test]
