@@ -137,8 +137,7 @@ mod tests {
     fn a_runtime_with_a_task_left_is_not_renewed() {
         let inv = Investigations::new(1).expect("runtime");
         let (_tx, rx) = tokio::sync::oneshot::channel::<()>();
-        inv.with(|h| h.spawn(async move { rx.await }))
-            .expect("running");
+        inv.with(|h| h.spawn(rx)).expect("running");
         assert!(!inv.renew_if(|| true).expect("renew"));
         inv.shutdown();
     }
