@@ -23,6 +23,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+mod investigations;
+use investigations::Investigations;
+
 /// Bodies above this get 413 before any parsing.
 pub const MAX_BODY: usize = 1024 * 1024;
 /// How often an idle server hands freed memory back to the system.
@@ -214,8 +217,8 @@ struct Shared {
     /// Set once shutdown begins: nothing new starts.
     draining: std::sync::atomic::AtomicBool,
     /// The runtime investigations run on: their work (and their blocking writes) never takes the
-    /// threads that answer requests, so the API answers however many run.
-    investigations: tokio::runtime::Handle,
+    /// threads that answer requests, so the API answers however many run. Renewed when quiet.
+    investigations: Investigations,
     /// Well-formed webhook deliveries so far (repeats included).
     deliveries: std::sync::atomic::AtomicU64,
 }
@@ -302,16 +305,12 @@ pub async fn serve_with(
         );
     }
     let local = listener.local_addr()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2)
-                .clamp(2, 8),
-        )
-        .thread_name("sitrep-investigation")
-        .enable_all()
-        .build()?;
+    let investigations = Investigations::new(
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+            .clamp(2, 8),
+    )?;
     let state: AppState = Arc::new(Shared {
         starter: setup.starter,
         tokens: setup.tokens,
@@ -344,7 +343,7 @@ pub async fn serve_with(
         tasks: Mutex::new(Vec::new()),
         received: Mutex::new(Received::default()),
         draining: std::sync::atomic::AtomicBool::new(false),
-        investigations: runtime.handle().clone(),
+        investigations,
         deliveries: std::sync::atomic::AtomicU64::new(0),
     });
     {
@@ -378,6 +377,16 @@ pub async fn serve_with(
                 let mut received = lock(&idle.received);
                 *received = received.clone();
                 compacted_at = deliveries;
+            }
+            // The threads that ran the analyses exit with their allocator caches; fresh ones
+            // take the next investigation. Their caches go back on exit, so the trim below (or
+            // the next tick's, once they are gone) returns the pages.
+            let renewed = idle.investigations.renew_if(|| {
+                let core = lock(&idle.core);
+                core.running == 0 && core.queue.is_empty()
+            });
+            if let Err(e) = renewed {
+                tracing::warn!("cannot renew the investigations runtime: {e}");
             }
             release_memory();
         }
@@ -414,7 +423,7 @@ pub async fn serve_with(
     // Whatever did not end within the grace period is dropped (it is marked interrupted on the
     // next start); a runtime cannot be dropped in place from async code.
     trimmer.abort();
-    runtime.shutdown_background();
+    state.investigations.shutdown();
     Ok(())
 }
 
@@ -882,17 +891,31 @@ fn mark_interrupted(path: &Path) -> anyhow::Result<bool> {
             file.write_all(b"\n")?;
         }
     }
+    let warning = crate::model::Event::Warning {
+        message: "sitrep serve stopped while this investigation ran (killed); marked \
+                  interrupted when it restarted: nothing pending was approved"
+            .into(),
+    };
+    // A report written before the kill named the outcome it expected: it is written again
+    // with the one the session ends with.
+    let report = match session::fold_file(path) {
+        Ok(mut folded) if folded.incident.report.is_some() => {
+            folded.incident.apply(tail.duration, &warning);
+            let markdown =
+                session::export::markdown_ending(&folded.incident, Some(Outcome::Interrupted));
+            let beside = path.with_extension("md");
+            if let Err(e) = std::fs::write(&beside, &markdown) {
+                tracing::warn!("cannot rewrite the report {}: {e}", beside.display());
+            }
+            Some(crate::model::Event::Report { markdown })
+        }
+        _ => None,
+    };
     let mut lines = Vec::new();
-    for event in [
-        crate::model::Event::Warning {
-            message: "sitrep serve stopped while this investigation ran (killed); marked \
-                      interrupted when it restarted: nothing pending was approved"
-                .into(),
-        },
-        crate::model::Event::SessionEnded {
-            outcome: Outcome::Interrupted,
-        },
-    ] {
+    let ended = crate::model::Event::SessionEnded {
+        outcome: Outcome::Interrupted,
+    };
+    for event in std::iter::once(warning).chain(report).chain([ended]) {
         let record = crate::model::Record {
             t: tail.duration,
             event,
@@ -1232,8 +1255,24 @@ fn start(
     title: &str,
     trigger: Trigger,
 ) -> anyhow::Result<()> {
+    // The investigation's tasks and its watcher go on the same runtime, which is not renewed
+    // while they are being placed (nor, by its count of tasks, while any of them runs).
+    state
+        .investigations
+        .with(|rt| start_on(state, rt, id, path, title, trigger))
+        .unwrap_or_else(|| Err(anyhow::anyhow!("the server is shutting down")))
+}
+
+fn start_on(
+    state: &AppState,
+    rt: &tokio::runtime::Handle,
+    id: &str,
+    path: PathBuf,
+    title: &str,
+    trigger: Trigger,
+) -> anyhow::Result<()> {
     let handle = {
-        let _on = state.investigations.enter();
+        let _on = rt.enter();
         (state.starter)(trigger, path.clone())?
     };
     let AgentHandle {
@@ -1257,7 +1296,7 @@ fn start(
     );
     let shared = state.clone();
     let key = id.to_string();
-    let watcher = state.investigations.spawn(async move {
+    let watcher = rt.spawn(async move {
         // The session file is written by the investigation itself; the records only need draining.
         let mut watch = slack_watch(&shared, &key, &commands_for_slack);
         let drain = async {
@@ -2189,6 +2228,32 @@ mod tests {
         assert_eq!(again.interrupted, 0);
         assert_eq!(again.queue.len(), 1);
         assert_eq!(again.claims.session_of("f2"), Some("s2"));
+    }
+
+    #[test]
+    fn a_report_written_before_a_kill_is_written_again_as_interrupted() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("s5.ndjson");
+        let h = session::header("x", chrono::Utc::now(), "t");
+        let mut text = serde_json::to_string(&h).unwrap_or_default();
+        let report = crate::model::Record {
+            t: 2.0,
+            event: crate::model::Event::Report {
+                markdown: "| | |\n|---|---|\n| Outcome | resolved |\n".into(),
+            },
+        };
+        text.push('\n');
+        text.push_str(&serde_json::to_string(&report).unwrap_or_default());
+        text.push('\n');
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+        assert!(mark_interrupted(&path).unwrap_or_else(|e| panic!("{e}")));
+        let log = session::read_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        let incident = log.incident();
+        assert_eq!(incident.outcome, Some(Outcome::Interrupted));
+        let md = incident.report.unwrap_or_default();
+        assert!(md.contains("| Outcome | interrupted |"), "{md}");
+        let beside = std::fs::read_to_string(path.with_extension("md")).unwrap_or_default();
+        assert!(beside.contains("| Outcome | interrupted |"), "{beside}");
     }
 
     #[test]

@@ -440,3 +440,88 @@ async fn a_critical_action_needs_two_distinct_operators() {
         |r| matches!(&r.event, Event::Warning { message } if message.contains("distinct operators"))
     ));
 }
+
+/// An action approved while others still wait runs at once, not after the last decision; a
+/// denial of another sent right behind that approval still lands on the one it names.
+#[tokio::test]
+async fn an_approved_action_runs_while_others_still_wait() {
+    let mut h = start("orders-db-node-lost", quick());
+    let mut records: Vec<Record> = Vec::new();
+    let mut kinds: BTreeMap<String, String> = BTreeMap::new();
+    let mut waiting: Vec<String> = Vec::new();
+    let id_of = |kinds: &BTreeMap<String, String>, kind: &str| {
+        kinds
+            .iter()
+            .find(|(_, k)| k.as_str() == kind)
+            .map(|(id, _)| id.clone())
+            .unwrap_or_default()
+    };
+    let approve = |id: String| Command::Approve {
+        action_id: id,
+        by: None,
+        params: None,
+        digest: None,
+    };
+    let deny = |id: String| Command::Deny {
+        action_id: id,
+        reason: "not now".into(),
+        by: None,
+    };
+    while let Some(r) = tokio::time::timeout(Duration::from_secs(30), h.records.recv())
+        .await
+        .expect("agent stalled")
+    {
+        match &r.event {
+            Event::ActionProposed { action } => {
+                kinds.insert(action.id.clone(), action.kind.clone());
+            }
+            Event::ApprovalRequested { action_id, .. } => {
+                waiting.push(action_id.clone());
+                if waiting.len() == 3 {
+                    // Cordon approved, drain denied right behind it; the critical delete waits.
+                    for cmd in [
+                        approve(id_of(&kinds, "kubernetes.cordon")),
+                        deny(id_of(&kinds, "kubernetes.drain")),
+                    ] {
+                        h.commands.send(cmd).expect("agent listening");
+                    }
+                }
+            }
+            Event::ActionExecuted { .. } => {
+                h.commands
+                    .send(deny(id_of(&kinds, "kubernetes.delete_pod")))
+                    .expect("agent listening");
+            }
+            _ => {}
+        }
+        let end = matches!(r.event, Event::SessionEnded { .. });
+        records.push(r);
+        if end {
+            break;
+        }
+    }
+    assert_eq!(waiting.len(), 3, "three actions asked for decisions");
+    assert_eq!(executed(&records), vec!["kubernetes.cordon".to_string()]);
+    let pos = |f: &dyn Fn(&Event) -> bool| records.iter().position(|r| f(&r.event));
+    let ran = pos(&|e| matches!(e, Event::ActionExecuted { .. })).expect("cordon ran");
+    let delete = id_of(&kinds, "kubernetes.delete_pod");
+    let delete_denied =
+        pos(&|e| matches!(e, Event::ApprovalDenied { action_id, .. } if *action_id == delete))
+            .expect("the delete was denied");
+    assert!(
+        ran < delete_denied,
+        "the cordon waited for the delete's decision"
+    );
+    let drain = id_of(&kinds, "kubernetes.drain");
+    assert!(
+        records.iter().any(|r| matches!(&r.event,
+            Event::ApprovalDenied { action_id, .. } if *action_id == drain)),
+        "the drain's denial, sent while the cordon ran, was applied"
+    );
+    let approve_done =
+        pos(&|e| matches!(e, Event::StageFinished { stage, .. } if stage.name() == "approve"))
+            .expect("approve finished");
+    assert!(ran < approve_done);
+    let outcome = h.task.await.expect("agent task").expect("agent result");
+    assert_ne!(outcome, Outcome::Cancelled);
+}

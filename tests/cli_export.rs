@@ -228,3 +228,113 @@ fn a_closed_stdout_ends_listings_quietly() {
         assert_eq!(stderr(&out), "", "{args:?}");
     }
 }
+
+/// `sitrep --headless demo NAME` in `data`, approving the action of kind `fix` and denying the
+/// rest; the outcome and the records it printed.
+fn demo_approving(
+    name: &str,
+    fix: &str,
+    data: &Path,
+) -> (sitrep::model::Outcome, Vec<sitrep::model::Event>) {
+    use sitrep::model::{Event, Record};
+    use std::io::{BufRead, BufReader, Write};
+    let config = data.join("config.toml");
+    std::fs::write(&config, "").expect("an empty config");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sitrep"))
+        .args(["--headless", "demo", name])
+        .env("SITREP_DATA_DIR", data)
+        .env("SITREP_CONFIG", &config)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run sitrep: {e}"));
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut events = Vec::new();
+    let mut outcome = None;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.expect("a line");
+        let record: Record = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        if let Event::ApprovalRequested { action_id, .. } = &record.event {
+            let kind = events.iter().find_map(|e| match e {
+                Event::ActionProposed { action } if action.id == *action_id => {
+                    Some(action.kind.clone())
+                }
+                _ => None,
+            });
+            let command = if kind.as_deref() == Some(fix) {
+                serde_json::json!({"type": "approve", "action_id": action_id})
+            } else {
+                serde_json::json!({"type": "deny", "action_id": action_id, "reason": "not the fix"})
+            };
+            writeln!(stdin, "{command}").expect("command sent");
+        }
+        if let Event::SessionEnded { outcome: o } = &record.event {
+            outcome = Some(*o);
+        }
+        events.push(record.event);
+        if outcome.is_some() {
+            break;
+        }
+    }
+    drop(stdin);
+    let status = child.wait().expect("sitrep ends");
+    assert!(status.success(), "{status}");
+    (outcome.expect("the session ended"), events)
+}
+
+#[test]
+fn a_resolved_demo_says_resolved_in_its_saved_report_the_export_and_the_console() {
+    use sitrep::model::{Event, Outcome};
+    let data = tempdir();
+    let (outcome, events) = demo_approving(
+        "payments-fraud-check-down",
+        "kubernetes.rollout_restart",
+        data.path(),
+    );
+    assert_eq!(outcome, Outcome::Resolved);
+    let reports: Vec<&String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Report { markdown } => Some(markdown),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reports.len(), 1, "one report, written once");
+    let (found, _) = sitrep::session::list_sessions(&data.path().join("sessions"));
+    let session = found
+        .first()
+        .map(|s| s.path.clone())
+        .expect("a session file");
+    // The report record in the session file, as the console folds it and `r` shows it.
+    let log = sitrep::session::read_file(&session).expect("the session reads back");
+    let incident = sitrep::model::Incident::fold(log.records.iter().map(|r| (r.t, &r.event)));
+    let saved = incident.report.clone().expect("a saved report");
+    assert!(saved.contains("| Outcome | resolved |"), "{saved}");
+    assert!(!saved.contains("| Outcome | in progress |"), "{saved}");
+    // The report next to the session file.
+    let md = std::fs::read_to_string(session.with_extension("md")).expect("the .md report");
+    assert!(md.contains("| Outcome | resolved |"), "{md}");
+    // The export.
+    let out = sitrep(&["export", &session.to_string_lossy()], data.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let exported = stdout(&out);
+    assert!(exported.contains("| Outcome | resolved |"), "{exported}");
+    assert!(
+        !exported.contains("| Outcome | in progress |"),
+        "{exported}"
+    );
+    // The console's report view draws it.
+    let theme = sitrep::tui::theme::Theme::resolve(Some("mono"), false).expect("theme");
+    let lines: Vec<String> = sitrep::tui::report::markdown(&saved, &theme, 80)
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("Outcome") && l.trim_end().ends_with("│ resolved")),
+        "{lines:#?}"
+    );
+}

@@ -190,11 +190,17 @@ struct Run {
 
 impl Run {
     fn start(data: &Path, config: &Path, alert: &Path) -> Run {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sitrep"))
-            .arg("--headless")
-            .arg("investigate")
-            .arg("--case")
-            .arg(case_dir())
+        Run::spawn(data, config, alert, Some(&case_dir()))
+    }
+
+    /// A run of the live systems the config names (`case: None`) or of a recorded case.
+    fn spawn(data: &Path, config: &Path, alert: &Path, case: Option<&Path>) -> Run {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_sitrep"));
+        command.arg("--headless").arg("investigate");
+        if let Some(case) = case {
+            command.arg("--case").arg(case);
+        }
+        let mut child = command
             .arg("--alert")
             .arg(alert)
             .env("SITREP_DATA_DIR", data)
@@ -591,6 +597,131 @@ fn a_401_from_jira_is_a_failed_action_with_the_reason() {
             assert!(!r.raw.contains(secret), "{secret} sent to {}", r.path);
         }
     }
+}
+
+/// Waits up to `within` for `fake` to have received `n` requests; how long it took.
+fn received(fake: &Fake, n: usize, within: Duration) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < within {
+        if fake.requests().len() >= n {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
+#[test]
+fn in_a_live_investigation_each_approved_ticket_is_filed_at_once() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let jira = rt.block_on(fake(jira_created()));
+    let snow = rt.block_on(fake(servicenow_created()));
+    let dir = tempdir();
+    let config = write_config(dir.path(), Some(&jira.url), Some(&snow.url));
+    let alert = alert_with_canaries(dir.path());
+    // The live systems the config names: only the two trackers, on loopback.
+    let mut run = Run::spawn(dir.path(), &config, &alert, None);
+    let start = Instant::now();
+    let mut events: Vec<Event> = Vec::new();
+    // (kind, action id, digest) of each ticket shown for approval.
+    let mut shown: Vec<(String, String, String)> = Vec::new();
+    let mut approved: Vec<String> = Vec::new();
+    let outcome = loop {
+        assert!(
+            start.elapsed() < WAIT,
+            "the session did not end within {WAIT:?}; saw {events:#?}"
+        );
+        let Ok(record) = run.rx.recv_timeout(Duration::from_millis(50)) else {
+            continue;
+        };
+        events.push(record.event.clone());
+        match record.event {
+            Event::ActionProposed { action } => {
+                assert!(catalog::is_ticket(&action.kind), "only tickets: {action:?}");
+            }
+            Event::ApprovalRequested {
+                action_id, digest, ..
+            } => {
+                let kind = proposed_tickets(&events)
+                    .into_iter()
+                    .find(|a| a.id == action_id)
+                    .map(|a| a.kind)
+                    .unwrap_or_default();
+                shown.push((kind, action_id, digest));
+            }
+            Event::SessionEnded { outcome } => break outcome,
+            _ => {}
+        }
+        // Both tickets wait (a 600 s countdown); the operator approves one, then the other.
+        // Nobody answers the credential questions: the approval is the operator's word for it.
+        if shown.len() == 2 && approved.len() < 2 {
+            for (kind, id, digest) in shown.clone() {
+                if approved.contains(&id) {
+                    continue;
+                }
+                let (this, other) = if kind == "jira.create_issue" {
+                    (&jira, &snow)
+                } else {
+                    (&snow, &jira)
+                };
+                let before = other.requests().len();
+                run.send(json!({"type": "approve", "action_id": id, "digest": digest}));
+                approved.push(id.clone());
+                let took = received(this, 1, Duration::from_secs(2));
+                assert!(
+                    took.is_some(),
+                    "{kind} was not filed within 2 s of its approval; saw {events:#?}"
+                );
+                assert_eq!(this.requests().len(), 1, "{kind}: {:#?}", this.requests());
+                assert_eq!(
+                    other.requests().len(),
+                    before,
+                    "approving {kind} filed the other ticket too"
+                );
+            }
+        }
+    };
+    drop(run.stdin.take());
+    let status = run.child.wait().expect("wait");
+    assert!(status.success(), "sitrep exited with {status}");
+    assert_eq!(outcome, Outcome::Diagnosed);
+    assert_eq!(shown.len(), 2, "{events:#?}");
+    // Exactly one of each, ever.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(jira.requests().len(), 1);
+    assert_eq!(snow.requests().len(), 1);
+    for (_, id, _) in &shown {
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, Event::ActionExecuted { action_id, .. } if action_id == id)),
+            "{id} ran: {events:#?}"
+        );
+    }
+    // The approval decided each credential, as the operator who approved.
+    let decided: Vec<(String, bool)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::CredentialDecided {
+                reference,
+                approved,
+                ..
+            } => Some((reference.clone(), *approved)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        vec![
+            ("env:SITREP_TEST_JIRA_TOKEN".to_string(), true),
+            ("env:SITREP_TEST_SNOW_PASSWORD".to_string(), true)
+        ]
+    );
+    let md = export(&Run::session_file(dir.path()));
+    let browse = format!("{}/browse/ED-24", jira.url);
+    assert!(md.contains("ED-24") && md.contains(&browse), "{md}");
+    assert!(md.contains("INC0010001"), "{md}");
+    assert!(md.contains("| Outcome | diagnosed |"), "{md}");
 }
 
 /// A world whose ticket clients talk to `jira` and `servicenow` directly (no keyring).

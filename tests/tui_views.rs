@@ -347,6 +347,79 @@ fn report_view_renders_markdown() {
     }
 }
 
+/// A report as the Report stage writes it: a key/value table under an empty header, and the
+/// timeline with a cell holding escaped pipes (a LogQL pipeline) and one too long for a line.
+const TABLE_REPORT: &str = "# Postmortem: HighErrorRate: checkout-api 5xx\n\n| | |\n|---|---|\n\
+| Session | `20261128T090000Z-1` |\n| Outcome | resolved |\n\
+| Alert | HighErrorRate (severity critical) |\n\n## Timeline\n\n\
+| Time (UTC) | +t | Stage | Event |\n|---|---|---|---|\n\
+| 09:00:00 | +0.0s | triage | session started |\n\
+| 09:00:01 | +1.2s | gather | → loki.query_range {app=\"checkout\"} \\|= \"error\" \\| json |\n\
+| 09:00:03 | +3.4s | diagnose | diagnosis [code_defect]: checkout-api 2.4.1 fails requests with \
+'runtime error: invalid memory address or nil pointer dereference' in /cart/checkout since \
+rollout revision 8, the regression to roll back |\n\
+| 09:00:09 | +9.0s | report | report written |\n";
+
+#[test]
+fn report_tables_keep_their_columns_and_have_no_empty_header() {
+    for (w, h) in SIZES {
+        let mut records = fixtures::full_session();
+        records.push(rec(
+            99.0,
+            Event::Report {
+                markdown: TABLE_REPORT.into(),
+            },
+        ));
+        let mut s = fixtures::live(&records, w, h);
+        press(&mut s, [key('r')]);
+        let screen = text(&draw(&s));
+        let rows: Vec<&str> = screen.lines().collect();
+        // The key/value table starts right under the title: no blank header row, no rule.
+        let session = rows
+            .iter()
+            .position(|l| l.contains("Session") && l.contains("│ 20261128T090000Z-1"))
+            .unwrap_or_else(|| panic!("{screen}"));
+        assert!(
+            rows[session - 1].trim_matches(['┃', ' ']).is_empty(),
+            "{screen}"
+        );
+        assert!(rows[session - 2].contains("Postmortem"), "{screen}");
+        assert!(!rows[session - 1].contains('─'), "{screen}");
+        assert!(screen.contains("Outcome │ resolved"), "{screen}");
+        // The timeline: four columns, the header ruled, the pipes inside their cell.
+        assert!(
+            screen.contains("Time (UTC) │ +t    │ Stage    │ Event"),
+            "{screen}"
+        );
+        let pipeline = rows
+            .iter()
+            .find(|l| l.contains("loki.query_range"))
+            .unwrap_or_else(|| panic!("{screen}"));
+        assert_eq!(pipeline.matches(" │ ").count(), 3, "{pipeline}");
+        assert!(
+            screen.contains(r#"{app="checkout"} |= "error" | json"#)
+                || screen.contains(r#"{app="checkout"} |="#),
+            "{screen}"
+        );
+        // Every row of the timeline has the same four columns, wrapped lines included.
+        let bars: Vec<usize> = rows
+            .iter()
+            .skip_while(|l| !l.contains("Time (UTC)"))
+            .take_while(|l| !l.trim_matches(['┃', ' ']).is_empty())
+            .filter(|l| !l.contains('─'))
+            .map(|l| l.matches('│').count())
+            .collect();
+        assert!(bars.len() >= 5, "{screen}");
+        assert!(bars.iter().all(|n| *n == 3), "{bars:?}\n{screen}");
+        // Nothing is drawn past the pane.
+        assert!(
+            rows.iter().all(|l| l.chars().count() == usize::from(w)),
+            "{screen}"
+        );
+        insta::assert_snapshot!(format!("report_tables_{w}x{h}"), screen);
+    }
+}
+
 #[test]
 fn chart_has_axes_with_units_times_threshold_and_markers() {
     let t0 = fixtures::at().timestamp() as f64 - 1800.0;

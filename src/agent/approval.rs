@@ -113,6 +113,14 @@ pub(super) fn admit(cmd: Command, by: Decider, incident: &Incident) -> Result<De
 
 pub(super) use crate::model::short_digest as short;
 
+/// Who gave the last approval an action counted.
+fn last_approver(p: &Pending) -> Option<String> {
+    match &p.wait {
+        Wait::Approvals { approvers, .. } => approvers.last().cloned(),
+        Wait::Veto(_) => None,
+    }
+}
+
 /// Distinct approvers an action of `risk` needs (at least one once it asks).
 fn enough(risk: Risk) -> usize {
     usize::from(policy::approvals_needed(risk).max(1))
@@ -139,9 +147,36 @@ struct Pending {
     shown_at: SystemTime,
 }
 
+/// What the Approve stage settled: the actions that already ran (each cleared while others
+/// still waited, run at once) and the ones cleared last, in order, for the Execute stage.
+#[derive(Default)]
+pub(super) struct Approved {
+    pub(super) ran: Vec<Action>,
+    pub(super) cleared: Vec<Action>,
+}
+
+impl Approved {
+    /// How many were cleared to run, run or not yet.
+    pub(super) fn len(&self) -> usize {
+        self.ran.len() + self.cleared.len()
+    }
+}
+
 impl Run {
-    /// Ask for decisions on `actions` and wait for them; the actions cleared to run, in order.
-    pub(super) async fn approve(&mut self, actions: &[Action]) -> Result<Vec<Action>, Cancelled> {
+    /// Ask for decisions on `actions` and wait for them. An action cleared while others still
+    /// wait runs at once, not after the last decision; what is cleared last is returned to run.
+    pub(super) async fn approve(&mut self, actions: &[Action]) -> Result<Approved, Cancelled> {
+        self.approving = true;
+        let result = self.approve_and_run(actions).await;
+        self.approving = false;
+        // A decision that arrived while an action ran but concerns none still waiting.
+        while let Some(d) = self.deferred.pop_front() {
+            self.stray(d);
+        }
+        result
+    }
+
+    async fn approve_and_run(&mut self, actions: &[Action]) -> Result<Approved, Cancelled> {
         let cfg = PolicyConfig {
             read_only: self.opts.read_only,
             diagnosis_only: self.opts.diagnosis_only,
@@ -177,7 +212,20 @@ impl Run {
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut reported: BTreeSet<String> = BTreeSet::new();
         let mut commands_open = true;
+        let mut ran: Vec<Action> = Vec::new();
         while !pending.is_empty() {
+            if !approved.is_empty() {
+                // Cleared while others wait: it runs now, not once the last one is decided.
+                approved.sort_by_key(|(n, _)| *n);
+                let now: Vec<Action> = approved.drain(..).map(|(_, a)| a).collect();
+                ran.extend(self.execute(now).await);
+                self.check()?;
+                continue;
+            }
+            if let Some(d) = self.deferred.pop_front() {
+                self.decide(d, &mut pending, &mut approved, &cfg);
+                continue;
+            }
             let next_deadline = pending
                 .iter()
                 .filter_map(|p| match p.wait {
@@ -234,7 +282,21 @@ impl Run {
             }
         }
         approved.sort_by_key(|(n, _)| *n);
-        Ok(approved.into_iter().map(|(_, a)| a).collect())
+        Ok(Approved {
+            ran,
+            cleared: approved.into_iter().map(|(_, a)| a).collect(),
+        })
+    }
+
+    /// A decision about no action waiting or about to run.
+    fn stray(&self, d: Decision) {
+        match d {
+            Decision::Approve { action_id, .. } => self.emit(Event::Warning {
+                message: format!("approval of {action_id} not needed: already decided"),
+            }),
+            Decision::Deny { action_id, .. } => self.not_pending(&action_id),
+            Decision::PauseVeto { .. } => {}
+        }
     }
 
     fn prepare_approvals_dir(&self) -> Option<PathBuf> {
@@ -382,6 +444,7 @@ impl Run {
                 let p = &mut pending[i];
                 if self.record_approval(p, &by) {
                     let p = pending.remove(i);
+                    self.allow_credentials(&p.action, &by.name);
                     approved.push((p.order, p.action));
                 }
             }
@@ -427,6 +490,47 @@ impl Run {
                 });
             }
             pending.insert(i.min(pending.len()), p);
+        }
+    }
+
+    /// An operator's approval of an action also decides the credential its integration still
+    /// waits for: the action runs at once instead of stopping at a second question. Recorded as
+    /// that operator's decision, before the credential is read.
+    fn allow_credentials(&self, action: &Action, by: &str) {
+        use super::credentials::Ask;
+        let Some(integration) = catalog::lookup(&action.kind).map(|e| e.integration) else {
+            return;
+        };
+        let tools = &self.caller.tools;
+        let gate = &self.caller.credentials;
+        let mut seen: Vec<String> = Vec::new();
+        while let Some(reference) = tools.pending_credential(integration) {
+            if seen.contains(&reference) {
+                return;
+            }
+            match gate.ask(&reference) {
+                // Decided already (a denial stands): the executor applies it.
+                Ask::Decided { .. } => return,
+                Ask::First => self.emit(Event::CredentialRequested {
+                    reference: reference.clone(),
+                    integration: integration.to_string(),
+                    specialist: None,
+                }),
+                Ask::Wait => {}
+            }
+            let mut j = super::specialists::lock(&self.journal);
+            j.emit(Event::CredentialDecided {
+                reference: reference.clone(),
+                approved: true,
+                by: by.to_string(),
+                at: Utc::now(),
+                reason: String::new(),
+            });
+            let _ = j.sync();
+            drop(j);
+            gate.decide(&reference, true, "");
+            tools.decide_credential(&reference, true, "");
+            seen.push(reference);
         }
     }
 
@@ -569,6 +673,9 @@ impl Run {
             }
             if done {
                 let p = pending.remove(i);
+                if let Some(last) = last_approver(&p) {
+                    self.allow_credentials(&p.action, &last);
+                }
                 approved.push((p.order, p.action));
             } else {
                 i += 1;
@@ -582,6 +689,17 @@ impl Run {
         let mut run_it = true;
         let mut denied: Vec<(String, String, Decider)> = Vec::new();
         while let Ok(d) = self.decisions.try_recv() {
+            let about = match &d {
+                Decision::Approve { action_id, .. }
+                | Decision::Deny { action_id, .. }
+                | Decision::PauseVeto { action_id, .. } => action_id.clone(),
+            };
+            let here = action.id == about || queued.iter().any(|a| a.id == about);
+            if self.approving && !here {
+                // For an action still waiting in the Approve loop this one runs inside.
+                self.deferred.push_back(d);
+                continue;
+            }
             match d {
                 Decision::Deny {
                     action_id,

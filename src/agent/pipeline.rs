@@ -35,7 +35,11 @@ pub(super) struct Run {
     runbooks: Arc<Vec<Runbook>>,
     pub(super) token: CancellationToken,
     pub(super) decisions: mpsc::UnboundedReceiver<Decision>,
-    caller: Caller,
+    pub(super) caller: Caller,
+    /// Inside the Approve loop (an action may run while others wait for decisions).
+    pub(super) approving: bool,
+    /// Decisions taken from the channel while an action ran, for actions still waiting.
+    pub(super) deferred: std::collections::VecDeque<Decision>,
 }
 
 async fn guard<T>(token: &CancellationToken, fut: impl Future<Output = T>) -> Result<T, Cancelled> {
@@ -153,6 +157,8 @@ pub async fn run(
         token,
         decisions,
         caller,
+        approving: false,
+        deferred: Default::default(),
     };
     let outcome = match run.stages().await {
         Ok(o) => o,
@@ -178,6 +184,11 @@ pub async fn run(
             }
         }
     };
+    // A report names the outcome the session ends with: one written before a later change (a
+    // cancel once it was written) is written again.
+    if report::reported_outcome(&journal).is_some_and(|o| o != outcome.name()) {
+        report::write(&journal, run.opts.session_path.as_deref(), outcome);
+    }
     {
         let mut j = lock(&journal);
         j.emit(Event::SessionEnded { outcome });
@@ -416,7 +427,7 @@ impl Run {
         });
     }
 
-    fn check(&self) -> Result<(), Cancelled> {
+    pub(super) fn check(&self) -> Result<(), Cancelled> {
         if self.token.is_cancelled() {
             Err(Cancelled)
         } else {
@@ -561,7 +572,8 @@ impl Run {
 
         // Execute
         self.start(Stage::Execute);
-        let executed = self.execute(approved).await;
+        let mut executed = approved.ran;
+        executed.extend(self.execute(approved.cleared).await);
         self.finish(
             Stage::Execute,
             format!("{} action(s) executed", executed.len()),
@@ -603,11 +615,10 @@ impl Run {
         let tickets = recommend::tickets(&self.journal, &self.tools.ticket_sinks(), outcome);
         if !tickets.is_empty() {
             let approved = self.approve(&tickets).await?;
-            self.execute(approved).await;
+            self.execute(approved.cleared).await;
             self.check()?;
         }
-        let markdown = report::write(&self.journal, self.opts.session_path.as_deref(), outcome);
-        self.emit(Event::Report { markdown });
+        report::write(&self.journal, self.opts.session_path.as_deref(), outcome);
         self.finish(Stage::Report, format!("outcome: {}", outcome.name()));
         Ok(outcome)
     }
@@ -775,7 +786,7 @@ impl Run {
         futures::future::join_all(lanes).await;
     }
 
-    async fn execute(&mut self, approved: Vec<Action>) -> Vec<Action> {
+    pub(super) async fn execute(&mut self, approved: Vec<Action>) -> Vec<Action> {
         let mut done = Vec::new();
         let mut queue = approved;
         queue.reverse();

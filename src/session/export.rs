@@ -8,9 +8,15 @@ use std::fmt::Write;
 /// A markdown postmortem: summary, timeline with times, evidence consulted, hypotheses and what
 /// was ruled out, actions with who decided and what happened, verification.
 pub fn markdown(incident: &Incident) -> String {
+    markdown_ending(incident, None)
+}
+
+/// The postmortem of a session that ends with `outcome`, written before its end record is (the
+/// Report stage): the outcome it ends with instead of "in progress". `None`: the folded outcome.
+pub fn markdown_ending(incident: &Incident, outcome: Option<Outcome>) -> String {
     let mut out = String::new();
     // Writing to a String cannot fail; the results are ignored on purpose.
-    let _ = write_markdown(&mut out, incident);
+    let _ = write_markdown(&mut out, incident, outcome.or(incident.outcome));
     // Every value went through `one_line`/`cell`, which sanitize; this pass also covers anything
     // written without them, so no escape sequence from alert or evidence text reaches a terminal.
     match sanitize_lines(&out) {
@@ -19,7 +25,7 @@ pub fn markdown(incident: &Incident) -> String {
     }
 }
 
-fn write_markdown(out: &mut String, inc: &Incident) -> std::fmt::Result {
+fn write_markdown(out: &mut String, inc: &Incident, outcome: Option<Outcome>) -> std::fmt::Result {
     let title = if inc.title.is_empty() {
         "Untitled incident"
     } else {
@@ -41,7 +47,7 @@ fn write_markdown(out: &mut String, inc: &Incident) -> std::fmt::Result {
         )?;
     }
     writeln!(out, "| Duration | {} |", human_duration(inc.now))?;
-    let outcome = inc.outcome.map(Outcome::name).unwrap_or("in progress");
+    let outcome = outcome.map(Outcome::name).unwrap_or("in progress");
     writeln!(out, "| Outcome | {outcome} |")?;
     let mode = match inc.mode {
         crate::model::RunMode::Live => "live",
