@@ -122,8 +122,10 @@ async fn four_specialists_run_side_by_side() {
         .count();
     assert!(calls >= 7, "{calls} calls");
     let gather = stage_secs(&records, Stage::Gather);
-    // Four lanes of 200 ms each: about 200 ms together, not 800 ms one after another.
-    assert!((0.19..0.3).contains(&gather), "gather took {gather}s");
+    // Four lanes of 200 ms reads side by side; the kubernetes lane lists first, then reads its
+    // subject's logs and Services in a second round: about 400 ms together, not 1 s one after
+    // another.
+    assert!((0.39..0.5).contains(&gather), "gather took {gather}s");
 }
 
 #[tokio::test(start_paused = true)]
@@ -247,9 +249,10 @@ async fn workload_reads_run_beside_the_others_in_the_alerts_namespace() {
         )
         .count();
     assert_eq!(workloads, 4);
-    // In parallel with the pods, events and nodes: Gather still takes one read's time.
+    // In parallel with the pods, events and nodes: Gather still takes the kubernetes lane's two
+    // rounds (list, then the subject's logs and Services).
     let gather = stage_secs(&records, Stage::Gather);
-    assert!((0.19..0.3).contains(&gather), "gather took {gather}s");
+    assert!((0.39..0.5).contains(&gather), "gather took {gather}s");
 }
 
 #[tokio::test(start_paused = true)]
@@ -282,7 +285,7 @@ async fn workload_reads_a_case_has_no_recording_for_are_failed_steps_only() {
             .any(|r| matches!(r.event, Event::Diagnosis { .. }))
     );
     let gather = stage_secs(&records, Stage::Gather);
-    assert!((0.19..0.3).contains(&gather), "gather took {gather}s");
+    assert!((0.39..0.5).contains(&gather), "gather took {gather}s");
 }
 
 /// Only PostgreSQL is configured; its password is a credential reference the operator approves.

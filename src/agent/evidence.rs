@@ -73,6 +73,7 @@ pub fn kind_of(tool: &str, output: &ToolOutput) -> &'static str {
         ToolOutput::Events(_) => "kubernetes/events",
         ToolOutput::Deployments(_) => "kubernetes/deployments",
         ToolOutput::Nodes(_) => "kubernetes/nodes",
+        ToolOutput::Services(_) => "kubernetes/services",
         ToolOutput::Workloads(_) => "kubernetes/workloads",
         ToolOutput::Logs(_) if tool.starts_with("kubernetes.") => "kubernetes/pod_logs",
         ToolOutput::Logs(_) => "logs",
@@ -109,6 +110,7 @@ pub fn build(tool: &str, params: &Params, output: &ToolOutput, chart: &Chart) ->
         }
         ToolOutput::Deployments(v) => (format!("Deployments{scope}"), deployments_table(v)),
         ToolOutput::Nodes(v) => ("Nodes".to_string(), nodes_table(v)),
+        ToolOutput::Services(v) => (format!("Services and Endpoints{scope}"), services_table(v)),
         ToolOutput::Workloads(v) => {
             let what = match tool {
                 "kubernetes.statefulsets" => "StatefulSets",
@@ -489,6 +491,38 @@ pub fn nodes_table(nodes: &[NodeFacts]) -> EvidenceBody {
         &[
             "node", "status", "pressure", "cordoned", "taints", "message",
         ],
+        rows,
+    )
+}
+
+pub fn services_table(services: &[crate::model::ServiceFacts]) -> EvidenceBody {
+    let rows = services
+        .iter()
+        .map(|s| {
+            let selector: Vec<String> =
+                s.selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let ports: Vec<String> = s.ports.iter().map(|(p, t)| format!("{p}->{t}")).collect();
+            let backed = if !s.endpoints_read {
+                "endpoints not read".to_string()
+            } else {
+                format!("{} ready, {} not ready", s.ready.len(), s.not_ready.len())
+            };
+            vec![
+                format!("{}/{}", s.namespace, s.name),
+                selector.join(","),
+                ports.join(", "),
+                backed,
+                s.ready
+                    .iter()
+                    .take(5)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ]
+        })
+        .collect();
+    table(
+        &["service", "selector", "ports", "endpoints", "ready pods"],
         rows,
     )
 }

@@ -594,6 +594,9 @@ pub fn absorb(
             (d.namespace.clone(), d.name.clone())
         }),
         ToolOutput::Nodes(v) => merge_by(&mut obs.nodes, v, |n| (String::new(), n.name.clone())),
+        ToolOutput::Services(v) => merge_by(&mut obs.services, v, |s| {
+            (s.namespace.clone(), s.name.clone())
+        }),
         ToolOutput::Workloads(v) => merge_by(&mut obs.workloads, v, |w| {
             (format!("{}/{}", w.kind, w.namespace), w.name.clone())
         }),
@@ -677,6 +680,9 @@ pub fn merge(into: &mut Observations, from: Observations) {
         (w.kind.clone(), w.namespace.clone(), w.name.clone())
     });
     merge_by(&mut into.nodes, &from.nodes, |n| n.name.clone());
+    merge_by(&mut into.services, &from.services, |s| {
+        (s.namespace.clone(), s.name.clone())
+    });
     into.pod_logs.extend(from.pod_logs);
     into.logs.extend(from.logs);
     merge_series(&mut into.metrics, &from.metrics);
@@ -967,6 +973,27 @@ async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
     {
         picked.insert(0, p);
     }
+    // The Services in front of the subject (and what their Endpoints list), in its namespace.
+    let service_ns = ns.clone().or_else(|| {
+        pods.iter()
+            .find(|p| {
+                subject
+                    .as_ref()
+                    .is_some_and(|names| names.contains(&p.name))
+            })
+            .map(|p| p.namespace.clone())
+    });
+    let services = async {
+        if let Some(service_ns) = &service_ns {
+            c.call(
+                "kubernetes.services",
+                params([("namespace", s(service_ns))]),
+                &none,
+                obs,
+            )
+            .await;
+        }
+    };
     picked.sort_by_key(|p| std::cmp::Reverse(p.restarts()));
     picked.truncate(3);
     let none = &none;
@@ -1003,7 +1030,7 @@ async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
             c.call("kubernetes.pod_logs", logs(false), none, obs).await;
         }
     });
-    futures::future::join_all(calls).await;
+    futures::join!(futures::future::join_all(calls), services);
 }
 
 async fn metrics(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {

@@ -85,6 +85,12 @@ impl WorldTools {
                 ToolOutput::Workloads(w.kubernetes().cronjobs(ns).await.map_err(e)?)
             }
             ReadTool::Nodes => ToolOutput::Nodes(w.kubernetes().nodes().await.map_err(e)?),
+            // A recorded world without Services has none to report: absent, not a failure.
+            ReadTool::Services => match w.kubernetes().services(ns).await {
+                Ok(v) => ToolOutput::Services(v),
+                Err(err) if err.is_no_recording() => ToolOutput::Services(Vec::new()),
+                Err(err) => return Err(e(err)),
+            },
             // A recorded world without these objects has none to report: absent, not a failure.
             ReadTool::ConfigMaps | ReadTool::Secrets => {
                 let ns = need(params, "namespace", tool)?;

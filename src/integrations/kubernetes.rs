@@ -185,6 +185,21 @@ fn unfinished_init_containers(pod: &Pod) -> Vec<ContainerFacts> {
         .collect()
 }
 
+/// The port a probe targets, as its spec gives it (a number or a port's name).
+fn probe_port(probe: &k8s_openapi::api::core::v1::Probe) -> Option<String> {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    let text = |p: &IntOrString| match p {
+        IntOrString::Int(n) => n.to_string(),
+        IntOrString::String(s) => s.clone(),
+    };
+    probe
+        .http_get
+        .as_ref()
+        .map(|h| text(&h.port))
+        .or_else(|| probe.tcp_socket.as_ref().map(|t| text(&t.port)))
+        .or_else(|| probe.grpc.as_ref().map(|g| g.port.to_string()))
+}
+
 fn container_facts_of(spec: &Container, pod: &Pod, init: bool) -> ContainerFacts {
     let resources = spec.resources.as_ref();
     let q =
@@ -205,6 +220,24 @@ fn container_facts_of(spec: &Container, pod: &Pod, init: bool) -> ContainerFacts
         init,
         ..ContainerFacts::default()
     };
+    for p in spec.ports.iter().flatten() {
+        let Ok(port) = u16::try_from(p.container_port) else {
+            continue;
+        };
+        c.ports.push(port);
+        if let Some(name) = &p.name {
+            c.port_names.insert(name.clone(), port);
+        }
+    }
+    for (kind, probe) in [
+        ("liveness", &spec.liveness_probe),
+        ("readiness", &spec.readiness_probe),
+        ("startup", &spec.startup_probe),
+    ] {
+        if let Some(port) = probe.as_ref().and_then(probe_port) {
+            c.probe_ports.insert(kind.to_string(), port);
+        }
+    }
     let status = pod
         .status
         .as_ref()
@@ -1132,6 +1165,25 @@ impl KubernetesClient {
         Self::check_ns(&req, ns)?;
         let (req, v) = self.get_json(req).await?;
         items(v, kind).map_err(|m| req.error(ErrorKind::Decode(m)))
+    }
+
+    /// Services in `ns` (all namespaces when `None`) with what their Endpoints list. A world
+    /// whose Endpoints cannot be read still gives the Services, marked unread.
+    pub async fn services<'a>(
+        &self,
+        ns: impl Into<Option<&'a str>>,
+    ) -> Result<Vec<crate::model::ServiceFacts>, IntegrationError> {
+        let ns = ns.into();
+        let services: Vec<k8s_openapi::api::core::v1::Service> =
+            self.list(ns, "/api/v1", "services", "Service").await?;
+        let endpoints: Option<Vec<k8s_openapi::api::core::v1::Endpoints>> = self
+            .list(ns, "/api/v1", "endpoints", "Endpoints")
+            .await
+            .ok();
+        Ok(super::k8s_services::service_facts(
+            &services,
+            endpoints.as_deref(),
+        ))
     }
 
     /// StatefulSets in `ns` (all namespaces when `None`).

@@ -173,10 +173,11 @@ pub enum ReadTool {
     CloudWatchMetrics,
     PiLoad,
     PiTopKeys,
+    Services,
 }
 
 impl ReadTool {
-    pub const ALL: [ReadTool; 35] = [
+    pub const ALL: [ReadTool; 36] = [
         ReadTool::Pods,
         ReadTool::Events,
         ReadTool::Deployments,
@@ -212,6 +213,7 @@ impl ReadTool {
         ReadTool::CloudWatchMetrics,
         ReadTool::PiLoad,
         ReadTool::PiTopKeys,
+        ReadTool::Services,
     ];
 }
 
@@ -574,6 +576,14 @@ pub static ENTRIES: &[Entry] = &[
         "list nodes with conditions and taints",
         &[],
         "kubectl get nodes",
+    ),
+    read(
+        "kubernetes.services",
+        "kubernetes",
+        ReadTool::Services,
+        "list Services with their selectors, ports and the pods their Endpoints list",
+        &[NS_READ],
+        "kubectl get services,endpoints",
     ),
     read(
         "kubernetes.config_maps",

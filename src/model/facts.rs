@@ -31,6 +31,15 @@ pub struct ContainerFacts {
     pub cpu_request: Option<String>,
     pub has_liveness_probe: bool,
     pub has_readiness_probe: bool,
+    /// The ports the container declares (`containerPort`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<u16>,
+    /// Declared ports by name (`http` -> 8080), for probes that name their port.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub port_names: BTreeMap<String, u16>,
+    /// The port each probe targets (`liveness`, `readiness`, `startup` -> `8080` or `http`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub probe_ports: BTreeMap<String, String>,
     /// An init container (runs to completion before the others start); only unfinished or failed ones are listed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub init: bool,
@@ -434,6 +443,24 @@ pub enum PgFact {
     Other,
 }
 
+/// A Service and what backs it: its selector, its ports and the addresses its Endpoints list.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct ServiceFacts {
+    pub name: String,
+    pub namespace: String,
+    /// `spec.selector`; empty for a Service without one (its endpoints are managed by hand).
+    pub selector: BTreeMap<String, String>,
+    /// `port -> targetPort` (a number or a container port's name), one entry a port.
+    pub ports: Vec<(u16, String)>,
+    /// Ready addresses in its Endpoints, by pod name where the address names one.
+    pub ready: Vec<String>,
+    /// Addresses listed as not ready.
+    pub not_ready: Vec<String>,
+    /// Whether its Endpoints object was read at all (an unread one says nothing).
+    pub endpoints_read: bool,
+}
+
 /// What one read returned, parsed: the typed facts a specialist learned from one evidence item,
 /// and what every tool call hands back. Written to the session (`Event::Observed`) so the
 /// reasoning's inputs are a fold of the log.
@@ -446,6 +473,7 @@ pub enum Facts {
     /// StatefulSets, DaemonSets, Jobs or CronJobs.
     Workloads(Vec<WorkloadFacts>),
     Nodes(Vec<NodeFacts>),
+    Services(Vec<ServiceFacts>),
     /// Pod logs (`kubernetes.pod_logs`) or log queries (`loki.query_range`).
     Logs(Vec<LogLine>),
     Series(Vec<Series>),
@@ -473,6 +501,7 @@ impl Facts {
             Facts::Deployments(v) => (v.len(), "deployments"),
             Facts::Workloads(v) => (v.len(), "workloads"),
             Facts::Nodes(v) => (v.len(), "nodes"),
+            Facts::Services(v) => (v.len(), "services"),
             Facts::Logs(v) => (v.len(), "log lines"),
             Facts::Series(v) => (v.len(), "series"),
             Facts::Rules(v) => (v.len(), "rules"),
@@ -508,6 +537,7 @@ impl Serialize for Facts {
             Facts::Deployments(v) => tagged(s, "deployments", v),
             Facts::Workloads(v) => tagged(s, "workloads", v),
             Facts::Nodes(v) => tagged(s, "nodes", v),
+            Facts::Services(v) => tagged(s, "services", v),
             Facts::Logs(v) => tagged(s, "logs", v),
             Facts::Series(v) => tagged(s, "series", v),
             Facts::Rules(v) => tagged(s, "rules", v),
@@ -550,6 +580,7 @@ impl<'de> Deserialize<'de> for Facts {
             "deployments" => Facts::Deployments(items(raw.items)?),
             "workloads" => Facts::Workloads(items(raw.items)?),
             "nodes" => Facts::Nodes(items(raw.items)?),
+            "services" => Facts::Services(items(raw.items)?),
             "logs" => Facts::Logs(items(raw.items)?),
             "series" => Facts::Series(items(raw.items)?),
             "rules" => Facts::Rules(items(raw.items)?),

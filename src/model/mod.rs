@@ -21,7 +21,7 @@ pub use event::{Command, Event, Outcome, Record, RunMode, SessionHeader};
 pub use facts::{
     AlertInfo, Change, ChangeKind, ContainerFacts, DeploymentFacts, Facts, K8sEventFacts, LogLine,
     NodeFacts, PgBackend, PgConnections, PgDatabase, PgFact, PgReplica, PgStatement, PodFacts,
-    RuleInfo, Series, WorkloadFacts, human_duration,
+    RuleInfo, Series, ServiceFacts, WorkloadFacts, human_duration,
 };
 pub use incident::{
     ActionState, ActionStatus, Approval, ChatEntry, CredentialState, Incident, StageState,

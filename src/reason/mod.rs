@@ -58,6 +58,8 @@ pub struct Observations {
     /// StatefulSets, DaemonSets, Jobs and CronJobs.
     pub workloads: Vec<WorkloadFacts>,
     pub nodes: Vec<NodeFacts>,
+    /// Services with their selectors, ports and what their Endpoints list.
+    pub services: Vec<crate::model::ServiceFacts>,
     /// Container logs; `labels` carry `pod` and `container` (and `previous` = `true` for the last run).
     pub pod_logs: Vec<LogLine>,
     /// Aggregated logs (Loki).
@@ -182,6 +184,8 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(checks::slow_calls::slow_calls(&ctx));
     signals.extend(checks::cpu_limit::cpu_limit(&ctx));
     signals.extend(checks::create_refused::create_refused(&ctx));
+    signals.extend(checks::service_endpoints::service_endpoints(&ctx));
+    signals.extend(checks::scaled_to_zero::scaled_to_zero(&ctx));
     signals.extend(dependencies::unhealthy(&ctx));
     signals.extend(storm::storm(&ctx));
     signals.extend(database::lock_contention(&ctx));

@@ -851,6 +851,67 @@ fn probe_history(
     })
 }
 
+static PROBE_URL_PORT: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?:https?://)?[0-9a-zA-Z.\[\]:-]+?:([0-9]{2,5})(?:/|\x22|\s|$)").ok()
+});
+
+/// A probe aimed at a port its container does not declare: the probe's own port (a number or a
+/// name) against the container's ports, or the port a refused probe dialled. None when the
+/// container declares no ports (declaring them is optional, so nothing can be compared).
+fn probe_port_mismatch(pod: &PodFacts, kind: &str, messages: &[&str]) -> Option<String> {
+    let declared = |c: &ContainerFacts| {
+        let mut ports: Vec<String> = c.ports.iter().map(u16::to_string).collect();
+        ports.sort();
+        ports.dedup();
+        ports.join(", ")
+    };
+    for c in pod
+        .containers
+        .iter()
+        .filter(|c| !c.init && !c.ports.is_empty())
+    {
+        let Some(port) = c.probe_ports.get(kind) else {
+            continue;
+        };
+        let missing = match port.parse::<u16>() {
+            Ok(n) => !c.ports.contains(&n),
+            Err(_) => !c.port_names.contains_key(port),
+        };
+        if missing {
+            return Some(format!(
+                "the {kind} probe of container {} targets port {port}, which the container does not listen on (it declares {}), so the probe can never pass",
+                c.name,
+                declared(c)
+            ));
+        }
+    }
+    // The probe's spec was not read, but kubelet's message names the port it dialled.
+    let refused = messages
+        .iter()
+        .filter(|m| m.to_lowercase().contains("refused"))
+        .filter_map(|m| {
+            PROBE_URL_PORT
+                .as_ref()?
+                .captures(m)?
+                .get(1)?
+                .as_str()
+                .parse::<u16>()
+                .ok()
+        })
+        .next()?;
+    let c = pod
+        .containers
+        .iter()
+        .find(|c| !c.init && !c.ports.is_empty())?;
+    (!pod.containers.iter().any(|c| c.ports.contains(&refused))).then(|| {
+        format!(
+            "kubelet's {kind} probe to port {refused} is refused and no container declares that port (container {} declares {}), so the probe is aimed at the wrong port",
+            c.name,
+            declared(c)
+        )
+    })
+}
+
 pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
     let mut out = Vec::new();
     for pod in live_pods(ctx) {
@@ -920,7 +981,14 @@ pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
             m.contains("deadline exceeded") || m.contains("timeout") || m.contains("timed out")
         });
         let until = if liveness { " up to each restart" } else { "" };
+        let messages: Vec<&str> = unhealthy.iter().map(|e| e.message.as_str()).collect();
+        let wrong_port = probe_port_mismatch(pod, &kind.to_lowercase(), &messages);
         let (category, mechanism, confidence) = match dep_hit {
+            _ if wrong_port.is_some() => (
+                Category::ConfigurationError,
+                wrong_port.clone().unwrap_or_default(),
+                0.85,
+            ),
             Some(h) => (
                 Category::DependencyFailure,
                 format!("the health endpoint fails because a dependency is unreachable ({}: \"{}\")", h.sig.label(), h.example),
@@ -1320,6 +1388,81 @@ mod tests {
             "{cause}"
         );
         assert!(oom_killed(&ctx).is_empty());
+    }
+
+    #[test]
+    fn a_probe_aimed_at_a_port_the_container_does_not_declare_is_named() {
+        let container = |probe: &str| ContainerFacts {
+            name: "app".into(),
+            state: "running".into(),
+            restart_count: 5,
+            has_liveness_probe: true,
+            ports: vec![8080],
+            port_names: [("http".to_string(), 8080)].into_iter().collect(),
+            probe_ports: [("liveness".to_string(), probe.to_string())]
+                .into_iter()
+                .collect(),
+            ..ContainerFacts::default()
+        };
+        let refused = |port: u16| {
+            format!(
+                "Liveness probe failed: Get \"http://10.0.0.9:{port}/healthz\": dial tcp 10.0.0.9:{port}: connect: connection refused"
+            )
+        };
+        for (probe, dialled, wrong) in [
+            ("8081", 8081, true),
+            ("metrics", 9090, true),
+            ("http", 8080, false),
+            ("8080", 8080, false),
+        ] {
+            let obs = Observations {
+                pods: vec![pod("api-77aa1-z", "api-77aa1", false, container(probe))],
+                events: vec![ev("Unhealthy", "api-77aa1-z", &refused(dialled), 12)],
+                ..Observations::default()
+            };
+            let sigs = probe_failures(&Ctx::new(&obs));
+            assert_eq!(sigs.len(), 1);
+            let cause = sigs[0].cause.clone().unwrap_or_default();
+            assert_eq!(
+                cause.contains(&format!("targets port {probe}, which the container does not listen on (it declares 8080)")),
+                wrong,
+                "{probe}: {cause}"
+            );
+            assert_eq!(sigs[0].category, Category::ConfigurationError);
+        }
+        // The probe's spec unread, kubelet's message names the port it dialled.
+        let mut unread = container("8081");
+        unread.probe_ports.clear();
+        let obs = Observations {
+            pods: vec![pod("api-77aa1-z", "api-77aa1", false, unread)],
+            events: vec![ev("Unhealthy", "api-77aa1-z", &refused(8081), 12)],
+            ..Observations::default()
+        };
+        let cause = probe_failures(&Ctx::new(&obs))[0]
+            .cause
+            .clone()
+            .unwrap_or_default();
+        assert!(
+            cause.contains("probe to port 8081 is refused and no container declares that port"),
+            "{cause}"
+        );
+        // No ports declared: nothing to compare, no claim about ports.
+        let mut bare = container("8081");
+        bare.ports.clear();
+        bare.port_names.clear();
+        let obs = Observations {
+            pods: vec![pod("api-77aa1-z", "api-77aa1", false, bare)],
+            events: vec![ev("Unhealthy", "api-77aa1-z", &refused(8081), 12)],
+            ..Observations::default()
+        };
+        let cause = probe_failures(&Ctx::new(&obs))[0]
+            .cause
+            .clone()
+            .unwrap_or_default();
+        assert!(
+            !cause.contains("does not listen") && !cause.contains("no container declares"),
+            "{cause}"
+        );
     }
 
     #[test]

@@ -97,6 +97,19 @@ pub(crate) fn relation(ctx: &Ctx, object: &str) -> Option<&'static str> {
         "pod" if super::subject::unlisted_pod_of_subject(ctx.obs, s, name) => {
             return Some("subject");
         }
+        // A Service whose selector takes the subject's pods stands in front of it.
+        "service"
+            if ctx.obs.services.iter().any(|svc| {
+                svc.name == name
+                    && !svc.selector.is_empty()
+                    && ctx.pods().iter().any(|p| {
+                        s.has_pod(p)
+                            && super::subject::selector_matches(&svc.selector, &[], &p.labels)
+                    })
+            }) =>
+        {
+            return Some("service of the subject");
+        }
         _ if s.covers(object) => return Some("subject"),
         _ => {}
     }

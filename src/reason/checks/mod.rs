@@ -3,4 +3,6 @@
 
 pub(crate) mod cpu_limit;
 pub(crate) mod create_refused;
+pub(crate) mod scaled_to_zero;
+pub(crate) mod service_endpoints;
 pub(crate) mod slow_calls;

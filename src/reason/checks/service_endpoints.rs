@@ -1,0 +1,254 @@
+//! The Services in front of the subject: a Service that selects no pod (its Endpoints empty, its
+//! selector matching nothing) or sends traffic to a port its pods do not declare serves nobody,
+//! however healthy the pods behind it look.
+
+use crate::model::{Category, PodFacts, ServiceFacts};
+use crate::reason::{Ctx, Signal, subject};
+
+/// Whether the alert, the problem or the subject names the Service.
+fn named(ctx: &Ctx, svc: &ServiceFacts) -> bool {
+    let by_alert = subject::mentions(ctx.alert_names(), &svc.name)
+        || ctx.obs.alert.as_ref().is_some_and(|a| {
+            a.annotations
+                .values()
+                .any(|v| subject::mentions(v, &svc.name))
+        });
+    let by_problem = ctx
+        .obs
+        .problem
+        .as_deref()
+        .is_some_and(|p| subject::mentions(p, &svc.name));
+    let by_subject = ctx.subject.workloads.iter().any(|(_, n)| *n == svc.name);
+    by_alert || by_problem || by_subject
+}
+
+fn selects(svc: &ServiceFacts, pod: &PodFacts) -> bool {
+    pod.namespace == svc.namespace && subject::selector_matches(&svc.selector, &[], &pod.labels)
+}
+
+fn selector_text(svc: &ServiceFacts) -> String {
+    svc.selector
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The labels of the subject's pods, quoted, to set beside a selector that misses them.
+fn subject_labels(ctx: &Ctx, keys: &[&String]) -> String {
+    let pods: Vec<&PodFacts> = ctx
+        .pods()
+        .into_iter()
+        .filter(|p| ctx.subject.has_pod(p))
+        .collect();
+    let Some(p) = pods.first() else {
+        return String::new();
+    };
+    let shown: Vec<String> = keys
+        .iter()
+        .filter_map(|k| p.labels.get(*k).map(|v| format!("{k}={v}")))
+        .collect();
+    if shown.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; the subject's pods (e.g. {}) carry {}",
+        p.name,
+        shown.join(",")
+    )
+}
+
+/// Check: does each Service in front of the subject reach its pods? Failing when one the alert
+/// or subject names selects no pod at all, or sends its port to a target its pods do not declare.
+pub(crate) fn service_endpoints(ctx: &Ctx) -> Vec<Signal> {
+    let pods = ctx.pods();
+    let mut out = Vec::new();
+    for svc in &ctx.obs.services {
+        if svc.selector.is_empty() {
+            continue;
+        }
+        let backing: Vec<&&PodFacts> = pods.iter().filter(|p| selects(svc, p)).collect();
+        let fronts_subject = backing.iter().any(|p| ctx.subject.has_pod(p));
+        if !fronts_subject && !named(ctx, svc) {
+            continue;
+        }
+        let evidence = ctx.ev(&["kubernetes/services", "kubernetes/pods"]);
+        let object = format!("service/{}", svc.name);
+        if backing.is_empty() && (svc.ready.is_empty() || !svc.endpoints_read) {
+            let keys: Vec<&String> = svc.selector.keys().collect();
+            let endpoints = if svc.endpoints_read {
+                "its Endpoints list no address"
+            } else {
+                "no listed pod matches it"
+            };
+            let summary = format!(
+                "Service {} selects {}, which no pod in {} carries: {endpoints}{}",
+                svc.name,
+                selector_text(svc),
+                svc.namespace,
+                subject_labels(ctx, &keys)
+            );
+            out.push(Signal {
+                analyzer: "service_selector",
+                summary: summary.clone(),
+                detail: "a Service routes only to the pods its selector matches".into(),
+                category: Category::ConfigurationError,
+                confidence: 0.8,
+                evidence,
+                cause: Some(format!(
+                    "{summary}, so requests to {} reach no pod; the selector (or the pods' labels) is wrong",
+                    svc.name
+                )),
+                objects: vec![object],
+                ..Signal::default()
+            });
+            continue;
+        }
+        // Ports: a numeric targetPort no backing container declares, or a name none defines.
+        let declaring: Vec<&&&PodFacts> = backing
+            .iter()
+            .filter(|p| p.containers.iter().any(|c| !c.ports.is_empty()))
+            .collect();
+        if declaring.is_empty() {
+            continue;
+        }
+        for (port, target) in &svc.ports {
+            let served = declaring.iter().any(|p| {
+                p.containers.iter().any(|c| match target.parse::<u16>() {
+                    Ok(n) => c.ports.contains(&n),
+                    Err(_) => c.port_names.contains_key(target),
+                })
+            });
+            if served {
+                continue;
+            }
+            let mut declared: Vec<String> = declaring
+                .iter()
+                .flat_map(|p| p.containers.iter().flat_map(|c| c.ports.iter()))
+                .map(u16::to_string)
+                .collect();
+            declared.sort();
+            declared.dedup();
+            let summary = format!(
+                "Service {} sends port {port} to targetPort {target}, which its pods do not serve (they declare {})",
+                svc.name,
+                declared.join(", ")
+            );
+            out.push(Signal {
+                analyzer: "service_port",
+                summary: summary.clone(),
+                detail: "a Service forwards to its targetPort on each selected pod".into(),
+                category: Category::ConfigurationError,
+                confidence: 0.75,
+                evidence: evidence.clone(),
+                cause: Some(format!(
+                    "{summary}, so connections through it are refused; the Service's targetPort is wrong"
+                )),
+                objects: vec![object.clone()],
+                ..Signal::default()
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Alert, ContainerFacts, DeploymentFacts};
+    use crate::reason::Observations;
+    use std::collections::BTreeMap;
+
+    fn pod(name: &str, app: &str, port: u16) -> PodFacts {
+        PodFacts {
+            name: name.into(),
+            namespace: "shop".into(),
+            phase: "Running".into(),
+            owner: Some("ReplicaSet/checkout-7c9d8".into()),
+            labels: BTreeMap::from([
+                ("app".into(), app.into()),
+                ("pod-template-hash".into(), "7c9d8".into()),
+            ]),
+            conditions: BTreeMap::from([("Ready".into(), "True".into())]),
+            containers: vec![ContainerFacts {
+                name: "web".into(),
+                ready: true,
+                state: "running".into(),
+                ports: vec![port],
+                ..ContainerFacts::default()
+            }],
+            ..PodFacts::default()
+        }
+    }
+
+    fn service(app: &str, target: &str) -> ServiceFacts {
+        ServiceFacts {
+            name: "checkout".into(),
+            namespace: "shop".into(),
+            selector: BTreeMap::from([("app".into(), app.into())]),
+            ports: vec![(80, target.into())],
+            endpoints_read: true,
+            ..ServiceFacts::default()
+        }
+    }
+
+    fn obs(svc: ServiceFacts, alert_names_it: bool) -> Observations {
+        let mut labels = BTreeMap::from([
+            ("alertname".to_string(), "ServiceUnreachable".to_string()),
+            ("namespace".to_string(), "shop".to_string()),
+        ]);
+        if alert_names_it {
+            labels.insert("service".into(), "checkout".into());
+        }
+        Observations {
+            alert: Some(Alert {
+                labels,
+                ..Alert::default()
+            }),
+            pods: vec![pod("checkout-7c9d8-aaaaa", "checkout-v2", 8080)],
+            deployments: vec![DeploymentFacts {
+                name: "checkout".into(),
+                namespace: "shop".into(),
+                replicas: 1,
+                ready_replicas: 1,
+                selector: BTreeMap::from([("app".into(), "checkout-v2".into())]),
+                ..DeploymentFacts::default()
+            }],
+            services: vec![svc],
+            ..Observations::default()
+        }
+    }
+
+    #[test]
+    fn a_service_that_selects_no_pod_is_a_configuration_error() {
+        let o = obs(service("checkout", "8080"), true);
+        let sigs = service_endpoints(&Ctx::new(&o));
+        assert_eq!(sigs.len(), 1, "{sigs:?}");
+        assert_eq!(sigs[0].category, Category::ConfigurationError);
+        let cause = sigs[0].cause.clone().unwrap_or_default();
+        assert!(
+            cause.contains("selects app=checkout, which no pod in shop carries"),
+            "{cause}"
+        );
+        assert!(cause.contains("app=checkout-v2"), "{cause}");
+        // Not named by anything and fronting no subject pod: not this incident's business.
+        let o = obs(service("checkout", "8080"), false);
+        let mut o = o;
+        o.services[0].name = "legacy".into();
+        assert!(service_endpoints(&Ctx::new(&o)).is_empty());
+    }
+
+    #[test]
+    fn a_target_port_the_pods_do_not_serve_is_named() {
+        let o = obs(service("checkout-v2", "8081"), true);
+        let sigs = service_endpoints(&Ctx::new(&o));
+        assert_eq!(sigs.len(), 1, "{sigs:?}");
+        let cause = sigs[0].cause.clone().unwrap_or_default();
+        assert!(
+            cause.contains("targetPort 8081, which its pods do not serve (they declare 8080)"),
+            "{cause}"
+        );
+        let o = obs(service("checkout-v2", "8080"), true);
+        assert!(service_endpoints(&Ctx::new(&o)).is_empty());
+    }
+}
