@@ -1460,19 +1460,51 @@ pub fn log_selector(scope: &Scope) -> Option<String> {
     })
 }
 
+/// The stream selector for the subject when no namespace is known: the names the alert or
+/// problem gives (a workload, a pod, or the problem's words), matched against the labels log
+/// shippers set (`app`, `container`, `pod`). None when nothing names anything.
+fn subject_stream_selector(scope: &Scope) -> Option<String> {
+    let mut names: Vec<String> = Vec::new();
+    names.extend(scope.workload.iter().cloned());
+    names.extend(scope.pod.iter().cloned());
+    if names.is_empty()
+        && let Some(p) = &scope.problem
+    {
+        names.extend(
+            problem_words(p)
+                .into_iter()
+                .filter(|w| w.contains('-'))
+                .take(3),
+        );
+    }
+    names.retain(|n| {
+        n.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+    });
+    if names.is_empty() {
+        return None;
+    }
+    let alternatives = names.join("|");
+    Some(format!("{{app=~\"{alternatives}\"}}"))
+}
+
 async fn logs(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
-    let Some(ns) = &scope.namespace else {
-        c.emit(Event::Warning {
-            message: "logs: no namespace in the alert or problem, so no log query".into(),
-        });
-        return;
+    let selector = match (&scope.namespace, subject_stream_selector(scope)) {
+        (Some(ns), _) => format!("{{namespace=\"{ns}\"}}"),
+        (None, Some(sel)) => sel,
+        (None, None) => {
+            c.emit(Event::Warning {
+                message: "logs: the alert or problem names no namespace and nothing its logs are labelled with, so no log query".into(),
+            });
+            return;
+        }
     };
     let none = Chart::default();
     let around = params([
         (
             "query",
             s(format!(
-                "{{namespace=\"{ns}\"}} |~ \"(?i)(error|exception|fatal|panic|timeout|refused|failed)\""
+                "{selector} |~ \"(?i)(error|exception|fatal|panic|timeout|refused|failed)\""
             )),
         ),
         ("start", rfc3339(scope.onset - ChronoDuration::minutes(30))),
@@ -1610,6 +1642,23 @@ mod tests {
         assert_eq!(s.workload.as_deref(), Some("Payments"));
         let s = Scope::from_problem("Checkout Service Unreachability since 3am", Utc::now());
         assert_eq!(s.workload.as_deref(), Some("Checkout"));
+    }
+
+    #[test]
+    fn logs_are_asked_for_by_the_subjects_names_when_no_namespace_is_known() {
+        let s = Scope::from_problem(
+            "Why is there high latency with the customer-orders deployment?",
+            Utc::now(),
+        );
+        assert_eq!(s.namespace, None);
+        assert_eq!(
+            subject_stream_selector(&s).as_deref(),
+            Some("{app=~\"customer-orders\"}")
+        );
+        assert_eq!(
+            subject_stream_selector(&Scope::from_problem("everything is slow", Utc::now())),
+            None
+        );
     }
 
     #[test]

@@ -145,7 +145,7 @@ static ERROR_LEVEL: LazyLock<Option<Regex>> = LazyLock::new(|| {
 });
 
 static TARGET: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:dial tcp|connect(?:ing)? to|lookup|upstream(?: request to)?|host[=:]|\(host|->)\s*\x22?([a-z0-9][a-z0-9._-]*(?::\d+)?)").ok()
+    Regex::new(r"(?i)(?:dial tcp|connect(?:ing)? to|lookup|enotfound|could not resolve(?: host)?:?|unknown host:?|upstream(?: request to)?|host[=:]|\(host|->)\s*\x22?([a-z0-9][a-z0-9._-]*(?::\d+)?)").ok()
 });
 
 /// A `host:port` anywhere in a line (a name, not a time of day), when no verb introduces one.
@@ -269,7 +269,7 @@ pub(crate) fn target(line: &str) -> Option<String> {
     let first = named
         .first()
         .cloned()
-        .or_else(|| all(&HOST_PORT).into_iter().next())?;
+        .or_else(|| host_ports(line).into_iter().next())?;
     if !has_port(&first)
         && let Some(addr) = named
             .iter()
@@ -279,6 +279,39 @@ pub(crate) fn target(line: &str) -> Option<String> {
         return Some(format!("{first} ({addr})"));
     }
     Some(first)
+}
+
+/// Source files a stack frame names (`main.go:42`, `app.py:123`): a place in code, not an address.
+const SOURCE_EXTENSIONS: &[&str] = &[
+    "go", "py", "js", "mjs", "cjs", "ts", "java", "kt", "scala", "rb", "rs", "cs", "php", "c",
+    "cc", "cpp", "h", "hpp", "swift", "ex", "exs", "erl", "clj", "groovy", "lua", "pl", "sh",
+];
+
+/// The `host:port` addresses a line names, without stack frames: a module spec's tail
+/// (`node:dns:71` is not `dns:71`), a source file's line (`app.py:123`), a `line:column` pair.
+fn host_ports(line: &str) -> Vec<String> {
+    let Some(re) = HOST_PORT.as_ref() else {
+        return Vec::new();
+    };
+    re.captures_iter(line)
+        .filter_map(|c| c.get(1))
+        .filter(|m| {
+            let before = line[..m.start()].chars().next_back();
+            let after = line[m.end()..].chars().next();
+            let host = m
+                .as_str()
+                .rsplit_once(':')
+                .map(|(h, _)| h)
+                .unwrap_or_default();
+            let ext = host.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+            // `node:dns:71`: the tail of a module spec (a URL's `://` is not one).
+            let module_tail = before == Some(':') && !line[..m.start()].ends_with("://");
+            !module_tail
+                && !matches!(after, Some(':'))
+                && !ext.is_some_and(|e| SOURCE_EXTENSIONS.contains(&e.as_str()))
+        })
+        .map(|m| m.as_str().trim_end_matches(['.', ',']).to_string())
+        .collect()
 }
 
 /// One signature's hits in a set of lines.
@@ -771,6 +804,29 @@ fn new_templates(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn stack_frames_are_not_addresses() {
+        assert_eq!(
+            target(
+                "Error: getaddrinfo ENOTFOUND payments-db.shop.svc\n    at GetAddrInfoReqWrap.onlookup [as oncomplete] (node:dns:71:26)"
+            ),
+            Some("payments-db.shop.svc".to_string())
+        );
+        assert_eq!(
+            target("    at GetAddrInfoReqWrap.onlookup (node:dns:71:26)"),
+            None
+        );
+        assert_eq!(target("panic at main.go:42 while serving"), None);
+        assert_eq!(
+            target("could not reach postgres://app@orders-db.shop.svc:5432/orders"),
+            Some("orders-db.shop.svc:5432".to_string())
+        );
+        assert_eq!(
+            target("request failed: inventory-api:9090 answered 503"),
+            Some("inventory-api:9090".to_string())
+        );
+    }
+
     use super::*;
     use crate::reason::Observations;
     use std::collections::BTreeMap;
