@@ -82,11 +82,11 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::NoSuchName,
-            r"(?i)no such host|nxdomain|name or service not known|could not translate host name|unknown host|nodename nor servname provided",
+            r"(?i)no such host|nxdomain|enotfound|name or service not known|name does not resolve|could not resolve host|could not translate host name|unknown host|nodename nor servname provided",
         ),
         (
             Sig::Dns,
-            r"(?i)could not resolve|temporary failure in name resolution|getaddrinfo|dns lookup failed|servfail|i/o timeout.*:53\b|server misbehaving",
+            r"(?i)could not resolve (?:name|address|dns|the name)|temporary failure in name resolution|getaddrinfo eai_again|eai_again|dns lookup failed|servfail|i/o timeout.*:53\b|server misbehaving",
         ),
         (Sig::ConnRefused, r"(?i)connection refused|econnrefused"),
         (
@@ -99,7 +99,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Auth,
-            r"(?i)(?:password )?authentication failed|access denied for|permission denied for|unauthori[sz]ed\b|invalid (?:credentials|api[ _-]?key|token|username or password)|401 unauthorized|403 forbidden|not authorized to|token (?:has )?expired|signature (?:is )?invalid",
+            r"(?i)(?:password )?authentication failed|access denied for|permission denied for|unauthori[sz]ed\b|invalid (?:credentials|api[ _-]?key|token|username or password)|401 unauthorized|403 forbidden|not authorized to|token (?:has )?expired|signature (?:is )?invalid|is forbidden: user|cannot (?:get|list|watch|create|update|patch|delete) resource",
         ),
         (
             Sig::Timeout,
@@ -804,6 +804,21 @@ fn new_templates(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_signature_pattern_compiles() {
+        // A pattern the regex crate refuses would be dropped silently.
+        assert_eq!(PATTERNS.len(), 16);
+        assert_eq!(
+            classify("getaddrinfo EAI_AGAIN db.shop.svc"),
+            vec![Sig::Dns]
+        );
+        assert_eq!(
+            classify("curl: (6) Could not resolve host: api.example.invalid"),
+            vec![Sig::NoSuchName]
+        );
+        assert!(classify(r#"pods is forbidden: User "system:serviceaccount:shop:runner" cannot list resource "pods""#).contains(&Sig::Auth));
+    }
+
     #[test]
     fn stack_frames_are_not_addresses() {
         assert_eq!(
