@@ -1033,6 +1033,7 @@ pub(crate) fn analyze(ctx: &Ctx) -> Vec<Signal> {
     if !rds.missing.is_empty() {
         out.push(Signal {
             analyzer: "rds_gaps",
+            reads_symptom: true,
             summary: format!(
                 "CloudWatch had no data for {}: not measured, not zero",
                 super::list_names(&rds.missing, 8)
@@ -1270,6 +1271,7 @@ fn failover(rds: &Rds, onset: Option<(DateTime<Utc>, Option<DateTime<Utc>>)>) ->
     }
     let mut s = Signal {
         analyzer: "rds_failover",
+        reads_symptom: true,
         summary: format!("{what} of {} at {}", rds.id, hms(started)),
         detail: timeline.clone(),
         category: Category::Infrastructure,
@@ -1354,6 +1356,7 @@ fn storage(rds: &Rds) -> Vec<Signal> {
     };
     vec![Signal {
         analyzer: "rds_storage",
+        reads_symptom: true,
         summary: format!("{} {state}: FreeStorageSpace {}", rds.id, st.range(gb)),
         detail: format!("FreeStorageSpace {}{eta}", st.range(gb)),
         category: Category::ResourceExhaustion,
@@ -1377,6 +1380,7 @@ fn storage_events_only(rds: &Rds) -> Vec<Signal> {
     };
     vec![Signal {
         analyzer: "rds_storage",
+        reads_symptom: true,
         summary: format!("{}: \"{}\"", rds.id, e.message.trim()),
         detail: format!("RDS event at {}", hms(e.at)),
         category: Category::ResourceExhaustion,
@@ -1448,6 +1452,7 @@ fn replication_lag(rds: &Rds) -> Vec<Signal> {
     let state = if recovered { "recovered from" } else { "has" };
     vec![Signal {
         analyzer: "rds_replication_lag",
+        reads_symptom: true,
         summary: format!(
             "{replica} {state} replication lag: ReplicaLag {}",
             lag.range(secs)
@@ -1480,6 +1485,7 @@ fn connections(ctx: &Ctx, rds: &Rds) -> Vec<Signal> {
         };
         return vec![Signal {
             analyzer: "rds_connections",
+            reads_symptom: true,
             summary: format!("{}: clients refused with \"{r}\"", rds.id),
             detail: "DatabaseConnections: no data in CloudWatch".into(),
             category: Category::ResourceExhaustion,
@@ -1532,6 +1538,7 @@ fn connections(ctx: &Ctx, rds: &Rds) -> Vec<Signal> {
     };
     vec![Signal {
         analyzer: "rds_connections",
+        reads_symptom: true,
         summary: format!(
             "{} connections at the limit: DatabaseConnections {}",
             rds.id,
@@ -1598,6 +1605,7 @@ fn cpu(rds: &Rds, onset: Option<(DateTime<Utc>, Option<DateTime<Utc>>)>) -> Vec<
         .unwrap_or_default();
     vec![Signal {
         analyzer: "rds_cpu",
+        reads_symptom: true,
         summary: format!("{} CPU saturated: CPUUtilization {}", rds.id, c.range(pct)),
         detail: format!(
             "{busy} of {} points at or above {CPU_SATURATED}%",
@@ -1647,6 +1655,7 @@ fn cpu_from_load(rds: &Rds) -> Vec<Signal> {
         .unwrap_or_default();
     vec![Signal {
         analyzer: "rds_cpu",
+        reads_symptom: true,
         summary: format!(
             "{} CPU saturated: DB load {} on {} vCPUs, mostly {wait}",
             rds.id,
@@ -1736,6 +1745,7 @@ fn memory(rds: &Rds) -> Vec<Signal> {
     }
     vec![Signal {
         analyzer: "rds_memory",
+        reads_symptom: true,
         summary: format!("{} under memory pressure", rds.id),
         detail: format!("FreeableMemory {}; SwapUsage {}", m.range(gb), sw.range(gb)),
         category: Category::ResourceExhaustion,
@@ -1782,6 +1792,7 @@ fn io(rds: &Rds) -> Vec<Signal> {
     }
     vec![Signal {
         analyzer: "rds_io",
+        reads_symptom: true,
         summary: format!("{} I/O saturated: {metric} {}", rds.id, lat.range(ms)),
         detail: why.join("; "),
         category: Category::ResourceExhaustion,
@@ -1828,6 +1839,7 @@ fn wal_storm(rds: &Rds) -> Vec<Signal> {
     };
     vec![Signal {
         analyzer: "rds_wal_storm",
+        reads_symptom: true,
         summary: format!(
             "{} WAL storm: TransactionLogsGeneration {}",
             rds.id,
@@ -1858,6 +1870,7 @@ fn wraparound(rds: &Rds) -> Vec<Signal> {
     };
     vec![Signal {
         analyzer: "rds_wraparound",
+        reads_symptom: true,
         summary: format!(
             "{} transaction IDs near wraparound: {}",
             rds.id,
@@ -2049,6 +2062,7 @@ fn all_within_bounds(rds: &Rds, ruled: &mut Vec<RuledOut>) -> Signal {
         .unwrap_or_default();
     let mut s = Signal {
         analyzer: "metric_within_bounds",
+        reads_symptom: true,
         summary: format!("{}: every measured metric within normal bounds", rds.id),
         detail: checks
             .iter()

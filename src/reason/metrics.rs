@@ -284,6 +284,7 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
             }
             let mut sig = Signal {
                 analyzer: "metric_threshold",
+                reads_symptom: true,
                 summary: format!(
                     "{name} = {} breaches the alert threshold {op} {} (since {since})",
                     show(last),
@@ -338,6 +339,7 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
             // Problem mode: the service's own alert rule never fired in the window.
             out.push(Signal {
                 analyzer: "metric_within_bounds",
+                reads_symptom: true,
                 summary: format!(
                     "{name} stayed within the rule's threshold {op} {} over {} points ({} at {})",
                     show(th.value),
@@ -437,6 +439,8 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 } else {
                     "metric_recovered"
                 },
+                history: true,
+                reads_symptom: true,
                 summary,
                 category: Category::Healthy,
                 confidence: if back >= 3 { 0.65 } else { 0.45 },

@@ -262,6 +262,12 @@ pub(crate) struct Signal {
     pub unrelated: bool,
     /// When the failure began, when its evidence has a time.
     pub since: Option<DateTime<Utc>>,
+    /// A failure that already ended (a restart long ago, a flap, a metric back within bounds):
+    /// history, not a check that passed.
+    pub history: bool,
+    /// It reads the alert's own series (or the instance's own CloudWatch metric): what it says
+    /// is the symptom step's reading, so the verdict does not say it twice.
+    pub reads_symptom: bool,
 }
 
 impl Signal {

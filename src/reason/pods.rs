@@ -828,6 +828,7 @@ fn probe_history(
     let evidence = ctx.ev(&["kubernetes/events", "kubernetes/pods"]);
     Some(Signal {
         analyzer: "probe_history",
+        history: true,
         summary: format!("pod {}: {when}; Ready since, no restart after", pod.name),
         category: Category::Healthy,
         confidence: 0.7,

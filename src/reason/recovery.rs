@@ -51,6 +51,7 @@ fn resolved_alert(ctx: &Ctx) -> Option<Signal> {
         .unwrap_or_default();
     Some(Signal {
         analyzer: "alert_resolved",
+        reads_symptom: true,
         summary: format!("alert {} is already resolved{when}", alert.name()),
         category: Category::Healthy,
         confidence: 0.55,
@@ -88,6 +89,7 @@ fn restarted_long_ago(ctx: &Ctx) -> Vec<Signal> {
         let evidence = ctx.ev(&["kubernetes/pods", "kubernetes/events"]);
         out.push(Signal {
             analyzer: "restart_recovered",
+            history: true,
             summary: format!("pod {} restarted {n} time(s), {when}; Running and Ready since", pod.name),
             category: Category::Healthy,
             confidence: if ago.is_some() { 0.75 } else { 0.55 },
@@ -164,6 +166,7 @@ fn old_replicaset_churn(ctx: &Ctx) -> Vec<Signal> {
         ]);
         out.push(Signal {
             analyzer: "old_replicaset_churn",
+            history: true,
             summary: format!(
                 "pod {} ({state}) belongs to old ReplicaSet {old_rs} and {terminating}; rollout to ReplicaSet {new_rs} is complete",
                 pod.name

@@ -338,6 +338,7 @@ pub(crate) fn scheduling_recovered(ctx: &Ctx) -> Vec<Signal> {
     let evidence = ctx.ev(&["kubernetes/events", "kubernetes/pods"]);
     vec![Signal {
         analyzer: "scheduling_recovered",
+        history: true,
         summary: format!(
             "{} pod(s) were Pending (FailedScheduling, {when}) and are Running and Ready now",
             names.len()

@@ -6,16 +6,6 @@ use super::symptom::{self, Claim};
 use super::{Ctx, Signal};
 use crate::model::{Category, Check, CheckStatus, RuledOut, Symptom, SymptomState};
 
-/// Analyzers whose benign finding is a failure that already ended (history), not a check that passed.
-const HISTORY: &[&str] = &[
-    "restart_recovered",
-    "old_replicaset_churn",
-    "scheduling_recovered",
-    "metric_recovered",
-    "metric_flapping",
-    "probe_history",
-];
-
 /// Settle the verdict against the symptom.
 pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut Verdict) {
     match symptom.state {
@@ -40,15 +30,7 @@ pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut
                 v.root_cause = format!("{}; the recovery followed {change}", v.root_cause);
             }
             // These read the alert's own condition: the symptom step would say it twice.
-            let same_reading = top.is_some_and(|t| {
-                matches!(
-                    t.analyzer,
-                    "metric_recovered"
-                        | "metric_within_bounds"
-                        | "alert_resolved"
-                        | "metric_flapping"
-                )
-            });
+            let same_reading = top.is_some_and(|t| t.reads_symptom);
             if v.category == Category::Healthy {
                 if !same_reading && !v.root_cause.contains(&symptom.detail) {
                     v.root_cause = format!("{}; symptom cleared: {}", v.root_cause, symptom.detail);
@@ -103,9 +85,7 @@ pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut
             });
             // A cause read off the alert's own series already states the symptom.
             // So does an RDS check: it reads the instance's own CloudWatch series.
-            let restates = top.is_some_and(|t| {
-                t.analyzer == "metric_threshold" || t.analyzer.starts_with("rds_")
-            });
+            let restates = top.is_some_and(|t| t.reads_symptom);
             if (!pod_state || !about_subject)
                 && !restates
                 && !v.root_cause.contains(&symptom.detail)
@@ -178,7 +158,7 @@ pub(crate) fn checks(ctx: &Ctx, signals: &[Signal], ruled_out: &[RuledOut]) -> V
         let object = s.objects.first().cloned().unwrap_or_default();
         let status = if noticed || !s.benign {
             CheckStatus::Failing
-        } else if HISTORY.contains(&s.analyzer) {
+        } else if s.history {
             CheckStatus::History
         } else {
             CheckStatus::Ok
