@@ -297,8 +297,14 @@ fn generate(r: &Rng, class: Class, n_world: usize, root: &Path) -> World {
                     *v = free0 * 0.08
                 }
             });
+            // A disk already near empty before the window: it does not fall here, it is full,
+            // and RDS says so (with no allocated size recorded, the series alone cannot).
+            let flat = r.chance(0.3);
+            if flat {
+                free.iter_mut().for_each(|v| *v = full);
+            }
             write_iops = ramp(r, n, write_iops[0], r.f(5000.0, 9000.0), at, 100.0);
-            if r.chance(0.6) {
+            if flat || r.chance(0.6) {
                 events.push(json!({"date": event_at(n - 2), "message": "DB instance ran out of storage space.", "source_identifier": name, "source_type": "db-instance", "event_categories": ["failure"]}));
             }
             top_sql.insert(

@@ -740,6 +740,7 @@ pub(crate) fn measure_symptom(ctx: &Ctx, s: &mut Symptom) -> bool {
     let what = format!("{metric} on {on}");
     // A CloudWatch alarm carries its own threshold and comparison: they decide.
     let alarm = alarm_threshold(ctx).map(|(t, above)| {
+        let above = above.unwrap_or(high);
         let last = st.points.last().map(|p| p.1).unwrap_or(st.end);
         (t, above, if above { last > t } else { last < t })
     });
@@ -754,7 +755,8 @@ pub(crate) fn measure_symptom(ctx: &Ctx, s: &mut Symptom) -> bool {
             );
             return true;
         }
-        if !departed_now {
+        // Near its hard limit (a disk near empty) is never cleared, whatever the alarm says.
+        if !departed_now && !near {
             s.state = SymptomState::Cleared;
             s.detail = format!(
                 "{what} is back on the right side of the alarm's threshold {}: {}",
@@ -842,13 +844,14 @@ pub(crate) fn measure_symptom(ctx: &Ctx, s: &mut Symptom) -> bool {
 }
 
 /// The threshold an alarm states (`threshold` and `comparison` labels), and whether above it is bad.
-fn alarm_threshold(ctx: &Ctx) -> Option<(f64, bool)> {
+fn alarm_threshold(ctx: &Ctx) -> Option<(f64, Option<bool>)> {
     let a = ctx.obs.alert.as_ref()?;
     let t: f64 = a.labels.get("threshold")?.trim().parse().ok()?;
-    let above = !a
-        .labels
-        .get("comparison")
-        .is_some_and(|c| c.to_ascii_lowercase().contains("lessthan"));
+    // The alarm's own comparison; without one, the metric's bad direction decides.
+    let above = a.labels.get("comparison").map(|c| {
+        let c = c.to_ascii_lowercase();
+        !(c.contains("lessthan") || c.starts_with('<') || c == "lt" || c == "le")
+    });
     Some((t, above))
 }
 
@@ -1362,13 +1365,23 @@ fn storage(rds: &Rds) -> Vec<Signal> {
         category: Category::ResourceExhaustion,
         confidence: 0.9,
         evidence: rds.with_pi(rds.with_events(rds.metric_evidence())),
-        cause: Some(format!(
-            "{} {state}: FreeStorageSpace fell {} to {} by {}{eta}{writes}{events}{top}",
-            rds.id,
-            gb(st.first),
-            gb(st.end),
-            hhmm(st.last_at),
-        )),
+        cause: Some(if st.end < st.first {
+            format!(
+                "{} {state}: FreeStorageSpace fell {} to {} by {}{eta}{writes}{events}{top}",
+                rds.id,
+                gb(st.first),
+                gb(st.end),
+                hhmm(st.last_at),
+            )
+        } else {
+            // Near empty all window long: it did not fall here, it was already full.
+            format!(
+                "{} {state}: FreeStorageSpace was {} at {}, near empty over the whole window{eta}{writes}{events}{top}",
+                rds.id,
+                gb(st.end),
+                hhmm(st.last_at),
+            )
+        }),
         objects: vec![rds.object()],
         ..Signal::default()
     }]
