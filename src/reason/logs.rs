@@ -19,6 +19,8 @@ pub(crate) enum Sig {
     ConnRefused,
     /// A peer the client could not reach at all (every host tried, no route, cannot connect).
     Unreachable,
+    /// A peer that answers in a protocol or version its client library does not speak.
+    Incompatible,
     Reset,
     Timeout,
     Auth,
@@ -43,6 +45,7 @@ impl Sig {
             Sig::Dns => "DNS resolution failures",
             Sig::ConnRefused => "connection refused errors",
             Sig::Unreachable => "unreachable-host errors",
+            Sig::Incompatible => "client/server incompatibility errors",
             Sig::Reset => "connection resets",
             Sig::Timeout => "timeouts",
             Sig::Auth => "authentication / authorization failures",
@@ -58,9 +61,12 @@ impl Sig {
 
     pub(crate) fn category(self) -> Category {
         match self {
-            Sig::Dns | Sig::ConnRefused | Sig::Unreachable | Sig::Reset | Sig::Timeout => {
-                Category::DependencyFailure
-            }
+            Sig::Dns
+            | Sig::ConnRefused
+            | Sig::Unreachable
+            | Sig::Incompatible
+            | Sig::Reset
+            | Sig::Timeout => Category::DependencyFailure,
             Sig::Auth => Category::ConfigurationError,
             Sig::Panic | Sig::Syntax | Sig::Http5xx => Category::CodeDefect,
             Sig::Oom => Category::ResourceExhaustion,
@@ -71,7 +77,7 @@ impl Sig {
 }
 
 static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
-    let table: [(Sig, &str); 16] = [
+    let table: [(Sig, &str); 17] = [
         (
             Sig::Pool,
             r"(?i)pool (?:is )?exhausted|connection pool (?:is )?(?:full|exhausted)|too many (?:connections|clients)|remaining connection slots|could not acquire (?:a )?connection|timeout acquiring (?:a )?connection|no available connections?|max_connections",
@@ -89,6 +95,10 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
             r"(?i)could not resolve (?:name|address|dns|the name)|temporary failure in name resolution|getaddrinfo eai_again|eai_again|dns lookup failed|servfail|i/o timeout.*:53\b|server misbehaving",
         ),
         (Sig::ConnRefused, r"(?i)connection refused|econnrefused"),
+        (
+            Sig::Incompatible,
+            r"(?i)unsupported (?:protocol|server|wire|api) version|protocol version mismatch|(?:server|protocol|wire) version \S+ (?:is )?not supported|not supported by (?:the )?(?:client|server|driver)|requires (?:libpq|server|client|driver) version|incompatible (?:server|client|protocol|wire|api) version|client does not support authentication protocol|authentication method \S+ (?:is )?not supported",
+        ),
         (
             Sig::Unreachable,
             r"(?i)all hosts? ?(?:\(s\) )?tried|nohostavailable|no hosts? (?:was |is )?available|(?:unable|failed|could not|couldn't|cannot|can't) (?:to )?(?:connect|establish a connection) to|no route to host|(?:network|host) is unreachable|ehostunreach|enetunreach",
@@ -209,7 +219,12 @@ pub(crate) fn classify(line: &str) -> Vec<Sig> {
 fn depth(sig: Sig) -> u8 {
     match sig {
         Sig::NoSuchName | Sig::Config | Sig::Cert | Sig::Auth => 0,
-        Sig::Dns | Sig::ConnRefused | Sig::Unreachable | Sig::Reset | Sig::Timeout => 1,
+        Sig::Dns
+        | Sig::ConnRefused
+        | Sig::Unreachable
+        | Sig::Incompatible
+        | Sig::Reset
+        | Sig::Timeout => 1,
         Sig::Oom | Sig::DiskFull | Sig::FileDescriptors | Sig::Pool => 2,
         Sig::Syntax => 3,
         Sig::Panic => 4,
@@ -484,7 +499,12 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             .filter(|s| ctx.obs.deployments.iter().any(|d| &d.name == *s))
             .collect();
         let (cause, confidence) = match h.sig {
-            Sig::Dns | Sig::ConnRefused | Sig::Unreachable | Sig::Reset | Sig::Timeout
+            Sig::Dns
+            | Sig::ConnRefused
+            | Sig::Unreachable
+            | Sig::Incompatible
+            | Sig::Reset
+            | Sig::Timeout
                 if h.count >= 2 && services.len() >= 2 =>
             {
                 (
@@ -499,6 +519,15 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     (0.55 + 0.05 * services.len().min(4) as f32).min(0.8),
                 )
             }
+            Sig::Incompatible => (
+                Some(format!(
+                    "{scope} and a dependency{dep} do not speak the same version: {} {} in its logs, e.g. \"{}\"; the dependency (or the client library {scope} talks to it with) is what changed, not {scope}'s own logic",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                0.65,
+            ),
             Sig::Dns | Sig::ConnRefused | Sig::Unreachable | Sig::Reset | Sig::Timeout
                 if h.count >= 2 =>
             {
@@ -807,7 +836,11 @@ mod tests {
     #[test]
     fn every_signature_pattern_compiles() {
         // A pattern the regex crate refuses would be dropped silently.
-        assert_eq!(PATTERNS.len(), 16);
+        assert_eq!(PATTERNS.len(), 17);
+        assert_eq!(
+            classify("FATAL: unsupported protocol version 3.2 (server requires 3.0)"),
+            vec![Sig::Incompatible]
+        );
         assert_eq!(
             classify("getaddrinfo EAI_AGAIN db.shop.svc"),
             vec![Sig::Dns]
