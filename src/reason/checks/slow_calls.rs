@@ -27,6 +27,15 @@ static OUTBOUND: LazyLock<Option<Regex>> = LazyLock::new(|| {
     .ok()
 });
 
+/// A line that says which request is being served (`GET /checkout`, `Received request for the
+/// checkout page`): the context a slow call belongs to.
+static REQUEST: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(?:GET|POST|PUT|DELETE|PATCH)\s+/[^\s\x22?]*|\breceived (?:a )?request (?:for|to) [^.;,\x22]+|\bhandling (?:a )?(?:request|call) (?:for|to) [^.;,\x22]+",
+    )
+    .ok()
+});
+
 static NUMBER: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"[0-9]+(?:\.[0-9]+)?").ok());
 
 /// A duration a log line reports, in seconds.
@@ -51,20 +60,42 @@ pub(crate) struct Timed {
     /// The thing waited on, as the line names it (`database`, `redis`, ...), when it names one.
     pub outbound: Option<String>,
     pub first: Option<DateTime<Utc>>,
+    /// The request most of its lines were served for (the last request line before each).
+    pub serving: Option<String>,
 }
 
 /// The timed operations in `lines` whose slowest run took a second or more, slowest first.
 pub(crate) fn slow_operations(lines: &[&LogLine]) -> Vec<Timed> {
     let mut groups: BTreeMap<String, Timed> = BTreeMap::new();
+    // Per group, how often each request context came before its lines.
+    let mut contexts: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    // The last request line of each source (pod, container), in the order lines are read.
+    let mut last_request: BTreeMap<String, String> = BTreeMap::new();
     for l in lines {
+        let source = l
+            .labels
+            .get("pod")
+            .or_else(|| l.labels.get("app"))
+            .cloned()
+            .unwrap_or_default();
+        // An access log line (`"GET /x HTTP/1.1" 200`) is written when a request ends: it
+        // starts nothing that the lines after it belong to.
+        let request = REQUEST
+            .as_ref()
+            .filter(|_| !l.line.contains("HTTP/"))
+            .and_then(|re| re.find(&l.line))
+            .map(|m| m.as_str().trim().to_string());
         let Some(secs) = duration_secs(&l.line) else {
+            if let Some(r) = request {
+                last_request.insert(source, r);
+            }
             continue;
         };
         let key = NUMBER
             .as_ref()
             .map(|re| re.replace_all(l.line.trim(), "#").into_owned())
             .unwrap_or_else(|| l.line.clone());
-        let t = groups.entry(key).or_insert_with(|| Timed {
+        let t = groups.entry(key.clone()).or_insert_with(|| Timed {
             example: logs::short(&l.line),
             count: 0,
             min: secs,
@@ -74,6 +105,7 @@ pub(crate) fn slow_operations(lines: &[&LogLine]) -> Vec<Timed> {
                 .and_then(|re| re.find(&l.line))
                 .map(|m| m.as_str().to_lowercase()),
             first: l.at,
+            serving: None,
         });
         t.count += 1;
         t.min = t.min.min(secs);
@@ -85,6 +117,19 @@ pub(crate) fn slow_operations(lines: &[&LogLine]) -> Vec<Timed> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        if let Some(r) = last_request.get(&source) {
+            *contexts
+                .entry(key.clone())
+                .or_default()
+                .entry(r.clone())
+                .or_default() += 1;
+        }
+    }
+    for (key, t) in groups.iter_mut() {
+        t.serving = contexts
+            .get(key)
+            .and_then(|c| c.iter().max_by_key(|(_, n)| **n))
+            .map(|(r, _)| r.clone());
     }
     let mut out: Vec<Timed> = groups
         .into_values()
@@ -127,8 +172,13 @@ pub(crate) fn slow_calls(ctx: &Ctx) -> Vec<Signal> {
         .find(|t| t.outbound.is_none() && t.max + 0.05 >= call.max)
         .map(|t| format!("; its own requests take as long (\"{}\")", t.example))
         .unwrap_or_default();
+    let serving = call
+        .serving
+        .as_ref()
+        .map(|r| format!(" while serving \"{r}\""))
+        .unwrap_or_default();
     let summary = format!(
-        "{scope}'s calls to its {what} are slow: {} of them took {} (\"{}\")",
+        "{scope}'s calls to its {what} are slow: {} of them took {} (\"{}\"){serving}",
         call.count,
         range_text(call),
         call.example
@@ -175,7 +225,9 @@ mod tests {
     #[test]
     fn the_slowest_outbound_call_is_found_and_fast_ones_are_not() {
         let lines = [
+            line("INFO:app:Received request for checkout page."),
             line("Database call completed in 10.01 seconds."),
+            line("INFO:     172.31.1.249:37648 - \"GET /metrics HTTP/1.1\" 200 OK"),
             line("Database call completed in 5.00 seconds."),
             line("Page rendered in 10.01 seconds."),
             line("cache lookup took 3ms"),
@@ -189,6 +241,11 @@ mod tests {
             .unwrap_or_else(|| unreachable!());
         assert_eq!(db.outbound.as_deref(), Some("database"));
         assert_eq!((db.count, range_text(db).as_str()), (2, "5.00–10.01 s"));
+        assert_eq!(
+            db.serving.as_deref(),
+            Some("Received request for checkout page"),
+            "the request each slow call was made for"
+        );
         let fast = [line("cache lookup took 3ms")];
         let refs: Vec<&LogLine> = fast.iter().collect();
         assert!(slow_operations(&refs).is_empty());
