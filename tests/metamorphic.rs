@@ -9,8 +9,9 @@
 mod worlds;
 
 use chrono::Duration;
-use sitrep::eval::metamorphic::{Rewrite, rewrite_case};
+use sitrep::eval::metamorphic::{Rewrite, recording_of_kind, rewrite_case};
 use sitrep::eval::{self, CaseResult, EvalOptions};
+use sitrep::model::Category;
 use std::path::{Path, PathBuf};
 
 fn opts() -> EvalOptions {
@@ -117,7 +118,7 @@ async fn verdicts_hold_under_renaming_time_shifts_and_bystanders() {
                     without_clock(&verdict(&base)),
                     without_clock(&verdict(&got)),
                 ),
-                Rewrite::AddNeighbour => (verdict(&base), verdict(&got)),
+                Rewrite::AddNeighbour | Rewrite::DropKinds(_) => (verdict(&base), verdict(&got)),
             };
             let same_score = base.passed() == got.passed();
             if a == b && same_score {
@@ -142,5 +143,57 @@ async fn verdicts_hold_under_renaming_time_shifts_and_bystanders() {
         held[2],
         n = dirs.len()
     );
+    let (dropped, stood) = drop_decisive(&dirs, scratch.path(), &mut failures).await;
+    println!(
+        "metamorphic: decisive evidence removed from {dropped} cases; the verdict stopped claiming it and was not healthy in {stood}/{dropped}"
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Removing what a verdict stood on: for every case whose verdict names a cause, the recordings
+/// behind the evidence kinds its leading hypothesis cites are removed; the verdict must stop
+/// claiming that cause and must never become healthy.
+async fn drop_decisive(
+    dirs: &[PathBuf],
+    scratch: &Path,
+    failures: &mut Vec<String>,
+) -> (usize, usize) {
+    let (mut dropped, mut stood) = (0, 0);
+    for (n, dir) in dirs.iter().enumerate() {
+        let base = eval::run_case(dir, &opts()).await;
+        let named_cause = base
+            .score
+            .category
+            .is_some_and(|c| c != Category::Healthy && c != Category::Unknown);
+        // Only kinds this rewrite can take out, and never the alert itself.
+        let kinds: Vec<String> = base
+            .cited_kinds
+            .iter()
+            .filter(|k| recording_of_kind(k, "", "").is_some())
+            .cloned()
+            .collect();
+        if !named_cause || kinds.is_empty() || kinds.len() < base.cited_kinds.len() {
+            continue;
+        }
+        let out = scratch.join(format!("d{n}"));
+        if let Err(e) = rewrite_case(dir, &out, &Rewrite::DropKinds(kinds.clone())) {
+            failures.push(format!("{} drop: rewrite failed: {e:#}", dir.display()));
+            continue;
+        }
+        dropped += 1;
+        let got = eval::run_case(&out, &opts()).await;
+        let healthy = got.score.category == Some(Category::Healthy);
+        let same = got.root_cause == base.root_cause;
+        if healthy || same {
+            failures.push(format!(
+                "{} without {kinds:?}: {} | {}",
+                dir.display(),
+                got.score.category.map(|c| c.name()).unwrap_or("-"),
+                got.root_cause.clone().unwrap_or_default()
+            ));
+        } else {
+            stood += 1;
+        }
+    }
+    (dropped, stood)
 }

@@ -21,6 +21,39 @@ pub enum Rewrite {
     Rename,
     /// A crash-looping pod of an unrelated workload added to every pod list.
     AddNeighbour,
+    /// The recordings behind these evidence kinds removed (`kubernetes/pod_logs`, `logs`, ...):
+    /// the world without the evidence a verdict stood on.
+    DropKinds(Vec<String>),
+}
+
+/// Whether a recording answers a read of this evidence kind; None for a kind this rewrite
+/// cannot take out of a world.
+pub fn recording_of_kind(kind: &str, integration: &str, path: &str) -> Option<bool> {
+    let k8s = integration == "kubernetes";
+    Some(match kind {
+        "kubernetes/pod_logs" => k8s && path.ends_with("/log"),
+        "kubernetes/events" => k8s && path.ends_with("/events"),
+        "kubernetes/pods" => {
+            k8s && (path.ends_with("/pods") || path.contains("/pods/") && !path.ends_with("/log"))
+        }
+        "kubernetes/deployments" => {
+            k8s && (path.ends_with("/deployments") || path.contains("/deployments/"))
+        }
+        "kubernetes/nodes" => k8s && (path.ends_with("/nodes") || path.contains("/nodes/")),
+        "kubernetes/services" => {
+            k8s && (path.ends_with("/services") || path.ends_with("/endpoints"))
+        }
+        "kubernetes/workloads" => {
+            k8s && ["/statefulsets", "/daemonsets", "/jobs", "/cronjobs"]
+                .iter()
+                .any(|r| path.ends_with(r) || path.contains(&format!("{r}/")))
+        }
+        "logs" => integration == "loki",
+        "metrics" => integration == "prometheus" && path.contains("query"),
+        "alert_rules" => integration == "prometheus" && path.ends_with("/rules"),
+        "changes" => integration == "github",
+        _ => return None,
+    })
 }
 
 /// What a rewrite did: the names it replaced (old -> new), to read a verdict back.
@@ -97,6 +130,8 @@ pub fn rewrite_case(src: &Path, dst: &Path, how: &Rewrite) -> anyhow::Result<Rew
             },
             Rewrite::AddNeighbour if name.ends_with(".ndjson") => add_neighbour(text)?,
             Rewrite::AddNeighbour => text.clone(),
+            Rewrite::DropKinds(kinds) if name.ends_with(".ndjson") => drop_kinds(text, kinds),
+            Rewrite::DropKinds(_) => text.clone(),
         };
         std::fs::write(dst.join(name), new)
             .with_context(|| format!("writing {}", dst.join(name).display()))?;
@@ -418,6 +453,22 @@ fn rename_keywords(
         }
     }
     Ok(toml::to_string(&doc)?)
+}
+
+fn drop_kinds(text: &str, kinds: &[String]) -> String {
+    text.lines()
+        .filter(|line| {
+            let Ok(v) = serde_json::from_str::<Value>(line) else {
+                return true;
+            };
+            let integration = v.get("integration").and_then(Value::as_str).unwrap_or("");
+            let path = v.get("path").and_then(Value::as_str).unwrap_or("");
+            !kinds
+                .iter()
+                .any(|k| recording_of_kind(k, integration, path) == Some(true))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 /// A crash-looping pod with no edge to anything else, in the namespace of each pod list.

@@ -225,6 +225,8 @@ pub struct CaseResult {
     pub root_cause: Option<String>,
     /// Invariants the diagnosis broke (see [`invariants`]); a case that breaks one fails.
     pub broken: Vec<String>,
+    /// The evidence kinds the leading hypothesis cites: what its verdict stands on.
+    pub cited_kinds: Vec<String>,
 }
 
 impl CaseResult {
@@ -544,6 +546,7 @@ mod tests {
             tokens: (0, 0),
             root_cause: None,
             broken: vec![],
+            cited_kinds: vec![],
         };
         let bad = CaseResult {
             error: Some("timed out".into()),

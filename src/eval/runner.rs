@@ -101,6 +101,7 @@ pub async fn run_case(dir: &Path, opts: &EvalOptions) -> CaseResult {
         tokens: (0, 0),
         root_cause: None,
         broken: Vec::new(),
+        cited_kinds: Vec::new(),
     };
     match investigate(dir, opts).await {
         Ok((id, expect, incident)) => {
@@ -109,6 +110,7 @@ pub async fn run_case(dir: &Path, opts: &EvalOptions) -> CaseResult {
             result.tokens = incident.model_tokens;
             result.root_cause = incident.diagnosis.as_ref().map(|d| d.1.clone());
             result.broken = super::invariants::violations(&incident);
+            result.cited_kinds = cited_kinds(&incident);
             match expect {
                 Some(expect) => result.score = score(&expect, &incident),
                 None => result.error = Some("no expect.toml: nothing to score against".into()),
@@ -118,6 +120,22 @@ pub async fn run_case(dir: &Path, opts: &EvalOptions) -> CaseResult {
     }
     result.elapsed = started.elapsed();
     result
+}
+
+/// The evidence kinds the leading hypothesis cites, in order, without repeats.
+fn cited_kinds(incident: &Incident) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let Some(top) = incident.hypotheses.first() else {
+        return out;
+    };
+    for id in &top.evidence {
+        if let Some(e) = incident.evidence.iter().find(|e| &e.id == id)
+            && !out.contains(&e.kind)
+        {
+            out.push(e.kind.clone());
+        }
+    }
+    out
 }
 
 async fn investigate(

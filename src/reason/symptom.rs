@@ -742,6 +742,35 @@ fn measure_availability(ctx: &Ctx, s: &mut Symptom) -> bool {
         s.detail = parts.join("; ");
         return true;
     }
+    // Ready pods say every replica is there only when the controller's own count was read.
+    let unread: Vec<String> = ctx
+        .subject
+        .workloads
+        .iter()
+        .filter(|(kind, name)| match kind.as_str() {
+            "Deployment" => !ctx.obs.deployments.iter().any(|d| &d.name == name),
+            "StatefulSet" | "DaemonSet" | "ReplicaSet" => {
+                !ctx.obs
+                    .workloads
+                    .iter()
+                    .any(|w| &w.kind == kind && &w.name == name)
+                    && !(kind == "ReplicaSet"
+                        && ctx.obs.replica_sets.iter().any(|r| &r.name == name))
+            }
+            _ => false,
+        })
+        .map(|(kind, name)| format!("{} {name}", kind.to_lowercase()))
+        .collect();
+    if !unread.is_empty() {
+        s.state = SymptomState::Unmeasurable;
+        s.detail = format!(
+            "all {} listed pods of {} are Running and Ready, but {} could not be read, so how many replicas it wants is unknown",
+            pods.len(),
+            scope_name(ctx),
+            super::list_names(&unread, 3)
+        );
+        return true;
+    }
     s.state = SymptomState::Cleared;
     s.detail = format!(
         "all {} pods of {} are Running and Ready and every replica is available",
