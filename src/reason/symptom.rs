@@ -749,14 +749,12 @@ fn measure_availability(ctx: &Ctx, s: &mut Symptom) -> bool {
         .iter()
         .filter(|(kind, name)| match kind.as_str() {
             "Deployment" => !ctx.obs.deployments.iter().any(|d| &d.name == name),
-            "StatefulSet" | "DaemonSet" | "ReplicaSet" => {
-                !ctx.obs
-                    .workloads
-                    .iter()
-                    .any(|w| &w.kind == kind && &w.name == name)
-                    && !(kind == "ReplicaSet"
-                        && ctx.obs.replica_sets.iter().any(|r| &r.name == name))
-            }
+            "StatefulSet" | "DaemonSet" => !ctx
+                .obs
+                .workloads
+                .iter()
+                .any(|w| &w.kind == kind && &w.name == name),
+            "ReplicaSet" => !ctx.obs.replica_sets.iter().any(|r| &r.name == name),
             _ => false,
         })
         .map(|(kind, name)| format!("{} {name}", kind.to_lowercase()))
