@@ -820,6 +820,34 @@ mod tests {
     use crate::agent::tools::{params, s};
 
     #[test]
+    fn big_pod_tables_keep_the_troubled_pods_and_count_the_rest() {
+        let pod = |i: usize, phase: &str| PodFacts {
+            name: format!("p{i}"),
+            namespace: "shop".into(),
+            phase: phase.into(),
+            ..PodFacts::default()
+        };
+        let mut pods: Vec<PodFacts> = (0..1000).map(|i| pod(i, "Running")).collect();
+        pods[700] = pod(700, "Pending");
+        let EvidenceBody::Table { rows, .. } = pods_table(&pods) else {
+            panic!("a table")
+        };
+        assert_eq!(rows.len(), MAX_TABLE_ROWS + 1);
+        assert!(
+            rows.iter().any(|r| r[1] == "p700"),
+            "the pending pod is kept"
+        );
+        assert_eq!(rows[0][1], "p0", "the others in their order");
+        let last = &rows[MAX_TABLE_ROWS][0];
+        assert!(last.contains("and 800 more pods"), "{last}");
+        // A small table is whole, with no count.
+        let EvidenceBody::Table { rows, .. } = pods_table(&pods[..3]) else {
+            panic!("a table")
+        };
+        assert_eq!(rows.len(), 3);
+    }
+
+    #[test]
     fn metrics_carry_threshold_and_markers() {
         let chart = Chart {
             threshold: Some(0.05),

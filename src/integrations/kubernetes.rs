@@ -1139,7 +1139,7 @@ impl KubernetesClient {
         Self::check_ns(&req, ns)?;
         let (_, mut out) = self
             .list_paged(req, "Event", |e: Event| {
-                if !involved.is_none_or(|n| e.involved_object.name.as_deref() == Some(n)) {
+                if involved.is_some_and(|n| e.involved_object.name.as_deref() != Some(n)) {
                     return None;
                 }
                 let e = event_facts(&e);

@@ -149,10 +149,10 @@ fn inflate_recordings(file: &str, text: &str, filler: Filler) -> Result<String, 
             .is_none_or(|q| q.is_empty());
         if let Some((kind, ns)) = kind.filter(|_| unpaged) {
             let in_scope = ns.as_deref().is_none_or(|n| n == namespace);
-            if let Some(items) = rec.pointer_mut("/body/items").and_then(Value::as_array_mut) {
-                if in_scope || kind == ListKind::Nodes {
-                    items.extend(world.items(kind));
-                }
+            if let Some(items) = rec.pointer_mut("/body/items").and_then(Value::as_array_mut)
+                && (in_scope || kind == ListKind::Nodes)
+            {
+                items.extend(world.items(kind));
             }
             let paged = match filler.page.filter(|l| *l > 0) {
                 Some(limit) => pages(&rec, limit),
