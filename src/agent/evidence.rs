@@ -222,6 +222,48 @@ fn table(columns: &[&str], rows: Vec<Vec<String>>) -> EvidenceBody {
     }
 }
 
+/// Most rows one table keeps: a namespace of thousands of pods is read whole (the analysis sees
+/// every one), but shown as the rows that matter.
+pub const MAX_TABLE_ROWS: usize = 200;
+
+/// Keeps at most [`MAX_TABLE_ROWS`] rows: every notable one first (as many as fit), then the
+/// others, in their order; what is left out is counted in a last row ("… and N more pods, all
+/// Running and Ready"), never dropped silently.
+fn capped(columns: &[&str], rows: Vec<(bool, Vec<String>)>, more: &str) -> EvidenceBody {
+    if rows.len() <= MAX_TABLE_ROWS {
+        return table(columns, rows.into_iter().map(|(_, r)| r).collect());
+    }
+    let notable = rows.iter().filter(|(n, _)| *n).count();
+    let mut room_for_others = MAX_TABLE_ROWS.saturating_sub(notable);
+    let mut room_for_notable = MAX_TABLE_ROWS.min(notable);
+    let (mut left_notable, mut left_others) = (0usize, 0usize);
+    let mut kept = Vec::with_capacity(MAX_TABLE_ROWS + 1);
+    for (n, row) in rows {
+        let room = if n {
+            &mut room_for_notable
+        } else {
+            &mut room_for_others
+        };
+        if *room > 0 {
+            *room -= 1;
+            kept.push(row);
+        } else if n {
+            left_notable += 1;
+        } else {
+            left_others += 1;
+        }
+    }
+    let left = left_notable + left_others;
+    let mut last = vec![String::new(); columns.len().max(1)];
+    last[0] = if left_notable == 0 {
+        format!("… and {left} more {more}")
+    } else {
+        format!("… and {left} more ({left_notable} of them not shown although notable)")
+    };
+    kept.push(last);
+    table(columns, kept)
+}
+
 pub fn pods_table(pods: &[PodFacts]) -> EvidenceBody {
     let rows = pods
         .iter()
@@ -248,7 +290,11 @@ pub fn pods_table(pods: &[PodFacts]) -> EvidenceBody {
                 .filter_map(|c| c.memory_limit.clone())
                 .collect::<Vec<_>>()
                 .join(",");
-            vec![
+            let notable = ready < p.containers.len()
+                || !matches!(status.as_str(), "Running" | "Succeeded")
+                || p.restarts() > 0
+                || !last.is_empty();
+            let row = vec![
                 p.namespace.clone(),
                 p.name.clone(),
                 format!("{ready}/{}", p.containers.len()),
@@ -257,10 +303,11 @@ pub fn pods_table(pods: &[PodFacts]) -> EvidenceBody {
                 last,
                 limits,
                 p.node.clone().unwrap_or_default(),
-            ]
+            ];
+            (notable, row)
         })
         .collect();
-    table(
+    capped(
         &[
             "namespace",
             "pod",
@@ -272,6 +319,7 @@ pub fn pods_table(pods: &[PodFacts]) -> EvidenceBody {
             "node",
         ],
         rows,
+        "pods, all running, ready and never restarted",
     )
 }
 
@@ -281,19 +329,21 @@ pub fn events_table(events: &[K8sEventFacts]) -> EvidenceBody {
     let rows = events
         .iter()
         .map(|e| {
-            vec![
+            let row = vec![
                 when(e.last_seen.or(e.first_seen)),
                 e.event_type.clone(),
                 e.reason.clone(),
                 e.object.clone(),
                 e.count.to_string(),
                 e.message.clone(),
-            ]
+            ];
+            (e.event_type != "Normal", row)
         })
         .collect();
-    table(
+    capped(
         &["last seen", "type", "reason", "object", "count", "message"],
         rows,
+        "events, all Normal",
     )
 }
 
@@ -311,7 +361,8 @@ pub fn deployments_table(deps: &[DeploymentFacts]) -> EvidenceBody {
                 })
                 .map(|(k, (_, reason, _))| format!("{k}: {reason}"))
                 .collect();
-            vec![
+            let notable = d.ready_replicas != d.replicas || !bad.is_empty();
+            let row = vec![
                 d.namespace.clone(),
                 d.name.clone(),
                 format!("{}/{}", d.ready_replicas, d.replicas),
@@ -320,10 +371,11 @@ pub fn deployments_table(deps: &[DeploymentFacts]) -> EvidenceBody {
                 d.images.join(", "),
                 bad.join("; "),
                 when(d.created_at),
-            ]
+            ];
+            (notable, row)
         })
         .collect();
-    table(
+    capped(
         &[
             "namespace",
             "name",
@@ -335,6 +387,7 @@ pub fn deployments_table(deps: &[DeploymentFacts]) -> EvidenceBody {
             "created",
         ],
         rows,
+        "of this kind, all ready with no failing condition",
     )
 }
 
@@ -473,7 +526,9 @@ pub fn nodes_table(nodes: &[NodeFacts]) -> EvidenceBody {
                 .get("Ready")
                 .cloned()
                 .unwrap_or_default();
-            vec![
+            let notable =
+                ready != "True" || !pressure.is_empty() || n.unschedulable || !n.taints.is_empty();
+            let row = vec![
                 n.name.clone(),
                 if ready == "True" {
                     "Ready".to_string()
@@ -484,14 +539,16 @@ pub fn nodes_table(nodes: &[NodeFacts]) -> EvidenceBody {
                 if n.unschedulable { "yes" } else { "" }.to_string(),
                 n.taints.join(", "),
                 message,
-            ]
+            ];
+            (notable, row)
         })
         .collect();
-    table(
+    capped(
         &[
             "node", "status", "pressure", "cordoned", "taints", "message",
         ],
         rows,
+        "nodes, all Ready, schedulable, untainted and under no pressure",
     )
 }
 
@@ -761,6 +818,34 @@ pub fn postgres_evidence(tool: &str, facts: &[PgFact]) -> (String, EvidenceBody)
 mod tests {
     use super::*;
     use crate::agent::tools::{params, s};
+
+    #[test]
+    fn big_pod_tables_keep_the_troubled_pods_and_count_the_rest() {
+        let pod = |i: usize, phase: &str| PodFacts {
+            name: format!("p{i}"),
+            namespace: "shop".into(),
+            phase: phase.into(),
+            ..PodFacts::default()
+        };
+        let mut pods: Vec<PodFacts> = (0..1000).map(|i| pod(i, "Running")).collect();
+        pods[700] = pod(700, "Pending");
+        let EvidenceBody::Table { rows, .. } = pods_table(&pods) else {
+            panic!("a table")
+        };
+        assert_eq!(rows.len(), MAX_TABLE_ROWS + 1);
+        assert!(
+            rows.iter().any(|r| r[1] == "p700"),
+            "the pending pod is kept"
+        );
+        assert_eq!(rows[0][1], "p0", "the others in their order");
+        let last = &rows[MAX_TABLE_ROWS][0];
+        assert!(last.contains("and 800 more pods"), "{last}");
+        // A small table is whole, with no count.
+        let EvidenceBody::Table { rows, .. } = pods_table(&pods[..3]) else {
+            panic!("a table")
+        };
+        assert_eq!(rows.len(), 3);
+    }
 
     #[test]
     fn metrics_carry_threshold_and_markers() {

@@ -248,11 +248,11 @@ fn redact_event(r: &Redactor, event: &mut Event) {
         Event::Observed { facts, .. } => {
             // Facts are parsed from bodies already masked at the boundary; masking them again
             // costs a round trip through JSON and guards against a parser that un-escapes.
-            if let Ok(mut v) = serde_json::to_value(&*facts) {
-                r.redact_json(&mut v);
-                if let Ok(masked) = serde_json::from_value(v) {
-                    *facts = masked;
-                }
+            if let Ok(mut v) = serde_json::to_value(&*facts)
+                && r.mask_json(&mut v)
+                && let Ok(masked) = serde_json::from_value(v)
+            {
+                *facts = masked;
             }
         }
         Event::SessionEnded { .. }

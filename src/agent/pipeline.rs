@@ -50,6 +50,42 @@ async fn guard<T>(token: &CancellationToken, fut: impl Future<Output = T>) -> Re
     }
 }
 
+/// Runs CPU-heavy work (the analysis of a big world) on a thread of its own, so the async
+/// workers stay free to hear a signal, the operator or a drain. Cancelled, the run stops waiting
+/// at once and whatever the thread returns later is dropped; a panic in it is the caller's.
+async fn off_thread<T: Send + 'static, F: FnOnce() -> T + Send + 'static>(
+    token: &CancellationToken,
+    work: F,
+) -> Result<T, Cancelled> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let slot = Arc::new(Mutex::new(Some(work)));
+    let theirs = slot.clone();
+    let job = move || {
+        let work = theirs.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(work) = work {
+            let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)));
+        }
+    };
+    // A thread, not `spawn_blocking`: a runtime shutting down waits for its blocking tasks,
+    // which would hold a cancelled run's process open until the analysis ends.
+    if let Err(e) = std::thread::Builder::new()
+        .name("sitrep-analysis".into())
+        .spawn(job)
+    {
+        tracing::warn!("cannot start an analysis thread ({e}); analysing in place");
+        let work = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(work) = work {
+            return Ok(work());
+        }
+    }
+    match guard(token, rx).await? {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        // The thread ended without answering: only a panic that escaped does that.
+        Err(_) => panic!("the analysis thread ended without a result"),
+    }
+}
+
 pub async fn run(
     tools: Arc<dyn Tools>,
     trigger: Trigger,
@@ -511,7 +547,14 @@ impl Run {
 
         // Diagnose
         self.start(Stage::Diagnose);
-        let mut diagnosed = diagnose::diagnose(&obs, &self.scope, runbook.as_ref());
+        let (obs, mut diagnosed) = {
+            let (scope, book) = (self.scope.clone(), runbook.clone());
+            off_thread(&self.token, move || {
+                let diagnosed = diagnose::diagnose(&obs, &scope, book.as_ref());
+                (obs, diagnosed)
+            })
+            .await?
+        };
         if let Some(model) = self.opts.model.clone() {
             // The model reasons after the analyzers; its tool calls land in this stage.
             guard(
@@ -852,5 +895,51 @@ impl Run {
             let _ = lock(&self.journal).sync();
         }
         done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Analysis that never looks at the token still ends the wait for it at once when the run
+    /// is cancelled: it runs on its own thread, not on the async workers.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn cancelling_stops_waiting_for_busy_analysis() {
+        let token = CancellationToken::new();
+        let cancel = token.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            cancel.cancel();
+        });
+        let started = std::time::Instant::now();
+        let got = off_thread(&token, || {
+            // Busy, as the analysis of a big world is: no await, no token.
+            let until = std::time::Instant::now() + Duration::from_secs(5);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            1
+        })
+        .await;
+        assert!(got.is_err(), "a cancelled run gets no result");
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "waited {:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn finished_analysis_is_returned_and_its_panics_are_the_callers() {
+        let token = CancellationToken::new();
+        assert_eq!(off_thread(&token, || 41 + 1).await.ok(), Some(42));
+        let caught = tokio::spawn(async move {
+            let token = CancellationToken::new();
+            off_thread(&token, || -> u8 { panic!("analysis bug") }).await
+        })
+        .await;
+        assert!(caught.is_err_and(|e| e.is_panic()));
     }
 }

@@ -653,13 +653,29 @@ fn merge_series(into: &mut Vec<crate::model::Series>, items: &[crate::model::Ser
     }
 }
 
-/// Add items, replacing ones with the same key (a later read of the same object wins).
-fn merge_by<T: Clone, K: PartialEq>(into: &mut Vec<T>, items: &[T], key: impl Fn(&T) -> K) {
+/// Add items, replacing ones with the same key (a later read of the same object wins). One pass
+/// over each list: the keys already held are indexed once, not searched per item.
+fn merge_by<T: Clone, K: Eq + std::hash::Hash>(
+    into: &mut Vec<T>,
+    items: &[T],
+    key: impl Fn(&T) -> K,
+) {
+    if items.is_empty() {
+        return;
+    }
+    let mut at: std::collections::HashMap<K, usize> =
+        std::collections::HashMap::with_capacity(into.len() + items.len());
+    for (i, x) in into.iter().enumerate() {
+        at.entry(key(x)).or_insert(i);
+    }
     for item in items {
         let k = key(item);
-        match into.iter_mut().find(|x| key(x) == k) {
-            Some(slot) => *slot = item.clone(),
-            None => into.push(item.clone()),
+        match at.get(&k) {
+            Some(&i) => into[i] = item.clone(),
+            None => {
+                at.insert(k, into.len());
+                into.push(item.clone());
+            }
         }
     }
 }

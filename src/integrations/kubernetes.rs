@@ -976,6 +976,11 @@ fn eviction_message(body: &super::transport::Body) -> String {
     }
 }
 
+/// Items asked for per page of a list.
+pub const PAGE_LIMIT: usize = 500;
+/// Pages read of one list at most (5 million items).
+const MAX_PAGES: usize = 10_000;
+
 impl KubernetesClient {
     pub fn new(transport: Arc<dyn Transport>, default_ns: impl Into<String>) -> Self {
         KubernetesClient {
@@ -991,6 +996,54 @@ impl KubernetesClient {
     async fn get_json(&self, req: Request) -> Result<(Request, Value), IntegrationError> {
         let v = self.transport.send(&req).await?.json(&req)?;
         Ok((req, v))
+    }
+
+    /// Every item of a list, read in pages of [`PAGE_LIMIT`] (`limit`, then `continue` with the
+    /// token each page ends with) and turned into `U` page by page, so a namespace of thousands
+    /// of pods never sits in memory as one JSON document. A server or recording that does not
+    /// page answers everything at once, with no token, and that is the last page.
+    async fn list_paged<T: DeserializeOwned, U>(
+        &self,
+        req: Request,
+        kind: &str,
+        mut each: impl FnMut(T) -> Option<U>,
+    ) -> Result<(Request, Vec<U>), IntegrationError> {
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        for page in 0.. {
+            let mut paged = req.clone().query("limit", PAGE_LIMIT.to_string());
+            if let Some(t) = &token {
+                paged = paged.query("continue", t.clone());
+            }
+            let (paged, v) = self.get_json(paged).await?;
+            let next = v
+                .pointer("/metadata/continue")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+                .map(str::to_string);
+            let list: Vec<T> = items(v, kind).map_err(|m| {
+                paged.error(ErrorKind::Decode(if page == 0 {
+                    m
+                } else {
+                    format!("page {}: {m}", page + 1)
+                }))
+            })?;
+            out.extend(list.into_iter().filter_map(&mut each));
+            match next {
+                // A server that hands back the token it was given would never end.
+                Some(t) if token.as_deref() != Some(t.as_str()) && page + 1 < MAX_PAGES => {
+                    token = Some(t)
+                }
+                Some(_) => {
+                    return Err(paged.error(ErrorKind::Decode(format!(
+                        "the {kind} list did not end after {} pages",
+                        page + 1
+                    ))));
+                }
+                None => return Ok((paged, out)),
+            }
+        }
+        unreachable!("the page loop returns")
     }
 
     fn scoped(ns: Option<&str>, group: &str, resource: &str) -> String {
@@ -1014,14 +1067,15 @@ impl KubernetesClient {
         let req = Request::get(NAME, Self::scoped(ns, "/api/v1", "pods"))
             .query_opt("labelSelector", label_selector.filter(|s| !s.is_empty()));
         Self::check_ns(&req, ns)?;
-        let (req, v) = self.get_json(req).await?;
-        let pods: Vec<Pod> = items(v, "Pod").map_err(|m| req.error(ErrorKind::Decode(m)))?;
-        Ok(pods
-            .iter()
-            .map(pod_facts)
-            .filter(|p| label_selector.is_none_or(|s| selector_matches(s, &p.labels)))
-            .filter(|p| ns.is_none_or(|ns| p.namespace.is_empty() || p.namespace == ns))
-            .collect())
+        let (_, pods) = self
+            .list_paged(req, "Pod", |pod: Pod| {
+                let p = pod_facts(&pod);
+                (label_selector.is_none_or(|s| selector_matches(s, &p.labels))
+                    && ns.is_none_or(|ns| p.namespace.is_empty() || p.namespace == ns))
+                .then_some(p)
+            })
+            .await?;
+        Ok(pods)
     }
 
     pub async fn get_pod(&self, ns: &str, name: &str) -> Result<PodFacts, IntegrationError> {
@@ -1083,14 +1137,16 @@ impl KubernetesClient {
             involved.map(|n| format!("involvedObject.name={n}")),
         );
         Self::check_ns(&req, ns)?;
-        let (req, v) = self.get_json(req).await?;
-        let events: Vec<Event> = items(v, "Event").map_err(|m| req.error(ErrorKind::Decode(m)))?;
-        let mut out: Vec<K8sEventFacts> = events
-            .iter()
-            .filter(|e| involved.is_none_or(|n| e.involved_object.name.as_deref() == Some(n)))
-            .map(event_facts)
-            .filter(|e| ns.is_none_or(|ns| e.namespace.is_empty() || e.namespace == ns))
-            .collect();
+        let (_, mut out) = self
+            .list_paged(req, "Event", |e: Event| {
+                if involved.is_some_and(|n| e.involved_object.name.as_deref() != Some(n)) {
+                    return None;
+                }
+                let e = event_facts(&e);
+                ns.is_none_or(|ns| e.namespace.is_empty() || e.namespace == ns)
+                    .then_some(e)
+            })
+            .await?;
         out.sort_by_key(|e| e.last_seen);
         Ok(out)
     }
@@ -1102,10 +1158,12 @@ impl KubernetesClient {
         let ns = ns.into();
         let req = Request::get(NAME, Self::scoped(ns, "/apis/apps/v1", "deployments"));
         Self::check_ns(&req, ns)?;
-        let (req, v) = self.get_json(req).await?;
-        let list: Vec<Deployment> =
-            items(v, "Deployment").map_err(|m| req.error(ErrorKind::Decode(m)))?;
-        Ok(list.iter().map(deployment_facts).collect())
+        let (_, list) = self
+            .list_paged(req, "Deployment", |d: Deployment| {
+                Some(deployment_facts(&d))
+            })
+            .await?;
+        Ok(list)
     }
 
     pub async fn get_deployment(
@@ -1148,9 +1206,7 @@ impl KubernetesClient {
     ) -> Result<(Request, Vec<ReplicaSet>), IntegrationError> {
         let req = Request::get(NAME, Self::scoped(ns, "/apis/apps/v1", "replicasets"));
         Self::check_ns(&req, ns)?;
-        let (req, v) = self.get_json(req).await?;
-        let list = items(v, "ReplicaSet").map_err(|m| req.error(ErrorKind::Decode(m)))?;
-        Ok((req, list))
+        self.list_paged(req, "ReplicaSet", Some).await
     }
 
     /// A list of one kind in `ns` (all namespaces when `None`), each item parsed on its own.
@@ -1163,8 +1219,8 @@ impl KubernetesClient {
     ) -> Result<Vec<T>, IntegrationError> {
         let req = Request::get(NAME, Self::scoped(ns, group, resource));
         Self::check_ns(&req, ns)?;
-        let (req, v) = self.get_json(req).await?;
-        items(v, kind).map_err(|m| req.error(ErrorKind::Decode(m)))
+        let (_, list) = self.list_paged(req, kind, Some).await?;
+        Ok(list)
     }
 
     /// Services in `ns` (all namespaces when `None`) with what their Endpoints list. A world
@@ -1254,9 +1310,11 @@ impl KubernetesClient {
     }
 
     pub async fn nodes(&self) -> Result<Vec<NodeFacts>, IntegrationError> {
-        let (req, v) = self.get_json(Request::get(NAME, "/api/v1/nodes")).await?;
-        let list: Vec<Node> = items(v, "Node").map_err(|m| req.error(ErrorKind::Decode(m)))?;
-        Ok(list.iter().map(node_facts).collect())
+        let req = Request::get(NAME, "/api/v1/nodes");
+        let (_, list) = self
+            .list_paged(req, "Node", |n: Node| Some(node_facts(&n)))
+            .await?;
+        Ok(list)
     }
 
     async fn patch(&self, req: Request) -> Result<Value, IntegrationError> {

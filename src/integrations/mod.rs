@@ -14,6 +14,7 @@ pub mod pagerduty;
 pub mod postgres;
 pub mod prometheus;
 pub mod servicenow;
+pub mod stored;
 pub mod transport;
 
 pub use alertmanager::{

@@ -1,6 +1,7 @@
 //! The seam to the outside world: one `Transport` that is live (HTTP), recording (live + a case file) or replaying.
 
 use super::error::{ErrorKind, IntegrationError};
+use super::stored::{RawRecording, Stored};
 use crate::config::ResolvedAuth;
 use crate::policy::redact::Redactor;
 use secrecy::ExposeSecret;
@@ -765,21 +766,19 @@ pub struct Recording {
 impl Recording {
     /// The recorded query as string pairs (array values become one pair each).
     pub fn query_pairs(&self) -> Vec<(String, String)> {
+        Self::pairs_of(&self.query)
+    }
+
+    /// A recorded query as string pairs (array values become one pair each).
+    pub fn pairs_of(query: &BTreeMap<String, Value>) -> Vec<(String, String)> {
         let mut out = Vec::new();
-        for (k, v) in &self.query {
+        for (k, v) in query {
             match v {
                 Value::Array(items) => out.extend(items.iter().map(|i| (k.clone(), scalar(i)))),
                 other => out.push((k.clone(), scalar(other))),
             }
         }
         out
-    }
-
-    fn matches(&self, req: &Request) -> bool {
-        self.integration == req.integration
-            && self.method.eq_ignore_ascii_case(&req.method)
-            && self.path == req.path
-            && self.query_pairs().iter().all(|p| req.query.contains(p))
     }
 }
 
@@ -904,7 +903,7 @@ impl Transport for RecordingTransport {
 #[derive(Default)]
 struct ReplayState {
     /// Base recordings first, then each applied overlay; later layers win.
-    layers: Vec<Vec<Recording>>,
+    layers: Vec<Vec<Stored>>,
     /// How often each (layer, index) has answered, so repeated identical requests play back in order.
     used: HashMap<(usize, usize), usize>,
 }
@@ -921,10 +920,60 @@ pub struct ReplayTransport {
     pace_ms: Mutex<(u64, u64)>,
     /// Wait the latency a recording carries (on whenever pacing is; alone for a watched case).
     recorded_pace: std::sync::atomic::AtomicBool,
+    /// Requests answered and, once [`ReplayTransport::count_bytes`] is on, the bytes of the
+    /// bodies they were answered with as the live API would send them (benchmarks).
+    traffic: Traffic,
+}
+
+/// What a replay has served.
+#[derive(Default)]
+struct Traffic {
+    requests: std::sync::atomic::AtomicU64,
+    bytes: std::sync::atomic::AtomicU64,
+    count_bytes: std::sync::atomic::AtomicBool,
+    /// Time spent counting, so a benchmark can leave it out of what it measures.
+    counting_ns: std::sync::atomic::AtomicU64,
+}
+
+/// Counts what is written to it, keeping nothing.
+struct ByteCounter(u64);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The size of a body as sent on the wire (compact JSON, or the text).
+fn wire_size(body: &Body) -> u64 {
+    match body {
+        Body::Text(t) => t.len() as u64,
+        Body::Json(v) => {
+            let mut c = ByteCounter(0);
+            match serde_json::to_writer(&mut c, v) {
+                Ok(()) => c.0,
+                Err(_) => 0,
+            }
+        }
+    }
 }
 
 impl ReplayTransport {
     pub fn new(recordings: Vec<Recording>) -> Self {
+        Self::from_stored(recordings.into_iter().map(Stored::from).collect())
+    }
+
+    /// Answers from recordings whose bodies are still JSON text (a case directory as loaded):
+    /// each body is parsed when it answers.
+    pub fn from_raw(recordings: Vec<RawRecording>) -> Self {
+        Self::from_stored(recordings.into_iter().map(Stored::from).collect())
+    }
+
+    fn from_stored(recordings: Vec<Stored>) -> Self {
         ReplayTransport {
             state: Mutex::new(ReplayState {
                 layers: vec![recordings],
@@ -933,7 +982,26 @@ impl ReplayTransport {
             redactor: Redactor::new(),
             pace_ms: Mutex::new((0, 0)),
             recorded_pace: std::sync::atomic::AtomicBool::new(false),
+            traffic: Traffic::default(),
         }
+    }
+
+    /// Also count the bytes of every answer from now on (it costs a pass over each body).
+    pub fn count_bytes(&self) {
+        self.traffic
+            .count_bytes
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Requests answered so far (matched or not), the bytes of the bodies answered since
+    /// [`ReplayTransport::count_bytes`], and the time counting them took.
+    pub fn traffic(&self) -> (u64, u64, Duration) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (
+            self.traffic.requests.load(Relaxed),
+            self.traffic.bytes.load(Relaxed),
+            Duration::from_nanos(self.traffic.counting_ns.load(Relaxed)),
+        )
     }
 
     /// Pace the replay: each answer waits the latency it was recorded with, or, for recordings
@@ -980,6 +1048,15 @@ impl ReplayTransport {
 
     /// From now on these recordings win over everything loaded before (an effect of an action).
     pub fn overlay(&self, recordings: Vec<Recording>) {
+        self.overlay_stored(recordings.into_iter().map(Stored::from).collect());
+    }
+
+    /// [`ReplayTransport::overlay`] with bodies still JSON text.
+    pub fn overlay_raw(&self, recordings: Vec<RawRecording>) {
+        self.overlay_stored(recordings.into_iter().map(Stored::from).collect());
+    }
+
+    fn overlay_stored(&self, recordings: Vec<Stored>) {
         if let Ok(mut st) = self.state.lock() {
             st.layers.push(recordings);
         }
@@ -987,7 +1064,7 @@ impl ReplayTransport {
 
     /// Finds the answer: the newest layer with a match; in it the most specific recording (most query
     /// pairs); among equals the first not yet played, else the last.
-    fn answer(&self, req: &Request) -> Option<Recording> {
+    fn answer(&self, req: &Request) -> Option<Stored> {
         let mut st = self.state.lock().ok()?;
         let mut chosen: Option<(usize, usize)> = None;
         for (li, layer) in st.layers.iter().enumerate().rev() {
@@ -997,16 +1074,12 @@ impl ReplayTransport {
                 .filter(|(_, r)| r.matches(req))
                 .map(|(i, _)| i)
                 .collect();
-            let Some(best) = candidates
-                .iter()
-                .map(|&i| layer[i].query_pairs().len())
-                .max()
-            else {
+            let Some(best) = candidates.iter().map(|&i| layer[i].pairs.len()).max() else {
                 continue;
             };
             let top: Vec<usize> = candidates
                 .into_iter()
-                .filter(|&i| layer[i].query_pairs().len() == best)
+                .filter(|&i| layer[i].pairs.len() == best)
                 .collect();
             let pick = top
                 .iter()
@@ -1026,12 +1099,28 @@ impl Transport for ReplayTransport {
     fn send<'a>(&'a self, req: &'a Request) -> BoxFuture<'a, Result<Response, IntegrationError>> {
         Box::pin(async move {
             let found = self.answer(req);
+            {
+                use std::sync::atomic::Ordering::Relaxed;
+                self.traffic.requests.fetch_add(1, Relaxed);
+                if let Some(rec) = &found
+                    && self.traffic.count_bytes.load(Relaxed)
+                {
+                    let started = std::time::Instant::now();
+                    let size = match rec.raw_len() {
+                        Some(n) => n as u64,
+                        None => wire_size(&rec.body()),
+                    };
+                    self.traffic.bytes.fetch_add(size, Relaxed);
+                    let spent = started.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+                    self.traffic.counting_ns.fetch_add(spent, Relaxed);
+                }
+            }
             let delay = self.delay_for(req, found.as_ref().and_then(|r| r.latency_ms));
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
             let rec = found.ok_or_else(|| req.error(ErrorKind::NoRecording))?;
-            let mut body = rec.body;
+            let mut body = rec.body();
             // Cases come from elsewhere; mask them like any live answer.
             body.redact(&self.redactor);
             Ok(Response {

@@ -1,7 +1,7 @@
 //! Redaction of secrets: from anything an integration returns (before it becomes evidence or a
 //! recording), from the trigger (alert, problem text), chat, warnings and errors.
 
-use regex::{Captures, Regex};
+use regex::{Captures, Regex, RegexSet};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
@@ -19,68 +19,93 @@ struct Rule {
     with: &'static str,
 }
 
+/// The patterns every text is masked with, in order, and what each match becomes.
+const SPEC: &[(&str, &str)] = &[
+    // PEM private keys; `[^"]` keeps a match inside one JSON string.
+    (
+        r#"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[^"]*?-----END [A-Z0-9 ]*PRIVATE KEY-----"#,
+        MASK,
+    ),
+    // A private key block cut short (no END line, e.g. a truncated log line): mask to the end
+    // of the base64 run.
+    (
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:[A-Za-z0-9+/=\s]|\\n|\\r)*",
+        MASK,
+    ),
+    // GitHub tokens: personal, OAuth, user-to-server, server-to-server, refresh, fine-grained.
+    (r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,255}\b", MASK),
+    (r"\bgithub_pat_[A-Za-z0-9_]{20,255}", MASK),
+    // Slack tokens: bot, user, workspace, refresh, legacy, app-level.
+    (r"\bxox[abposr]-[A-Za-z0-9-]{10,}", MASK),
+    (r"\bxapp-[0-9]+-[A-Za-z0-9-]{10,}", MASK),
+    // AWS secret access keys: 40 base64 characters after a name that says what they are,
+    // in any of the forms configs, env dumps and logs use (`aws_secret_access_key = `,
+    // `"SecretAccessKey": "`, `AWS secret key: `).
+    (
+        r#"(?i)((?:aws|secret)[A-Za-z0-9_ .\-]{0,24}?(?:secret|access)[A-Za-z0-9_ .\-]{0,12}?key[^A-Za-z0-9/+]{1,6})[A-Za-z0-9/+]{40}\b"#,
+        "${1}[REDACTED]",
+    ),
+    // AWS access key ids.
+    (
+        r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b",
+        MASK,
+    ),
+    // JSON Web Tokens (header.payload.signature, base64url).
+    (
+        r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}",
+        MASK,
+    ),
+    // Authorization headers: bearer/basic/token schemes.
+    (
+        r"(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9\-._~+/]{8,}=*",
+        "${1}${2}[REDACTED]",
+    ),
+    // Passwords in URLs and DSNs: scheme://user:password@host.
+    (
+        r#"([A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@"'<>]*:)[^@\s/"'<>]+@"#,
+        "${1}[REDACTED]@",
+    ),
+    // key=value and key: value pairs whose key names a secret (also AWS secret keys), and
+    // the same keys in URL queries (`?token=`, `&access_token=`, `api_key=`, `password=`).
+    (
+        r#"(?i)\b([A-Za-z0-9_.\-]*(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credentials?)[A-Za-z0-9_.\-]*)("?'?\s*[=:]\s*"?'?)([^\s&"',;}{\]\[<>]{2,})"#,
+        "${1}${2}[REDACTED]",
+    ),
+];
+
 fn rules() -> &'static [Rule] {
     static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
     RULES.get_or_init(|| {
-        let spec: &[(&str, &'static str)] = &[
-            // PEM private keys; `[^"]` keeps a match inside one JSON string.
-            (
-                r#"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[^"]*?-----END [A-Z0-9 ]*PRIVATE KEY-----"#,
-                MASK,
-            ),
-            // A private key block cut short (no END line, e.g. a truncated log line): mask to the end
-            // of the base64 run.
-            (
-                r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:[A-Za-z0-9+/=\s]|\\n|\\r)*",
-                MASK,
-            ),
-            // GitHub tokens: personal, OAuth, user-to-server, server-to-server, refresh, fine-grained.
-            (r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,255}\b", MASK),
-            (r"\bgithub_pat_[A-Za-z0-9_]{20,255}", MASK),
-            // Slack tokens: bot, user, workspace, refresh, legacy, app-level.
-            (r"\bxox[abposr]-[A-Za-z0-9-]{10,}", MASK),
-            (r"\bxapp-[0-9]+-[A-Za-z0-9-]{10,}", MASK),
-            // AWS secret access keys: 40 base64 characters after a name that says what they are,
-            // in any of the forms configs, env dumps and logs use (`aws_secret_access_key = `,
-            // `"SecretAccessKey": "`, `AWS secret key: `).
-            (
-                r#"(?i)((?:aws|secret)[A-Za-z0-9_ .\-]{0,24}?(?:secret|access)[A-Za-z0-9_ .\-]{0,12}?key[^A-Za-z0-9/+]{1,6})[A-Za-z0-9/+]{40}\b"#,
-                "${1}[REDACTED]",
-            ),
-            // AWS access key ids.
-            (
-                r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b",
-                MASK,
-            ),
-            // JSON Web Tokens (header.payload.signature, base64url).
-            (
-                r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}",
-                MASK,
-            ),
-            // Authorization headers: bearer/basic/token schemes.
-            (
-                r"(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9\-._~+/]{8,}=*",
-                "${1}${2}[REDACTED]",
-            ),
-            // Passwords in URLs and DSNs: scheme://user:password@host.
-            (
-                r#"([A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@"'<>]*:)[^@\s/"'<>]+@"#,
-                "${1}[REDACTED]@",
-            ),
-            // key=value and key: value pairs whose key names a secret (also AWS secret keys), and
-            // the same keys in URL queries (`?token=`, `&access_token=`, `api_key=`, `password=`).
-            (
-                r#"(?i)\b([A-Za-z0-9_.\-]*(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credentials?)[A-Za-z0-9_.\-]*)("?'?\s*[=:]\s*"?'?)([^\s&"',;}{\]\[<>]{2,})"#,
-                "${1}${2}[REDACTED]",
-            ),
-        ];
-        spec.iter()
+        SPEC.iter()
             .filter_map(|(pattern, with)| {
                 // The patterns are constants; a typo would show up in the unit tests below.
                 Regex::new(pattern).ok().map(|re| Rule { re, with })
             })
             .collect()
     })
+}
+
+/// All the rules as one automaton: one pass over a text tells whether any rule matches it, so
+/// the common text (no secret in it) is read once instead of once per rule.
+fn any_rule() -> Option<&'static RegexSet> {
+    static SET: OnceLock<Option<RegexSet>> = OnceLock::new();
+    SET.get_or_init(|| RegexSet::new(SPEC.iter().map(|(pattern, _)| *pattern)).ok())
+        .as_ref()
+}
+
+/// Whether the ASCII text `hay` contains `needle` (lowercase ASCII), ignoring case.
+fn contains_ignoring_case(hay: &str, needle: &str) -> bool {
+    let (hay, needle) = (hay.as_bytes(), needle.as_bytes());
+    needle.is_empty()
+        || hay
+            .windows(needle.len())
+            .any(|w| w.eq_ignore_ascii_case(needle))
+}
+
+/// Whether `text` ends with `suffix` (lowercase ASCII), ignoring case.
+fn ends_with_ignoring_case(text: &str, suffix: &str) -> bool {
+    let (t, s) = (text.as_bytes(), suffix.as_bytes());
+    t.len() >= s.len() && t[t.len() - s.len()..].eq_ignore_ascii_case(s)
 }
 
 /// Whether an environment variable name (`{"name": N, "value": V}` in a pod spec) says its value
@@ -107,7 +132,6 @@ fn is_secret_env_name(name: &str) -> bool {
 
 /// Names of JSON object keys whose values are always secret.
 fn is_secret_key(key: &str) -> bool {
-    let k = key.to_ascii_lowercase();
     const NAMES: [&str; 10] = [
         "password",
         "passwd",
@@ -121,10 +145,13 @@ fn is_secret_key(key: &str) -> bool {
         "authorization",
     ];
     // Kubernetes objects name secrets by reference (`secretName`, `secretKeyRef`); those are not secrets.
-    if k.ends_with("name") || k.ends_with("ref") || k.ends_with("refs") {
+    if ["name", "ref", "refs"]
+        .iter()
+        .any(|s| ends_with_ignoring_case(key, s))
+    {
         return false;
     }
-    NAMES.iter().any(|n| k.contains(n))
+    NAMES.iter().any(|n| contains_ignoring_case(key, n))
 }
 
 /// Credentials resolved while the process runs (a password read from 1Password or Vault once the
@@ -217,6 +244,10 @@ impl Redactor {
                 }
             }
         }
+        // Most text holds no secret: one pass of all the rules at once says so.
+        if any_rule().is_some_and(|set| !set.is_match(&out)) {
+            return out;
+        }
         for rule in rules() {
             if rule.re.is_match(&out) {
                 let replaced = rule
@@ -236,13 +267,25 @@ impl Redactor {
     /// Masks secrets inside a JSON value in place: every string, and every value under a secret-named key.
     /// Walking the value (rather than the serialized text) keeps the JSON valid whatever is masked.
     pub fn redact_json(&self, value: &mut Value) {
+        self.mask_json(value);
+    }
+
+    /// [`Redactor::redact_json`], saying whether anything was masked.
+    pub fn mask_json(&self, value: &mut Value) -> bool {
+        let mut masked = false;
+        self.walk_json(value, &mut masked);
+        masked
+    }
+
+    fn walk_json(&self, value: &mut Value, masked: &mut bool) {
         match value {
             Value::String(s) => {
                 if let Cow::Owned(r) = self.redact(s) {
                     *s = r;
+                    *masked = true;
                 }
             }
-            Value::Array(items) => items.iter_mut().for_each(|v| self.redact_json(v)),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.walk_json(v, masked)),
             Value::Object(map) => {
                 // `{"name": "DB_PASSWORD", "value": "..."}`: how Kubernetes (and most APIs) list
                 // environment variables; the value is secret when the name says so.
@@ -252,12 +295,14 @@ impl Redactor {
                     .is_some_and(is_secret_env_name);
                 if secret_pair && let Some(v @ Value::String(_)) = map.get_mut("value") {
                     *v = Value::String(MASK.to_string());
+                    *masked = true;
                 }
                 for (key, v) in map.iter_mut() {
                     if is_secret_key(key) && matches!(v, Value::String(_) | Value::Number(_)) {
                         *v = Value::String(MASK.to_string());
+                        *masked = true;
                     } else {
-                        self.redact_json(v);
+                        self.walk_json(v, masked);
                     }
                 }
             }
@@ -320,6 +365,7 @@ mod tests {
     #[test]
     fn every_rule_compiles() {
         assert_eq!(rules().len(), 12);
+        assert_eq!(any_rule().map(RegexSet::len), Some(12));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use super::Observations;
 use crate::model::{Change, ChangeKind, DeploymentFacts};
 use regex::Regex;
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 static SCALED: LazyLock<Option<Regex>> = LazyLock::new(|| {
@@ -20,22 +21,67 @@ fn revision(r: &DeploymentFacts) -> i64 {
         .unwrap_or(0)
 }
 
+/// The ReplicaSets of each Deployment, by name, in list order: by ownerReference
+/// (`owned`), and by ownerReference or the controller's naming `<deployment>-<pod-template-hash>`
+/// (`named`). Built in one pass, so no Deployment or event scans the whole list.
+struct SetsOf<'a> {
+    owned: HashMap<&'a str, Vec<&'a DeploymentFacts>>,
+    named: HashMap<&'a str, Vec<&'a DeploymentFacts>>,
+}
+
+impl<'a> SetsOf<'a> {
+    fn new(obs: &'a Observations) -> SetsOf<'a> {
+        let mut owned: HashMap<&str, Vec<&DeploymentFacts>> = HashMap::new();
+        let mut named: HashMap<&str, Vec<&DeploymentFacts>> = HashMap::new();
+        for r in &obs.replica_sets {
+            let by_owner = r
+                .owner
+                .as_deref()
+                .and_then(|o| o.strip_prefix("Deployment/"));
+            let by_name = r
+                .labels
+                .get("pod-template-hash")
+                .and_then(|h| r.name.strip_suffix(h.as_str()))
+                .and_then(|rest| rest.strip_suffix('-'));
+            if let Some(d) = by_owner {
+                owned.entry(d).or_default().push(r);
+                named.entry(d).or_default().push(r);
+            }
+            if let Some(d) = by_name.filter(|d| Some(*d) != by_owner) {
+                named.entry(d).or_default().push(r);
+            }
+        }
+        SetsOf { owned, named }
+    }
+
+    fn get(map: &HashMap<&'a str, Vec<&'a DeploymentFacts>>, d: &str) -> Vec<&'a DeploymentFacts> {
+        map.get(d).cloned().unwrap_or_default()
+    }
+}
+
 /// Changes the observations show but no integration listed as such.
 pub(crate) fn derived(obs: &Observations) -> Vec<Change> {
     let mut out: Vec<Change> = Vec::new();
+    let index = SetsOf::new(obs);
+    // (title, time) of every change derived so far: a scaling step already listed is not again.
+    let mut scaled: HashSet<(String, Option<chrono::DateTime<chrono::Utc>>)> = HashSet::new();
     for e in &obs.events {
         let at = e.last_seen.or(e.first_seen);
         let (kind, name) = e.object.split_once('/').unwrap_or(("", e.object.as_str()));
         let target = format!("{}/{name}", e.namespace);
         match e.reason.as_str() {
-            "DeploymentRollback" => out.push(Change {
-                kind: ChangeKind::Rollout,
-                at,
-                id: "rollback".into(),
-                title: format!("rollback of deployment {name}: {}", e.message),
-                target,
-                ..Change::default()
-            }),
+            "DeploymentRollback" => {
+                let title = format!("rollback of deployment {name}: {}", e.message);
+                scaled.insert((title.clone(), at));
+                out.push(Change {
+                    kind: ChangeKind::Rollout,
+                    at,
+                    id: "rollback".into(),
+                    title,
+                    target,
+                    ..Change::default()
+                })
+            }
             "ScalingReplicaSet" if kind == "Deployment" => {
                 let Some(caps) = SCALED.as_ref().and_then(|re| re.captures(&e.message)) else {
                     continue;
@@ -45,16 +91,7 @@ pub(crate) fn derived(obs: &Observations) -> Vec<Change> {
                 let to = caps.get(3).map(|m| m.as_str()).unwrap_or_default();
                 // Scaling up a ReplicaSet older than another of the same Deployment brings an
                 // earlier template back: a rollback.
-                let sets: Vec<&DeploymentFacts> = obs
-                    .replica_sets
-                    .iter()
-                    .filter(|r| {
-                        r.owner.as_deref() == Some(&format!("Deployment/{name}"))
-                            || r.labels
-                                .get("pod-template-hash")
-                                .is_some_and(|h| r.name == format!("{name}-{h}"))
-                    })
-                    .collect();
+                let sets = SetsOf::get(&index.named, name);
                 let this = sets.iter().find(|r| r.name == rs);
                 let older = this.is_some_and(|t| {
                     sets.iter()
@@ -79,7 +116,7 @@ pub(crate) fn derived(obs: &Observations) -> Vec<Change> {
                         format!("deployment {name}: {}", e.message),
                     )
                 };
-                if !out.iter().any(|c| c.title == title && c.at == at) {
+                if scaled.insert((title.clone(), at)) {
                     out.push(Change {
                         kind: ChangeKind::Rollout,
                         at,
@@ -90,25 +127,25 @@ pub(crate) fn derived(obs: &Observations) -> Vec<Change> {
                     });
                 }
             }
-            "SuccessfulRescale" => out.push(Change {
-                kind: ChangeKind::Rollout,
-                at,
-                id: "rescale".into(),
-                title: format!("{} {name}: {}", kind.to_lowercase(), e.message),
-                target,
-                ..Change::default()
-            }),
+            "SuccessfulRescale" => {
+                let title = format!("{} {name}: {}", kind.to_lowercase(), e.message);
+                scaled.insert((title.clone(), at));
+                out.push(Change {
+                    kind: ChangeKind::Rollout,
+                    at,
+                    id: "rescale".into(),
+                    title,
+                    target,
+                    ..Change::default()
+                })
+            }
             _ => {}
         }
     }
     // A ReplicaSet at the Deployment's highest revision but created before another one: the
     // revision moved back to an older template (a rollback), even with no event left.
     for d in &obs.deployments {
-        let sets: Vec<&DeploymentFacts> = obs
-            .replica_sets
-            .iter()
-            .filter(|r| r.owner.as_deref() == Some(&format!("Deployment/{}", d.name)))
-            .collect();
+        let sets = SetsOf::get(&index.owned, &d.name);
         let Some(current) = sets.iter().max_by_key(|r| revision(r)) else {
             continue;
         };
@@ -139,11 +176,12 @@ pub(crate) fn derived(obs: &Observations) -> Vec<Change> {
             });
         }
     }
-    out.retain(|c| {
-        !obs.changes
-            .iter()
-            .any(|o| o.title == c.title && o.at == c.at)
-    });
+    let listed: HashSet<(&str, Option<chrono::DateTime<chrono::Utc>>)> = obs
+        .changes
+        .iter()
+        .map(|o| (o.title.as_str(), o.at))
+        .collect();
+    out.retain(|c| !listed.contains(&(c.title.as_str(), c.at)));
     out
 }
 

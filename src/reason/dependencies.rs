@@ -123,7 +123,7 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
         let pods: Vec<&PodFacts> = ctx
             .pods()
             .into_iter()
-            .filter(|p| !p.deleting && subject::pod_belongs(ctx.obs, p, &kind, &name))
+            .filter(|p| !p.deleting && subject::pod_belongs(ctx.owners(), ctx.obs, p, &kind, &name))
             .collect();
         let troubles: Vec<String> = pods
             .iter()

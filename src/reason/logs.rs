@@ -400,11 +400,10 @@ pub(crate) fn short(s: &str) -> String {
 
 /// Log lines that concern the alert's scope: a pod in scope, or any line when its source is unlabelled.
 pub(crate) fn scoped_lines<'a>(ctx: &Ctx<'a>) -> Vec<&'a LogLine> {
-    let pods = ctx.pods();
     let out_of_scope = |l: &LogLine| {
         l.labels
             .get("pod")
-            .and_then(|name| pods.iter().find(|p| &p.name == name))
+            .and_then(|name| ctx.pod_named(name))
             .is_some_and(|p| !ctx.pod_in_scope(p) || p.deleting)
     };
     ctx.obs

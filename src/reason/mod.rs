@@ -7,7 +7,7 @@ use crate::model::{
 };
 use chrono::{DateTime, Utc};
 use std::cell::OnceCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// How many of the subject's latest log lines are read for the names of its dependencies.
 const RELATION_LINES: usize = 5000;
@@ -303,6 +303,8 @@ pub(crate) struct Ctx<'a> {
     /// Computed once, on first use: see [`Ctx::recent_subject_lines`] and [`Ctx::alert_names`].
     recent_lines: OnceCell<Vec<&'a LogLine>>,
     alert_text: OnceCell<String>,
+    /// The observations indexed by object, owner and node, built once on first use.
+    index: OnceCell<Index<'a>>,
     /// The changes the integrations listed, and those the observations show (rollbacks,
     /// scaling) that no integration listed as such.
     pub changes: Vec<Change>,
@@ -403,6 +405,7 @@ impl<'a> Ctx<'a> {
             changes: all_changes(obs),
             recent_lines: OnceCell::new(),
             alert_text: OnceCell::new(),
+            index: OnceCell::new(),
             focus_pods,
             focus_nodes,
             focus_deployment,
@@ -456,6 +459,7 @@ impl<'a> Ctx<'a> {
             changes: all_changes(obs),
             recent_lines: OnceCell::new(),
             alert_text: OnceCell::new(),
+            index: OnceCell::new(),
             focus_pods: Vec::new(),
             focus_nodes: Vec::new(),
             focus_deployment: None,
@@ -487,51 +491,73 @@ impl<'a> Ctx<'a> {
 
     /// Pods of the same owner as `pod`, excluding itself.
     pub(crate) fn siblings(&self, pod: &PodFacts) -> Vec<&'a PodFacts> {
-        let owner = subject::workload_of(self.obs, pod);
-        self.obs
-            .pods
-            .iter()
-            .filter(|p| p.name != pod.name && p.namespace == pod.namespace)
-            .filter(|p| owner.is_some() && subject::workload_of(self.obs, p) == owner)
-            .collect::<Vec<_>>()
+        let Some(owner) = self.workload_of(pod) else {
+            return Vec::new();
+        };
+        let index = self.index();
+        let Some(&wid) = index.owner_ids.get(&owner) else {
+            return Vec::new();
+        };
+        index
+            .by_workload
+            .get(&(pod.namespace.as_str(), wid))
+            .map(|pods| {
+                pods.iter()
+                    .copied()
+                    .filter(|p| p.name != pod.name)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The workload (kind, name) that controls a pod (see [`subject::workload_of`]), from the
+    /// index when the pod is one of those gathered.
+    pub(crate) fn workload_of(&self, pod: &PodFacts) -> Option<(String, String)> {
+        let index = self.index();
+        match index.workloads.get(&std::ptr::from_ref(pod)) {
+            Some(Some(wid)) => index.owners.get(*wid).cloned(),
+            Some(None) => None,
+            None => subject::workload_of(self.obs, pod),
+        }
     }
 
     /// Unique pods (lists gathered more than once may repeat a pod), later entries win.
     pub(crate) fn pods(&self) -> Vec<&'a PodFacts> {
-        let mut out: Vec<&PodFacts> = Vec::new();
-        for p in &self.obs.pods {
-            if let Some(slot) = out
-                .iter_mut()
-                .find(|q| q.name == p.name && q.namespace == p.namespace)
-            {
-                *slot = p;
-            } else {
-                out.push(p);
-            }
-        }
-        out
+        self.index().pods.clone()
+    }
+
+    /// The first unique pod of this name (in any namespace).
+    pub(crate) fn pod_named(&self, name: &str) -> Option<&'a PodFacts> {
+        self.index().by_name.get(name).copied()
+    }
+
+    /// Unique pods scheduled to a node.
+    pub(crate) fn pods_on(&self, node: &str) -> Vec<&'a PodFacts> {
+        self.index().by_node.get(node).cloned().unwrap_or_default()
     }
 
     /// Unique events (the same event listed by several calls counts once).
     pub(crate) fn events(&self) -> Vec<&'a K8sEventFacts> {
-        let mut out: Vec<&K8sEventFacts> = Vec::new();
-        for e in &self.obs.events {
-            if !out
-                .iter()
-                .any(|x| x.reason == e.reason && x.object == e.object && x.message == e.message)
-            {
-                out.push(e);
-            }
-        }
-        out
+        self.index().events.clone()
     }
 
     /// Events about one object (`Kind/name` or bare name).
     pub(crate) fn events_for(&self, name: &str) -> Vec<&'a K8sEventFacts> {
-        self.events()
-            .into_iter()
-            .filter(|e| object_name(&e.object) == name)
-            .collect()
+        let index = self.index();
+        index
+            .events_by_name
+            .get(name)
+            .map(|ids| ids.iter().map(|&i| index.events[i]).collect())
+            .unwrap_or_default()
+    }
+
+    /// The ReplicaSets and Deployments gathered, by name.
+    pub(crate) fn owners(&self) -> &subject::Owners<'a> {
+        &self.index().links
+    }
+
+    fn index(&self) -> &Index<'a> {
+        self.index.get_or_init(|| Index::new(self.obs))
     }
 
     /// Minutes between `t` and the world's clock.
@@ -570,7 +596,8 @@ impl<'a> Ctx<'a> {
             .into_iter()
             .filter(|p| {
                 !p.deleting
-                    && subject::workload_of(self.obs, p)
+                    && self
+                        .workload_of(p)
                         .is_some_and(|(k, n)| k == "Deployment" && n == deployment)
             })
             .max_by_key(|p| p.created_at)
@@ -579,6 +606,96 @@ impl<'a> Ctx<'a> {
 
     pub(crate) fn deployment(&self, name: &str) -> Option<&'a DeploymentFacts> {
         self.obs.deployments.iter().find(|d| d.name == name)
+    }
+}
+
+/// What the analyzers look up again and again, each built in one pass over the observations.
+struct Index<'a> {
+    /// Unique pods, each where it was first listed, its latest listing winning.
+    pods: Vec<&'a PodFacts>,
+    /// The first of `pods` by each name.
+    by_name: HashMap<&'a str, &'a PodFacts>,
+    /// Unique pods by the node they run on, in the order of `pods`.
+    by_node: HashMap<&'a str, Vec<&'a PodFacts>>,
+    /// Unique events, first listing kept.
+    events: Vec<&'a K8sEventFacts>,
+    /// Involved object's name -> positions in `events`, in order.
+    events_by_name: HashMap<&'a str, Vec<usize>>,
+    /// The controlling workloads (kind, name) of the pods, each once.
+    owners: Vec<(String, String)>,
+    owner_ids: HashMap<(String, String), usize>,
+    /// Each pod listing (by address) -> its controlling workload in `owners`.
+    workloads: HashMap<*const PodFacts, Option<usize>>,
+    /// (namespace, workload) -> every listing of its pods, in order (repeats kept).
+    by_workload: HashMap<(&'a str, usize), Vec<&'a PodFacts>>,
+    links: subject::Owners<'a>,
+}
+
+impl<'a> Index<'a> {
+    fn new(obs: &'a Observations) -> Index<'a> {
+        let mut pods: Vec<&PodFacts> = Vec::with_capacity(obs.pods.len());
+        let mut slot: HashMap<(&str, &str), usize> = HashMap::with_capacity(obs.pods.len());
+        for p in &obs.pods {
+            match slot.get(&(p.name.as_str(), p.namespace.as_str())) {
+                Some(&i) => pods[i] = p,
+                None => {
+                    slot.insert((p.name.as_str(), p.namespace.as_str()), pods.len());
+                    pods.push(p);
+                }
+            }
+        }
+        let mut by_node: HashMap<&str, Vec<&PodFacts>> = HashMap::new();
+        let mut by_name: HashMap<&str, &PodFacts> = HashMap::with_capacity(pods.len());
+        for &p in &pods {
+            by_name.entry(p.name.as_str()).or_insert(p);
+            if let Some(n) = p.node.as_deref() {
+                by_node.entry(n).or_default().push(p);
+            }
+        }
+        let mut events: Vec<&K8sEventFacts> = Vec::with_capacity(obs.events.len());
+        let mut seen: HashSet<(&str, &str, &str)> = HashSet::with_capacity(obs.events.len());
+        let mut events_by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+        for e in &obs.events {
+            if seen.insert((e.reason.as_str(), e.object.as_str(), e.message.as_str())) {
+                events_by_name
+                    .entry(object_name(&e.object))
+                    .or_default()
+                    .push(events.len());
+                events.push(e);
+            }
+        }
+        let links = subject::Owners::new(obs);
+        let mut owners: Vec<(String, String)> = Vec::new();
+        let mut owner_ids: HashMap<(String, String), usize> = HashMap::new();
+        let mut workloads = HashMap::with_capacity(obs.pods.len());
+        let mut by_workload: HashMap<(&str, usize), Vec<&PodFacts>> = HashMap::new();
+        for p in &obs.pods {
+            let wid = links.workload_of(obs, p).map(|w| {
+                *owner_ids.entry(w.clone()).or_insert_with(|| {
+                    owners.push(w);
+                    owners.len() - 1
+                })
+            });
+            workloads.insert(std::ptr::from_ref(p), wid);
+            if let Some(wid) = wid {
+                by_workload
+                    .entry((p.namespace.as_str(), wid))
+                    .or_default()
+                    .push(p);
+            }
+        }
+        Index {
+            pods,
+            by_name,
+            by_node,
+            events,
+            events_by_name,
+            owners,
+            owner_ids,
+            workloads,
+            by_workload,
+            links,
+        }
     }
 }
 

@@ -6,22 +6,23 @@ use crate::model::{Category, NodeFacts, PodFacts};
 const PRESSURES: [&str; 3] = ["MemoryPressure", "DiskPressure", "PIDPressure"];
 
 fn unique_nodes<'a>(ctx: &Ctx<'a>) -> Vec<&'a NodeFacts> {
-    let mut out: Vec<&NodeFacts> = Vec::new();
+    let mut out: Vec<&NodeFacts> = Vec::with_capacity(ctx.obs.nodes.len());
+    let mut at: std::collections::HashMap<&str, usize> =
+        std::collections::HashMap::with_capacity(ctx.obs.nodes.len());
     for n in &ctx.obs.nodes {
-        if let Some(slot) = out.iter_mut().find(|m| m.name == n.name) {
-            *slot = n;
-        } else {
-            out.push(n);
+        match at.get(n.name.as_str()) {
+            Some(&i) => out[i] = n,
+            None => {
+                at.insert(n.name.as_str(), out.len());
+                out.push(n);
+            }
         }
     }
     out
 }
 
 fn pods_on<'a>(ctx: &Ctx<'a>, node: &str) -> Vec<&'a PodFacts> {
-    ctx.pods()
-        .into_iter()
-        .filter(|p| p.node.as_deref() == Some(node))
-        .collect()
+    ctx.pods_on(node)
 }
 
 fn pressures(n: &NodeFacts) -> Vec<&'static str> {

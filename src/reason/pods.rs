@@ -456,7 +456,8 @@ pub(crate) fn failed_runs(ctx: &Ctx) -> Vec<Signal> {
                     },
                 ),
             };
-            let job = super::subject::workload_of(ctx.obs, pod)
+            let job = ctx
+                .workload_of(pod)
                 .filter(|(k, _)| k == "Job" || k == "CronJob");
             let verdict = job
                 .as_ref()

@@ -118,7 +118,7 @@ pub(crate) fn relation(ctx: &Ctx, object: &str) -> Option<&'static str> {
         .pods()
         .into_iter()
         .find(|p| p.name == name)
-        .and_then(|p| super::subject::workload_of(ctx.obs, p))
+        .and_then(|p| ctx.workload_of(p))
         .map(|(_, n)| n);
     let named = |n: &str| {
         ctx.recent_subject_lines()

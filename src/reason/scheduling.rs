@@ -120,7 +120,7 @@ pub(crate) fn failed_scheduling(ctx: &Ctx) -> Vec<Signal> {
         .filter(|e| e.reason == "FailedScheduling")
         .filter(|e| {
             let name = object_name(&e.object);
-            match pods.iter().find(|p| p.name == name) {
+            match ctx.pod_named(name) {
                 Some(p) => ctx.pod_in_scope(p) && !p.deleting && p.phase != "Running",
                 // A pod no longer listed: the subject names it, or (unresolved) the old guess.
                 None if ctx.subject.resolved => {
@@ -309,7 +309,7 @@ pub(crate) fn scheduling_recovered(ctx: &Ctx) -> Vec<Signal> {
         .filter(|e| e.reason == "FailedScheduling")
     {
         let name = object_name(&e.object);
-        if let Some(p) = pods.iter().find(|p| p.name == name)
+        if let Some(p) = ctx.pod_named(name)
             && ctx.pod_in_scope(p)
             && p.phase == "Running"
             && p.ready()

@@ -200,19 +200,6 @@ fn expression_matches(expr: &str, labels: &BTreeMap<String, String>) -> bool {
     }
 }
 
-/// The ReplicaSet that owns a pod, and that ReplicaSet's facts when they were read.
-fn pod_replica_set<'a>(
-    obs: &'a Observations,
-    pod: &PodFacts,
-) -> Option<(String, Option<&'a DeploymentFacts>)> {
-    let rs = super::pod_rs(pod)?;
-    let facts = obs
-        .replica_sets
-        .iter()
-        .find(|r| r.name == rs && same_ns(&r.namespace, &pod.namespace));
-    Some((rs, facts))
-}
-
 /// Same namespace; one left empty (facts built without it) matches any.
 fn same_ns(a: &str, b: &str) -> bool {
     a.is_empty() || b.is_empty() || a == b
@@ -222,10 +209,74 @@ fn same_ns(a: &str, b: &str) -> bool {
 /// Deployment (from the ReplicaSet's own owner, else the `pod-template-hash` the controller
 /// appends to the ReplicaSet's name), a Job's CronJob.
 pub(crate) fn workload_of(obs: &Observations, pod: &PodFacts) -> Option<(String, String)> {
+    workload_through(obs, pod, |rs| {
+        obs.replica_sets
+            .iter()
+            .find(|r| r.name == rs && same_ns(&r.namespace, &pod.namespace))
+    })
+}
+
+/// The ReplicaSets and Deployments gathered, by name, so the owners of many pods are found in
+/// one pass over each list instead of one per pod.
+pub(crate) struct Owners<'a> {
+    replica_sets: std::collections::HashMap<&'a str, Vec<&'a DeploymentFacts>>,
+    deployments: std::collections::HashMap<&'a str, Vec<&'a DeploymentFacts>>,
+}
+
+impl<'a> Owners<'a> {
+    pub(crate) fn new(obs: &'a Observations) -> Owners<'a> {
+        let by_name = |list: &'a [DeploymentFacts]| {
+            let mut map: std::collections::HashMap<&str, Vec<&DeploymentFacts>> =
+                std::collections::HashMap::with_capacity(list.len());
+            for r in list {
+                map.entry(r.name.as_str()).or_default().push(r);
+            }
+            map
+        };
+        Owners {
+            replica_sets: by_name(&obs.replica_sets),
+            deployments: by_name(&obs.deployments),
+        }
+    }
+
+    /// The first ReplicaSet listed by this name in the pod's namespace.
+    fn replica_set(&self, name: &str, pod: &PodFacts) -> Option<&'a DeploymentFacts> {
+        self.replica_sets
+            .get(name)?
+            .iter()
+            .copied()
+            .find(|r| same_ns(&r.namespace, &pod.namespace))
+    }
+
+    /// The first Deployment listed by this name in the pod's namespace.
+    fn deployment(&self, name: &str, pod: &PodFacts) -> Option<&'a DeploymentFacts> {
+        self.deployments
+            .get(name)?
+            .iter()
+            .copied()
+            .find(|d| same_ns(&d.namespace, &pod.namespace))
+    }
+
+    /// [`workload_of`], with the ReplicaSet looked up by name.
+    pub(crate) fn workload_of(
+        &self,
+        obs: &Observations,
+        pod: &PodFacts,
+    ) -> Option<(String, String)> {
+        workload_through(obs, pod, |rs| self.replica_set(rs, pod))
+    }
+}
+
+/// [`workload_of`] with the pod's ReplicaSet found by `replica_set` (by name, in its namespace).
+fn workload_through<'a>(
+    obs: &Observations,
+    pod: &PodFacts,
+    replica_set: impl Fn(&str) -> Option<&'a DeploymentFacts>,
+) -> Option<(String, String)> {
     let (kind, name) = pod.owner.as_deref()?.split_once('/')?;
     match kind {
         "ReplicaSet" => {
-            if let Some((_, Some(rs))) = pod_replica_set(obs, pod)
+            if let Some(rs) = replica_set(name)
                 && let Some((k, n)) = rs.owner.as_deref().and_then(|o| o.split_once('/'))
             {
                 return Some((k.to_string(), n.to_string()));
@@ -272,12 +323,19 @@ pub(crate) fn workload_of(obs: &Observations, pod: &PodFacts) -> Option<(String,
 
 /// Whether a pod belongs to a workload, by the API's links: ownerReferences (through the
 /// ReplicaSet or Job), the workload's selector, a Job's `job-name`/`controller-uid` labels.
-pub(crate) fn pod_belongs(obs: &Observations, pod: &PodFacts, kind: &str, name: &str) -> bool {
+/// `owners` indexes `obs`'s ReplicaSets and Deployments ([`Owners::new`]).
+pub(crate) fn pod_belongs(
+    owners: &Owners,
+    obs: &Observations,
+    pod: &PodFacts,
+    kind: &str,
+    name: &str,
+) -> bool {
     let owner = pod.owner.as_deref().and_then(|o| o.split_once('/'));
     if owner.is_some_and(|(k, n)| k == kind && n == name) {
         return true;
     }
-    if let Some((k, n)) = workload_of(obs, pod)
+    if let Some((k, n)) = owners.workload_of(obs, pod)
         && k == kind
         && n == name
     {
@@ -285,25 +343,26 @@ pub(crate) fn pod_belongs(obs: &Observations, pod: &PodFacts, kind: &str, name: 
     }
     match kind {
         "Deployment" => {
-            let by_selector = obs
-                .deployments
-                .iter()
-                .find(|d| d.name == name && same_ns(&d.namespace, &pod.namespace))
-                .is_some_and(|d| {
-                    owner.is_none_or(|(k, _)| k == "ReplicaSet")
-                        && selector_matches(&d.selector, &d.selector_expressions, &pod.labels)
-                });
+            let by_selector = owners.deployment(name, pod).is_some_and(|d| {
+                owner.is_none_or(|(k, _)| k == "ReplicaSet")
+                    && selector_matches(&d.selector, &d.selector_expressions, &pod.labels)
+            });
             // Neither the ReplicaSet, nor a template hash, nor a selector was read: the
             // controller's own naming `<deployment>-<hash>` (a hash has no dash), so `checkout`
             // never takes `checkout-worker-5d4c3`'s pods.
             let by_controller_name = !pod.labels.contains_key("pod-template-hash")
-                && pod_replica_set(obs, pod).is_some_and(|(rs, facts)| {
-                    facts.is_none_or(|f| f.owner.is_none())
-                        && rs
-                            .strip_prefix(name)
-                            .and_then(|r| r.strip_prefix('-'))
-                            .is_some_and(|h| !h.is_empty() && !h.contains('-'))
-                });
+                && super::pod_rs(pod)
+                    .map(|rs| {
+                        let facts = owners.replica_set(&rs, pod);
+                        (rs, facts)
+                    })
+                    .is_some_and(|(rs, facts)| {
+                        facts.is_none_or(|f| f.owner.is_none())
+                            && rs
+                                .strip_prefix(name)
+                                .and_then(|r| r.strip_prefix('-'))
+                                .is_some_and(|h| !h.is_empty() && !h.contains('-'))
+                    });
             by_selector || by_controller_name
         }
         "ReplicaSet" => owner.is_some_and(|(k, n)| k == "ReplicaSet" && n == name),
@@ -633,6 +692,8 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
         }
     }
     // The workloads' pods, by their links.
+    let owners = Owners::new(obs);
+    let mut taken: std::collections::HashSet<String> = s.pods.iter().cloned().collect();
     for (kind, name) in s.workloads.clone() {
         let how = match kind.as_str() {
             "Job" => "job-name / controller-uid labels, ownerReferences",
@@ -640,7 +701,8 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
             _ => "selector and ownerReferences",
         };
         for p in &pods {
-            if !s.pods.contains(&p.name) && pod_belongs(obs, p, &kind, &name) {
+            if !taken.contains(&p.name) && pod_belongs(&owners, obs, p, &kind, &name) {
+                taken.insert(p.name.clone());
                 s.pods.push(p.name.clone());
                 add(
                     &mut s,
@@ -654,7 +716,7 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
     }
     // The nodes the subject's pods run on are neighbours along an evidenced edge.
     for p in &pods {
-        if s.pods.contains(&p.name)
+        if taken.contains(&p.name)
             && let Some(n) = &p.node
             && !s.nodes.contains(n)
         {

@@ -1,7 +1,7 @@
 //! A case directory: case.toml, alert.json, recordings.ndjson, expect.toml and effects.toml, parsed
 //! with errors that name the file and line.
 
-use crate::integrations::transport::{Recording, parse_recordings};
+use crate::integrations::stored::{RawRecording, parse_raw_recordings};
 use crate::model::{Category, WebhookPayload};
 use chrono::{DateTime, Datelike, Utc};
 use serde::{Deserialize, Serialize};
@@ -126,9 +126,10 @@ pub struct Case {
 #[derive(Clone, Debug)]
 pub struct LoadedCase {
     pub case: Case,
-    pub recordings: Vec<Recording>,
+    /// Bodies kept as JSON text, parsed when they answer.
+    pub recordings: Vec<RawRecording>,
     /// Effect recordings file name -> its recordings.
-    pub overlays: BTreeMap<String, Vec<Recording>>,
+    pub overlays: BTreeMap<String, Vec<RawRecording>>,
 }
 
 /// The years a case's clock may take.
@@ -209,7 +210,8 @@ pub fn load(
         .ok_or_else(|| CaseError::Missing {
             file: name("recordings.ndjson"),
         })?;
-    let recordings = parse_recordings(&name("recordings.ndjson"), rec_text).map_err(parse_err)?;
+    let recordings =
+        parse_raw_recordings(&name("recordings.ndjson"), rec_text).map_err(parse_err)?;
 
     let effects = match files.get("effects.toml") {
         None => Vec::new(),
@@ -226,7 +228,7 @@ pub fn load(
                 file: name("effects.toml"),
                 message: format!("recordings file {:?} is not in the case", effect.recordings),
             })?;
-        let recs = parse_recordings(&name(&effect.recordings), text).map_err(parse_err)?;
+        let recs = parse_raw_recordings(&name(&effect.recordings), text).map_err(parse_err)?;
         overlays.insert(effect.recordings.clone(), recs);
     }
 
@@ -264,7 +266,7 @@ pub fn load(
     })
 }
 
-/// `parse_recordings` errors are already `file:line: message`.
+/// `parse_raw_recordings` errors are already `file:line: message`.
 fn parse_err(message: String) -> CaseError {
     let mut parts = message.splitn(3, ':');
     let file = parts.next().unwrap_or("").to_string();

@@ -2,6 +2,7 @@
 
 pub mod case;
 pub mod demo;
+pub mod inflate;
 
 pub use case::{Case, CaseError, Effect, Expect};
 
@@ -57,7 +58,7 @@ pub struct World {
     case: Option<Case>,
     transport: Arc<dyn Transport>,
     replay: Option<Arc<ReplayTransport>>,
-    overlays: BTreeMap<String, Vec<crate::integrations::Recording>>,
+    overlays: BTreeMap<String, Vec<crate::integrations::stored::RawRecording>>,
     applied: Mutex<Vec<usize>>,
     github_repo: Option<String>,
     kubernetes: KubernetesClient,
@@ -169,7 +170,7 @@ impl World {
     fn from_loaded(loaded: case::LoadedCase) -> World {
         let github_repo = recorded_github_repo(&loaded.recordings);
         let mcp_servers = recorded_mcp_servers(&loaded.recordings);
-        let replay = Arc::new(ReplayTransport::new(loaded.recordings));
+        let replay = Arc::new(ReplayTransport::from_raw(loaded.recordings));
         let namespace = loaded
             .case
             .alert
@@ -191,6 +192,19 @@ impl World {
         if let Some(replay) = &self.replay {
             replay.set_pace(min, max);
         }
+    }
+
+    /// In a replaying world, count the bytes of every answer too (see [`World::traffic`]).
+    pub fn count_traffic(&self) {
+        if let Some(replay) = &self.replay {
+            replay.count_bytes();
+        }
+    }
+
+    /// In a replaying world, the requests answered, the bytes counted since
+    /// [`World::count_traffic`] and the time counting took; `None` for a live world.
+    pub fn traffic(&self) -> Option<(u64, u64, Duration)> {
+        self.replay.as_ref().map(|r| r.traffic())
     }
 
     /// In a replaying world, wait only the latencies the recordings carry (see
@@ -467,7 +481,7 @@ impl World {
                 continue;
             }
             if let Some(recs) = self.overlays.get(&effect.recordings) {
-                replay.overlay(recs.clone());
+                replay.overlay_raw(recs.clone());
                 applied.push(i);
                 names.push(effect.recordings.clone());
             }
@@ -866,7 +880,7 @@ fn mcp_names(config: &Config) -> Vec<String> {
 }
 
 /// Servers whose tool lists a case recorded (`GET /<server>/tools`), in recording order.
-fn recorded_mcp_servers(recordings: &[crate::integrations::Recording]) -> Vec<String> {
+fn recorded_mcp_servers(recordings: &[crate::integrations::stored::RawRecording]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for r in recordings {
         if r.integration == crate::integrations::mcp::INTEGRATION
@@ -1042,7 +1056,9 @@ async fn kube_client(k: &crate::config::Kubernetes) -> Result<kube::Client, Worl
 
 /// The repository a recorded case talked to (`/repos/OWNER/NAME/...`), so a replay asks for the
 /// same changes the live run did even though the config that named it is not part of the case.
-fn recorded_github_repo(recordings: &[crate::integrations::Recording]) -> Option<String> {
+fn recorded_github_repo(
+    recordings: &[crate::integrations::stored::RawRecording],
+) -> Option<String> {
     recordings
         .iter()
         .filter(|r| r.integration == "github")
