@@ -13,31 +13,22 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 const RELATION_LINES: usize = 5000;
 
 mod actions;
-mod changes;
 mod checks;
-pub mod cloud;
-mod config;
 pub mod conventions;
 mod coverage;
-mod database;
-mod dependencies;
 pub mod discover;
 pub mod llm;
-mod logs;
-mod metrics;
-mod nodes;
-mod pods;
 pub mod promql;
 mod rank;
-mod recovery;
-mod rollout;
-mod scheduling;
-mod storm;
-mod subject;
-pub(crate) use subject::workload_keys;
-mod symptom;
+mod steps;
 mod templates;
-mod verdict;
+pub use checks::cloud;
+use checks::{
+    changes, config, database, dependencies, logs, metrics, nodes, pods, recovery, rollout,
+    scheduling, storm,
+};
+pub(crate) use steps::subject::workload_keys;
+use steps::{subject, symptom, verdict};
 
 /// Everything the Gather stage learned, as typed facts, plus which evidence items hold them.
 #[derive(Clone, Debug, Default)]

@@ -1,7 +1,7 @@
 //! Scheduling analyzers: FailedScheduling (insufficient cpu/memory, taints, affinity) and exceeded quotas.
 
-use super::{Ctx, Signal, actions, list_names, object_name, rs_deployment};
 use crate::model::Category;
+use crate::reason::{Ctx, Signal, actions, list_names, object_name, rs_deployment};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -124,7 +124,7 @@ pub(crate) fn failed_scheduling(ctx: &Ctx) -> Vec<Signal> {
                 Some(p) => ctx.pod_in_scope(p) && !p.deleting && p.phase != "Running",
                 // A pod no longer listed: the subject names it, or (unresolved) the old guess.
                 None if ctx.subject.resolved => {
-                    super::subject::unlisted_pod_of_subject(ctx.obs, &ctx.subject, name)
+                    crate::reason::subject::unlisted_pod_of_subject(ctx.obs, &ctx.subject, name)
                 }
                 None => ctx
                     .focus_deployment

@@ -2,11 +2,11 @@
 //! and the cause checks (CPU and top SQL, connections, storage, replication lag, failover and
 //! reboot, memory, I/O, transaction IDs) over CloudWatch, RDS events and Performance Insights.
 
-use super::{Ctx, Signal};
 use crate::model::{
     Category, CloudFact, EvidenceId, MetricSeries, PiKey, PiSeries, RdsEvent, RdsInstance,
     RuledOut, Symptom, SymptomState,
 };
+use crate::reason::{Ctx, Signal};
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 
@@ -135,7 +135,7 @@ pub fn replicas_named(a: &crate::model::Alert) -> Vec<String> {
 
 /// The instance the alert or problem names: a label or annotation, else a described instance
 /// whose identifier the alert's text or the problem names as a whole word.
-pub(crate) fn named_instance(ctx_obs: &super::Observations) -> Option<(String, String)> {
+pub(crate) fn named_instance(ctx_obs: &crate::reason::Observations) -> Option<(String, String)> {
     if let Some((k, v)) = ctx_obs.alert.as_ref().and_then(instance_label) {
         return Some((v, format!("label {k}")));
     }
@@ -161,7 +161,7 @@ pub(crate) fn named_instance(ctx_obs: &super::Observations) -> Option<(String, S
     // Longest first: `orders-prod-replica-1` before `orders-prod`.
     ids.sort_by_key(|i| std::cmp::Reverse(i.len()));
     ids.into_iter()
-        .find(|id| super::subject::mentions(&text, &id.to_lowercase()))
+        .find(|id| crate::reason::subject::mentions(&text, &id.to_lowercase()))
         .map(|id| (id.to_string(), "named in the alert or problem".to_string()))
 }
 
@@ -600,7 +600,7 @@ fn claimed_metric(ctx: &Ctx) -> Option<(&'static str, Bad)> {
     if let Some(p) = &ctx.obs.problem {
         text.push_str(p);
     }
-    let spaced = super::conventions::camel_words(&text).to_lowercase();
+    let spaced = crate::reason::conventions::camel_words(&text).to_lowercase();
     let t = text.to_lowercase();
     let has = |w: &[&str]| w.iter().any(|x| t.contains(x) || spaced.contains(x));
     let falls = has(&[" drop", "dropped", " zero", " lost", " fell", "fall "]);
@@ -983,11 +983,11 @@ fn refusal(ctx: &Ctx, rds: &Rds) -> Option<String> {
 
 /// Whether `text` (lowercase) names `name` as a whole word.
 pub fn names(text: &str, name: &str) -> bool {
-    super::subject::mentions(text, name)
+    crate::reason::subject::mentions(text, name)
 }
 
 /// The subject object for the diagnosis' first step.
-pub(crate) fn subject(obs: &super::Observations) -> Option<crate::model::SubjectObject> {
+pub(crate) fn subject(obs: &crate::reason::Observations) -> Option<crate::model::SubjectObject> {
     let (id, how) = named_instance(obs)?;
     Some(crate::model::SubjectObject {
         kind: "DBInstance".into(),
@@ -1039,7 +1039,7 @@ pub(crate) fn analyze(ctx: &Ctx) -> Vec<Signal> {
             reads_symptom: true,
             summary: format!(
                 "CloudWatch had no data for {}: not measured, not zero",
-                super::list_names(&rds.missing, 8)
+                crate::reason::list_names(&rds.missing, 8)
             ),
             detail: "checks that need these metrics could not be made".into(),
             category: Category::Unknown,
@@ -2098,7 +2098,7 @@ fn all_within_bounds(rds: &Rds, ruled: &mut Vec<RuledOut>) -> Signal {
             } else {
                 format!(
                     "; not measured (no data): {}",
-                    super::list_names(&rds.missing, 8)
+                    crate::reason::list_names(&rds.missing, 8)
                 )
             },
         )),

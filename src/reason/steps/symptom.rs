@@ -1,8 +1,8 @@
 //! Diagnosis step 2: what the alert claims, measured now and over the window: confirmed,
 //! cleared, unmeasurable (naming what is missing), or firing by design.
 
-use super::{Ctx, metrics};
 use crate::model::{AlertStatus, PodFacts, Symptom, SymptomState};
+use crate::reason::{Ctx, metrics};
 use chrono::{DateTime, Utc};
 
 /// Alerts that fire all the time on purpose: the alerting pipeline's heartbeat.
@@ -252,7 +252,7 @@ pub(crate) fn measure(ctx: &Ctx) -> Symptom {
         s.evidence = ctx.ev(&["alerts"]);
         return s;
     }
-    if super::cloud::measure_symptom(ctx, &mut s) || measure_expression(ctx, &mut s) {
+    if crate::reason::cloud::measure_symptom(ctx, &mut s) || measure_expression(ctx, &mut s) {
         return s;
     }
     // With no alert and no problem there is no claim but the subject's own health.
@@ -297,13 +297,13 @@ fn measure_events(ctx: &Ctx, s: &mut Symptom) -> bool {
         .into_iter()
         .filter(|e| e.event_type == "Warning")
         .filter(|e| {
-            let name = super::object_name(&e.object);
+            let name = crate::reason::object_name(&e.object);
             ctx.subject.covers(&e.object)
                 || ctx
                     .pods()
                     .into_iter()
                     .any(|p| p.name == name && ctx.pod_in_scope(p))
-                || super::subject::unlisted_pod_of_subject(ctx.obs, &ctx.subject, name)
+                || crate::reason::subject::unlisted_pod_of_subject(ctx.obs, &ctx.subject, name)
         })
         .collect();
     let Some(latest) = warnings
@@ -324,7 +324,7 @@ fn measure_events(ctx: &Ctx, s: &mut Symptom) -> bool {
     let example = warnings
         .iter()
         .max_by_key(|e| e.last_seen)
-        .map(|e| super::logs::short(&e.message))
+        .map(|e| crate::reason::logs::short(&e.message))
         .unwrap_or_default();
     let quiet = (ctx.obs.now - latest).num_minutes();
     s.onset = first;
@@ -374,8 +374,8 @@ fn claimed_secs(claim: &str) -> Option<f64> {
 /// (the slowest kind of timed operation that is not a call out), over the claim's threshold (or
 /// a second when it states none). Confirmed only on lines over it; otherwise still unmeasured.
 fn measure_logged_latency(ctx: &Ctx, s: &mut Symptom) -> bool {
-    use super::checks::slow_calls::{range_text, slow_operations};
-    let lines = super::logs::scoped_lines(ctx);
+    use crate::reason::checks::slow_calls::{range_text, slow_operations};
+    let lines = crate::reason::logs::scoped_lines(ctx);
     let ops = slow_operations(&lines);
     let Some(op) = ops
         .iter()
@@ -413,7 +413,7 @@ fn claim_text(ctx: &Ctx, claim: Claim) -> String {
             .get("summary")
             .or_else(|| a.annotations.get("description"))
             .or_else(|| a.annotations.get("message"))
-            .map(|s| super::logs::short(s))
+            .map(|s| crate::reason::logs::short(s))
             .unwrap_or_default();
         if summary.is_empty() {
             format!("{}: {}", a.name(), claim.words())
@@ -421,7 +421,7 @@ fn claim_text(ctx: &Ctx, claim: Claim) -> String {
             format!("{}: {summary}", a.name())
         }
     } else if let Some(p) = &ctx.obs.problem {
-        format!("\"{}\" ({})", super::logs::short(p), claim.words())
+        format!("\"{}\" ({})", crate::reason::logs::short(p), claim.words())
     } else {
         claim.words().to_string()
     }
@@ -646,14 +646,14 @@ fn measure_restarts(ctx: &Ctx, s: &mut Symptom) -> bool {
     if !looping.is_empty() {
         s.state = SymptomState::Confirmed;
         s.onset = last_restart;
-        s.detail = format!("restarting now: {}", super::list_names(&looping, 3));
+        s.detail = format!("restarting now: {}", crate::reason::list_names(&looping, 3));
         return true;
     }
     if pods.is_empty() {
         s.state = SymptomState::Cleared;
         s.detail = format!(
             "the pods the alert is about are being deleted ({}), and no live pod of {} is restarting",
-            super::list_names(&all.iter().map(|p| p.name.clone()).collect::<Vec<_>>(), 3),
+            crate::reason::list_names(&all.iter().map(|p| p.name.clone()).collect::<Vec<_>>(), 3),
             scope_name(ctx)
         );
         return true;
@@ -718,7 +718,7 @@ fn measure_availability(ctx: &Ctx, s: &mut Symptom) -> bool {
     let not_ready: Vec<String> = pods
         .iter()
         .filter(|p| !p.ready() && p.phase != "Succeeded")
-        .map(|p| super::not_ready_label(p))
+        .map(|p| crate::reason::not_ready_label(p))
         .collect();
     if pods.is_empty() && short.is_empty() {
         return false;
@@ -732,7 +732,10 @@ fn measure_availability(ctx: &Ctx, s: &mut Symptom) -> bool {
         s.state = SymptomState::Confirmed;
         let mut parts = short;
         if !not_ready.is_empty() {
-            parts.push(format!("not ready: {}", super::list_names(&not_ready, 3)));
+            parts.push(format!(
+                "not ready: {}",
+                crate::reason::list_names(&not_ready, 3)
+            ));
         }
         s.onset = pods
             .iter()
@@ -765,7 +768,7 @@ fn measure_availability(ctx: &Ctx, s: &mut Symptom) -> bool {
             "all {} listed pods of {} are Running and Ready, but {} could not be read, so how many replicas it wants is unknown",
             pods.len(),
             scope_name(ctx),
-            super::list_names(&unread, 3)
+            crate::reason::list_names(&unread, 3)
         );
         return true;
     }
@@ -805,7 +808,7 @@ fn measure_job(ctx: &Ctx, s: &mut Symptom) -> bool {
             if message.is_empty() {
                 String::new()
             } else {
-                format!(": \"{}\"", super::logs::short(&message))
+                format!(": \"{}\"", crate::reason::logs::short(&message))
             },
             j.failed,
             j.succeeded
@@ -825,7 +828,7 @@ fn measure_job(ctx: &Ctx, s: &mut Symptom) -> bool {
         .collect();
     if !failed.is_empty() {
         s.state = SymptomState::Confirmed;
-        s.detail = format!("job pods failed: {}", super::list_names(&failed, 3));
+        s.detail = format!("job pods failed: {}", crate::reason::list_names(&failed, 3));
         return true;
     }
     if jobs
@@ -870,11 +873,11 @@ fn measure_nodes(ctx: &Ctx, s: &mut Symptom) -> bool {
         s.state = SymptomState::Cleared;
         s.detail = format!(
             "node {} reports Ready",
-            super::list_names(&nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>(), 3)
+            crate::reason::list_names(&nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>(), 3)
         );
     } else {
         s.state = SymptomState::Confirmed;
-        s.detail = format!("not Ready: {}", super::list_names(&bad, 3));
+        s.detail = format!("not Ready: {}", crate::reason::list_names(&bad, 3));
     }
     true
 }

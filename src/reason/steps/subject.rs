@@ -1,8 +1,8 @@
 //! Diagnosis step 1: what the alert or problem is about, resolved into objects through the API's
 //! own links (selectors, ownerReferences, job labels), never by name prefixes.
 
-use super::Observations;
 use crate::model::{DeploymentFacts, PodFacts, SubjectObject};
+use crate::reason::Observations;
 use std::collections::BTreeMap;
 
 /// Label (or annotation) keys naming one kind of object, in every convention in use:
@@ -116,7 +116,7 @@ impl Subject {
             && self
                 .namespace
                 .as_deref()
-                .is_none_or(|ns| super::namespace_or_default(&pod.namespace) == ns)
+                .is_none_or(|ns| crate::reason::namespace_or_default(&pod.namespace) == ns)
     }
 
     /// The first workload of a kind.
@@ -351,7 +351,7 @@ pub(crate) fn pod_belongs(
             // controller's own naming `<deployment>-<hash>` (a hash has no dash), so `checkout`
             // never takes `checkout-worker-5d4c3`'s pods.
             let by_controller_name = !pod.labels.contains_key("pod-template-hash")
-                && super::pod_rs(pod)
+                && crate::reason::pod_rs(pod)
                     .map(|rs| {
                         let facts = owners.replica_set(&rs, pod);
                         (rs, facts)
@@ -752,7 +752,7 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
         );
     }
     s.resolved = !s.workloads.is_empty() || !s.pods.is_empty() || !s.nodes.is_empty();
-    if let Some(instance) = super::cloud::subject(obs) {
+    if let Some(instance) = crate::reason::cloud::subject(obs) {
         // The label that named it also reads as a database; the instance is the one object.
         s.objects
             .retain(|o| !(o.kind == "Database" && o.name == instance.name));
@@ -800,7 +800,7 @@ fn owner_of_unlisted(
     }
     // Listed pods of one ReplicaSet share its hashed name as their prefix.
     for p in obs.pods.iter().filter(|p| in_ns(&p.namespace)) {
-        if let Some(rs) = super::pod_rs(p)
+        if let Some(rs) = crate::reason::pod_rs(p)
             && suffix(&rs).is_some_and(|r| random(&r))
         {
             return workload_of(obs, p);

@@ -1,9 +1,9 @@
 //! Neighbours along evidenced edges: a workload the subject's logs or its alert name, audited for
 //! readiness, with the decisive detail of why its pods are down quoted.
 
-use super::logs::{self, Sig};
-use super::{Ctx, Signal, actions, list_names, subject};
 use crate::model::{Category, PodFacts};
+use crate::reason::logs::{self, Sig};
+use crate::reason::{Ctx, Signal, actions, list_names, subject};
 use chrono::{DateTime, Utc};
 
 /// What keeps a pod from running, quoted from its own status and events: a container's waiting
@@ -190,7 +190,7 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
         };
         if kind == "Deployment" {
             sig.actions.push(actions::rollout_restart(
-                super::namespace_or_default(&ns),
+                crate::reason::namespace_or_default(&ns),
                 &name,
                 format!(
                     "{name} has no ready replica to serve {subject_name}; restarting its pods clears a stuck state once the reason above is addressed"

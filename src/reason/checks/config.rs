@@ -1,8 +1,8 @@
 //! Configuration changes of the failing workload: the ConfigMaps and Secrets its pod template reads
 //! (when each was last written) and pod-template annotation changes between ReplicaSet revisions.
 
-use super::{Ctx, Signal, rs_deployment};
 use crate::model::{Category, Change, ChangeKind, DeploymentFacts};
+use crate::reason::{Ctx, Signal, rs_deployment};
 use chrono::{DateTime, Utc};
 use std::collections::BTreeSet;
 

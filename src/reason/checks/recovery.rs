@@ -1,7 +1,7 @@
 //! Recovery analyzers: resolved alerts, restarts long ago, old ReplicaSet churn after a finished rollout, all clear.
 
-use super::{Ctx, Signal, list_names, pod_deployment, pod_rs};
 use crate::model::{Category, PodFacts, RuledOut};
+use crate::reason::{Ctx, Signal, list_names, pod_deployment, pod_rs};
 
 /// Minutes without restart-related warnings after which a pod counts as recovered.
 const QUIET_MINUTES: f64 = 15.0;
@@ -214,14 +214,14 @@ fn all_clear(ctx: &Ctx) -> Option<Signal> {
         return None;
     }
     // A metric alert is healthy on its own expression's word: Ready pods do not say errors stopped.
-    if let Some(p) = super::metrics::parsed_alert(ctx)
+    if let Some(p) = crate::reason::metrics::parsed_alert(ctx)
         && ctx
             .obs
             .coverage
             .get("prometheus")
             .is_some_and(|c| c.configured)
     {
-        let own = super::metrics::own_series(ctx, &p);
+        let own = crate::reason::metrics::own_series(ctx, &p);
         if own.is_empty() {
             return None;
         }
@@ -241,17 +241,17 @@ fn all_clear(ctx: &Ctx) -> Option<Signal> {
             && ctx
                 .pods()
                 .iter()
-                .find(|p| p.name == super::object_name(&e.object))
+                .find(|p| p.name == crate::reason::object_name(&e.object))
                 .is_none_or(|p| !p.deleting && ctx.pod_in_scope(p))
     });
     if recent_warnings {
         return None;
     }
     // Errors that began with the alert are the failure speaking, whatever the pods say.
-    if super::logs::errors_since_onset(ctx) > 0 {
+    if crate::reason::logs::errors_since_onset(ctx) > 0 {
         return None;
     }
-    let deps_ok = super::rollout::deployments_in_scope(ctx)
+    let deps_ok = crate::reason::rollout::deployments_in_scope(ctx)
         .iter()
         .all(|d| d.available_replicas >= d.replicas);
     if !deps_ok {

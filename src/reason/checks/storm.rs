@@ -1,7 +1,7 @@
 //! Alert storms: many alerts at once are grouped into one finding, and called spurious when the subject is demonstrably healthy.
 
-use super::{Ctx, Signal, list_names};
 use crate::model::{AlertInfo, Category, RuledOut};
+use crate::reason::{Ctx, Signal, list_names};
 
 /// Fewer firing alerts than this is not a storm.
 const STORM: usize = 5;

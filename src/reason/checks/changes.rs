@@ -1,8 +1,8 @@
 //! Every change is a change: rollouts and rollbacks, scaling and HPA resizes read from the
 //! controllers' own events and ReplicaSet revisions, beside the changes the integrations listed.
 
-use super::Observations;
 use crate::model::{Change, ChangeKind, DeploymentFacts};
+use crate::reason::Observations;
 use regex::Regex;
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;

@@ -1,7 +1,7 @@
 //! Node analyzers: NotReady (kubelet heartbeat lost) and memory/disk/PID pressure.
 
-use super::{Ctx, Signal, actions, list_names, object_name};
 use crate::model::{Category, NodeFacts, PodFacts};
+use crate::reason::{Ctx, Signal, actions, list_names, object_name};
 
 const PRESSURES: [&str; 3] = ["MemoryPressure", "DiskPressure", "PIDPressure"];
 
@@ -117,7 +117,7 @@ pub(crate) fn node_not_ready(ctx: &Ctx) -> Vec<Signal> {
             evidence.clone(),
         ));
         for p in pods.iter().filter(|p| !p.ready() && !p.deleting) {
-            let ns = super::namespace_or_default(&p.namespace);
+            let ns = crate::reason::namespace_or_default(&p.namespace);
             sig.actions.push(actions::delete_pod(
                 ns,
                 &p.name,

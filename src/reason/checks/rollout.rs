@@ -1,7 +1,7 @@
 //! Rollout analyzers: stuck rollouts (ProgressDeadlineExceeded, new vs old ReplicaSet) and recent changes.
 
-use super::{Ctx, Signal, actions, list_names, pod_deployment, pod_rs};
 use crate::model::{Category, DeploymentFacts, PodFacts};
+use crate::reason::{Ctx, Signal, actions, list_names, pod_deployment, pod_rs};
 
 /// Deployments the alert is about (all of them when it names none).
 pub(crate) fn deployments_in_scope<'a>(ctx: &Ctx<'a>) -> Vec<&'a DeploymentFacts> {
@@ -44,7 +44,7 @@ pub(crate) fn rollout_stuck(ctx: &Ctx) -> Vec<Signal> {
         let new_bad: Vec<String> = new_pods
             .iter()
             .filter(|p| !p.ready())
-            .map(|p| super::not_ready_label(p))
+            .map(|p| crate::reason::not_ready_label(p))
             .collect();
         let old_ok: Vec<String> = old_pods
             .iter()
@@ -87,7 +87,7 @@ pub(crate) fn rollout_stuck(ctx: &Ctx) -> Vec<Signal> {
             ));
         }
         let evidence = ctx.ev(&["kubernetes/deployments", "kubernetes/pods"]);
-        let ns = super::namespace_or_default(&d.namespace);
+        let ns = crate::reason::namespace_or_default(&d.namespace);
         let action = actions::rollout_undo(
             ns,
             &d.name,

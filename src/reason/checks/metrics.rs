@@ -1,8 +1,8 @@
 //! Metric analyzers: threshold breaches (against the alert rule's threshold) and step changes that line up with a change.
 
-use super::{Ctx, Signal, actions, promql};
 use crate::model::Change;
 use crate::model::{Category, RuledOut, Series};
+use crate::reason::{Ctx, Signal, actions, promql};
 use chrono::DateTime;
 use regex::Regex;
 use std::sync::LazyLock;
@@ -322,7 +322,7 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 && d.replicas > 0
             {
                 let target = d.replicas + (d.replicas / 2).max(1);
-                let ns = super::namespace_or_default(&d.namespace);
+                let ns = crate::reason::namespace_or_default(&d.namespace);
                 sig.actions.push(actions::scale(
                     ns,
                     &d.name,
@@ -786,7 +786,7 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
         .cloned()
         .collect();
     changes.extend(build_info_changes(ctx));
-    changes.extend(super::config::changes(ctx));
+    changes.extend(crate::reason::config::changes(ctx));
     let evidence = ctx.ev(&["metrics", "changes"]);
     let base_points = parsed.as_ref().and_then(|p| {
         ctx.obs
@@ -913,7 +913,7 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
         let change = correlate(ctx, &changes, at, &subject);
         match change {
             Some((c, lead)) if worse && c.kind == crate::model::ChangeKind::Config => {
-                let what = super::config::describe(&c, lead);
+                let what = crate::reason::config::describe(&c, lead);
                 sig.summary = format!(
                     "{name} {} → {} at {}, after {what}",
                     level(before),

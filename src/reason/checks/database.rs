@@ -1,10 +1,10 @@
 //! PostgreSQL analyzers: lock contention and its root blocker, connection exhaustion by one
 //! application, long-running query saturation, replication lag, transaction-ID wraparound risk.
 
-use super::{Ctx, Signal, actions};
 use crate::model::{
     Category, EvidenceId, PgBackend, PgConnections, PgFact, RuledOut, human_duration,
 };
+use crate::reason::{Ctx, Signal, actions};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Connections in use, as a share of `max_connections`, from which the server is close to refusing.

@@ -1,10 +1,10 @@
 //! Diagnosis step 3's conclusion: the verdict settled against the measured symptom (healthy only
 //! when it cleared, never on an unmeasured one), read as one causal chain, and the checks listed.
 
-use super::rank::{Verdict, relation};
-use super::symptom::{self, Claim};
-use super::{Ctx, Signal};
 use crate::model::{Category, Check, CheckStatus, RuledOut, Symptom, SymptomState};
+use crate::reason::rank::{Verdict, relation};
+use crate::reason::symptom::{self, Claim};
+use crate::reason::{Ctx, Signal};
 
 /// Settle the verdict against the symptom.
 pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut Verdict) {
@@ -140,13 +140,13 @@ fn recovery(ctx: &Ctx, symptom: &Symptom) -> Option<String> {
 pub(crate) fn checks(ctx: &Ctx, signals: &[Signal], ruled_out: &[RuledOut]) -> Vec<Check> {
     let mut out: Vec<Check> = Vec::new();
     // The alert's own series, its level and its step, are the symptom step's, not checks.
-    let own = super::metrics::parsed_alert(ctx).map(|p| p.base);
+    let own = crate::reason::metrics::parsed_alert(ctx).map(|p| p.base);
     let is_symptom = |s: &Signal| {
         s.analyzer == "metric_threshold"
             || (s.analyzer == "metric_step"
                 && own.as_deref().is_some_and(|b| s.summary.starts_with(b)))
     };
-    let by_design = super::symptom::by_design(ctx);
+    let by_design = crate::reason::symptom::by_design(ctx);
     for s in signals {
         if s.analyzer == "coverage" || is_symptom(s) {
             continue;
@@ -192,7 +192,7 @@ pub(crate) fn checks(ctx: &Ctx, signals: &[Signal], ruled_out: &[RuledOut]) -> V
             evidence: r.evidence.clone(),
         });
     }
-    for gap in super::coverage::gaps(ctx) {
+    for gap in crate::reason::coverage::gaps(ctx) {
         out.push(Check {
             object: String::new(),
             relation: "subject".to_string(),

@@ -1,8 +1,10 @@
 //! Pod analyzers: CrashLoopBackOff, OOMKilled against memory limits, image pull failures, probe failures.
 
-use super::logs::{self, Sig};
-use super::{Ctx, Signal, actions, format_bytes, list_names, parse_bytes, pod_deployment, pod_rs};
 use crate::model::{Category, ContainerFacts, PodFacts};
+use crate::reason::logs::{self, Sig};
+use crate::reason::{
+    Ctx, Signal, actions, format_bytes, list_names, parse_bytes, pod_deployment, pod_rs,
+};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -78,7 +80,7 @@ pub(crate) fn is_oom(ctx: &Ctx, pod: &PodFacts, c: &ContainerFacts) -> bool {
 }
 
 fn namespace(pod: &PodFacts) -> &str {
-    super::namespace_or_default(&pod.namespace)
+    crate::reason::namespace_or_default(&pod.namespace)
 }
 
 fn owner_phrase(pod: &PodFacts) -> String {

@@ -1,9 +1,9 @@
 //! Log analyzers: failure signatures by error class (DNS, refused/reset, timeouts, TLS, auth,
 //! panics, 5xx, OOM, configuration) over Drain-style templates, compared across the onset.
 
-use super::templates::{self, Shift, Template};
-use super::{Ctx, Signal, list_names};
 use crate::model::{Category, LogLine};
+use crate::reason::templates::{self, Shift, Template};
+use crate::reason::{Ctx, Signal, list_names};
 use chrono::{DateTime, Utc};
 use regex::Regex;
 use std::sync::LazyLock;
@@ -453,7 +453,7 @@ fn release_before<'c>(
         .filter(|c| {
             c.target == subject
                 || c.target.ends_with(&format!("/{subject}"))
-                || super::subject::mentions(&c.title, subject)
+                || crate::reason::subject::mentions(&c.title, subject)
         })
         .filter_map(|c| Some((c, (at - c.at?).num_seconds() as f64)))
         .filter(|(_, lead)| (-120.0..=3600.0).contains(lead))
@@ -632,10 +632,10 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
         // change is the first thing to look at.
         let cause = match (h.sig, onset) {
             (Sig::Config | Sig::Auth | Sig::Cert, Some(at)) => {
-                match super::config::before(ctx, at).first() {
-                    Some((c, lead)) => {
-                        cause.map(|text| format!("{text}; {}", super::config::describe(c, *lead)))
-                    }
+                match crate::reason::config::before(ctx, at).first() {
+                    Some((c, lead)) => cause.map(|text| {
+                        format!("{text}; {}", crate::reason::config::describe(c, *lead))
+                    }),
                     None => cause,
                 }
             }
@@ -652,7 +652,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                 Some((c, lead)) => cause.map(|text| {
                     format!(
                         "{text}; they began {} {} {} \"{}\" on {} (at {}), the regression to roll back",
-                        super::metrics::lag_text(lead),
+                        crate::reason::metrics::lag_text(lead),
                         c.kind.noun(),
                         c.id,
                         c.title,
