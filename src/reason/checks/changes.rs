@@ -71,7 +71,7 @@ pub(crate) fn derived(obs: &Observations) -> Vec<Change> {
         let target = format!("{}/{name}", e.namespace);
         match e.reason.as_str() {
             "DeploymentRollback" => {
-                let title = format!("rollback of deployment {name}: {}", e.message);
+                let title = format!("deployment {name} rolled back (rollback: {})", e.message);
                 scaled.insert((title.clone(), at));
                 out.push(Change {
                     kind: ChangeKind::Rollout,

@@ -299,11 +299,18 @@ fn measure_events(ctx: &Ctx, s: &mut Symptom) -> bool {
         .filter(|e| {
             let name = crate::reason::object_name(&e.object);
             ctx.subject.covers(&e.object)
-                || ctx
-                    .pods()
-                    .into_iter()
-                    .any(|p| p.name == name && ctx.pod_in_scope(p))
-                || crate::reason::subject::unlisted_pod_of_subject(ctx.obs, &ctx.subject, name)
+                || match ctx.pod_named(name) {
+                    Some(p) => ctx.pod_in_scope(p),
+                    // A pod no longer listed (few): by its controller's naming.
+                    None => {
+                        e.object.starts_with("Pod/")
+                            && crate::reason::subject::unlisted_pod_of_subject(
+                                ctx.obs,
+                                &ctx.subject,
+                                name,
+                            )
+                    }
+                }
         })
         .collect();
     let Some(latest) = warnings
