@@ -26,16 +26,7 @@ pub struct RawRecording {
 
 /// Parses a recordings file, keeping each body as text; errors name the file and line.
 pub fn parse_raw_recordings(file: &str, text: &str) -> Result<Vec<RawRecording>, String> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let rec: RawRecording = serde_json::from_str(line)
-            .map_err(|e| format!("{file}:{}: not a recording: {e}", i + 1))?;
-        out.push(rec);
-    }
-    Ok(out)
+    super::transport::parse_recording_lines(file, text)
 }
 
 /// One recording in a replay: what a request is matched against, and the answer (shared, so

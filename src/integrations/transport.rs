@@ -791,12 +791,21 @@ fn scalar(v: &Value) -> String {
 
 /// Parses a recordings file; errors name the file and line.
 pub fn parse_recordings(file: &str, text: &str) -> Result<Vec<Recording>, String> {
+    parse_recording_lines(file, text)
+}
+
+/// One recording a line, in whatever shape `T` keeps it; blank lines skipped, errors name the
+/// file and line.
+pub fn parse_recording_lines<T: serde::de::DeserializeOwned>(
+    file: &str,
+    text: &str,
+) -> Result<Vec<T>, String> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let rec: Recording = serde_json::from_str(line)
+        let rec: T = serde_json::from_str(line)
             .map_err(|e| format!("{file}:{}: not a recording: {e}", i + 1))?;
         out.push(rec);
     }
