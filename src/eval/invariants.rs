@@ -94,6 +94,7 @@ mod tests {
             status,
             detail: detail.into(),
             since: None,
+            until: None,
             evidence: vec![],
         }
     }

@@ -113,6 +113,9 @@ pub struct Check {
     pub detail: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub since: Option<DateTime<Utc>>,
+    /// When the failure ended, for one that did (history).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<DateTime<Utc>>,
     pub evidence: Vec<EvidenceId>,
 }
 
@@ -161,8 +164,20 @@ pub fn steps_text(
             } else {
                 format!(" on {} ({})", c.object, c.relation)
             };
+            let window = match (c.since, c.until) {
+                (Some(a), Some(b)) => {
+                    format!(
+                        " (from {} to {})",
+                        a.format("%H:%M UTC"),
+                        b.format("%H:%M UTC")
+                    )
+                }
+                (Some(a), None) => format!(" (since {})", a.format("%H:%M UTC")),
+                (None, Some(b)) => format!(" (until {})", b.format("%H:%M UTC")),
+                (None, None) => String::new(),
+            };
             out.push_str(&format!(
-                "- [{}] {}{on}: {}\n",
+                "- [{}] {}{on}{window}: {}\n",
                 c.status.name(),
                 c.check,
                 c.detail
@@ -170,4 +185,34 @@ pub fn steps_text(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn a_check_shows_when_it_failed_and_when_that_ended() {
+        let at = |h, m| Utc.with_ymd_and_hms(2026, 3, 11, h, m, 0).single();
+        let check = |since, until| Check {
+            object: "pod/web-1".into(),
+            relation: "subject".into(),
+            check: "probe history".into(),
+            status: CheckStatus::History,
+            detail: "flapped".into(),
+            since,
+            until,
+            evidence: vec![],
+        };
+        let text = steps_text(&[], None, &[check(at(14, 5), at(14, 9))]);
+        assert!(
+            text.contains("(subject) (from 14:05 UTC to 14:09 UTC): flapped"),
+            "{text}"
+        );
+        let text = steps_text(&[], None, &[check(at(14, 5), None)]);
+        assert!(text.contains("(since 14:05 UTC): flapped"), "{text}");
+        let text = steps_text(&[], None, &[check(None, None)]);
+        assert!(text.contains("(subject): flapped"), "{text}");
+    }
 }

@@ -253,6 +253,8 @@ pub(crate) struct Signal {
     pub unrelated: bool,
     /// When the failure began, when its evidence has a time.
     pub since: Option<DateTime<Utc>>,
+    /// When it ended, for a failure that did (history).
+    pub until: Option<DateTime<Utc>>,
     /// A failure that already ended (a restart long ago, a flap, a metric back within bounds):
     /// history, not a check that passed.
     pub history: bool,

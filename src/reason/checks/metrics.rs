@@ -441,6 +441,12 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 },
                 history: true,
                 reads_symptom: true,
+                since: episodes
+                    .first()
+                    .and_then(|(start, _)| DateTime::from_timestamp(*start as i64, 0)),
+                until: episodes
+                    .last()
+                    .and_then(|(_, end)| DateTime::from_timestamp(*end as i64, 0)),
                 summary,
                 category: Category::Healthy,
                 confidence: if back >= 3 { 0.65 } else { 0.45 },

@@ -832,6 +832,8 @@ fn probe_history(
     Some(Signal {
         analyzer: "probe_history",
         history: true,
+        since: Some(first),
+        until: Some(last),
         summary: format!("pod {}: {when}; Ready since, no restart after", pod.name),
         category: Category::Healthy,
         confidence: 0.7,

@@ -178,6 +178,7 @@ pub(crate) fn checks(ctx: &Ctx, signals: &[Signal], ruled_out: &[RuledOut]) -> V
             status,
             detail: s.summary.clone(),
             since: s.since,
+            until: s.until,
             evidence: s.evidence.clone(),
         });
     }
@@ -189,6 +190,7 @@ pub(crate) fn checks(ctx: &Ctx, signals: &[Signal], ruled_out: &[RuledOut]) -> V
             status: CheckStatus::Ok,
             detail: r.reason.clone(),
             since: None,
+            until: None,
             evidence: r.evidence.clone(),
         });
     }
@@ -200,6 +202,7 @@ pub(crate) fn checks(ctx: &Ctx, signals: &[Signal], ruled_out: &[RuledOut]) -> V
             status: CheckStatus::Unknown,
             detail: gap,
             since: None,
+            until: None,
             evidence: Vec::new(),
         });
     }
