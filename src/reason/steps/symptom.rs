@@ -752,11 +752,13 @@ fn measure_availability(ctx: &Ctx, s: &mut Symptom) -> bool {
         s.detail = parts.join("; ");
         return true;
     }
-    // Ready pods say every replica is there only when the controller's own count was read.
+    // Ready pods say every replica is there only when the controller's own count was read; a
+    // claim about named pods is about those pods alone.
     let unread: Vec<String> = ctx
         .subject
         .workloads
         .iter()
+        .filter(|_| ctx.subject.named_pods.is_empty())
         .filter(|(kind, name)| match kind.as_str() {
             "Deployment" => !ctx.obs.deployments.iter().any(|d| &d.name == name),
             "StatefulSet" | "DaemonSet" => !ctx
