@@ -893,14 +893,11 @@ fn rfc3339(t: DateTime<Utc>) -> Option<serde_json::Value> {
 }
 
 /// Whether a pod deserves a look at its logs.
-/// The subject's pods, resolved by the diagnosis's own rules from what has been listed so far,
-/// so that Gather reads the logs of the pods the verdict will be about. None when unresolved.
-fn subject_pods(scope: &Scope, obs: &Mutex<Observations>) -> Option<Vec<String>> {
-    let mut snapshot = obs.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    snapshot.alert = scope.alert.clone();
-    snapshot.problem = scope.problem.clone();
-    snapshot.now = scope.now;
-    crate::reason::subject_pods(&snapshot)
+/// The subject's pods, resolved by the diagnosis's own rules from what the lane has listed so
+/// far (its observations carry the alert and problem, see [`kubernetes`]), so that Gather reads
+/// the logs of the pods the verdict will be about. None when unresolved.
+fn subject_pods(obs: &Mutex<Observations>) -> Option<Vec<String>> {
+    crate::reason::subject_pods(&obs.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 fn troubled(p: &PodFacts) -> bool {
@@ -926,6 +923,13 @@ async fn workloads(c: &Caller, ns: Option<&str>, obs: &Mutex<Observations>) {
 }
 
 async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
+    // What the subject is resolved from besides the listed objects; lane merges ignore them.
+    {
+        let mut o = obs.lock().unwrap_or_else(|e| e.into_inner());
+        o.alert = scope.alert.clone();
+        o.problem = scope.problem.clone();
+        o.now = scope.now;
+    }
     let ns = scope.namespace.clone();
     let none = Chart::default();
     let (pods, _, _, _, _) = futures::join!(
@@ -967,9 +971,9 @@ async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
     // those in trouble first, then Running ones, since a latency or error-rate page on Ready
     // pods shows its cause in their own log (an upstream timing out, errors it serves). At most
     // three, to keep Gather quick.
-    let subject = subject_pods(scope, obs);
+    let subject = subject_pods(obs);
     let owns = |p: &PodFacts| match &subject {
-        Some(names) => names.iter().any(|n| n == &p.name),
+        Some(names) => names.contains(&p.name),
         None => scope.owns_pod(p),
     };
     let mut picked: Vec<&PodFacts> = pods.iter().filter(|p| troubled(p) && owns(p)).collect();
@@ -991,12 +995,9 @@ async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
     }
     // The Services in front of the subject (and what their Endpoints list), in its namespace.
     let service_ns = ns.clone().or_else(|| {
+        let names = subject.as_ref()?;
         pods.iter()
-            .find(|p| {
-                subject
-                    .as_ref()
-                    .is_some_and(|names| names.contains(&p.name))
-            })
+            .find(|p| names.contains(&p.name))
             .map(|p| p.namespace.clone())
     });
     let services = async {

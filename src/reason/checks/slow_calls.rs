@@ -42,12 +42,17 @@ static NUMBER: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"[0-9]+(?:
 pub(crate) fn duration_secs(line: &str) -> Option<f64> {
     let c = DURATION.as_ref()?.captures(line)?;
     let v: f64 = c.get(1)?.as_str().parse().ok()?;
-    let unit = c.get(2)?.as_str().to_ascii_lowercase();
-    Some(match unit.as_str() {
-        u if u.starts_with("ms") || u.starts_with("milli") => v / 1000.0,
-        u if u.starts_with('m') => v * 60.0,
-        _ => v,
-    })
+    Some(secs_of(v, c.get(2)?.as_str()))
+}
+
+/// A value in `unit` (`ms`, `milliseconds`, `s`, `seconds`, `m`, `min`, `minutes`) in seconds.
+pub(crate) fn secs_of(value: f64, unit: &str) -> f64 {
+    let unit = unit.to_ascii_lowercase();
+    match unit.as_str() {
+        u if u.starts_with("ms") || u.starts_with("milli") => value / 1000.0,
+        u if u.starts_with('m') => value * 60.0,
+        _ => value,
+    }
 }
 
 /// One kind of timed operation: lines of the same text but for their numbers.

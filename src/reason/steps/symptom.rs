@@ -366,15 +366,10 @@ fn claimed_secs(claim: &str) -> Option<f64> {
     });
     let c = LIMIT.as_ref()?.captures(claim)?;
     let v: f64 = c.get(1)?.as_str().parse().ok()?;
-    Some(
-        if c.get(2)?.as_str().to_ascii_lowercase().starts_with("ms")
-            || c.get(2)?.as_str().to_ascii_lowercase().starts_with("milli")
-        {
-            v / 1000.0
-        } else {
-            v
-        },
-    )
+    Some(crate::reason::checks::slow_calls::secs_of(
+        v,
+        c.get(2)?.as_str(),
+    ))
 }
 
 /// Latency from the subject's own log lines when no metric reads it: the requests it times
