@@ -18,60 +18,76 @@ pub(crate) const DECLARED: &[Decl] = &[
         title: "instance failover or reboot",
         concern: "cloud",
         role: Role::Failure,
+        reads: &["DatabaseConnections<"],
     },
     Decl {
         id: "rds_storage",
         title: "storage running out",
         concern: "cloud",
         role: Role::Failure,
+        reads: &["FreeStorageSpace"],
     },
     Decl {
         id: "rds_replication_lag",
         title: "replica lag",
         concern: "cloud",
         role: Role::Failure,
+        reads: &["ReplicaLag"],
     },
     Decl {
         id: "rds_connections",
         title: "connections at the instance's limit",
         concern: "cloud",
         role: Role::Failure,
+        reads: &["DatabaseConnections>"],
     },
     Decl {
         id: "rds_cpu",
         title: "CPU saturated",
         concern: "cloud",
         role: Role::Failure,
+        reads: &["CPUUtilization"],
     },
     Decl {
         id: "rds_memory",
         title: "memory exhausted",
         concern: "cloud",
         role: Role::Failure,
+        reads: &["FreeableMemory", "SwapUsage"],
     },
     Decl {
         id: "rds_io",
         title: "I/O saturated",
         concern: "cloud",
         role: Role::Failure,
+        reads: &[
+            "ReadLatency",
+            "WriteLatency",
+            "DiskQueueDepth",
+            "ReadIOPS",
+            "WriteIOPS",
+        ],
     },
     Decl {
         id: "rds_wal_storm",
         title: "WAL or checkpoint storm",
         concern: "cloud",
         role: Role::Failure,
+        reads: &["TransactionLogsGeneration"],
     },
     Decl {
         id: "rds_wraparound",
         title: "transaction ID wraparound",
         concern: "cloud",
         role: Role::Failure,
+        reads: &["MaximumUsedTransactionIDs"],
     },
     Decl {
         id: "rds_gaps",
         title: "CloudWatch metrics without data",
         concern: "cloud",
         role: Role::Context,
+        reads: &[],
     },
 ];
 
@@ -1087,7 +1103,7 @@ pub(crate) fn analyze(ctx: &Ctx) -> Vec<Signal> {
     out.extend(wraparound(&rds));
     if !out
         .iter()
-        .any(|s| s.analyzer == "rds_replication_lag" && s.cause.is_some())
+        .any(|s| measures(s, "ReplicaLag") && s.cause.is_some())
     {
         out.extend(wal_storm(&rds));
     }
@@ -1120,19 +1136,10 @@ pub(crate) fn analyze(ctx: &Ctx) -> Vec<Signal> {
     out
 }
 
-/// The analyzer whose check reads the metric the alert claims about.
-fn analyzer_of(metric: &str, bad: Bad) -> &'static str {
-    match (metric, bad) {
-        ("CPUUtilization", _) => "rds_cpu",
-        ("DatabaseConnections", Bad::High) => "rds_connections",
-        ("DatabaseConnections", Bad::Low) => "rds_failover",
-        ("FreeStorageSpace", _) => "rds_storage",
-        ("ReplicaLag", _) => "rds_replication_lag",
-        ("FreeableMemory" | "SwapUsage", _) => "rds_memory",
-        ("MaximumUsedTransactionIDs", _) => "rds_wraparound",
-        ("TransactionLogsGeneration", _) => "rds_wal_storm",
-        _ => "rds_io",
-    }
+/// Whether a signal's check measures `metric` (either way).
+fn measures(s: &Signal, metric: &str) -> bool {
+    let decl = s.decl();
+    decl.reads(metric, false) || decl.reads(metric, true)
 }
 
 /// Ties the checks to the symptom: the check of the alert's own metric ranks first among equals;
@@ -1140,10 +1147,10 @@ fn analyzer_of(metric: &str, bad: Bad) -> &'static str {
 /// a second failure at the same time is named in the first's root cause.
 fn settle_signals(ctx: &Ctx, rds: &Rds, symptom: Option<&Symptom>, out: &mut [Signal]) {
     if let Some((metric, bad)) = claimed_metric(ctx) {
-        let own = analyzer_of(metric, bad);
+        let falls = matches!(bad, Bad::Low);
         for s in out
             .iter_mut()
-            .filter(|s| s.analyzer == own && s.cause.is_some())
+            .filter(|s| s.decl().reads(metric, falls) && s.cause.is_some())
         {
             // It reads the very metric the alert claims about: a link to the symptom.
             s.links += 1;
@@ -1152,10 +1159,11 @@ fn settle_signals(ctx: &Ctx, rds: &Rds, symptom: Option<&Symptom>, out: &mut [Si
     // Sessions busy on CPU are queries that cannot finish: connections pile up behind a saturated
     // CPU, they are its consequence, not a second cause.
     let busy_on_cpu = rds.top_wait().is_some_and(|(w, _)| w.starts_with("CPU"));
-    let failing = |s: &Signal, a: &str| s.analyzer == a && s.cause.is_some() && !s.benign;
-    if busy_on_cpu && out.iter().any(|s| failing(s, "rds_cpu")) {
+    let failing =
+        |s: &Signal, metric: &str| s.decl().reads(metric, false) && s.cause.is_some() && !s.benign;
+    if busy_on_cpu && out.iter().any(|s| failing(s, "CPUUtilization")) {
         let mut piled = Vec::new();
-        for s in out.iter_mut().filter(|s| failing(s, "rds_connections")) {
+        for s in out.iter_mut().filter(|s| failing(s, "DatabaseConnections")) {
             s.symptom_of = Some(Category::ResourceExhaustion);
             s.summary = format!(
                 "{}, a consequence of the CPU saturation: the sessions are busy on CPU, not idle",
@@ -1165,7 +1173,7 @@ fn settle_signals(ctx: &Ctx, rds: &Rds, symptom: Option<&Symptom>, out: &mut [Si
         }
         if let Some(c) = out
             .iter_mut()
-            .find(|s| failing(s, "rds_cpu"))
+            .find(|s| failing(s, "CPUUtilization"))
             .and_then(|s| s.cause.as_mut())
         {
             for p in piled {
@@ -1176,7 +1184,10 @@ fn settle_signals(ctx: &Ctx, rds: &Rds, symptom: Option<&Symptom>, out: &mut [Si
     if let Some(symptom) = symptom.filter(|s| s.state == SymptomState::Cleared) {
         for s in out
             .iter_mut()
-            .filter(|s| s.cause.is_some() && !s.benign && s.analyzer != "rds_failover")
+            // A failover (connections falling to none) happened and stays in the record.
+            .filter(|s| {
+                s.cause.is_some() && !s.benign && !s.decl().reads("DatabaseConnections", true)
+            })
         {
             let cause = s.cause.take().unwrap_or_default();
             s.cause = Some(format!(
@@ -1993,12 +2004,13 @@ fn ruled_out(
 ) -> Vec<RuledOut> {
     let mut out = Vec::new();
     let ev = rds.metric_evidence();
-    let has = |a: &str| {
+    // A failing check that measures `metric` (`falls`: a fall is its failure).
+    let has = |metric: &str, falls: bool| {
         found
             .iter()
-            .any(|s| s.analyzer == a && s.cause.is_some() && !s.benign)
+            .any(|s| s.decl().reads(metric, falls) && s.cause.is_some() && !s.benign)
     };
-    if !has("rds_cpu")
+    if !has("CPUUtilization", false)
         && let Some(c) = rds.own("CPUUtilization")
     {
         let spike = c.count_past(CPU_SATURATED, true);
@@ -2030,7 +2042,7 @@ fn ruled_out(
             evidence: ev.clone(),
         });
     }
-    if !has("rds_connections")
+    if !has("DatabaseConnections", false)
         && let Some(c) = rds.own("DatabaseConnections")
     {
         let lim = rds
@@ -2053,7 +2065,7 @@ fn ruled_out(
             evidence: ev.clone(),
         });
     }
-    if !has("rds_storage")
+    if !has("FreeStorageSpace", true)
         && let Some(s) = rds.own("FreeStorageSpace")
     {
         out.push(RuledOut {
@@ -2062,7 +2074,7 @@ fn ruled_out(
             evidence: ev.clone(),
         });
     }
-    if !has("rds_replication_lag")
+    if !has("ReplicaLag", false)
         && let Some((r, l)) = rds.worst_replica("ReplicaLag")
         && l.max < LAG_SECS
     {
@@ -2072,7 +2084,7 @@ fn ruled_out(
             evidence: ev.clone(),
         });
     }
-    if !has("rds_failover") {
+    if !has("DatabaseConnections", true) {
         for e in &rds.events {
             let m = e.message.to_lowercase();
             let routine = e.categories.iter().any(|c| {

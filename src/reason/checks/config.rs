@@ -13,6 +13,7 @@ pub(crate) const DECLARED: &[Decl] = &[Decl {
     title: "configuration changed before the onset",
     concern: "config",
     role: Role::Change,
+    reads: &[],
 }];
 
 /// How long before the onset a configuration change is still a suspect.

@@ -11,6 +11,7 @@ pub(crate) const DECLARED: &[Decl] = &[Decl {
     title: "CPU limit throttling",
     concern: "cpu_limit",
     role: Role::Failure,
+    reads: &[],
 }];
 
 /// Whether the alert is about CPU throttling (its name, summary or expression says so).

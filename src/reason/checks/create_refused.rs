@@ -12,6 +12,7 @@ pub(crate) const DECLARED: &[Decl] = &[Decl {
     title: "controller refused to create pods",
     concern: "create_refused",
     role: Role::Failure,
+    reads: &[],
 }];
 
 /// Why the API refused a pod, from a FailedCreate message; None for what other checks read.

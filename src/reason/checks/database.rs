@@ -15,36 +15,42 @@ pub(crate) const DECLARED: &[Decl] = &[
         title: "lock chains",
         concern: "database",
         role: Role::Failure,
+        reads: &[],
     },
     Decl {
         id: "pg_connection_exhaustion",
         title: "connections exhausted",
         concern: "database",
         role: Role::Failure,
+        reads: &[],
     },
     Decl {
         id: "pg_long_queries",
         title: "long-running queries",
         concern: "database",
         role: Role::Failure,
+        reads: &[],
     },
     Decl {
         id: "pg_replication_lag",
         title: "replication lag",
         concern: "database",
         role: Role::Failure,
+        reads: &[],
     },
     Decl {
         id: "pg_wraparound",
         title: "transaction ID wraparound",
         concern: "database",
         role: Role::Failure,
+        reads: &[],
     },
     Decl {
         id: "pg_unreachable",
         title: "database unreachable",
         concern: "database",
         role: Role::Failure,
+        reads: &[],
     },
 ];
 

@@ -13,6 +13,7 @@ pub(crate) const DECLARED: &[Decl] = &[Decl {
     title: "dependency down",
     concern: "dependencies",
     role: Role::Failure,
+    reads: &[],
 }];
 
 /// What keeps a pod from running, quoted from its own status and events: a container's waiting

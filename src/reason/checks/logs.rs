@@ -16,18 +16,21 @@ pub(crate) const DECLARED: &[Decl] = &[
         title: "known failure in the logs",
         concern: "logs",
         role: Role::Failure,
+        reads: &[],
     },
     Decl {
         id: "log_error_burst",
         title: "burst of error lines",
         concern: "logs",
         role: Role::Failure,
+        reads: &[],
     },
     Decl {
         id: "log_template",
         title: "new log template",
         concern: "logs",
         role: Role::Context,
+        reads: &[],
     },
 ];
 

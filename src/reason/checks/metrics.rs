@@ -15,24 +15,28 @@ pub(crate) const DECLARED: &[Decl] = &[
         title: "the alert's expression over its threshold",
         concern: "metrics",
         role: Role::Symptom,
+        reads: &[],
     },
     Decl {
         id: "metric_within_bounds",
         title: "series back within bounds",
         concern: "metrics",
         role: Role::Clearance,
+        reads: &[],
     },
     Decl {
         id: "metric_step",
         title: "level shift in a series",
         concern: "metrics",
         role: Role::Failure,
+        reads: &[],
     },
     Decl {
         id: "hpa_at_max",
         title: "autoscaler at its maximum",
         concern: "autoscaling",
         role: Role::Failure,
+        reads: &[],
     },
 ];
 

@@ -71,13 +71,31 @@ pub(crate) enum Role {
 }
 
 /// One check a concern declares: its id (what its findings are filed under), a title, the
-/// concern (its file), and its part in the walk.
+/// concern (its file), its part in the walk, and the provider series it measures (CloudWatch's
+/// names; `<` when only a fall is its failure, `>` when only a rise is), which an alert's claim is
+/// matched against.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Decl {
     pub id: &'static str,
     pub title: &'static str,
     pub concern: &'static str,
     pub role: Role,
+    pub reads: &'static [&'static str],
+}
+
+impl Decl {
+    /// Whether this check measures the series a claim is about, in the direction it claims.
+    pub(crate) fn reads(&self, metric: &str, falls: bool) -> bool {
+        self.reads.iter().any(|r| {
+            if let Some(m) = r.strip_suffix('<') {
+                m == metric && falls
+            } else if let Some(m) = r.strip_suffix('>') {
+                m == metric && !falls
+            } else {
+                *r == metric
+            }
+        })
+    }
 }
 
 /// Every concern's checks. A finding filed under an id not declared here is a failure check of
@@ -105,6 +123,7 @@ const ALL: &[&[Decl]] = &[
         title: "what each integration gave",
         concern: "coverage",
         role: Role::Context,
+        reads: &[],
     }],
 ];
 
@@ -119,5 +138,6 @@ pub(crate) fn declared(id: &str) -> Decl {
             title: "",
             concern: "",
             role: Role::Failure,
+            reads: &[],
         })
 }

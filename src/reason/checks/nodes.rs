@@ -11,12 +11,14 @@ pub(crate) const DECLARED: &[Decl] = &[
         title: "node not Ready",
         concern: "nodes",
         role: Role::Failure,
+        reads: &[],
     },
     Decl {
         id: "node_pressure",
         title: "node under memory, disk or PID pressure",
         concern: "nodes",
         role: Role::Failure,
+        reads: &[],
     },
 ];
 

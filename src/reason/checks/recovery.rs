@@ -11,24 +11,28 @@ pub(crate) const DECLARED: &[Decl] = &[
         title: "restarts long past, Ready since",
         concern: "recovery",
         role: Role::Clearance,
+        reads: &[],
     },
     Decl {
         id: "old_replicaset_churn",
         title: "old ReplicaSet winding down",
         concern: "recovery",
         role: Role::Clearance,
+        reads: &[],
     },
     Decl {
         id: "alert_resolved",
         title: "alert resolved",
         concern: "recovery",
         role: Role::Clearance,
+        reads: &[],
     },
     Decl {
         id: "all_clear",
         title: "nothing failing in what was gathered",
         concern: "recovery",
         role: Role::Absence,
+        reads: &[],
     },
 ];
 

@@ -11,12 +11,14 @@ pub(crate) const DECLARED: &[Decl] = &[
         title: "rollout not progressing",
         concern: "rollout",
         role: Role::Effect,
+        reads: &[],
     },
     Decl {
         id: "recent_change",
         title: "change to the subject before the onset",
         concern: "rollout",
         role: Role::Change,
+        reads: &[],
     },
 ];
 

@@ -11,6 +11,7 @@ pub(crate) const DECLARED: &[Decl] = &[Decl {
     title: "workload scaled to zero",
     concern: "scaled_to_zero",
     role: Role::Failure,
+    reads: &[],
 }];
 
 /// Check: does the subject's Deployment or StatefulSet ask for any replica? Failing when its

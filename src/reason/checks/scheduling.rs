@@ -13,24 +13,28 @@ pub(crate) const DECLARED: &[Decl] = &[
         title: "pod cannot be scheduled",
         concern: "scheduling",
         role: Role::Failure,
+        reads: &[],
     },
     Decl {
         id: "quota_exceeded",
         title: "resource quota refuses pods",
         concern: "scheduling",
         role: Role::Failure,
+        reads: &[],
     },
     Decl {
         id: "limit_range",
         title: "limit range refuses pods",
         concern: "scheduling",
         role: Role::Failure,
+        reads: &[],
     },
     Decl {
         id: "scheduling_recovered",
         title: "scheduling failures that ended",
         concern: "scheduling",
         role: Role::Clearance,
+        reads: &[],
     },
 ];
 

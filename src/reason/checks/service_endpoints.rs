@@ -13,12 +13,14 @@ pub(crate) const DECLARED: &[Decl] = &[
         title: "Service selects no pod",
         concern: "service_endpoints",
         role: Role::Failure,
+        reads: &[],
     },
     Decl {
         id: "service_port",
         title: "Service port matches no container port",
         concern: "service_endpoints",
         role: Role::Failure,
+        reads: &[],
     },
 ];
 

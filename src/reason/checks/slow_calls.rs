@@ -16,6 +16,7 @@ pub(crate) const DECLARED: &[Decl] = &[Decl {
     title: "slow calls logged by the subject",
     concern: "slow_calls",
     role: Role::Failure,
+    reads: &[],
 }];
 
 /// Below this an operation is not what a latency page is about.

@@ -10,6 +10,7 @@ pub(crate) const DECLARED: &[Decl] = &[Decl {
     title: "many alerts at once",
     concern: "storm",
     role: Role::Context,
+    reads: &[],
 }];
 
 /// Fewer firing alerts than this is not a storm.
