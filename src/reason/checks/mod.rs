@@ -10,6 +10,7 @@ pub(crate) mod database;
 pub(crate) mod dependencies;
 pub(crate) mod logs;
 pub(crate) mod metrics;
+pub(crate) mod network;
 pub(crate) mod nodes;
 pub(crate) mod pods;
 pub(crate) mod recovery;
@@ -109,6 +110,7 @@ const ALL: &[&[Decl]] = &[
     recovery::DECLARED,
     metrics::DECLARED,
     logs::DECLARED,
+    network::DECLARED,
     slow_calls::DECLARED,
     cpu_limit::DECLARED,
     create_refused::DECLARED,
