@@ -37,7 +37,9 @@ pub fn recording_of_kind(kind: &str, integration: &str, path: &str) -> Option<bo
             k8s && (path.ends_with("/pods") || path.contains("/pods/") && !path.ends_with("/log"))
         }
         "kubernetes/deployments" => {
-            k8s && (path.ends_with("/deployments") || path.contains("/deployments/"))
+            k8s && (path.ends_with("/deployments")
+                || path.contains("/deployments/")
+                || path.ends_with("/horizontalpodautoscalers"))
         }
         "kubernetes/nodes" => k8s && (path.ends_with("/nodes") || path.contains("/nodes/")),
         "kubernetes/services" => {

@@ -49,7 +49,7 @@ fn check_name(req: &Request, what: &str, name: &str) -> Result<(), IntegrationEr
     }
 }
 
-fn time(t: &Time) -> Option<DateTime<Utc>> {
+pub(super) fn time(t: &Time) -> Option<DateTime<Utc>> {
     let nanos = u32::try_from(t.0.subsec_nanosecond()).unwrap_or(0);
     Utc.timestamp_opt(t.0.as_second(), nanos).single()
 }
@@ -550,6 +550,7 @@ pub fn deployment_facts(d: &Deployment) -> DeploymentFacts {
         selector_expressions,
         owner: controller_owner(meta),
         node_selector: template_node_selector(spec.map(|s| &s.template)),
+        autoscaler: None,
     }
 }
 
@@ -1158,11 +1159,24 @@ impl KubernetesClient {
         let ns = ns.into();
         let req = Request::get(NAME, Self::scoped(ns, "/apis/apps/v1", "deployments"));
         Self::check_ns(&req, ns)?;
-        let (_, list) = self
+        let (_, mut list) = self
             .list_paged(req, "Deployment", |d: Deployment| {
                 Some(deployment_facts(&d))
             })
             .await?;
+        // The autoscalers that scale them; a cluster (or a recording) without any still gives
+        // the Deployments.
+        if let Ok(hpas) = self
+            .list::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>(
+                ns,
+                "/apis/autoscaling/v2",
+                "horizontalpodautoscalers",
+                "HorizontalPodAutoscaler",
+            )
+            .await
+        {
+            super::k8s_autoscalers::attach(&mut list, &hpas);
+        }
         Ok(list)
     }
 

@@ -5,6 +5,7 @@ pub mod aws;
 pub mod error;
 pub mod github;
 pub mod jira;
+mod k8s_autoscalers;
 mod k8s_services;
 pub mod kubernetes;
 pub mod llm;

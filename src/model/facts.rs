@@ -139,6 +139,25 @@ pub struct DeploymentFacts {
     /// The pod template's `spec.nodeSelector`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub node_selector: BTreeMap<String, String>,
+    /// The HorizontalPodAutoscaler that scales it, when one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub autoscaler: Option<AutoscalerFacts>,
+}
+
+/// A HorizontalPodAutoscaler: its bounds, where it stands and what its conditions say.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct AutoscalerFacts {
+    pub name: String,
+    pub min_replicas: u32,
+    pub max_replicas: u32,
+    pub current_replicas: u32,
+    pub desired_replicas: u32,
+    /// Condition type (`AbleToScale`, `ScalingActive`, `ScalingLimited`) -> (status, reason,
+    /// message).
+    pub conditions: BTreeMap<String, (String, String, String)>,
+    /// When its `ScalingActive` or `ScalingLimited` condition last changed.
+    pub since: Option<DateTime<Utc>>,
 }
 
 /// A workload controller other than a Deployment or ReplicaSet: a StatefulSet, DaemonSet, Job or

@@ -178,6 +178,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(checks::service_endpoints::service_endpoints(&ctx));
     signals.extend(checks::network::ingress_backends(&ctx));
     signals.extend(checks::network::network_policies(&ctx));
+    signals.extend(checks::autoscaler::autoscaler(&ctx));
     signals.extend(checks::scaled_to_zero::scaled_to_zero(&ctx));
     signals.extend(dependencies::unhealthy(&ctx));
     signals.extend(storm::storm(&ctx));

@@ -1,6 +1,7 @@
 //! Checks per concern, in the manner of Coroot's inspections: each file declares what it checks
 //! about the subject and returns, for each failure it finds, a signal with its onset and evidence.
 
+pub(crate) mod autoscaler;
 pub(crate) mod changes;
 pub mod cloud;
 pub(crate) mod config;
@@ -111,6 +112,7 @@ const ALL: &[&[Decl]] = &[
     metrics::DECLARED,
     logs::DECLARED,
     network::DECLARED,
+    autoscaler::DECLARED,
     slow_calls::DECLARED,
     cpu_limit::DECLARED,
     create_refused::DECLARED,
