@@ -79,6 +79,12 @@ impl Core {
         }
     }
 
+    /// An admission withdrawn before it was recorded: its group and subjects are free.
+    pub(super) fn unlive(&mut self, id: &str) {
+        self.live_groups.retain(|_, s| s != id);
+        self.live_subjects.retain(|_, (s, _)| s != id);
+    }
+
     /// An investigation ended: its group and subjects are free, its claims start to age.
     pub(super) fn ended(&mut self, id: &str) {
         self.live_groups.retain(|_, s| s != id);
@@ -279,10 +285,86 @@ pub(super) async fn investigate(
         }
         _ => {}
     }
+    if let Some(store) = &state.store
+        && let Some(answer) = claim_in_store(state, store, &admitted, &claimed, &entry).await
+    {
+        return answer;
+    }
     let state = state.clone();
     off_thread(move || record_and_start(&state, admitted, claimed, entry))
         .await
         .unwrap_or_else(|r| r)
+}
+
+/// Takes the claim this replica admitted in the shared store too, where every replica's claims
+/// meet: `None` when the investigation goes ahead here, else the delivery's answer (a duplicate
+/// of, or joined to, another replica's session; or 503 when the store cannot record it).
+async fn claim_in_store(
+    state: &AppState,
+    store: &store::Store,
+    admitted: &Admit,
+    claimed: &[String],
+    entry: &JournalEntry,
+) -> Option<Response> {
+    match admitted {
+        Admit::Start(_) | Admit::Queued(_) => {}
+        Admit::Joined(id) | Admit::JoinedRunning(id, _) => {
+            if let Err(e) = store.join(id, claimed).await {
+                tracing::warn!("cannot record joined alerts of {id} in the store: {e}");
+            }
+            return None;
+        }
+        _ => return None,
+    }
+    let trigger = serde_json::to_string(entry).unwrap_or_default();
+    let found = store
+        .claim(
+            &entry.session,
+            &entry.title,
+            &entry.group_key,
+            claimed,
+            &trigger,
+            CLAIM_TTL,
+        )
+        .await;
+    let other = match found {
+        Ok(store::Claimed::New) => return None,
+        Ok(store::Claimed::Known(s)) => (s, false),
+        Ok(store::Claimed::Joined(s)) => (s, true),
+        Err(e) => {
+            unadmit(state, admitted, claimed);
+            lock(&state.core).unlive(&entry.session);
+            return Some(unavailable(
+                format!("cannot record the claim in the store: {e}; not accepted"),
+                true,
+            ));
+        }
+    };
+    unadmit(state, admitted, claimed);
+    {
+        // Known here from now on: a repeat is answered without the store; the claim ages as
+        // an ended session's does (the store stays the judge once it has).
+        let mut core = lock(&state.core);
+        core.unlive(&entry.session);
+        core.claims.record(&entry.group_key, claimed, &other.0);
+        core.claims.finish(&other.0, Instant::now());
+    }
+    let (session, joined) = other;
+    Some(if joined {
+        (
+            StatusCode::ACCEPTED,
+            axum::Json(
+                json!({"started": false, "joined": true, "session": session, "alerts": claimed.len()}),
+            ),
+        )
+            .into_response()
+    } else {
+        (
+            StatusCode::OK,
+            axum::Json(json!({"started": false, "duplicate": true, "session": session})),
+        )
+            .into_response()
+    })
 }
 
 /// The part of [`investigate`] that writes: the journal line, then the start.
@@ -322,6 +404,7 @@ pub(super) fn record_and_start(
                         core.claims.forget(&id, None);
                         core.running = core.running.saturating_sub(1);
                     }
+                    forget_in_store(state, &id);
                     let _ = journal_append(
                         &state.sessions_dir,
                         &JournalEntry {
@@ -427,6 +510,7 @@ pub(super) fn pump(state: &AppState) {
                 core.claims.forget(&next.id, None);
                 core.running = core.running.saturating_sub(1);
             }
+            forget_in_store(state, &next.id);
             let _ = journal_append(
                 &state.sessions_dir,
                 &JournalEntry {
@@ -474,6 +558,18 @@ pub(super) async fn investigate_payload(state: &AppState, mut payload: WebhookPa
         (payload.primary().title(), Trigger::Alert(payload))
     })
     .await
+}
+
+/// Withdraws a claim from the store in the background (called off the async threads).
+fn forget_in_store(state: &AppState, id: &str) {
+    if let (Some(store), Ok(rt)) = (state.store.clone(), tokio::runtime::Handle::try_current()) {
+        let id = id.to_string();
+        rt.spawn(async move {
+            if let Err(e) = store.forget(&id).await {
+                tracing::warn!("cannot withdraw the claim of {id} from the store: {e}");
+            }
+        });
+    }
 }
 
 #[cfg(test)]
@@ -552,3 +648,4 @@ mod tests {
         assert_eq!(c.check("g", &[]), Claim::New(vec![]));
     }
 }
+

@@ -63,8 +63,9 @@ pub(super) async fn list_sessions(State(state): State<AppState>) -> Response {
         .iter()
         .map(|q| json!({"id": q.id, "title": q.title, "queued": true, "running": false}))
         .collect();
-    let running = lock(&state.sessions);
-    let mut items: Vec<Value> = found
+    let mut items: Vec<Value> = {
+        let running = lock(&state.sessions);
+        found
         .iter()
         .map(|s| {
             let id = session_id(&s.path);
@@ -77,11 +78,62 @@ pub(super) async fn list_sessions(State(state): State<AppState>) -> Response {
                 "running": live.is_some_and(|r| r.outcome.is_none()),
             })
         })
-        .collect();
-    drop(running);
+        .collect()
+    };
     items.extend(queued);
-    let errors: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+    let mut errors: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+    // Every other replica's sessions, from the store; this replica's are listed from its disk.
+    if let Some(store) = &state.store {
+        match store.sessions().await {
+            Ok(stored) => {
+                let mine: std::collections::HashSet<String> = items
+                    .iter()
+                    .filter_map(|v| v["id"].as_str().map(str::to_string))
+                    .collect();
+                let mut by_id: HashMap<&str, &store::StoredSession> = HashMap::new();
+                for s in &stored {
+                    by_id.insert(s.id.as_str(), s);
+                }
+                for item in items.iter_mut() {
+                    let found = item_id(item).and_then(|id| by_id.get(id.as_str()).copied());
+                    if let (Some(obj), Some(s)) = (item.as_object_mut(), found) {
+                        obj.insert("replica".into(), json!(s.replica));
+                        if let Some(old) = &s.takes_over {
+                            obj.insert("takes_over".into(), json!(old));
+                        }
+                    }
+                }
+                items.extend(
+                    stored
+                        .iter()
+                        .filter(|s| !mine.contains(&s.id))
+                        .map(stored_item),
+                );
+            }
+            Err(e) => errors.push(format!("the other replicas' sessions: {e}")),
+        }
+    }
     axum::Json(json!({"sessions": items, "errors": errors})).into_response()
+}
+
+fn item_id(v: &Value) -> Option<String> {
+    v.get("id").and_then(Value::as_str).map(str::to_string)
+}
+
+/// A session of another replica, as `/api/sessions` lists it.
+fn stored_item(s: &store::StoredSession) -> Value {
+    let mut v = json!({
+        "id": s.id,
+        "title": s.title,
+        "started": s.started,
+        "outcome": s.outcome,
+        "running": s.status == "running",
+        "replica": s.replica,
+    });
+    if let (Some(obj), Some(old)) = (v.as_object_mut(), &s.takes_over) {
+        obj.insert("takes_over".into(), json!(old));
+    }
+    v
 }
 
 /// The session file of `id` (a file stem from `/api/sessions`); never a path from the request.
@@ -112,20 +164,48 @@ pub(super) async fn get_session(
         })
         .await
     };
+    let mut elsewhere: Option<store::StoredSession> = None;
     let log = match found {
         Err(r) => return r,
-        Ok(None) => return error(StatusCode::NOT_FOUND, format!("no session {id:?}")),
+        Ok(None) => match &state.store {
+            // Not on this replica's disk: another replica's, from the store.
+            Some(store) => match store.session(&id).await {
+                Ok(Some((s, lines))) => {
+                    let text = lines.join("\n") + "\n";
+                    match session::SessionLog::from_reader(text.as_bytes()) {
+                        Ok(log) => {
+                            elsewhere = Some(s);
+                            log
+                        }
+                        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+                    }
+                }
+                Ok(None) => return error(StatusCode::NOT_FOUND, format!("no session {id:?}")),
+                Err(e) => return unavailable(format!("the other replicas' sessions: {e}"), true),
+            },
+            None => return error(StatusCode::NOT_FOUND, format!("no session {id:?}")),
+        },
         Ok(Some(Err(e))) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         Ok(Some(Ok(l))) => l,
     };
     let incident = log.incident();
-    let running = lock(&state.sessions)
-        .get(&id)
-        .is_some_and(|r| r.outcome.is_none());
+    let running = match &elsewhere {
+        Some(s) => s.status == "running" && incident.outcome.is_none(),
+        None => lock(&state.sessions)
+            .get(&id)
+            .is_some_and(|r| r.outcome.is_none()),
+    };
     let mut body = session::export::json(&incident);
     if let Some(obj) = body.as_object_mut() {
         obj.insert("id".into(), json!(id));
         obj.insert("running".into(), json!(running));
+        if let Some(s) = &elsewhere {
+            obj.insert("replica".into(), json!(s.replica));
+            obj.insert("status".into(), json!(s.status));
+            if let Some(old) = &s.takes_over {
+                obj.insert("takes_over".into(), json!(old));
+            }
+        }
         obj.insert(
             "pending_approvals".into(),
             json!(
@@ -164,25 +244,51 @@ pub(super) fn deny_reason(v: &Value) -> String {
 }
 
 /// Hand a decision to the running session `id`, attributed to the caller the server identified.
-pub(super) fn send_decision(state: &AppState, id: &str, by: Decider, cmd: Command) -> Response {
-    let sessions = lock(&state.sessions);
-    let Some(r) = sessions.get(id).filter(|r| r.outcome.is_none()) else {
+pub(super) async fn send_decision(
+    state: &AppState,
+    id: &str,
+    by: Decider,
+    cmd: Command,
+) -> Response {
+    let decision = Attributed {
+        decider: by,
+        command: cmd,
+    };
+    let sent = {
+        let sessions = lock(&state.sessions);
+        sessions
+            .get(id)
+            .filter(|r| r.outcome.is_none())
+            .map(|r| r.decisions.send(decision.clone()))
+    };
+    let Some(sent) = sent else {
+        // Another replica's session: the store relays the decision to the replica running it.
+        if let Some(store) = &state.store {
+            return match store.post_decision(id, &decision).await {
+                Ok(true) => (
+                    StatusCode::ACCEPTED,
+                    axum::Json(json!({"sent": true, "relayed": true})),
+                )
+                    .into_response(),
+                Ok(false) => error(
+                    StatusCode::NOT_FOUND,
+                    format!("no running session {id:?} on any replica"),
+                ),
+                Err(e) => unavailable(format!("cannot relay the decision: {e}"), true),
+            };
+        }
         return error(
             StatusCode::NOT_FOUND,
             format!("no running session {id:?} started by this server"),
         );
     };
-    let sent = r.decisions.send(Attributed {
-        decider: by,
-        command: cmd,
-    });
     match sent {
         Ok(()) => (StatusCode::ACCEPTED, axum::Json(json!({"sent": true}))).into_response(),
         Err(_) => error(StatusCode::CONFLICT, "the session has ended"),
     }
 }
 
-pub(super) fn decide(
+pub(super) async fn decide(
     state: &AppState,
     id: &str,
     body: &[u8],
@@ -219,7 +325,7 @@ pub(super) fn decide(
             by: Some(by.name.clone()),
         }
     };
-    send_decision(state, id, by, cmd)
+    send_decision(state, id, by, cmd).await
 }
 
 pub(super) async fn approve(
@@ -230,7 +336,7 @@ pub(super) async fn approve(
     body: Bytes,
 ) -> Response {
     let by = decider(&state, caller.as_deref(), peer);
-    decide(&state, &id, &body, true, by)
+    decide(&state, &id, &body, true, by).await
 }
 
 pub(super) async fn deny(
@@ -241,7 +347,7 @@ pub(super) async fn deny(
     body: Bytes,
 ) -> Response {
     let by = decider(&state, caller.as_deref(), peer);
-    decide(&state, &id, &body, false, by)
+    decide(&state, &id, &body, false, by).await
 }
 
 /// `{"ref": "op://...", "approve": true|false, "reason": "..."}`: the caller's decision on a
@@ -282,7 +388,7 @@ pub(super) async fn credentials(
             by: Some(by.name.clone()),
         }
     };
-    send_decision(&state, &id, by, cmd)
+    send_decision(&state, &id, by, cmd).await
 }
 
 /// `POST /api/sessions/{id}/note` `{"text": "..."}`: an operator's note on a running session,
@@ -318,6 +424,7 @@ pub(super) async fn note(
             text: text.to_string(),
         },
     )
+    .await
 }
 
 pub(super) async fn new_investigation(State(state): State<AppState>, body: Bytes) -> Response {

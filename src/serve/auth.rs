@@ -84,20 +84,49 @@ pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+fn bearer(req: &Request) -> &str {
+    req.headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .unwrap_or("")
+}
+
+fn unauthorized() -> Response {
+    let mut resp = error(StatusCode::UNAUTHORIZED, "a bearer token is required");
+    resp.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer"),
+    );
+    resp
+}
+
 pub(super) async fn authenticate(
     State(state): State<AppState>,
     mut req: Request,
     next: Next,
 ) -> Response {
+    let path = req.uri().path().to_string();
+    // Health, readiness and metrics reveal no session data: a probe or a scraper needs no
+    // operator's token (`/metrics` takes its own when `[serve] metrics_token` is set).
+    if path == "/healthz" || path == "/readyz" {
+        return next.run(req).await;
+    }
+    if path == "/metrics" {
+        if let Some(token) = &state.metrics_token {
+            let given = bearer(&req);
+            if given.is_empty()
+                || !constant_time_eq(given.as_bytes(), token.expose_secret().as_bytes())
+            {
+                return unauthorized();
+            }
+        }
+        return next.run(req).await;
+    }
     // Slack sends no bearer token: that route is authenticated by Slack's signature alone.
-    if !state.tokens.is_empty() && req.uri().path() != SLACK_INTERACTIONS {
-        let given = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .unwrap_or("");
+    if !state.tokens.is_empty() && path != SLACK_INTERACTIONS {
+        let given = bearer(&req);
         // Every token is compared, so the time taken does not tell which one nearly matched.
         let mut matched: Option<&str> = None;
         for t in &state.tokens {
@@ -108,12 +137,7 @@ pub(super) async fn authenticate(
         if let Some(name) = matched.filter(|_| !given.is_empty()) {
             req.extensions_mut().insert(Caller(name.to_string()));
         } else {
-            let mut resp = error(StatusCode::UNAUTHORIZED, "a bearer token is required");
-            resp.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Bearer"),
-            );
-            return resp;
+            return unauthorized();
         }
     }
     next.run(req).await

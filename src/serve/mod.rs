@@ -29,15 +29,20 @@ use investigations::Investigations;
 mod admission;
 mod api;
 mod auth;
+mod health;
 mod journal;
 mod runner;
+pub mod store;
+mod takeover;
 mod webhooks;
 
 use admission::*;
 use api::*;
 use auth::*;
+use health::*;
 use journal::*;
 use runner::*;
+use takeover::*;
 use webhooks::*;
 
 pub use auth::{ApiToken, UNNAMED_TOKEN, parse_tokens, token_for};
@@ -70,6 +75,10 @@ pub struct Setup {
     pub slack: Option<crate::notify::Slack>,
     /// `[serve]`: how much work the server takes on, from the configuration the command line read.
     pub limits: Limits,
+    /// `[serve.store]`: the store shared with other replicas; `None` for a server on its own.
+    pub store: Option<store::StoreSettings>,
+    /// `[serve] metrics_token`, read from its reference: what `GET /metrics` then needs.
+    pub metrics_token: Option<SecretString>,
 }
 
 /// How much work the server takes on: `[serve]` in the configuration.
@@ -152,6 +161,11 @@ struct Shared {
     investigations: Investigations,
     /// Well-formed webhook deliveries so far (repeats included).
     deliveries: std::sync::atomic::AtomicU64,
+    /// The store shared with other replicas, when configured.
+    store: Option<Arc<store::Store>>,
+    metrics_token: Option<SecretString>,
+    /// Counters `GET /metrics` shows.
+    metrics: Metrics,
 }
 
 type AppState = Arc<Shared>;
@@ -236,6 +250,20 @@ pub async fn serve_with(
         );
     }
     let local = listener.local_addr()?;
+    let store = match setup.store {
+        Some(settings) => {
+            let store = store::Store::open(settings, store::replica_name())
+                .await
+                .map_err(|e| anyhow::anyhow!("sitrep serve: {e}"))?;
+            eprintln!(
+                "sitrep serve: replica {} on the store {}",
+                store.replica,
+                store.place()
+            );
+            Some(store)
+        }
+        None => None,
+    };
     let investigations = Investigations::new(
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -276,7 +304,24 @@ pub async fn serve_with(
         draining: std::sync::atomic::AtomicBool::new(false),
         investigations,
         deliveries: std::sync::atomic::AtomicU64::new(0),
+        store,
+        metrics_token: setup.metrics_token,
+        metrics: Metrics::default(),
     });
+    // With a store: records are written to it, decisions for this replica arrive from it, and
+    // the lease is renewed (and dead replicas' sessions taken over).
+    let store_tasks: Vec<JoinHandle<()>> = match &state.store {
+        Some(store) => {
+            let wake = Arc::new(tokio::sync::Notify::new());
+            vec![
+                tokio::spawn(store.clone().run_appends()),
+                tokio::spawn(store.clone().listen(wake.clone())),
+                tokio::spawn(take_decisions(state.clone(), wake)),
+                tokio::spawn(keep_lease(state.clone())),
+            ]
+        }
+        None => Vec::new(),
+    };
     {
         let state = state.clone();
         let _ = off_thread(move || pump(&state)).await;
@@ -354,6 +399,9 @@ pub async fn serve_with(
     // Whatever did not end within the grace period is dropped (it is marked interrupted on the
     // next start); a runtime cannot be dropped in place from async code.
     trimmer.abort();
+    for t in store_tasks {
+        t.abort();
+    }
     state.investigations.shutdown();
     Ok(())
 }
@@ -411,8 +459,12 @@ fn router(state: AppState) -> Router {
         .route("/api/sessions/{id}/note", post(note))
         .route("/api/investigations", post(new_investigation))
         .route(SLACK_INTERACTIONS, post(slack_interactions))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route") })
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .layer(middleware::from_fn_with_state(state.clone(), count))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state)
 }

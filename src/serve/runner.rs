@@ -53,13 +53,28 @@ pub(super) fn start_on(
     );
     let shared = state.clone();
     let key = id.to_string();
+    // With a store, every record goes there too (the header first), so any replica shows it.
+    let store = state.store.clone();
+    if let Some(store) = &store {
+        let header = session::header(id, chrono::Utc::now(), title);
+        if let Ok(line) = serde_json::to_string(&header) {
+            store.append(id, 0, line);
+        }
+    }
     let watcher = rt.spawn(async move {
         // The session file is written by the investigation itself; the records only need draining.
         let mut watch = slack_watch(&shared, &key, &commands_for_slack);
         let drain = async {
+            let mut seq = 0;
             while let Some(r) = records.recv().await {
                 if let Some(w) = watch.as_mut() {
                     w.observe(&r.event);
+                }
+                if let Some(store) = &store
+                    && let Ok(line) = serde_json::to_string(&r)
+                {
+                    seq += 1;
+                    store.append(&key, seq, line);
                 }
             }
         };
@@ -67,10 +82,21 @@ pub(super) fn start_on(
         if let Some(w) = watch {
             w.ended(session_file.clone(), append_warning(session_file));
         }
-        match result {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::warn!("investigation {key} failed: {e:#}"),
-            Err(e) => tracing::warn!("investigation {key} panicked: {e}"),
+        let outcome = match result {
+            Ok(Ok(o)) => Some(o),
+            Ok(Err(e)) => {
+                tracing::warn!("investigation {key} failed: {e:#}");
+                None
+            }
+            Err(e) => {
+                tracing::warn!("investigation {key} panicked: {e}");
+                None
+            }
+        };
+        if let Some(store) = &shared.store
+            && let Err(e) = store.ended(&key, outcome).await
+        {
+            tracing::warn!("cannot record the end of {key} in the store: {e}");
         }
         lock(&shared.sessions).remove(&key);
         let idle = {

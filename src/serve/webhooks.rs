@@ -109,6 +109,20 @@ pub(super) async fn alertmanager_webhook(State(state): State<AppState>, body: By
             received.remove(&alert_fingerprint(a));
         }
     }
+    // A takeover investigates again only what is still firing: the store hears of resolves.
+    if let Some(store) = &state.store {
+        let resolved: Vec<String> = payload
+            .alerts
+            .iter()
+            .filter(|a| a.status == AlertStatus::Resolved)
+            .map(alert_fingerprint)
+            .collect();
+        if !resolved.is_empty()
+            && let Err(e) = store.resolved(&resolved).await
+        {
+            tracing::warn!("cannot record resolved alerts in the store: {e}");
+        }
+    }
     investigate_payload(&state, payload).await
 }
 
@@ -270,7 +284,7 @@ pub(super) async fn slack_interactions(
         }
     };
     let verb = if press.approve { "approval" } else { "denial" };
-    let sent = send_decision(&state, &press.session, by, cmd);
+    let sent = send_decision(&state, &press.session, by, cmd).await;
     if sent.status().is_success() {
         answer(format!(
             "sitrep: your {verb} of {} was sent to session {} as {name}",
