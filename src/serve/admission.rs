@@ -261,6 +261,10 @@ pub(super) async fn investigate(
     fingerprints: &[String],
     make: impl FnOnce(&[String]) -> (String, Trigger),
 ) -> Response {
+    let serial = match &state.store {
+        Some(_) => Some(state.claiming.lock().await),
+        None => None,
+    };
     let (admitted, claimed, entry) = admit(state, group_key, fingerprints, make);
     match &admitted {
         Admit::Duplicate(session) => {
@@ -290,6 +294,7 @@ pub(super) async fn investigate(
     {
         return answer;
     }
+    drop(serial);
     let state = state.clone();
     off_thread(move || record_and_start(&state, admitted, claimed, entry))
         .await
@@ -648,4 +653,3 @@ mod tests {
         assert_eq!(c.check("g", &[]), Claim::New(vec![]));
     }
 }
-

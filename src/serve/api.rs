@@ -66,19 +66,19 @@ pub(super) async fn list_sessions(State(state): State<AppState>) -> Response {
     let mut items: Vec<Value> = {
         let running = lock(&state.sessions);
         found
-        .iter()
-        .map(|s| {
-            let id = session_id(&s.path);
-            let live = running.get(&id);
-            json!({
-                "id": id,
-                "title": live.map(|r| r.title.clone()).unwrap_or_else(|| s.title.clone()),
-                "started": s.started,
-                "outcome": s.outcome.map(|o| o.name()),
-                "running": live.is_some_and(|r| r.outcome.is_none()),
+            .iter()
+            .map(|s| {
+                let id = session_id(&s.path);
+                let live = running.get(&id);
+                json!({
+                    "id": id,
+                    "title": live.map(|r| r.title.clone()).unwrap_or_else(|| s.title.clone()),
+                    "started": s.started,
+                    "outcome": s.outcome.map(|o| o.name()),
+                    "running": live.is_some_and(|r| r.outcome.is_none()),
+                })
             })
-        })
-        .collect()
+            .collect()
     };
     items.extend(queued);
     let mut errors: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
@@ -259,7 +259,7 @@ pub(super) async fn send_decision(
         sessions
             .get(id)
             .filter(|r| r.outcome.is_none())
-            .map(|r| r.decisions.send(decision.clone()))
+            .map(|r| r.decisions.send(decision.clone()).is_ok())
     };
     let Some(sent) = sent else {
         // Another replica's session: the store relays the decision to the replica running it.
@@ -282,9 +282,10 @@ pub(super) async fn send_decision(
             format!("no running session {id:?} started by this server"),
         );
     };
-    match sent {
-        Ok(()) => (StatusCode::ACCEPTED, axum::Json(json!({"sent": true}))).into_response(),
-        Err(_) => error(StatusCode::CONFLICT, "the session has ended"),
+    if sent {
+        (StatusCode::ACCEPTED, axum::Json(json!({"sent": true}))).into_response()
+    } else {
+        error(StatusCode::CONFLICT, "the session has ended")
     }
 }
 

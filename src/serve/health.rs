@@ -48,11 +48,7 @@ pub(super) async fn readyz(State(state): State<AppState>) -> Response {
     };
     match store.ready().await {
         Ok(()) => (StatusCode::OK, "ready\n").into_response(),
-        Err(e) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("not ready: {e}\n"),
-        )
-            .into_response(),
+        Err(e) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {e}\n")).into_response(),
     }
 }
 
@@ -99,7 +95,11 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Response {
     );
     let (queued, running, claims) = {
         let core = lock(&state.core);
-        (core.queue.len(), core.running, core.claims.sessions().count())
+        (
+            core.queue.len(),
+            core.running,
+            core.claims.sessions().count(),
+        )
     };
     family(
         &mut out,

@@ -142,7 +142,8 @@ pub struct Store {
     /// The last round trip, in microseconds (0 before the first).
     pub round_trip_us: AtomicU64,
     appends: tokio::sync::mpsc::UnboundedSender<(String, i64, String)>,
-    appends_rx: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<(String, i64, String)>>>,
+    appends_rx:
+        std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<(String, i64, String)>>>,
 }
 
 /// `host:port/db as user`, never the password.
@@ -276,7 +277,8 @@ impl Store {
     where
         F: for<'a> FnOnce(
             &'a tokio_postgres::Transaction<'a>,
-        ) -> futures::future::BoxFuture<'a, Result<T, tokio_postgres::Error>>,
+        )
+            -> futures::future::BoxFuture<'a, Result<T, tokio_postgres::Error>>,
     {
         let work = async {
             let mut guard = self.tx.lock().await;
@@ -366,7 +368,8 @@ impl Store {
         trigger: &str,
         ttl: Duration,
     ) -> Result<Claimed, StoreError> {
-        let (session, title, trigger) = (session.to_string(), title.to_string(), trigger.to_string());
+        let (session, title, trigger) =
+            (session.to_string(), title.to_string(), trigger.to_string());
         let replica = self.replica.clone();
         let fps: Vec<String> = fingerprints.iter().map(|f| format!("f:{f}")).collect();
         let group = (!group_key.is_empty()).then(|| format!("g:{group_key}"));
@@ -584,7 +587,11 @@ impl Store {
 
     /// Hands a decision to the replica running `session`, and wakes it. `Ok(false)` when no
     /// replica runs that session.
-    pub async fn post_decision(&self, session: &str, decision: &Attributed) -> Result<bool, StoreError> {
+    pub async fn post_decision(
+        &self,
+        session: &str,
+        decision: &Attributed,
+    ) -> Result<bool, StoreError> {
         let command = serde_json::to_string(&decision.command)
             .map_err(|e| StoreError::Query(e.to_string()))?;
         let (session, name, via) = (

@@ -25,7 +25,9 @@ pub(super) async fn take_decisions(state: AppState, wake: Arc<tokio::sync::Notif
                         Some(r) => {
                             let _ = r.decisions.send(decision);
                         }
-                        None => tracing::warn!("a relayed decision for {id}, which no longer runs here"),
+                        None => {
+                            tracing::warn!("a relayed decision for {id}, which no longer runs here")
+                        }
                     }
                 }
             }
@@ -80,7 +82,10 @@ pub(super) async fn keep_lease(state: AppState) {
 /// here that names the interrupted one.
 async fn adopt(state: &AppState, store: &Arc<store::Store>, orphan: store::Orphan) {
     let Ok(mut entry) = serde_json::from_str::<JournalEntry>(&orphan.trigger) else {
-        tracing::warn!("the interrupted session {} has no readable trigger", orphan.id);
+        tracing::warn!(
+            "the interrupted session {} has no readable trigger",
+            orphan.id
+        );
         return;
     };
     // Only alerts are investigated again, and only those no resolve arrived for.
@@ -100,7 +105,14 @@ async fn adopt(state: &AppState, store: &Arc<store::Store>, orphan: store::Orpha
     let path = session::unique_session_path_in(&state.sessions_dir, chrono::Utc::now(), &title);
     let id = session_id(&path);
     let fingerprints = orphan.firing.clone();
-    let new_entry = entry_for(&id, &entry.group_key, &fingerprints, &title, &trigger, false);
+    let new_entry = entry_for(
+        &id,
+        &entry.group_key,
+        &fingerprints,
+        &title,
+        &trigger,
+        false,
+    );
     let text = serde_json::to_string(&new_entry).unwrap_or_default();
     if let Err(e) = store
         .adopt(&id, &orphan.id, &title, &text, &fingerprints)
