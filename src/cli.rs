@@ -604,7 +604,14 @@ fn follow(
     let dir = sessions_dir
         .map(Path::to_path_buf)
         .unwrap_or_else(session::sessions_dir);
-    let path = agent::approve::resolve_session(session_ref, &dir)?;
+    // With a server, a session not on this host (another replica's) is followed through it.
+    let path = match agent::approve::resolve_session(session_ref, &dir) {
+        Ok(p) => p,
+        Err(_) if server.is_some() && !session_ref.contains(['/', '\\']) => {
+            dir.join(format!("{session_ref}.ndjson"))
+        }
+        Err(e) => return Err(e.into()),
+    };
     let token = match token_env {
         // Your own token: bare, or as `name=token` (the form the server's list uses).
         Some(var) => match std::env::var(var) {

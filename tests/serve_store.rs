@@ -232,6 +232,40 @@ async fn two_replicas_share_claims_sessions_decisions_and_take_over_a_killed_one
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
+    // What `sitrep follow --server` tails: B serves the records of a session A runs, from the
+    // store, numbered as A's file numbers its lines (the header is line 0).
+    let (some, _) = pending.iter().next().expect("one");
+    let records = |url: String, from: usize| {
+        let http = http.clone();
+        async move {
+            http.get(format!("{url}/api/sessions/{some}/records?from={from}"))
+                .send()
+                .await
+                .expect("records")
+                .text()
+                .await
+                .expect("text")
+        }
+    };
+    let via_b = records(b.url.clone(), 0).await;
+    let via_a = records(a.url.clone(), 0).await;
+    let lines_b: Vec<&str> = via_b.lines().collect();
+    assert!(lines_b.len() > 2, "{via_b}");
+    assert!(lines_b[0].contains("sitrep_session"), "{}", lines_b[0]);
+    // The same records, in the same order, from either replica.
+    let events_of = |lines: &[&str]| -> Vec<Value> {
+        lines[1..]
+            .iter()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .map(|v| v["event"].clone())
+            .collect()
+    };
+    let lines_a: Vec<&str> = via_a.lines().collect();
+    let n = lines_a.len().min(lines_b.len());
+    assert_eq!(events_of(&lines_a[..n]), events_of(&lines_b[..n]));
+    let later = records(b.url.clone(), 2).await;
+    assert_eq!(later.lines().next(), lines_b.get(2).copied());
+
     // An approval posted to B for a session A runs is recorded on A within 2 s.
     let (approved, action) = pending
         .iter()
@@ -422,7 +456,7 @@ async fn readyz_follows_the_store_and_metrics_parse() {
         );
     }
     // The store stops: not ready, and deliveries are refused with 503 rather than lost.
-    drop(pg);
+    pg.pause().expect("stop the store");
     let deadline = Instant::now() + Duration::from_secs(15);
     while status("/readyz").await != 503 {
         assert!(
@@ -439,6 +473,35 @@ async fn readyz_follows_the_store_and_metrics_parse() {
         .await
         .expect("send");
     assert_eq!(resp.status(), 503);
+    // It comes back: ready again, and the refused page is accepted when re-sent.
+    pg.resume().expect("start the store again");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while status("/readyz").await != 200 {
+        assert!(
+            Instant::now() < deadline,
+            "readyz still 503 with the store back"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let resp = http
+        .post(format!("{}/webhook/alertmanager", served.url))
+        .json(&alert(2, true))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 202);
+    let text = http
+        .get(format!("{}/metrics", served.url))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        text.contains("sitrep_serve_deliveries_total{source=\"alertmanager\",code=\"503\"} 1"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

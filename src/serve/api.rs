@@ -236,6 +236,63 @@ pub(super) async fn get_session(
 }
 
 /// The reason a denial through the API gives, or the API's own.
+/// `GET /api/sessions/ID/records?from=N`: the session's lines after the first N (line 0 is the
+/// header), as NDJSON; only whole lines. From this replica's disk, or the store for another
+/// replica's session: what `sitrep follow --server` tails.
+pub(super) async fn session_records(
+    State(state): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+    axum::extract::Query(query): axum::extract::Query<HashMap<String, String>>,
+) -> Response {
+    let from: usize = match query.get("from").map(|f| f.parse()) {
+        None => 0,
+        Some(Ok(n)) => n,
+        Some(Err(_)) => return error(StatusCode::BAD_REQUEST, "`from` is a line count"),
+    };
+    let local = {
+        let (state, id) = (state.clone(), id.clone());
+        off_thread(move || {
+            let path = find_session(&state, &id)?;
+            Some(std::fs::read(&path))
+        })
+        .await
+    };
+    let lines: Vec<String> = match local {
+        Err(r) => return r,
+        Ok(Some(Ok(bytes))) => {
+            // A last line still being written is left for the next call.
+            let whole = match bytes.iter().rposition(|b| *b == b'\n') {
+                Some(end) => &bytes[..=end],
+                None => &bytes[..0],
+            };
+            String::from_utf8_lossy(whole)
+                .lines()
+                .map(str::to_string)
+                .collect()
+        }
+        Ok(Some(Err(e))) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Ok(None) => match &state.store {
+            Some(store) => match store.session(&id).await {
+                Ok(Some((_, lines))) => lines,
+                Ok(None) => return error(StatusCode::NOT_FOUND, format!("no session {id:?}")),
+                Err(e) => return unavailable(format!("the other replicas' sessions: {e}"), true),
+            },
+            None => return error(StatusCode::NOT_FOUND, format!("no session {id:?}")),
+        },
+    };
+    let mut body = String::new();
+    for line in lines.iter().skip(from) {
+        body.push_str(line);
+        body.push('\n');
+    }
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/x-ndjson")],
+        body,
+    )
+        .into_response()
+}
+
 pub(super) fn deny_reason(v: &Value) -> String {
     v.get("reason")
         .and_then(Value::as_str)

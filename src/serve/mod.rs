@@ -457,6 +457,7 @@ fn router(state: AppState) -> Router {
         .route("/api/alerts", get(list_alerts))
         .route("/api/sessions", get(list_sessions))
         .route("/api/sessions/{id}", get(get_session))
+        .route("/api/sessions/{id}/records", get(session_records))
         .route("/api/sessions/{id}/approve", post(approve))
         .route("/api/sessions/{id}/deny", post(deny))
         .route("/api/sessions/{id}/credentials", post(credentials))
