@@ -263,6 +263,13 @@ pub async fn serve_with(
                 store.replica,
                 store.place()
             );
+            let waiting: Vec<String> = recovered.queue.iter().map(|q| q.id.clone()).collect();
+            if !waiting.is_empty() {
+                store
+                    .reclaim(&waiting)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("sitrep serve: {e}"))?;
+            }
             Some(store)
         }
         None => None,
@@ -403,6 +410,10 @@ pub async fn serve_with(
     // Whatever did not end within the grace period is dropped (it is marked interrupted on the
     // next start); a runtime cannot be dropped in place from async code.
     trimmer.abort();
+    // What the ended sessions wrote reaches the store before its writer stops.
+    if let Some(store) = &state.store {
+        store.flush(SLACK_FLUSH_GRACE).await;
+    }
     for t in store_tasks {
         t.abort();
     }

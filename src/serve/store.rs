@@ -142,6 +142,8 @@ pub struct Store {
     /// The last round trip, in microseconds (0 before the first).
     pub round_trip_us: AtomicU64,
     appends: tokio::sync::mpsc::UnboundedSender<(String, i64, String)>,
+    /// Records queued and not yet written.
+    unwritten: AtomicU64,
     appends_rx:
         std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<(String, i64, String)>>>,
 }
@@ -193,6 +195,7 @@ impl Store {
             tx: tokio::sync::Mutex::new(None),
             round_trip_us: AtomicU64::new(0),
             appends,
+            unwritten: AtomicU64::new(0),
             appends_rx: std::sync::Mutex::new(Some(rx)),
         });
         let opening = async {
@@ -491,7 +494,32 @@ impl Store {
     /// Queues one record line of `session` for the store; written in order, in batches, by
     /// [`Store::run_appends`].
     pub fn append(&self, session: &str, seq: i64, line: String) {
-        let _ = self.appends.send((session.to_string(), seq, line));
+        if self.appends.send((session.to_string(), seq, line)).is_ok() {
+            self.unwritten.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Waits (up to `grace`) for the queued records to be written: a clean stop loses none.
+    pub async fn flush(&self, grace: Duration) {
+        let deadline = Instant::now() + grace;
+        while self.unwritten.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Sessions this process found still queued in its journal after a restart are its own
+    /// again (they start here), so the takeover of its previous life's lease leaves them be.
+    pub async fn reclaim(&self, sessions: &[String]) -> Result<(), StoreError> {
+        let (ids, replica) = (sessions.to_vec(), self.replica.clone());
+        self.with(|c| async move {
+            c.execute(
+                "UPDATE sitrep_sessions SET replica = $2 WHERE id = ANY($1) AND status = 'running'",
+                &[&ids, &replica],
+            )
+            .await
+        })
+        .await
+        .map(|_| ())
     }
 
     /// Writes queued records until the process ends; a batch the store refuses is retried.
@@ -532,7 +560,11 @@ impl Store {
                 })
                 .await;
             match written {
-                Ok(_) => batch.clear(),
+                Ok(_) => {
+                    self.unwritten
+                        .fetch_sub(batch.len() as u64, Ordering::SeqCst);
+                    batch.clear();
+                }
                 Err(e) => {
                     tracing::warn!("cannot append {} record(s) to the store: {e}", batch.len());
                     tokio::time::sleep(Duration::from_secs(1)).await;
