@@ -40,6 +40,9 @@ pub(super) struct Core {
     pub(super) live_groups: HashMap<String, String>,
     /// Subject -> (session, the alert names it investigates there).
     pub(super) live_subjects: HashMap<String, (String, std::collections::BTreeSet<String>)>,
+    /// With a store: sessions admitted here whose claim the store has not confirmed yet. A
+    /// repeat naming one waits for the answer rather than being told a session that may not be.
+    pub(super) unconfirmed: std::collections::HashSet<String>,
 }
 
 impl Core {
@@ -206,6 +209,9 @@ pub(super) fn admit(
     let entry = entry_for(&id, group_key, &claimed, &title, &trigger, false);
     core.claims.record(group_key, &claimed, &id);
     core.live(&id, group_key, &trigger);
+    if state.store.is_some() {
+        core.unconfirmed.insert(id.clone());
+    }
     // A free slot goes to the longest waiting first: arrival order.
     if core.running < state.limits.max_concurrent && core.queue.is_empty() {
         core.running += 1;
@@ -261,6 +267,25 @@ pub(super) async fn investigate(
     fingerprints: &[String],
     make: impl FnOnce(&[String]) -> (String, Trigger),
 ) -> Response {
+    // A repeat of an alert whose claim the store confirmed is answered at once; only new
+    // alerts (and repeats of one being claimed) take the claim lock.
+    if state.store.is_some() && !state.draining.load(std::sync::atomic::Ordering::SeqCst) {
+        let known = {
+            let mut core = lock(&state.core);
+            core.claims.expire(Instant::now(), CLAIM_TTL);
+            match core.claims.check(group_key, fingerprints) {
+                Claim::Known(s) if !core.unconfirmed.contains(&s) => Some(s),
+                _ => None,
+            }
+        };
+        if let Some(session) = known {
+            return (
+                StatusCode::OK,
+                axum::Json(json!({"started": false, "duplicate": true, "session": session})),
+            )
+                .into_response();
+        }
+    }
     let serial = match &state.store {
         Some(_) => Some(state.claiming.lock().await),
         None => None,
@@ -333,12 +358,19 @@ async fn claim_in_store(
         )
         .await;
     let other = match found {
-        Ok(store::Claimed::New) => return None,
+        Ok(store::Claimed::New) => {
+            lock(&state.core).unconfirmed.remove(&entry.session);
+            return None;
+        }
         Ok(store::Claimed::Known(s)) => (s, false),
         Ok(store::Claimed::Joined(s)) => (s, true),
         Err(e) => {
             unadmit(state, admitted, claimed);
-            lock(&state.core).unlive(&entry.session);
+            {
+                let mut core = lock(&state.core);
+                core.unlive(&entry.session);
+                core.unconfirmed.remove(&entry.session);
+            }
             return Some(unavailable(
                 format!("cannot record the claim in the store: {e}; not accepted"),
                 true,
@@ -353,6 +385,7 @@ async fn claim_in_store(
         core.unlive(&entry.session);
         core.claims.record(&entry.group_key, claimed, &other.0);
         core.claims.finish(&other.0, Instant::now());
+        core.unconfirmed.remove(&entry.session);
     }
     let (session, joined) = other;
     Some(if joined {
