@@ -287,6 +287,10 @@ pub struct ServeArgs {
     /// Investigate with recorded case DIR instead of the live systems (tests, demos).
     #[arg(long, value_name = "DIR")]
     pub case: Option<PathBuf>,
+    /// The PostgreSQL store shared with other replicas, `postgres://USER@HOST:PORT/DB`
+    /// (overrides `[serve.store] url`).
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
     /// Who reasons: the rules, the configured model after them, or the model when `[llm]` is
     /// configured.
     #[arg(long, value_enum, default_value_t = Reasoner::Auto)]
@@ -600,7 +604,14 @@ fn follow(
     let dir = sessions_dir
         .map(Path::to_path_buf)
         .unwrap_or_else(session::sessions_dir);
-    let path = agent::approve::resolve_session(session_ref, &dir)?;
+    // With a server, a session not on this host (another replica's) is followed through it.
+    let path = match agent::approve::resolve_session(session_ref, &dir) {
+        Ok(p) => p,
+        Err(_) if server.is_some() && !session_ref.contains(['/', '\\']) => {
+            dir.join(format!("{session_ref}.ndjson"))
+        }
+        Err(e) => return Err(e.into()),
+    };
     let token = match token_env {
         // Your own token: bare, or as `name=token` (the form the server's list uses).
         Some(var) => match std::env::var(var) {
@@ -663,6 +674,11 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
         };
         let case = args.case.clone();
         let limits = crate::serve::Limits::from(&config.serve);
+        let store = serve_store(&config.serve, args.store.as_deref(), &config_path).await?;
+        let metrics_token = match &config.serve.metrics_token {
+            Some(r) => Some(read_reference(r, "serve.metrics_token", &config_path).await?),
+            None => None,
+        };
         let config = config.clone();
         let starter: crate::serve::Starter = Arc::new(move |trigger, path| {
             let (world, mode, case_name) = match (&live, &case) {
@@ -689,9 +705,58 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
             sources,
             slack,
             limits,
+            store,
+            metrics_token,
         })
         .await
     })
+}
+
+/// `[serve.store]` (or `--store URL`) with its password read from its reference.
+async fn serve_store(
+    serve: &crate::config::Serve,
+    url: Option<&str>,
+    config_path: &Path,
+) -> anyhow::Result<Option<crate::serve::store::StoreSettings>> {
+    let configured = serve.store.as_ref();
+    let Some(url) = url.or(configured.map(|s| s.url.as_str())) else {
+        return Ok(None);
+    };
+    let password = match configured.and_then(|s| s.password.as_deref()) {
+        Some(r) => Some(read_reference(r, "serve.store.password", config_path).await?),
+        None => None,
+    };
+    let lease_secs = configured.map(|s| s.lease_secs).unwrap_or(15);
+    if lease_secs == 0 {
+        bail!(
+            "{}: key `serve.store.lease_secs`: must be at least 1",
+            config_path.display()
+        );
+    }
+    Ok(Some(crate::serve::store::StoreSettings {
+        url: url.to_string(),
+        password,
+        lease: Duration::from_secs(lease_secs),
+    }))
+}
+
+/// A credential the configuration names by reference (`env:`, `op://`, `vault://`); configuring
+/// it for the server is its approval. A value that is not a reference is refused.
+async fn read_reference(
+    reference: &str,
+    key: &str,
+    config_path: &Path,
+) -> anyhow::Result<secrecy::SecretString> {
+    use crate::secrets::{Decision, Keyring, SecretRef};
+    let fail = |why: String| anyhow::anyhow!("{}: key `{key}`: {why}", config_path.display());
+    let r = SecretRef::parse(reference).map_err(|e| fail(e.to_string()))?;
+    let keyring = Keyring::new();
+    keyring.register("serve", &r);
+    let name = r.to_string();
+    keyring.decide(&name, Decision::Approved);
+    let value = keyring.get(&name).await.map_err(|e| fail(e.to_string()))?;
+    crate::policy::redact::learn_secret(secrecy::ExposeSecret::expose_secret(&value));
+    Ok(value)
 }
 
 /// Bare `sitrep`: the inbox when alert sources are configured; otherwise how to configure them.

@@ -393,6 +393,31 @@ pub struct Serve {
     /// Investigations waiting to start; past this the webhook answers 503 with `Retry-After`.
     #[serde(default = "default_serve_queue")]
     pub queue: usize,
+    /// A reference (`env:`, `op://`, `vault://`) to the bearer token `GET /metrics` then needs;
+    /// without one the route is open (it reveals no session data).
+    #[serde(default)]
+    pub metrics_token: Option<String>,
+    /// `[serve.store]`: replicas sharing claims, sessions and decisions in PostgreSQL.
+    #[serde(default)]
+    pub store: Option<ServeStore>,
+}
+
+/// `[serve.store]`: the PostgreSQL database a team's `sitrep serve` replicas share.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ServeStore {
+    /// `postgres://USER@HOST:PORT/DB` (`?sslmode=require` for TLS); no password in it.
+    pub url: String,
+    /// A reference (`env:`, `op://`, `vault://`) to the password, never the password itself.
+    #[serde(default)]
+    pub password: Option<String>,
+    /// Seconds a replica's lease lasts; a replica silent this long is taken over.
+    #[serde(default = "default_lease_secs")]
+    pub lease_secs: u64,
+}
+
+fn default_lease_secs() -> u64 {
+    15
 }
 
 fn default_serve_max_concurrent() -> usize {
@@ -408,6 +433,8 @@ impl Default for Serve {
         Serve {
             max_concurrent: default_serve_max_concurrent(),
             queue: default_serve_queue(),
+            metrics_token: None,
+            store: None,
         }
     }
 }

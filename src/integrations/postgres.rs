@@ -479,6 +479,10 @@ impl PostgresBackend {
 
 /// The server's own message (`FATAL: password authentication failed for user "x"`), or the
 /// connection error's innermost cause.
+pub fn describe_error(e: &tokio_postgres::Error) -> String {
+    pg_error(e)
+}
+
 fn pg_error(e: &tokio_postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         return format!("{}: {}", db.severity(), db.message());
@@ -494,7 +498,7 @@ fn pg_error(e: &tokio_postgres::Error) -> String {
 
 /// TLS through rustls with the platform's trust store; used when the URL's `sslmode` asks for it
 /// (`prefer`, the default, falls back to plain text when the server has no TLS).
-fn tls_connector() -> Result<tokio_postgres_rustls::MakeRustlsConnect, String> {
+pub fn tls_connector() -> Result<tokio_postgres_rustls::MakeRustlsConnect, String> {
     use rustls_platform_verifier::BuilderVerifierExt;
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider)

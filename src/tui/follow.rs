@@ -93,6 +93,82 @@ pub fn tail(path: PathBuf, tx: UnboundedSender<Record>, poll: Duration) -> JoinH
     })
 }
 
+/// Follows a session through the server's API instead of a file (it runs on another replica, or
+/// another host): every `poll`, `GET /api/sessions/ID/records?from=N` answers the lines after
+/// the N already read (the header first), sent on as records until the session's end. A server
+/// that cannot be reached is a local warning, once, and is asked again.
+pub fn tail_remote(remote: Remote, tx: UnboundedSender<Record>, poll: Duration) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let http = reqwest::Client::new();
+        let mut read = 0usize;
+        let mut last_t = 0.0;
+        let mut warned = false;
+        let url = format!(
+            "{}/api/sessions/{}/records",
+            remote.url.trim_end_matches('/'),
+            remote.session_id
+        );
+        loop {
+            let mut req = http
+                .get(&url)
+                .query(&[("from", read.to_string())])
+                .timeout(Duration::from_secs(10));
+            if let Some(t) = &remote.token {
+                req = req.bearer_auth(t.expose_secret());
+            }
+            let text = match req.send().await {
+                Ok(resp) if resp.status().is_success() => resp.text().await.ok(),
+                Ok(resp) => {
+                    if !warned {
+                        warned = true;
+                        let _ = tx.send(Record {
+                            t: last_t,
+                            event: Event::Warning {
+                                message: format!("{url}: the server answered {}", resp.status()),
+                            },
+                        });
+                    }
+                    None
+                }
+                Err(e) => {
+                    if !warned {
+                        warned = true;
+                        let _ = tx.send(Record {
+                            t: last_t,
+                            event: Event::Warning {
+                                message: format!("cannot reach {}: {e}", remote.url),
+                            },
+                        });
+                    }
+                    None
+                }
+            };
+            for line in text.as_deref().unwrap_or("").lines() {
+                read += 1;
+                // The header is line 0.
+                if read == 1 || line.trim().is_empty() {
+                    continue;
+                }
+                let record = match serde_json::from_str::<Record>(line) {
+                    Ok(r) => r,
+                    Err(e) => Record {
+                        t: last_t,
+                        event: Event::Warning {
+                            message: format!("skipped a line from {url} that is not a record: {e}"),
+                        },
+                    },
+                };
+                last_t = record.t;
+                let ended = matches!(record.event, Event::SessionEnded { .. });
+                if tx.send(record).is_err() || ended {
+                    return;
+                }
+            }
+            tokio::time::sleep(poll).await;
+        }
+    })
+}
+
 /// Carries the console's commands to the process running the session. Failures come back to the
 /// console as local warnings on `notes`.
 pub async fn forward(

@@ -427,7 +427,13 @@ pub async fn run_follow(
     state.session_path = Some(path.clone());
     let (records_tx, records) = tokio::sync::mpsc::unbounded_channel();
     let (commands, commands_rx) = tokio::sync::mpsc::unbounded_channel();
-    let tailer = follow::tail(path.clone(), records_tx.clone(), Duration::from_millis(200));
+    // A session on this host is tailed from its file; one only the server has (another
+    // replica's, or another host's), through the server's API.
+    let poll = Duration::from_millis(200);
+    let tailer = match &remote {
+        Some(r) if !path.is_file() => follow::tail_remote(r.clone(), records_tx.clone(), poll),
+        _ => follow::tail(path.clone(), records_tx.clone(), poll),
+    };
     let forwarder = tokio::spawn(follow::forward(commands_rx, path, remote, records_tx));
     let result = async {
         let mut screen = Screen::enter()?;

@@ -136,6 +136,21 @@ impl Pg {
         Ok(pg)
     }
 
+    /// Stops the server (fast shutdown), keeping its data for [`Pg::resume`].
+    pub fn pause(&self) -> Result<(), String> {
+        self.run("pg_ctl", &["-D", "data", "-m", "fast", "-w", "stop"])
+            .map(|_| ())
+    }
+
+    /// Starts a server [`Pg::pause`] stopped, on the same port and data.
+    pub fn resume(&self) -> Result<(), String> {
+        self.run(
+            "pg_ctl",
+            &["-D", "data", "-l", "server.log", "-w", "-t", "60", "start"],
+        )
+        .map(|_| ())
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.root.join("server.log")).unwrap_or_default()
     }
