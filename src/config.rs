@@ -104,6 +104,8 @@ pub struct Integrations {
     pub jira: Option<Jira>,
     /// `[integrations.servicenow]`: where investigations file their incident.
     pub servicenow: Option<ServiceNow>,
+    /// `[integrations.datadog]`: metrics, monitors, events and logs.
+    pub datadog: Option<Datadog>,
 }
 
 impl Integrations {
@@ -139,6 +141,9 @@ impl Integrations {
         }
         if self.servicenow.is_some() {
             out.push("servicenow");
+        }
+        if self.datadog.is_some() {
+            out.push("datadog");
         }
         out
     }
@@ -348,6 +353,51 @@ pub struct Jira {
     pub timeout_secs: u64,
 }
 
+fn default_datadog_site() -> String {
+    "datadoghq.com".into()
+}
+
+/// `[integrations.datadog]`: the Datadog API of one site, read-only.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Datadog {
+    /// The Datadog site: `datadoghq.com`, `datadoghq.eu`, `us3.datadoghq.com`, `us5.datadoghq.com`,
+    /// `ap1.datadoghq.com`, `ddog-gov.com`; the API is `https://api.<site>`.
+    #[serde(default = "default_datadog_site")]
+    pub site: String,
+    /// The API base URL, instead of the one `site` gives (a proxy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Where the API key is (`env:VAR`, `op://...`, `vault://...`), sent as `DD-API-KEY`.
+    pub api_key: String,
+    /// Where the application key is, sent as `DD-APPLICATION-KEY`.
+    pub app_key: String,
+    /// Monitors the inbox lists: only those carrying all of these tags (`team:checkout`); empty, all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub monitor_tags: Vec<String>,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+}
+
+impl Datadog {
+    /// The API base URL.
+    pub fn base_url(&self) -> String {
+        match &self.url {
+            Some(u) => u.trim_end_matches('/').to_string(),
+            None => format!("https://api.{}", self.site.trim()),
+        }
+    }
+}
+
+/// `[serve.datadog]`: Datadog webhooks `sitrep serve` accepts.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ServeDatadog {
+    /// Where the shared secret the webhook sends in `X-Sitrep-Secret` is (`env:VAR`, `op://...`,
+    /// `vault://...`); never the secret itself.
+    pub secret: String,
+}
+
 fn default_servicenow_category() -> String {
     "software".into()
 }
@@ -393,6 +443,9 @@ pub struct Serve {
     /// Investigations waiting to start; past this the webhook answers 503 with `Retry-After`.
     #[serde(default = "default_serve_queue")]
     pub queue: usize,
+    /// `[serve.datadog]`: the shared secret of `POST /webhook/datadog`; absent, that route refuses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datadog: Option<ServeDatadog>,
 }
 
 fn default_serve_max_concurrent() -> usize {
@@ -408,6 +461,7 @@ impl Default for Serve {
         Serve {
             max_concurrent: default_serve_max_concurrent(),
             queue: default_serve_queue(),
+            datadog: None,
         }
     }
 }
@@ -662,6 +716,9 @@ impl Config {
         let tickets = [
             i.jira.as_ref().map(|j| j.api_token.clone()),
             i.servicenow.as_ref().map(|n| n.password.clone()),
+            i.datadog.as_ref().map(|d| d.api_key.clone()),
+            i.datadog.as_ref().map(|d| d.app_key.clone()),
+            self.serve.datadog.as_ref().map(|d| d.secret.clone()),
         ]
         .into_iter()
         .flatten()
@@ -797,6 +854,27 @@ impl Config {
                 }
             }
         };
+        // A credential is named by where it is, never written out.
+        let check_reference = |key: &str, v: &str| {
+            let name_ok = |var: &str| {
+                !var.is_empty()
+                    && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    && !var.starts_with(|c: char| c.is_ascii_digit())
+            };
+            let ok = match v.strip_prefix("env:") {
+                Some(var) => name_ok(var),
+                None => is_secret_reference(v) && !v.contains(char::is_whitespace),
+            };
+            if ok {
+                Ok(())
+            } else {
+                Err(invalid(
+                    key,
+                    "a reference such as \"env:VAR\", \"op://vault/item/field\" or \"vault://mount/path#field\", not the secret itself",
+                    format!("a value of {} characters", v.chars().count()),
+                ))
+            }
+        };
         let i = &self.integrations;
         if let Some(k) = &i.kubernetes {
             if let Some(url) = &k.url {
@@ -854,6 +932,29 @@ impl Config {
                     ));
                 }
             }
+        }
+        if let Some(d) = &i.datadog {
+            let site_ok = !d.site.is_empty()
+                && d.site
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
+            if !site_ok {
+                return Err(invalid(
+                    "integrations.datadog.site",
+                    "a Datadog site such as \"datadoghq.com\" or \"datadoghq.eu\"",
+                    format!("{:?}", d.site),
+                ));
+            }
+            if let Some(url) = &d.url {
+                check_url("integrations.datadog.url", url)?;
+            }
+            check_timeout("integrations.datadog.timeout_secs", d.timeout_secs)?;
+            for (field, v) in [("api_key", &d.api_key), ("app_key", &d.app_key)] {
+                check_reference(&format!("integrations.datadog.{field}"), v)?;
+            }
+        }
+        if let Some(d) = &self.serve.datadog {
+            check_reference("serve.datadog.secret", &d.secret)?;
         }
         if let Some(a) = &i.aws {
             let region_ok = !a.region.is_empty()

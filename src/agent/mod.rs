@@ -5,6 +5,7 @@ pub mod approve;
 mod chat;
 pub mod cloud;
 pub mod credentials;
+pub mod datadog;
 pub mod diagnose;
 pub mod evidence;
 mod journal;

@@ -144,7 +144,8 @@ impl Scope {
         let keys: Vec<&str> = crate::reason::workload_keys().collect();
         let workload = first_of(l, &keys)
             .or_else(|| first_of(a, &["kube_deployment", "deployment", "workload"]));
-        let pod = first_of(l, &["pod", "kube_pod"]).or_else(|| first_of(a, &["kube_pod", "pod"]));
+        let pod = first_of(l, &["pod", "kube_pod", "pod_name"])
+            .or_else(|| first_of(a, &["kube_pod", "pod"]));
         let node = first_of(l, &["node", "kubernetes_node", "instance_node"])
             .or_else(|| first_of(a, &["node", "kube_node"]));
         let repo = first_of(l, &["repo", "repository", "github_repo"])
@@ -791,11 +792,14 @@ pub fn pick(tools: &dyn Tools) -> Vec<&'static str> {
     if tools.has("kubernetes") || tools.has("github") {
         out.push("changes");
     }
+    if tools.has("datadog") {
+        out.push("datadog");
+    }
     out
 }
 
 /// The integrations an investigation can draw on, in the order they are reported.
-pub const INTEGRATIONS: [&str; 7] = [
+pub const INTEGRATIONS: [&str; 8] = [
     "kubernetes",
     "prometheus",
     "alertmanager",
@@ -803,11 +807,12 @@ pub const INTEGRATIONS: [&str; 7] = [
     "github",
     "postgres",
     "aws",
+    "datadog",
 ];
 
 /// Integrations reported in coverage only when configured: their absence says nothing about a
 /// Kubernetes workload.
-const OPTIONAL_INTEGRATIONS: [&str; 2] = ["postgres", "aws"];
+const OPTIONAL_INTEGRATIONS: [&str; 3] = ["postgres", "aws", "datadog"];
 
 /// Per integration, what the calls of this investigation got: configured, answered, empty, failed.
 pub fn coverage(
@@ -860,6 +865,7 @@ pub async fn run(name: &str, caller: Caller, scope: &Scope) -> Observations {
         "alerts" => alerts(&c, scope, &obs).await,
         "database" => database(&c, &obs).await,
         "cloud" => super::cloud::specialist(&c, scope, &obs).await,
+        "datadog" => super::datadog::specialist(&c, scope, &obs).await,
         other => c.emit(Event::Warning {
             message: format!("unknown specialist {other}"),
         }),
@@ -1057,7 +1063,13 @@ async fn metrics(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
         c.call("prometheus.alerts", Params::new(), &none, obs),
     );
     let alertname = scope.alert.as_ref().map(|a| a.name().to_string());
-    let expr = scope.expr.clone().or_else(|| match (&rules, &alertname) {
+    // A Datadog monitor's query is the Datadog lane's to measure, not PromQL.
+    let paged_by_monitor = scope
+        .alert
+        .as_ref()
+        .is_some_and(|a| a.monitor_query().is_some());
+    let scope_expr = scope.expr.clone().filter(|_| !paged_by_monitor);
+    let expr = scope_expr.or_else(|| match (&rules, &alertname) {
         (Some((ToolOutput::Rules(rules), _)), Some(name)) => rules
             .iter()
             .find(|r| r.rule_type == "alerting" && &r.name == name && !r.query.is_empty())

@@ -56,6 +56,12 @@ impl WorldTools {
             | ReadTool::PiTopKeys => {
                 return super::cloud::read(w.transport(), read, params, w.now()).await;
             }
+            ReadTool::DatadogQuery
+            | ReadTool::DatadogMonitors
+            | ReadTool::DatadogEvents
+            | ReadTool::DatadogLogs => {
+                return super::datadog::read(w.datadog(), read, params, w.now()).await;
+            }
             ReadTool::Pods => ToolOutput::Pods(
                 w.kubernetes()
                     .list_pods(ns, p_str(params, "label_selector"))

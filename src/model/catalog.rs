@@ -174,10 +174,14 @@ pub enum ReadTool {
     PiLoad,
     PiTopKeys,
     Services,
+    DatadogQuery,
+    DatadogMonitors,
+    DatadogEvents,
+    DatadogLogs,
 }
 
 impl ReadTool {
-    pub const ALL: [ReadTool; 36] = [
+    pub const ALL: [ReadTool; 40] = [
         ReadTool::Pods,
         ReadTool::Events,
         ReadTool::Deployments,
@@ -214,6 +218,10 @@ impl ReadTool {
         ReadTool::PiLoad,
         ReadTool::PiTopKeys,
         ReadTool::Services,
+        ReadTool::DatadogQuery,
+        ReadTool::DatadogMonitors,
+        ReadTool::DatadogEvents,
+        ReadTool::DatadogLogs,
     ];
 }
 
@@ -700,6 +708,63 @@ pub static ENTRIES: &[Entry] = &[
             def("direction", Str, "backward", "forward or backward"),
         ],
         "logcli query Q --from S --to E --limit N",
+    ),
+    read(
+        "datadog.metrics.query",
+        "datadog",
+        ReadTool::DatadogQuery,
+        "a Datadog metric query's timeseries",
+        &[
+            req(
+                "query",
+                Str,
+                "metric query, e.g. avg:kubernetes.cpu.usage.total{kube_namespace:shop} by {pod_name}",
+            ),
+            START,
+            END,
+        ],
+        "GET /api/v1/query?query=Q&from=S&to=E",
+    ),
+    read(
+        "datadog.monitors",
+        "datadog",
+        ReadTool::DatadogMonitors,
+        "Datadog monitors: query, thresholds and the state of each group",
+        &[
+            p("id", Str, "one monitor by ID"),
+            p("tags", Str, "monitor tags, comma-separated (all must match)"),
+            p("name", Str, "only monitors whose name contains this"),
+        ],
+        "GET /api/v1/monitor[/ID]?monitor_tags=T&name=N",
+    ),
+    read(
+        "datadog.events",
+        "datadog",
+        ReadTool::DatadogEvents,
+        "Datadog events (deploys, config changes, forwarded Kubernetes events) in a window",
+        &[
+            p("tags", Str, "event tags, comma-separated (all must match)"),
+            START,
+            END,
+        ],
+        "GET /api/v1/events?start=S&end=E&tags=T",
+    ),
+    read(
+        "datadog.logs.search",
+        "datadog",
+        ReadTool::DatadogLogs,
+        "Datadog log events matching a search query, newest first",
+        &[
+            req(
+                "query",
+                Str,
+                "log search query, e.g. kube_namespace:shop service:checkout-api status:error",
+            ),
+            START,
+            END,
+            def("limit", Integer, "500", "most lines returned (1-5000)"),
+        ],
+        "POST /api/v2/logs/events/search",
     ),
     read(
         "github.deployments",

@@ -8,10 +8,11 @@ pub use case::{Case, CaseError, Effect, Expect};
 
 use crate::config::{Config, ResolvedAuth};
 use crate::integrations::transport::{
-    Endpoint, LazyAuth, LiveTransport, RecordingTransport, ReplayTransport, Transport,
+    Endpoint, LazyAuth, LiveTransport, RecordingTransport, ReplayTransport, RetryPolicy,
+    SecretHeader, Transport,
 };
 use crate::integrations::{
-    AlertmanagerClient, ErrorKind, GitHubClient, IntegrationError, JiraClient, KubernetesClient,
+    AlertmanagerClient, DatadogClient, ErrorKind, GitHubClient, IntegrationError, JiraClient, KubernetesClient,
     LokiClient, NewIncident, NewIssue, PagerDutyClient, PostgresBackend, PostgresClient,
     PostgresSettings, PrometheusClient, ResourceChange, ServiceNowClient, SilenceSpec,
 };
@@ -67,6 +68,7 @@ pub struct World {
     alertmanager: AlertmanagerClient,
     github: GitHubClient,
     pagerduty: PagerDutyClient,
+    datadog: DatadogClient,
     mcp: crate::integrations::mcp::McpClient,
     /// MCP servers this world can reach: configured (live) or recorded (replay).
     mcp_servers: Vec<String>,
@@ -133,6 +135,7 @@ impl World {
             alertmanager: AlertmanagerClient::new(transport.clone()),
             github: GitHubClient::new(transport.clone()),
             pagerduty: PagerDutyClient::new(transport.clone()),
+            datadog: DatadogClient::new(transport.clone()),
             mcp: crate::integrations::mcp::McpClient::new(transport.clone()),
             mcp_servers: Vec::new(),
             postgres: PostgresClient::new(transport.clone()),
@@ -412,6 +415,10 @@ impl World {
     }
     pub fn loki(&self) -> &LokiClient {
         &self.loki
+    }
+
+    pub fn datadog(&self) -> &DatadogClient {
+        &self.datadog
     }
     pub fn alertmanager(&self) -> &AlertmanagerClient {
         &self.alertmanager
@@ -958,6 +965,37 @@ async fn live_transport(
             ep.headers.push(("From".into(), from.clone()));
         }
         t = t.with_endpoint("pagerduty", ep);
+    }
+    if let Some(d) = &int.datadog {
+        let mut ep = endpoint(&d.base_url(), d.timeout_secs, None, None);
+        for (field, header, reference) in [
+            ("api_key", "DD-API-KEY", &d.api_key),
+            ("app_key", "DD-APPLICATION-KEY", &d.app_key),
+        ] {
+            let key = format!("integrations.datadog.{field}");
+            let parsed =
+                SecretRef::parse(reference).map_err(|e| WorldError::Config(format!("{key}: {e}")))?;
+            let value = match &parsed {
+                // An environment variable is read now, as every `auth` is.
+                SecretRef::Env(var) => match std::env::var(var) {
+                    Ok(v) if !v.is_empty() => SecretHeader::Value(secrecy::SecretString::from(v)),
+                    _ => {
+                        return Err(WorldError::Config(format!(
+                            "{key}: environment variable {var} is not set"
+                        )));
+                    }
+                },
+                other => {
+                    keyring.register("datadog", other);
+                    SecretHeader::Reference(other.to_string())
+                }
+            };
+            ep.secret_headers.push((header.to_string(), value));
+        }
+        ep.headers
+            .push(("Accept".into(), "application/json".into()));
+        ep.retry = Some(RetryPolicy::default());
+        t = t.with_endpoint("datadog", ep);
     }
     if let Some(pg) = &int.postgres {
         let password = match &pg.password {

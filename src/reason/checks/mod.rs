@@ -10,6 +10,7 @@ pub(crate) mod database;
 pub(crate) mod dependencies;
 pub(crate) mod logs;
 pub(crate) mod metrics;
+pub(crate) mod monitor;
 pub(crate) mod nodes;
 pub(crate) mod pods;
 pub(crate) mod recovery;
