@@ -120,7 +120,10 @@ pub async fn specialist(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
         if query.is_none()
             && let Some((ToolOutput::Rules(rules), _)) = &got
         {
-            query = rules.first().map(|r| r.query.clone()).filter(|q| !q.is_empty());
+            query = rules
+                .first()
+                .map(|r| r.query.clone())
+                .filter(|q| !q.is_empty());
         }
     }
     let tags = subject_tags(scope, query.as_deref());

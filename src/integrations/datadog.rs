@@ -153,10 +153,7 @@ impl DatadogClient {
             .collect();
         let req = Request::get(NAME, "/api/v1/monitor")
             .query("group_states", "all")
-            .query_opt(
-                "monitor_tags",
-                (!tags.is_empty()).then(|| tags.join(",")),
-            )
+            .query_opt("monitor_tags", (!tags.is_empty()).then(|| tags.join(",")))
             .query_opt("name", name.filter(|n| !n.trim().is_empty()));
         let v = self.json(&req).await?;
         let items = v
@@ -375,10 +372,7 @@ pub fn parse_query(query: &str, v: &Value) -> Result<Vec<Series>, String> {
 }
 
 fn threshold(v: &Value, key: &str) -> Option<f64> {
-    v.get("options")?
-        .get("thresholds")?
-        .get(key)?
-        .as_f64()
+    v.get("options")?.get("thresholds")?.get(key)?.as_f64()
 }
 
 fn unix_time(v: Option<&Value>) -> Option<DateTime<Utc>> {
@@ -431,7 +425,10 @@ pub fn parse_event(v: &Value) -> Option<Change> {
     let (labels, _) = tag_labels(&tags);
     let source = text(v, "source_type_name").to_ascii_lowercase();
     let words = format!("{} {}", title, text(v, "text")).to_ascii_lowercase();
-    let kind = if words.contains("configmap") || words.contains("config change") || words.contains("secret") {
+    let kind = if words.contains("configmap")
+        || words.contains("config change")
+        || words.contains("secret")
+    {
         ChangeKind::Config
     } else if source == "kubernetes"
         || words.contains("scalingreplicaset")
@@ -441,10 +438,15 @@ pub fn parse_event(v: &Value) -> Option<Change> {
     } else {
         ChangeKind::Deployment
     };
-    let workload = ["kube_deployment", "kube_stateful_set", "kube_daemon_set", "service"]
-        .iter()
-        .find_map(|k| labels.get(*k))
-        .cloned();
+    let workload = [
+        "kube_deployment",
+        "kube_stateful_set",
+        "kube_daemon_set",
+        "service",
+    ]
+    .iter()
+    .find_map(|k| labels.get(*k))
+    .cloned();
     let target = match (labels.get("kube_namespace"), workload) {
         (Some(ns), Some(w)) => format!("{ns}/{w}"),
         (None, Some(w)) => w,
@@ -568,14 +570,22 @@ mod tests {
         let q = "avg(last_5m):avg:kubernetes.cpu.usage.total{kube_namespace:shop,kube_deployment:api} by {pod_name} > 80";
         assert_eq!(
             metric_query(q).as_deref(),
-            Some("avg:kubernetes.cpu.usage.total{kube_namespace:shop,kube_deployment:api} by {pod_name}")
+            Some(
+                "avg:kubernetes.cpu.usage.total{kube_namespace:shop,kube_deployment:api} by {pod_name}"
+            )
         );
         assert_eq!(
             query_tags(q),
             vec!["kube_namespace:shop", "kube_deployment:api"]
         );
-        assert_eq!(metric_query("logs(\"status:error\").index(\"*\").rollup(\"count\").last(\"5m\") > 10"), None);
-        assert_eq!(metric_query("\"http.can_connect\".over(\"*\").last(2).count_by_status()"), None);
+        assert_eq!(
+            metric_query("logs(\"status:error\").index(\"*\").rollup(\"count\").last(\"5m\") > 10"),
+            None
+        );
+        assert_eq!(
+            metric_query("\"http.can_connect\".over(\"*\").last(2).count_by_status()"),
+            None
+        );
     }
 
     #[test]
@@ -587,7 +597,10 @@ mod tests {
         let s = parse_query("avg:kubernetes.cpu.usage.total{*}", &v).unwrap_or_default();
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].points, vec![(1.0, 1.5), (3.0, 2.5)]);
-        assert_eq!(s[0].labels.get("pod_name").map(String::as_str), Some("api-1"));
+        assert_eq!(
+            s[0].labels.get("pod_name").map(String::as_str),
+            Some("api-1")
+        );
         assert!(parse_query("q", &json!({"status": "error", "error": "bad query"})).is_err());
         assert!(parse_query("q", &json!({})).is_err());
     }

@@ -732,7 +732,11 @@ pub static ENTRIES: &[Entry] = &[
         "Datadog monitors: query, thresholds and the state of each group",
         &[
             p("id", Str, "one monitor by ID"),
-            p("tags", Str, "monitor tags, comma-separated (all must match)"),
+            p(
+                "tags",
+                Str,
+                "monitor tags, comma-separated (all must match)",
+            ),
             p("name", Str, "only monitors whose name contains this"),
         ],
         "GET /api/v1/monitor[/ID]?monitor_tags=T&name=N",

@@ -22,7 +22,8 @@ pub fn is_webhook(text: &str) -> bool {
 }
 
 fn is_webhook_value(v: &Value) -> bool {
-    v.get("alert_transition").is_some() || (v.get("alert_id").is_some() && v.get("alert_query").is_some())
+    v.get("alert_transition").is_some()
+        || (v.get("alert_id").is_some() && v.get("alert_query").is_some())
 }
 
 /// A template variable's value: text, a number's text, or None when empty or left unrendered
@@ -76,7 +77,11 @@ fn date(v: Option<&Value>) -> Option<DateTime<Utc>> {
     let s = text(v)?;
     if let Ok(n) = s.parse::<i64>() {
         // Datadog sends milliseconds; a 10-digit value is seconds.
-        let ms = if n.abs() < 100_000_000_000 { n * 1000 } else { n };
+        let ms = if n.abs() < 100_000_000_000 {
+            n * 1000
+        } else {
+            n
+        };
         return Utc.timestamp_millis_opt(ms).single();
     }
     DateTime::parse_from_rfc3339(&s)
@@ -93,6 +98,13 @@ fn severity(priority: Option<&str>, transition: &str) -> Option<&'static str> {
         _ if transition.to_ascii_lowercase().contains("warn") => Some("warning"),
         _ => None,
     }
+}
+
+/// The fingerprint of a monitor's group (its scope tags as labels), whatever its transition, so a
+/// recovery resolves the trigger and a polled monitor is the alert its webhook announced.
+pub fn fingerprint(monitor_id: &str, mut scope: BTreeMap<String, String>) -> String {
+    scope.insert(MONITOR_ID.into(), monitor_id.to_string());
+    label_fingerprint(&scope)
 }
 
 /// Reads a Datadog monitor notification as a one-alert payload. `Recovered` (and `Warn
@@ -116,7 +128,10 @@ pub fn parse(text_in: &str) -> Result<WebhookPayload, PayloadError> {
     let title = text(v.get("alert_title"))
         .or_else(|| text(v.get("title")))
         .ok_or_else(|| {
-            PayloadError("the notification has no `alert_title` nor `title`: nothing names the monitor".into())
+            PayloadError(
+                "the notification has no `alert_title` nor `title`: nothing names the monitor"
+                    .into(),
+            )
         })?;
     let name = monitor_name(&title);
     let status = if transition.to_ascii_lowercase().contains("recovered") {
@@ -137,7 +152,9 @@ pub fn parse(text_in: &str) -> Result<WebhookPayload, PayloadError> {
     labels.insert("datadog_transition".into(), transition.clone());
     let priority = text(v.get("priority")).or_else(|| text(v.get("alert_priority")));
     if let Some(sev) = severity(priority.as_deref(), &transition) {
-        labels.entry("severity".into()).or_insert_with(|| sev.into());
+        labels
+            .entry("severity".into())
+            .or_insert_with(|| sev.into());
     }
     let mut annotations = BTreeMap::new();
     if let Some(s) = text(v.get("alert_status")) {
@@ -149,7 +166,11 @@ pub fn parse(text_in: &str) -> Result<WebhookPayload, PayloadError> {
     if let Some(q) = text(v.get("alert_query")) {
         annotations.insert(MONITOR_QUERY.into(), q);
     }
-    for (key, ann) in [("link", "link"), ("org_id", "datadog_org_id"), ("id", "event_id")] {
+    for (key, ann) in [
+        ("link", "link"),
+        ("org_id", "datadog_org_id"),
+        ("id", "event_id"),
+    ] {
         if let Some(x) = text(v.get(key)) {
             annotations.insert(ann.into(), x);
         }
@@ -158,12 +179,7 @@ pub fn parse(text_in: &str) -> Result<WebhookPayload, PayloadError> {
         annotations.insert("tags".into(), bare.join(","));
     }
     let at = date(v.get("date"));
-    // One alert per monitor and group, whatever its transition: a recovery resolves the trigger.
-    let mut identity = scope;
-    identity.insert(
-        MONITOR_ID.into(),
-        monitor_id.clone().unwrap_or_else(|| name.clone()),
-    );
+    let identity = fingerprint(monitor_id.as_deref().unwrap_or(&name), scope);
     let alert = Alert {
         status,
         labels: labels.clone(),
@@ -171,7 +187,7 @@ pub fn parse(text_in: &str) -> Result<WebhookPayload, PayloadError> {
         starts_at: at.filter(|_| status == AlertStatus::Firing),
         ends_at: at.filter(|_| status == AlertStatus::Resolved),
         generator_url: text(v.get("link")).unwrap_or_default(),
-        fingerprint: label_fingerprint(&identity),
+        fingerprint: identity,
     };
     Ok(WebhookPayload {
         version: "4".into(),
@@ -221,11 +237,11 @@ mod tests {
         assert_eq!(a.label(MONITOR_ID), Some("4242"));
         assert_eq!(a.severity(), "critical");
         assert_eq!(a.annotation("tags"), Some("monitor"));
-        assert!(a.annotation(MONITOR_QUERY).is_some_and(|q| q.ends_with("> 0.05")));
-        assert_eq!(
-            a.starts_at.map(|t| t.timestamp()),
-            Some(1_773_238_470)
+        assert!(
+            a.annotation(MONITOR_QUERY)
+                .is_some_and(|q| q.ends_with("> 0.05"))
         );
+        assert_eq!(a.starts_at.map(|t| t.timestamp()), Some(1_773_238_470));
         assert!(p.validate().is_ok());
     }
 
@@ -244,12 +260,10 @@ mod tests {
 
     #[test]
     fn no_data_fires_and_unrendered_variables_are_absent() {
-        let no_data = TRIGGERED
-            .replace("\"Triggered\"", "\"No Data\"")
-            .replace(
-                "\"kube_namespace:shop,kube_deployment:checkout-api\"",
-                "\"$ALERT_SCOPE\"",
-            );
+        let no_data = TRIGGERED.replace("\"Triggered\"", "\"No Data\"").replace(
+            "\"kube_namespace:shop,kube_deployment:checkout-api\"",
+            "\"$ALERT_SCOPE\"",
+        );
         let a = parse(&no_data).unwrap_or_default().primary();
         assert_eq!(a.status, AlertStatus::Firing);
         assert!(!a.labels.values().any(|v| v.starts_with('$')));

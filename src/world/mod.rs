@@ -12,9 +12,10 @@ use crate::integrations::transport::{
     SecretHeader, Transport,
 };
 use crate::integrations::{
-    AlertmanagerClient, DatadogClient, ErrorKind, GitHubClient, IntegrationError, JiraClient, KubernetesClient,
-    LokiClient, NewIncident, NewIssue, PagerDutyClient, PostgresBackend, PostgresClient,
-    PostgresSettings, PrometheusClient, ResourceChange, ServiceNowClient, SilenceSpec,
+    AlertmanagerClient, DatadogClient, ErrorKind, GitHubClient, IntegrationError, JiraClient,
+    KubernetesClient, LokiClient, NewIncident, NewIssue, PagerDutyClient, PostgresBackend,
+    PostgresClient, PostgresSettings, PrometheusClient, ResourceChange, ServiceNowClient,
+    SilenceSpec,
 };
 use crate::model::catalog::{self, ActionKind, Handler};
 use crate::model::{Action, WebhookPayload};
@@ -973,8 +974,8 @@ async fn live_transport(
             ("app_key", "DD-APPLICATION-KEY", &d.app_key),
         ] {
             let key = format!("integrations.datadog.{field}");
-            let parsed =
-                SecretRef::parse(reference).map_err(|e| WorldError::Config(format!("{key}: {e}")))?;
+            let parsed = SecretRef::parse(reference)
+                .map_err(|e| WorldError::Config(format!("{key}: {e}")))?;
             let value = match &parsed {
                 // An environment variable is read now, as every `auth` is.
                 SecretRef::Env(var) => match std::env::var(var) {
