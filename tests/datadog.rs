@@ -183,7 +183,12 @@ async fn monitor(
         return r;
     }
     let fake = s.lock().expect("lock");
-    match fake.monitors.iter().find(|m| m["id"].to_string() == id) {
+    let wanted: Option<u64> = id.parse().ok();
+    match fake
+        .monitors
+        .iter()
+        .find(|m| wanted.is_some_and(|w| m["id"] == w))
+    {
         Some(m) => axum::Json(m.clone()).into_response(),
         None => dd_error(StatusCode::NOT_FOUND, "Monitor not found"),
     }
@@ -616,10 +621,21 @@ async fn a_recorded_investigation_from_a_datadog_page_keeps_the_keys_out() {
         })
         .unwrap_or_else(|| panic!("no Datadog series evidence: {stdout}"));
     assert_eq!(series["evidence"]["kind"], "metrics");
-    let body = series["evidence"]["body"].to_string();
-    assert!(
-        body.contains("0.9"),
+    let body = &series["evidence"]["body"];
+    assert_eq!(
+        body["threshold"],
+        json!(0.9),
         "the chart carries the threshold: {body}"
+    );
+    assert_eq!(
+        body["series"][0]["labels"]["kube_deployment"], "payments-api",
+        "{body}"
+    );
+    assert!(
+        body["series"][0]["points"]
+            .as_array()
+            .is_some_and(|p| p.len() >= 10),
+        "{body}"
     );
     for tool in ["datadog.monitors", "datadog.events", "datadog.logs.search"] {
         assert!(
