@@ -205,9 +205,14 @@ pub struct InvestigateArgs {
     /// A recorded case directory (case.toml, recordings.ndjson, ...) instead of the live systems.
     #[arg(long, value_name = "DIR")]
     pub case: Option<PathBuf>,
-    /// An Alertmanager webhook payload (JSON) to investigate.
+    /// An alert to investigate: an Alertmanager webhook payload (version 4), a Datadog monitor
+    /// notification or a CloudWatch alarm notification (JSON).
     #[arg(long, value_name = "FILE", conflicts_with = "problem")]
     pub alert: Option<PathBuf>,
+    /// The Kubernetes cluster to investigate, by its configured name, when several are configured
+    /// (over the alert's `cluster` label).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
     /// A description of the problem to investigate.
     #[arg(long, value_name = "TEXT")]
     pub problem: Option<String>,
@@ -1463,6 +1468,7 @@ fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
         let case = world.case().map(|c| c.id.clone());
         let mut opts = agent_options(&config, mode, case, !args.no_save, args.diagnosis_only);
         opts.model = model;
+        opts.cluster = args.context.clone();
         let world = Arc::new(world);
         let mut ui = ui_options(&config);
         if args.case.is_some() && !cli.headless {

@@ -184,6 +184,51 @@ pub struct Kubernetes {
     pub timeout_secs: u64,
     #[serde(default)]
     pub auth: Option<Auth>,
+    /// Several clusters by kubeconfig context (`["prod-eu", "prod-us"]`), each named as its context.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contexts: Vec<String>,
+    /// `[[integrations.kubernetes.clusters]]`: several clusters, each by context or by server.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<KubeCluster>,
+}
+
+/// One cluster of several: a kubeconfig `context`, or a `server` URL with a `token` reference.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct KubeCluster {
+    /// How alerts (`cluster`, `kube_cluster_name`, ... labels), `--context` and reports name it.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// The API server URL, instead of a context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// Where the bearer token for `server` is (`env:VAR`, `op://...`, `vault://...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// Namespace used when an alert carries none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+impl Kubernetes {
+    /// The clusters configured by name, in order (the first is the default); empty for one
+    /// cluster configured the single way (`url` or `context`).
+    pub fn named_clusters(&self) -> Vec<KubeCluster> {
+        let mut out: Vec<KubeCluster> = self
+            .contexts
+            .iter()
+            .map(|c| KubeCluster {
+                name: c.clone(),
+                context: Some(c.clone()),
+                server: None,
+                token: None,
+                namespace: None,
+            })
+            .collect();
+        out.extend(self.clusters.iter().cloned());
+        out
+    }
 }
 
 /// `[integrations.loki]`.
@@ -882,6 +927,43 @@ impl Config {
             }
             check_timeout("integrations.kubernetes.timeout_secs", k.timeout_secs)?;
             check_auth("integrations.kubernetes", &k.auth)?;
+            let mut names: Vec<String> = Vec::new();
+            for (i, c) in k.named_clusters().iter().enumerate() {
+                let key = format!("integrations.kubernetes.clusters[{i}]");
+                let ok = !c.name.is_empty()
+                    && c.name
+                        .chars()
+                        .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch));
+                if !ok {
+                    return Err(invalid(
+                        &format!("{key}.name"),
+                        "a cluster name (letters, digits, -, _ and .)",
+                        format!("{:?}", c.name),
+                    ));
+                }
+                if names.contains(&c.name) {
+                    return Err(invalid(
+                        &format!("{key}.name"),
+                        "a name no other cluster has",
+                        format!("{:?} twice", c.name),
+                    ));
+                }
+                names.push(c.name.clone());
+                match (&c.context, &c.server) {
+                    (Some(_), None) => {}
+                    (None, Some(url)) => check_url(&format!("{key}.server"), url)?,
+                    _ => {
+                        return Err(invalid(
+                            &key,
+                            "either `context` or `server`",
+                            format!("cluster {:?}", c.name),
+                        ));
+                    }
+                }
+                if let Some(t) = &c.token {
+                    check_reference(&format!("{key}.token"), t)?;
+                }
+            }
         }
         for (name, ep) in [
             ("prometheus", &i.prometheus),

@@ -28,6 +28,9 @@ pub struct Scope {
     pub repo: Option<String>,
     /// The alert's own PromQL expression (generator URL or its rule).
     pub expr: Option<String>,
+    /// The Kubernetes cluster the alert names (`cluster`, `cluster_name`, `kube_cluster_name`,
+    /// `k8s_cluster_name`), or the one `--context` picks.
+    pub cluster: Option<String>,
     pub now: DateTime<Utc>,
     pub onset: DateTime<Utc>,
 }
@@ -120,6 +123,14 @@ fn common_word(w: &str) -> bool {
     WORDS.contains(&w.to_ascii_lowercase().as_str())
 }
 
+/// Labels (or Datadog tags) an alert names its Kubernetes cluster by.
+pub const CLUSTER_KEYS: &[&str] = &[
+    "cluster",
+    "cluster_name",
+    "kube_cluster_name",
+    "k8s_cluster_name",
+];
+
 fn first_of(map: &std::collections::BTreeMap<String, String>, keys: &[&str]) -> Option<String> {
     keys.iter()
         .find_map(|k| map.get(*k).filter(|v| !v.is_empty()).cloned())
@@ -163,6 +174,7 @@ impl Scope {
             node,
             repo,
             expr: alert.expr().filter(|e| !e.trim().is_empty()),
+            cluster: first_of(l, CLUSTER_KEYS).or_else(|| first_of(a, CLUSTER_KEYS)),
             now,
             onset,
         }
@@ -216,6 +228,7 @@ impl Scope {
             node: word_after(text, node),
             repo: word_after(text, repo).filter(|r| !r.starts_with("ns/")),
             expr: None,
+            cluster: None,
             now,
             onset: now - ChronoDuration::minutes(30),
         }
@@ -306,6 +319,8 @@ pub struct Caller {
     pub seen: Arc<Mutex<std::collections::BTreeSet<String>>>,
     /// Credential approvals of this run, shared with the command dispatcher.
     pub credentials: Arc<super::credentials::CredentialGate>,
+    /// The cluster every Kubernetes call of this run names, when several are configured.
+    pub cluster: Option<String>,
 }
 
 /// Lock the journal; a panic elsewhere must not silence the session log.
@@ -361,6 +376,15 @@ impl Caller {
             return None;
         }
         let integration = tool.split('.').next().unwrap_or(tool);
+        // Every Kubernetes read names the cluster it asks, in its params (and so in the session).
+        let mut params = params;
+        if integration == "kubernetes"
+            && let Some(c) = &self.cluster
+        {
+            params
+                .entry("cluster".to_string())
+                .or_insert_with(|| serde_json::Value::String(c.clone()));
+        }
         let refused = self.credentials_for(integration).await.err();
         let call_id = {
             let mut j = lock(&self.journal);

@@ -677,6 +677,7 @@ mod tests {
             credentials: Arc::new(crate::agent::credentials::CredentialGate::new(
                 std::time::Duration::from_secs(1),
             )),
+            cluster: None,
         }
     }
 

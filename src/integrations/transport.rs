@@ -385,7 +385,8 @@ impl Endpoint {
 pub struct LiveTransport {
     http: reqwest::Client,
     endpoints: BTreeMap<String, Endpoint>,
-    kube: Option<(kube::Client, Duration)>,
+    /// kube clients by integration (`kubernetes`, `kubernetes@<cluster>`).
+    kube: BTreeMap<String, (kube::Client, Duration)>,
     postgres: Option<Arc<super::postgres::PostgresBackend>>,
     aws: Option<Arc<super::aws::AwsBackend>>,
     keyring: Arc<crate::secrets::Keyring>,
@@ -407,7 +408,7 @@ impl LiveTransport {
         Ok(LiveTransport {
             http,
             endpoints: BTreeMap::new(),
-            kube: None,
+            kube: BTreeMap::new(),
             postgres: None,
             aws: None,
             keyring: Arc::default(),
@@ -424,8 +425,18 @@ impl LiveTransport {
     }
 
     /// Routes `kubernetes` requests through a kube client (used when no URL is configured).
-    pub fn with_kube(mut self, client: kube::Client, timeout: Duration) -> Self {
-        self.kube = Some((client, timeout));
+    pub fn with_kube(self, client: kube::Client, timeout: Duration) -> Self {
+        self.with_kube_for("kubernetes", client, timeout)
+    }
+
+    /// Routes requests of `integration` (`kubernetes@<cluster>`) through a kube client.
+    pub fn with_kube_for(
+        mut self,
+        integration: &str,
+        client: kube::Client,
+        timeout: Duration,
+    ) -> Self {
+        self.kube.insert(integration.to_string(), (client, timeout));
         self
     }
 
@@ -770,9 +781,7 @@ impl Transport for LiveTransport {
             if let Some(ep) = self.endpoints.get(&req.integration) {
                 return self.send_http(ep, req).await;
             }
-            if req.integration == "kubernetes"
-                && let Some((client, timeout)) = &self.kube
-            {
+            if let Some((client, timeout)) = self.kube.get(&req.integration) {
                 return self.send_kube(client, *timeout, req).await;
             }
             if req.integration == "postgres"
@@ -795,7 +804,10 @@ impl Transport for LiveTransport {
 
     fn has(&self, integration: &str) -> bool {
         self.endpoints.contains_key(integration)
-            || (integration == "kubernetes" && self.kube.is_some())
+            || self.kube.contains_key(integration)
+            || (integration == "kubernetes"
+                && (self.kube.keys().chain(self.endpoints.keys()))
+                    .any(|k| k.starts_with("kubernetes@")))
             || (integration == "postgres" && self.postgres.is_some())
             || (integration == super::aws::NAME && self.aws.is_some())
     }
@@ -1262,10 +1274,12 @@ impl Transport for ReplayTransport {
         self.state
             .lock()
             .map(|st| {
-                st.layers
-                    .iter()
-                    .flatten()
-                    .any(|r| r.integration == integration)
+                st.layers.iter().flatten().any(|r| {
+                    r.integration == integration
+                        || r.integration
+                            .strip_prefix(integration)
+                            .is_some_and(|rest| rest.starts_with('@'))
+                })
             })
             .unwrap_or(false)
     }

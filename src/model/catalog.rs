@@ -319,8 +319,13 @@ impl Op<'_> {
     }
 
     /// ` -n NS`, or nothing: the executor then uses the world's default namespace, as kubectl does.
+    /// ` --context CLUSTER -n NS`: which cluster and namespace a kubectl command runs against.
     fn ns(&self) -> String {
-        self.opt(" -n ", "namespace")
+        format!(
+            "{}{}",
+            self.opt(" --context ", "cluster"),
+            self.opt(" -n ", "namespace")
+        )
     }
 
     /// The object the action works on: the target, or one rebuilt from params.
@@ -388,7 +393,10 @@ impl Entry {
     }
 
     pub fn param(&self, name: &str) -> Option<&'static Param> {
-        self.params.iter().find(|p| p.name == name)
+        self.params.iter().find(|p| p.name == name).or_else(|| {
+            // Every Kubernetes read and action may name the cluster it runs against.
+            (name == CLUSTER.name && self.integration == "kubernetes").then_some(&CLUSTER)
+        })
     }
 
     /// The param that names the target (`deployment` for `deployment/NAME`), if any.
@@ -452,6 +460,12 @@ const REPO: Param = p(
 const SINCE: Param = p("since", Time, "window start (default: a day before now)");
 const UNTIL: Param = p("until", Time, "window end (default: now)");
 const START: Param = p("start", Time, "window start (default: an hour before end)");
+/// The cluster a Kubernetes read or action runs against, when several are configured.
+pub const CLUSTER: Param = p(
+    "cluster",
+    Str,
+    "the cluster, by its configured name (default: the first configured)",
+);
 const END: Param = p("end", Time, "window end (default: now)");
 
 const fn read(
