@@ -601,8 +601,7 @@ impl Run {
             runbook.as_ref(),
             &diagnosed.ctx,
             &obs,
-            &self.opts.proposals,
-            self.caller.cluster.as_deref(),
+            (&self.opts.proposals, self.caller.cluster.as_deref()),
         );
         self.finish(
             Stage::Recommend,

@@ -20,8 +20,8 @@ pub fn propose(
     runbook: Option<&Runbook>,
     ctx: &serde_json::Value,
     obs: &Observations,
-    proposals: &[Action],
-    cluster: Option<&str>,
+    // The operator's own proposals, and the cluster Kubernetes actions run against.
+    (proposals, cluster): (&[Action], Option<&str>),
 ) -> Vec<Action> {
     // The operator's own proposals (from the inbox) come first.
     let mut out: Vec<Action> = proposals.to_vec();
