@@ -147,3 +147,46 @@ async fn an_alert_labelled_with_a_cluster_reads_and_acts_on_that_cluster_only() 
     assert!(eu.lock().expect("lock").seen.is_empty());
     assert!(!us.lock().expect("lock").seen.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_checks_each_cluster_on_its_own_row() {
+    let (eu, us) = (cluster(EU_TOKEN), cluster(US_TOKEN));
+    let eu_server = support::kubernetes(eu).await;
+    let us_server = support::kubernetes(us).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[integrations.kubernetes]\ncontexts = []\n\
+             [[integrations.kubernetes.clusters]]\nname = \"prod-eu\"\nserver = \"{}\"\ntoken = \"env:SITREP_TEST_EU_TOKEN\"\n\
+             [[integrations.kubernetes.clusters]]\nname = \"prod-us\"\nserver = \"{}\"\ntoken = \"env:SITREP_TEST_US_TOKEN\"\n",
+            eu_server.url, us_server.url
+        ),
+    )
+    .expect("config");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sitrep"))
+        .args(["doctor", "--json", "--read-only"])
+        .env("SITREP_CONFIG", &config)
+        .env("SITREP_TEST_EU_TOKEN", EU_TOKEN)
+        .env("SITREP_TEST_US_TOKEN", "not-the-us-token")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("doctor");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<serde_json::Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["integration"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} row: {stdout}"))
+    };
+    assert_eq!(row("kubernetes.prod-eu")["status"], "ok", "{stdout}");
+    let us = row("kubernetes.prod-us");
+    assert_eq!(us["status"], "failed", "{us}");
+    assert!(us["detail"].as_str().unwrap_or("").contains("401"), "{us}");
+    assert!(!stdout.contains("not-the-us-token"));
+}
