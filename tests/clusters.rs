@@ -146,6 +146,35 @@ async fn an_alert_labelled_with_a_cluster_reads_and_acts_on_that_cluster_only() 
     .await;
     assert!(eu.lock().expect("lock").seen.is_empty());
     assert!(!us.lock().expect("lock").seen.is_empty());
+    // Recorded, each request names its cluster, and the case replays offline as that cluster.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let case = dir.path().join("case");
+    let alert = payload(Some("prod-us"));
+    let recording = World::record(&config, &case, "recorded", Some(&alert))
+        .await
+        .expect("record");
+    let live = run(Arc::new(recording), Trigger::Alert(alert.clone()), None).await;
+    let text = std::fs::read_to_string(case.join("recordings.ndjson")).expect("recordings");
+    assert!(text.contains("\"integration\":\"kubernetes@prod-us\""));
+    assert!(
+        !text.contains("kubernetes@prod-eu") && !text.contains("\"integration\":\"kubernetes\"")
+    );
+    assert!(!text.contains(US_TOKEN) && !text.contains(EU_TOKEN));
+    let replayed = World::from_case_dir(&case).expect("case");
+    assert_eq!(replayed.clusters(), ["prod-us"]);
+    let again = run(Arc::new(replayed), Trigger::Alert(alert), None).await;
+    let diagnosis = |events: &[Event]| {
+        events.iter().find_map(|e| match e {
+            Event::Diagnosis {
+                category,
+                root_cause,
+                ..
+            } => Some((*category, root_cause.clone())),
+            _ => None,
+        })
+    };
+    assert!(diagnosis(&live).is_some());
+    assert_eq!(diagnosis(&again), diagnosis(&live));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
