@@ -767,6 +767,11 @@ impl Config {
         ]
         .into_iter()
         .flatten()
+        .chain(
+            i.kubernetes
+                .iter()
+                .flat_map(|k| k.clusters.iter().filter_map(|c| c.token.clone())),
+        )
         .filter(|r| r.starts_with("env:"));
         auths
             .into_iter()
@@ -1929,5 +1934,54 @@ half_page_down = "ctrl-d"
         );
         // Every integration's auth also takes a reference.
         parse("[integrations.prometheus]\nurl = \"http://p\"\nauth = { kind = \"bearer\", token_env = \"vault://secret/prom#token\" }\n").unwrap();
+    }
+
+    #[test]
+    fn datadog_and_clusters_are_checked_with_the_key_named() {
+        let c = parse(
+            "[integrations.datadog]\nsite = \"datadoghq.eu\"\napi_key = \"env:DD_API_KEY\"\napp_key = \"op://ops/dd/app\"\n\
+             [serve.datadog]\nsecret = \"env:DD_HOOK\"\n\
+             [integrations.kubernetes]\ncontexts = [\"prod-eu\"]\n\
+             [[integrations.kubernetes.clusters]]\nname = \"prod-us\"\nserver = \"https://k.us\"\ntoken = \"env:US\"\n",
+        )
+        .unwrap();
+        let dd = c.integrations.datadog.clone().unwrap();
+        assert_eq!(dd.base_url(), "https://api.datadoghq.eu");
+        let names: Vec<String> = c
+            .integrations
+            .kubernetes
+            .as_ref()
+            .map(|k| k.named_clusters().into_iter().map(|c| c.name).collect())
+            .unwrap_or_default();
+        assert_eq!(names, ["prod-eu", "prod-us"]);
+        for (text, key) in [
+            (
+                "[integrations.datadog]\napi_key = \"0123456789abcdef\"\napp_key = \"env:A\"",
+                "integrations.datadog.api_key",
+            ),
+            (
+                "[integrations.datadog]\nsite = \"datadog hq\"\napi_key = \"env:A\"\napp_key = \"env:B\"",
+                "integrations.datadog.site",
+            ),
+            (
+                "[serve.datadog]\nsecret = \"s3cr3t-value\"",
+                "serve.datadog.secret",
+            ),
+            (
+                "[integrations.kubernetes]\ncontexts = [\"a\", \"a\"]",
+                "integrations.kubernetes.clusters[1].name",
+            ),
+            (
+                "[integrations.kubernetes]\n[[integrations.kubernetes.clusters]]\nname = \"x\"",
+                "integrations.kubernetes.clusters[0]",
+            ),
+        ] {
+            let err = parse(&format!("{text}\n")).unwrap_err().to_string();
+            assert!(err.contains(key), "{text}: {err}");
+            assert!(
+                !err.contains("0123456789abcdef") && !err.contains("s3cr3t"),
+                "{err}"
+            );
+        }
     }
 }
