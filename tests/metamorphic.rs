@@ -147,6 +147,10 @@ async fn verdicts_hold_under_renaming_time_shifts_and_bystanders() {
     println!(
         "metamorphic: decisive evidence removed from {dropped} cases; the verdict stopped claiming it and was not healthy in {stood}/{dropped}"
     );
+    let (pruned, same) = drop_unused(&dirs, scratch.path(), &mut failures).await;
+    println!(
+        "metamorphic: evidence the diagnosis does not cite removed from {pruned} cases; verdict unchanged in {same}/{pruned}"
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -196,4 +200,47 @@ async fn drop_decisive(
         }
     }
     (dropped, stood)
+}
+
+/// Removing what a verdict does not use: the recordings behind every evidence kind that no
+/// hypothesis, ruled-out statement, check or symptom cites; the verdict must stay the same.
+async fn drop_unused(
+    dirs: &[PathBuf],
+    scratch: &Path,
+    failures: &mut Vec<String>,
+) -> (usize, usize) {
+    let (mut pruned, mut same) = (0, 0);
+    for (n, dir) in dirs.iter().enumerate() {
+        let base = eval::run_case(dir, &opts()).await;
+        if base.error.is_some() {
+            continue;
+        }
+        let kinds: Vec<String> = base
+            .unused_kinds
+            .iter()
+            .filter(|k| recording_of_kind(k, "", "").is_some())
+            .cloned()
+            .collect();
+        if kinds.is_empty() {
+            continue;
+        }
+        let out = scratch.join(format!("u{n}"));
+        if let Err(e) = rewrite_case(dir, &out, &Rewrite::DropKinds(kinds.clone())) {
+            failures.push(format!("{} prune: rewrite failed: {e:#}", dir.display()));
+            continue;
+        }
+        pruned += 1;
+        let got = eval::run_case(&out, &opts()).await;
+        if verdict(&got) == verdict(&base) {
+            same += 1;
+        } else {
+            failures.push(format!(
+                "{} without unused {kinds:?}:\n    before: {}\n    after:  {}",
+                dir.display(),
+                verdict(&base),
+                verdict(&got)
+            ));
+        }
+    }
+    (pruned, same)
 }

@@ -565,11 +565,18 @@ pub fn services_table(services: &[crate::model::ServiceFacts]) -> EvidenceBody {
             let selector: Vec<String> =
                 s.selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
             let ports: Vec<String> = s.ports.iter().map(|(p, t)| format!("{p}->{t}")).collect();
-            let backed = if !s.endpoints_read {
+            let backed = if s.missing {
+                "does not exist".to_string()
+            } else if !s.endpoints_read {
                 "endpoints not read".to_string()
             } else {
                 format!("{} ready, {} not ready", s.ready.len(), s.not_ready.len())
             };
+            let routes: Vec<String> = s
+                .routes
+                .iter()
+                .map(|r| format!("{} {} -> {}", r.ingress, r.rule, r.port))
+                .collect();
             vec![
                 format!("{}/{}", s.namespace, s.name),
                 selector.join(","),
@@ -581,11 +588,25 @@ pub fn services_table(services: &[crate::model::ServiceFacts]) -> EvidenceBody {
                     .cloned()
                     .collect::<Vec<_>>()
                     .join(", "),
+                routes.join("; "),
+                if s.denied_by.is_empty() {
+                    String::new()
+                } else {
+                    format!("no ingress: {}", s.denied_by.join(", "))
+                },
             ]
         })
         .collect();
     table(
-        &["service", "selector", "ports", "endpoints", "ready pods"],
+        &[
+            "service",
+            "selector",
+            "ports",
+            "endpoints",
+            "ready pods",
+            "ingress routes",
+            "network policy",
+        ],
         rows,
     )
 }

@@ -1,6 +1,7 @@
 //! Invariants every finished diagnosis keeps, whatever the incident: a check's status never
-//! contradicts its own detail, and `healthy` stands only on a cleared, by-design or within-limits
-//! symptom with nothing failing on the subject.
+//! contradicts its own detail, `healthy` stands only on a cleared, by-design or within-limits
+//! symptom with nothing failing on the subject, and a named cause stands on a failing check with
+//! an evidenced edge to the subject.
 
 use crate::model::{Category, CheckStatus, Incident, SymptomState};
 
@@ -48,6 +49,21 @@ pub fn violations(incident: &Incident) -> Vec<String> {
     }
     let category = incident.diagnosis.as_ref().map(|d| d.0);
     let state = incident.symptom.as_ref().map(|s| s.state);
+    // A cause is a failing check on the subject or on something an evidenced edge ties to it;
+    // checks are only recorded by diagnoses that took the three steps.
+    let named_cause = category.is_some_and(|c| c != Category::Healthy && c != Category::Unknown);
+    if named_cause
+        && !incident.checks.is_empty()
+        && !incident
+            .checks
+            .iter()
+            .any(|c| c.status == CheckStatus::Failing && c.relation != "no evidenced edge")
+    {
+        out.push(format!(
+            "the cause ({}) stands on no failing check with an evidenced edge to the subject",
+            category.map(|c| c.name()).unwrap_or_default()
+        ));
+    }
     if category == Some(Category::Healthy) {
         if !matches!(
             state,
@@ -121,6 +137,30 @@ mod tests {
             state: SymptomState::Cleared,
             ..Symptom::default()
         });
+        assert!(violations(&inc).is_empty(), "{:?}", violations(&inc));
+    }
+
+    #[test]
+    fn a_cause_needs_a_failing_check_with_an_edge_to_the_subject() {
+        let mut inc = Incident {
+            checks: vec![
+                check(
+                    CheckStatus::Failing,
+                    "no evidenced edge",
+                    "node other NotReady",
+                ),
+                check(CheckStatus::Ok, "subject", "pods Ready"),
+            ],
+            diagnosis: Some((Category::Infrastructure, "node down".into(), 0.7)),
+            ..Incident::default()
+        };
+        let v = violations(&inc);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(
+            v[0].contains("no failing check with an evidenced edge"),
+            "{v:?}"
+        );
+        inc.checks[0].relation = "node of the subject".into();
         assert!(violations(&inc).is_empty(), "{:?}", violations(&inc));
     }
 }

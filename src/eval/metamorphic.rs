@@ -42,7 +42,9 @@ pub fn recording_of_kind(kind: &str, integration: &str, path: &str) -> Option<bo
         }
         "kubernetes/nodes" => k8s && (path.ends_with("/nodes") || path.contains("/nodes/")),
         "kubernetes/services" => {
-            k8s && (path.ends_with("/services") || path.ends_with("/endpoints"))
+            k8s && ["/services", "/endpoints", "/ingresses", "/networkpolicies"]
+                .iter()
+                .any(|r| path.ends_with(r))
         }
         "kubernetes/workloads" => {
             k8s && ["/statefulsets", "/daemonsets", "/jobs", "/cronjobs"]

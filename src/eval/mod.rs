@@ -227,6 +227,9 @@ pub struct CaseResult {
     pub broken: Vec<String>,
     /// The evidence kinds the leading hypothesis cites: what its verdict stands on.
     pub cited_kinds: Vec<String>,
+    /// Evidence kinds gathered that no hypothesis, ruled-out statement, check or symptom cites:
+    /// what the diagnosis does not use.
+    pub unused_kinds: Vec<String>,
 }
 
 impl CaseResult {
@@ -547,6 +550,7 @@ mod tests {
             root_cause: None,
             broken: vec![],
             cited_kinds: vec![],
+            unused_kinds: vec![],
         };
         let bad = CaseResult {
             error: Some("timed out".into()),

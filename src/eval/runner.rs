@@ -102,6 +102,7 @@ pub async fn run_case(dir: &Path, opts: &EvalOptions) -> CaseResult {
         root_cause: None,
         broken: Vec::new(),
         cited_kinds: Vec::new(),
+        unused_kinds: Vec::new(),
     };
     match investigate(dir, opts).await {
         Ok((id, expect, incident)) => {
@@ -111,6 +112,7 @@ pub async fn run_case(dir: &Path, opts: &EvalOptions) -> CaseResult {
             result.root_cause = incident.diagnosis.as_ref().map(|d| d.1.clone());
             result.broken = super::invariants::violations(&incident);
             result.cited_kinds = cited_kinds(&incident);
+            result.unused_kinds = unused_kinds(&incident);
             match expect {
                 Some(expect) => result.score = score(&expect, &incident),
                 None => result.error = Some("no expect.toml: nothing to score against".into()),
@@ -132,6 +134,30 @@ fn cited_kinds(incident: &Incident) -> Vec<String> {
         if let Some(e) = incident.evidence.iter().find(|e| &e.id == id)
             && !out.contains(&e.kind)
         {
+            out.push(e.kind.clone());
+        }
+    }
+    out
+}
+
+/// The evidence kinds gathered that nothing the diagnosis concluded or checked cites.
+fn unused_kinds(incident: &Incident) -> Vec<String> {
+    let mut cited: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+    let ids = incident
+        .hypotheses
+        .iter()
+        .flat_map(|h| h.evidence.iter())
+        .chain(incident.ruled_out.iter().flat_map(|r| r.evidence.iter()))
+        .chain(incident.checks.iter().flat_map(|c| c.evidence.iter()))
+        .chain(incident.symptom.iter().flat_map(|s| s.evidence.iter()));
+    for id in ids {
+        if let Some(e) = incident.evidence.iter().find(|e| &e.id == id) {
+            cited.insert(e.kind.as_str());
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for e in &incident.evidence {
+        if !cited.contains(e.kind.as_str()) && !out.contains(&e.kind) {
             out.push(e.kind.clone());
         }
     }

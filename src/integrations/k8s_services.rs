@@ -1,10 +1,151 @@
-//! Services and their Endpoints, joined into what backs each Service: its selector, its ports and
-//! the pods its Endpoints list as ready or not.
+//! Services and their Endpoints, joined into what backs each Service: its selector, its ports,
+//! the pods its Endpoints list as ready or not, the Ingress rules that route to it and the
+//! NetworkPolicies that shut its pods off.
 
-use crate::model::ServiceFacts;
+use crate::model::{IngressRoute, ServiceFacts};
 use k8s_openapi::api::core::v1::{Endpoints, Service};
+use k8s_openapi::api::networking::v1::{Ingress, IngressBackend, NetworkPolicy};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
+
+/// What was read around the Services; `None` for a list that could not be read.
+#[derive(Default)]
+pub struct Around<'a> {
+    pub endpoints: Option<&'a [Endpoints]>,
+    pub ingresses: Option<&'a [Ingress]>,
+    pub policies: Option<&'a [NetworkPolicy]>,
+}
+
+/// Each Service with its Endpoints, the Ingress rules routing to it and the policies denying its
+/// pods all ingress; an Ingress backend naming no Service becomes a `missing` one. One pass over
+/// each list.
+pub fn network_facts(services: &[Service], around: &Around) -> Vec<ServiceFacts> {
+    let mut out = service_facts(services, around.endpoints);
+    let mut at: BTreeMap<(String, String), usize> = out
+        .iter()
+        .enumerate()
+        .map(|(i, s)| ((s.namespace.clone(), s.name.clone()), i))
+        .collect();
+    for ing in around.ingresses.into_iter().flatten() {
+        let ns = ing.metadata.namespace.clone().unwrap_or_default();
+        let name = ing.metadata.name.clone().unwrap_or_default();
+        for (rule, backend) in backends(ing) {
+            let Some(svc) = backend.service.as_ref() else {
+                continue;
+            };
+            let port = svc
+                .port
+                .as_ref()
+                .and_then(|p| p.number.map(|n| n.to_string()).or_else(|| p.name.clone()))
+                .unwrap_or_default();
+            let key = (ns.clone(), svc.name.clone());
+            let i = *at.entry(key).or_insert_with(|| {
+                out.push(ServiceFacts {
+                    name: svc.name.clone(),
+                    namespace: ns.clone(),
+                    missing: true,
+                    ..ServiceFacts::default()
+                });
+                out.len() - 1
+            });
+            out[i].routes.push(IngressRoute {
+                ingress: name.clone(),
+                rule,
+                port,
+            });
+        }
+    }
+    // Policies add up: a pod is shut off only when a policy isolates it for ingress and none
+    // that selects it admits anything. A selector this does not judge (expressions) may admit.
+    let policies: Vec<Isolation> = around
+        .policies
+        .into_iter()
+        .flatten()
+        .filter_map(isolation)
+        .collect();
+    for svc in out
+        .iter_mut()
+        .filter(|s| !s.missing && !s.selector.is_empty())
+    {
+        // The Service's selector is what its pods carry: a policy whose labels are all among
+        // them selects those pods.
+        let selecting = |p: &&Isolation| {
+            p.namespace == svc.namespace
+                && (p.labels.is_none()
+                    || p.labels
+                        .as_ref()
+                        .is_some_and(|l| l.iter().all(|(k, v)| svc.selector.get(k) == Some(v))))
+        };
+        let mut denying = Vec::new();
+        let mut admitted = false;
+        for p in policies.iter().filter(selecting) {
+            if p.admits || p.labels.is_none() {
+                admitted = true;
+            } else {
+                denying.push(p.name.clone());
+            }
+        }
+        if !admitted {
+            svc.denied_by = denying;
+        }
+    }
+    out
+}
+
+/// Every backend of an Ingress with the rule it serves: `host/path`, `*` for the default.
+fn backends(ing: &Ingress) -> Vec<(String, &IngressBackend)> {
+    let Some(spec) = ing.spec.as_ref() else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, &IngressBackend)> = Vec::new();
+    if let Some(b) = &spec.default_backend {
+        out.push(("*".to_string(), b));
+    }
+    for rule in spec.rules.iter().flatten() {
+        let host = rule.host.clone().unwrap_or_else(|| "*".into());
+        for p in rule.http.iter().flat_map(|h| h.paths.iter()) {
+            let path = p.path.clone().unwrap_or_else(|| "/".into());
+            out.push((format!("{host}{path}"), &p.backend));
+        }
+    }
+    out
+}
+
+/// What one NetworkPolicy does to ingress for the pods it selects.
+struct Isolation {
+    namespace: String,
+    name: String,
+    /// The labels it selects pods by (empty: every pod); `None` for a selector with expressions,
+    /// which this does not judge.
+    labels: Option<BTreeMap<String, String>>,
+    /// Whether it admits some ingress (it has an ingress rule).
+    admits: bool,
+}
+
+/// A policy that applies to ingress, with what it selects and whether it admits anything; `None`
+/// for one that governs egress only.
+fn isolation(np: &NetworkPolicy) -> Option<Isolation> {
+    let spec = np.spec.as_ref()?;
+    let types = spec.policy_types.clone().unwrap_or_default();
+    // Without policyTypes a policy applies to ingress.
+    if !(types.is_empty() || types.iter().any(|t| t == "Ingress")) {
+        return None;
+    }
+    let selector = spec.pod_selector.as_ref();
+    let expressions = selector
+        .and_then(|s| s.match_expressions.as_ref())
+        .is_some_and(|e| !e.is_empty());
+    Some(Isolation {
+        namespace: np.metadata.namespace.clone().unwrap_or_default(),
+        name: np.metadata.name.clone().unwrap_or_default(),
+        labels: (!expressions).then(|| {
+            selector
+                .and_then(|s| s.match_labels.clone())
+                .unwrap_or_default()
+        }),
+        admits: spec.ingress.as_ref().is_some_and(|r| !r.is_empty()),
+    })
+}
 
 /// Each Service with its Endpoints (same namespace and name), in one pass over each list.
 pub fn service_facts(services: &[Service], endpoints: Option<&[Endpoints]>) -> Vec<ServiceFacts> {
@@ -66,6 +207,63 @@ pub fn service_facts(services: &[Service], endpoints: Option<&[Endpoints]>) -> V
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn ingress_backends_and_deny_all_policies_are_joined_to_services() {
+        let services: Vec<Service> = serde_json::from_value(json!([
+            {"metadata": {"name": "web", "namespace": "shop"},
+             "spec": {"selector": {"app": "web", "tier": "front"}, "ports": [{"port": 80}]}}
+        ]))
+        .unwrap_or_else(|e| unreachable!("{e}"));
+        let ingresses: Vec<Ingress> = serde_json::from_value(json!([
+            {"metadata": {"name": "shop", "namespace": "shop"},
+             "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [
+                {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 8080}}}},
+                {"path": "/api", "pathType": "Prefix", "backend": {"service": {"name": "api", "port": {"name": "http"}}}}
+             ]}}]}}
+        ]))
+        .unwrap_or_else(|e| unreachable!("{e}"));
+        let policies: Vec<NetworkPolicy> = serde_json::from_value(json!([
+            {"metadata": {"name": "deny-web", "namespace": "shop"},
+             "spec": {"podSelector": {"matchLabels": {"app": "web"}}, "policyTypes": ["Ingress"]}},
+            {"metadata": {"name": "allow-admin", "namespace": "shop"},
+             "spec": {"podSelector": {"matchLabels": {"app": "admin"}}, "ingress": [{"from": [{"podSelector": {}}]}]}},
+            {"metadata": {"name": "egress-only", "namespace": "shop"},
+             "spec": {"podSelector": {}, "policyTypes": ["Egress"]}}
+        ]))
+        .unwrap_or_else(|e| unreachable!("{e}"));
+        let facts = network_facts(
+            &services,
+            &Around {
+                ingresses: Some(&ingresses),
+                policies: Some(&policies),
+                ..Around::default()
+            },
+        );
+        assert_eq!(facts.len(), 2, "{facts:?}");
+        let web = &facts[0];
+        assert_eq!(web.denied_by, vec!["deny-web".to_string()]);
+        // A policy admitting ingress to the same pods lifts the isolation.
+        let mut admitted = policies.clone();
+        admitted[1].spec = serde_json::from_value(
+            json!({"podSelector": {"matchLabels": {"tier": "front"}}, "ingress": [{}]}),
+        )
+        .ok();
+        let lifted = network_facts(
+            &services,
+            &Around {
+                policies: Some(&admitted),
+                ..Around::default()
+            },
+        );
+        assert!(lifted[0].denied_by.is_empty(), "{lifted:?}");
+        assert_eq!(web.routes.len(), 1);
+        assert_eq!(web.routes[0].port, "8080");
+        assert_eq!(web.routes[0].rule, "shop.example.com/");
+        let api = &facts[1];
+        assert!(api.missing && api.name == "api", "{api:?}");
+        assert_eq!(api.routes[0].port, "http");
+    }
 
     #[test]
     fn services_are_joined_to_their_endpoints() {

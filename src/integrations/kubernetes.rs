@@ -1257,7 +1257,8 @@ impl KubernetesClient {
         Ok(list)
     }
 
-    /// Services in `ns` (all namespaces when `None`) with what their Endpoints list. A world
+    /// Services in `ns` (all namespaces when `None`) with what their Endpoints list, the Ingress
+    /// rules routing to them and the NetworkPolicies denying their pods all ingress. A world
     /// whose Endpoints cannot be read still gives the Services, marked unread.
     pub async fn services<'a>(
         &self,
@@ -1270,9 +1271,28 @@ impl KubernetesClient {
             .list(ns, "/api/v1", "endpoints", "Endpoints")
             .await
             .ok();
-        Ok(super::k8s_services::service_facts(
+        // What routes to them and what shuts their pods off; a cluster (or a recording) without
+        // them still gives the Services.
+        let ingresses: Option<Vec<k8s_openapi::api::networking::v1::Ingress>> = self
+            .list(ns, "/apis/networking.k8s.io/v1", "ingresses", "Ingress")
+            .await
+            .ok();
+        let policies: Option<Vec<k8s_openapi::api::networking::v1::NetworkPolicy>> = self
+            .list(
+                ns,
+                "/apis/networking.k8s.io/v1",
+                "networkpolicies",
+                "NetworkPolicy",
+            )
+            .await
+            .ok();
+        Ok(super::k8s_services::network_facts(
             &services,
-            endpoints.as_deref(),
+            &super::k8s_services::Around {
+                endpoints: endpoints.as_deref(),
+                ingresses: ingresses.as_deref(),
+                policies: policies.as_deref(),
+            },
         ))
     }
 

@@ -603,9 +603,9 @@ pub static ENTRIES: &[Entry] = &[
         "kubernetes.services",
         "kubernetes",
         ReadTool::Services,
-        "list Services with their selectors, ports and the pods their Endpoints list",
+        "list Services with their selectors, ports, the pods their Endpoints list, the Ingress rules routing to them and the NetworkPolicies shutting their pods off",
         &[NS_READ],
-        "kubectl get services,endpoints",
+        "kubectl get services,endpoints,ingresses,networkpolicies",
     ),
     read(
         "kubernetes.config_maps",

@@ -459,6 +459,26 @@ pub struct ServiceFacts {
     pub not_ready: Vec<String>,
     /// Whether its Endpoints object was read at all (an unread one says nothing).
     pub endpoints_read: bool,
+    /// Ingress rules that send traffic to it: `NAME host/path`, with the port each asks for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<IngressRoute>,
+    /// A Service an Ingress routes to that does not exist (only its name and routes are known).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub missing: bool,
+    /// NetworkPolicies that select the pods its selector takes and allow them no ingress.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub denied_by: Vec<String>,
+}
+
+/// One Ingress rule's backend: which Ingress, for which host and path, to which port.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct IngressRoute {
+    pub ingress: String,
+    /// `host/path`, or `*` for the default backend.
+    pub rule: String,
+    /// The Service port it asks for: a number, or a port's name.
+    pub port: String,
 }
 
 /// What one read returned, parsed: the typed facts a specialist learned from one evidence item,

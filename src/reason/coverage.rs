@@ -42,7 +42,6 @@ pub(crate) fn report(ctx: &Ctx) -> Option<Signal> {
         ),
         detail: "what the verdict can stand on: an absent or failed integration is missing evidence, never evidence of health".into(),
         category: Category::Unknown,
-        confidence: fraction(ctx) as f32,
         evidence: ctx.obs.evidence.values().flatten().cloned().collect(),
         ..Signal::default()
     })

@@ -28,7 +28,7 @@ use checks::{
     scheduling, storm,
 };
 pub(crate) use steps::subject::workload_keys;
-use steps::{subject, symptom, verdict};
+use steps::{subject, symptom, verdict, walk};
 
 /// Everything the Gather stage learned, as typed facts, plus which evidence items hold them.
 #[derive(Clone, Debug, Default)]
@@ -176,6 +176,8 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(checks::cpu_limit::cpu_limit(&ctx));
     signals.extend(checks::create_refused::create_refused(&ctx));
     signals.extend(checks::service_endpoints::service_endpoints(&ctx));
+    signals.extend(checks::network::ingress_backends(&ctx));
+    signals.extend(checks::network::network_policies(&ctx));
     signals.extend(checks::scaled_to_zero::scaled_to_zero(&ctx));
     signals.extend(dependencies::unhealthy(&ctx));
     signals.extend(storm::storm(&ctx));
@@ -237,7 +239,18 @@ pub(crate) struct Signal {
     pub summary: String,
     pub detail: String,
     pub category: Category,
+    /// How the check knows the failure it reports.
+    pub basis: checks::Basis,
+    /// Details its evidence establishes beyond the basis (a limit read, a refusal the dependency
+    /// stated, an onset that lines up with the alarm): each is one more evidenced link.
+    pub links: u8,
+    /// Derived by the verdict's walk from the links evidenced; never set by a check.
     pub confidence: f32,
+    /// Evidenced links the walk counted: the check's own and those between checks.
+    pub weight: u8,
+    /// Another failing check explains it (it is a link in that check's chain, not its end), or
+    /// it is the alert's own condition, which a mechanism found explains.
+    pub explained: bool,
     pub evidence: Vec<EvidenceId>,
     /// The root-cause statement when this signal can explain the alert; None for context.
     pub cause: Option<String>,
@@ -269,11 +282,20 @@ impl Signal {
         self.unrelated = true;
         self.cause = None;
         self.actions.clear();
-        self.confidence = self.confidence.min(0.3);
         self.summary = format!(
             "also noticed (no evidenced link to the subject): {}",
             self.summary
         );
+    }
+
+    /// Its declaration: id, title, concern and part in the walk.
+    pub(crate) fn decl(&self) -> checks::Decl {
+        checks::declared(self.analyzer)
+    }
+
+    /// The links its own evidence establishes, before the walk links it to other checks.
+    pub(crate) fn own_links(&self) -> u8 {
+        self.basis.links() + self.links
     }
 
     pub(crate) fn finding(&self) -> Finding {

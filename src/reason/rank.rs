@@ -1,55 +1,11 @@
 //! Ranks analyzer signals into hypotheses, a category, a root cause, what was ruled out, and suggested actions.
 
+use super::checks::Role;
 use super::logs::{self, Sig};
 use super::pods::last_termination;
-use super::{Analysis, Ctx, Signal, actions, list_names, pod_deployment, pod_rs};
+use super::{Analysis, Ctx, Signal, actions, list_names, pod_deployment, pod_rs, walk};
 use crate::model::{Action, Category, Hypothesis, RuledOut};
 use std::collections::BTreeMap;
-
-/// Below this, an active cause does not outweigh a benign explanation.
-const MIN_CAUSE: f32 = 0.45;
-
-/// Demotes symptoms when their likely cause is present, and lets independent analyzers that agree
-/// on a category reinforce each other.
-fn adjust(signals: &mut [Signal]) {
-    let snapshot: Vec<(Category, f32, bool, &'static str)> = signals
-        .iter()
-        .map(|s| {
-            (
-                s.category,
-                s.confidence,
-                s.cause.is_some() && !s.benign,
-                s.analyzer,
-            )
-        })
-        .collect();
-    for (i, s) in signals.iter_mut().enumerate() {
-        if s.benign || s.cause.is_none() {
-            continue;
-        }
-        let others = || {
-            snapshot
-                .iter()
-                .enumerate()
-                .filter(move |(j, _)| *j != i)
-                .map(|(_, o)| o)
-        };
-        if let Some(c) = s.symptom_of
-            && others().any(|o| o.0 == c && o.2 && o.1 >= MIN_CAUSE)
-        {
-            s.confidence = s.confidence.min(0.35);
-            s.detail
-                .push_str(&format!("; likely a symptom of the {c} found alongside"));
-            continue;
-        }
-        let support = others()
-            .filter(|o| o.0 == s.category && o.1 >= 0.3 && o.3 != s.analyzer)
-            .map(|o| o.3)
-            .collect::<std::collections::BTreeSet<_>>()
-            .len();
-        s.confidence = (s.confidence + 0.05 * support.min(3) as f32).min(0.95);
-    }
-}
 
 /// How an object a signal is about relates to the subject; `None` when no evidenced edge links
 /// them (the failure is reported under "also noticed", never as the root cause).
@@ -156,31 +112,28 @@ fn symptom_is_not_a_cause(ctx: &Ctx, signals: &mut [Signal]) {
         .is_some_and(|m| m.starts_with("kube_"));
     if state_metric {
         for s in signals.iter_mut() {
-            if matches!(s.analyzer, "metric_step" | "metric_threshold")
+            let reads_series = matches!(s.decl().role, Role::Symptom)
+                || s.decl().concern == "metrics" && s.decl().role == Role::Failure;
+            if reads_series
                 && !s.benign
                 && (s.summary.contains("kube_") || s.detail.contains("kube_"))
             {
                 s.cause = None;
                 s.actions.clear();
-                s.confidence = s.confidence.min(0.3);
+                s.explained = true;
             }
         }
     }
-    let mechanism = signals.iter().any(|s| {
-        s.cause.is_some()
-            && !s.benign
-            && s.analyzer != "metric_threshold"
-            && s.confidence >= MIN_CAUSE
-    });
+    let mechanism = signals
+        .iter()
+        .any(|s| s.decl().role != Role::Symptom && walk::can_be_cause(s));
     if !mechanism {
         return;
     }
     for s in signals.iter_mut() {
-        if s.analyzer == "metric_threshold"
-            && !s.benign
-            && s.category != Category::ResourceExhaustion
+        if s.decl().role == Role::Symptom && !s.benign && s.category != Category::ResourceExhaustion
         {
-            s.confidence = s.confidence.min(0.3);
+            s.explained = true;
             s.detail
                 .push_str("; the alert's own condition: the symptom the cause explains");
         }
@@ -188,10 +141,12 @@ fn symptom_is_not_a_cause(ctx: &Ctx, signals: &mut [Signal]) {
 }
 
 pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
+    let symptom = super::symptom::measure(ctx);
     set_aside_unrelated(ctx, &mut signals);
     symptom_is_not_a_cause(ctx, &mut signals);
-    adjust(&mut signals);
-    signals.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+    walk::walk(ctx, &symptom, &mut signals);
+    // The most links evidenced first; among equals, the stronger kind of evidence.
+    signals.sort_by_key(|s| std::cmp::Reverse((s.weight, s.basis)));
     let findings = signals.iter().map(Signal::finding).collect();
 
     let active: Vec<&Signal> = signals
@@ -202,13 +157,12 @@ pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
         .iter()
         .filter(|s| s.cause.is_some() && s.benign)
         .collect();
-    let top_active = active
-        .first()
-        .copied()
-        .filter(|s| s.confidence >= MIN_CAUSE);
+    let top_active = active.iter().copied().find(|s| walk::can_be_cause(s));
     let top_benign = benign.first().copied();
+    // A failure seen to end outweighs a live one it is better evidenced than; finding nothing
+    // wrong elsewhere clears no failure that was found.
     let top: Option<&Signal> = match (top_active, top_benign) {
-        (Some(a), Some(b)) if b.confidence > a.confidence && b.analyzer != "all_clear" => Some(b),
+        (Some(a), Some(b)) if b.weight > a.weight && b.decl().role != Role::Absence => Some(b),
         (Some(a), _) => Some(a),
         (None, Some(b)) => Some(b),
         (None, None) => active.first().copied(),
@@ -242,11 +196,19 @@ pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
             // A verdict of health is only as good as what could be looked at.
             t.confidence * (0.6 + 0.4 * covered as f32),
         ),
-        Some(t) => (
-            t.category,
-            t.cause.clone().unwrap_or_default(),
-            t.confidence,
-        ),
+        Some(t) => {
+            // The walk reached it from the subject's own failing state: the chain is stated from
+            // the cause to its effect, and the evidenced edge between them is one more link.
+            let cause = t.cause.clone().unwrap_or_default();
+            match walk::effect_of(&signals, t) {
+                Some(effect) if !cause.contains(&effect.summary) => (
+                    t.category,
+                    format!("{}; so {}", cause.trim_end_matches('.'), effect.summary),
+                    walk::confidence(t.weight + 1),
+                ),
+                _ => (t.category, cause, t.confidence),
+            }
+        }
         None => {
             let gaps = super::coverage::gaps(ctx);
             let text = if gaps.is_empty() {
@@ -279,7 +241,6 @@ pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
         suggested_actions.push(silence);
     }
 
-    let symptom = super::symptom::measure(ctx);
     let mut verdict = Verdict {
         category,
         root_cause,
@@ -330,7 +291,7 @@ fn silence_if_checked(ctx: &Ctx, top: &Signal) -> Option<Action> {
         Some(("deployment", n)) => ctx.focus_deployment.as_deref() == Some(n),
         _ => false,
     };
-    let checked = if top.analyzer == "metric_recovered" {
+    let checked = if top.reads_symptom {
         "its expression".to_string()
     } else {
         top.objects.iter().find(|o| about_alert(o))?.clone()
@@ -442,9 +403,16 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
     }
 
     // The pod the top (non-benign) hypothesis is about, compared below with its siblings.
+    // Its own pod, or the pod of the effect the walk reached it from.
     let failing_pod = top
         .filter(|t| !t.benign)
-        .and_then(|t| t.objects.iter().find_map(|o| o.strip_prefix("pod/")))
+        .and_then(|t| {
+            let effect = walk::effect_of(signals, t).map(|e| e.objects.iter());
+            t.objects
+                .iter()
+                .chain(effect.into_iter().flatten())
+                .find_map(|o| o.strip_prefix("pod/"))
+        })
         .and_then(|name| pods.iter().find(|p| p.name == name));
 
     // The failing pod versus its siblings.
@@ -761,7 +729,7 @@ mod tests {
         let a = analyze(&obs);
         assert_eq!(a.category, Category::ResourceExhaustion);
         assert!(a.root_cause.contains("exit code 137") && a.root_cause.contains("128Mi"));
-        assert!(a.confidence > 0.8);
+        assert!(a.confidence >= 0.8, "{}", a.confidence);
         let text: String = a
             .ruled_out
             .iter()
@@ -822,7 +790,9 @@ mod tests {
         assert!(
             a.hypotheses
                 .iter()
-                .any(|h| h.category == Category::ConfigurationError && h.confidence < 0.4)
+                .any(|h| h.category == Category::ConfigurationError && h.confidence < 0.4),
+            "{:?}",
+            a.hypotheses
         );
     }
 

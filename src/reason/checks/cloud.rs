@@ -2,6 +2,7 @@
 //! and the cause checks (CPU and top SQL, connections, storage, replication lag, failover and
 //! reboot, memory, I/O, transaction IDs) over CloudWatch, RDS events and Performance Insights.
 
+use super::{Basis, Decl, Role};
 use crate::model::{
     Category, CloudFact, EvidenceId, MetricSeries, PiKey, PiSeries, RdsEvent, RdsInstance,
     RuledOut, Symptom, SymptomState,
@@ -9,6 +10,86 @@ use crate::model::{
 use crate::reason::{Ctx, Signal};
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[
+    Decl {
+        id: "rds_failover",
+        title: "instance failover or reboot",
+        concern: "cloud",
+        role: Role::Failure,
+        reads: &["DatabaseConnections<"],
+    },
+    Decl {
+        id: "rds_storage",
+        title: "storage running out",
+        concern: "cloud",
+        role: Role::Failure,
+        reads: &["FreeStorageSpace"],
+    },
+    Decl {
+        id: "rds_replication_lag",
+        title: "replica lag",
+        concern: "cloud",
+        role: Role::Failure,
+        reads: &["ReplicaLag"],
+    },
+    Decl {
+        id: "rds_connections",
+        title: "connections at the instance's limit",
+        concern: "cloud",
+        role: Role::Failure,
+        reads: &["DatabaseConnections>"],
+    },
+    Decl {
+        id: "rds_cpu",
+        title: "CPU saturated",
+        concern: "cloud",
+        role: Role::Failure,
+        reads: &["CPUUtilization"],
+    },
+    Decl {
+        id: "rds_memory",
+        title: "memory exhausted",
+        concern: "cloud",
+        role: Role::Failure,
+        reads: &["FreeableMemory", "SwapUsage"],
+    },
+    Decl {
+        id: "rds_io",
+        title: "I/O saturated",
+        concern: "cloud",
+        role: Role::Failure,
+        reads: &[
+            "ReadLatency",
+            "WriteLatency",
+            "DiskQueueDepth",
+            "ReadIOPS",
+            "WriteIOPS",
+        ],
+    },
+    Decl {
+        id: "rds_wal_storm",
+        title: "WAL or checkpoint storm",
+        concern: "cloud",
+        role: Role::Failure,
+        reads: &["TransactionLogsGeneration"],
+    },
+    Decl {
+        id: "rds_wraparound",
+        title: "transaction ID wraparound",
+        concern: "cloud",
+        role: Role::Failure,
+        reads: &["MaximumUsedTransactionIDs"],
+    },
+    Decl {
+        id: "rds_gaps",
+        title: "CloudWatch metrics without data",
+        concern: "cloud",
+        role: Role::Context,
+        reads: &[],
+    },
+];
 
 /// Alert labels and annotations that name an RDS instance, in every convention seen.
 pub const INSTANCE_KEYS: [&str; 6] = [
@@ -1022,7 +1103,7 @@ pub(crate) fn analyze(ctx: &Ctx) -> Vec<Signal> {
     out.extend(wraparound(&rds));
     if !out
         .iter()
-        .any(|s| s.analyzer == "rds_replication_lag" && s.cause.is_some())
+        .any(|s| measures(s, "ReplicaLag") && s.cause.is_some())
     {
         out.extend(wal_storm(&rds));
     }
@@ -1043,7 +1124,7 @@ pub(crate) fn analyze(ctx: &Ctx) -> Vec<Signal> {
             ),
             detail: "checks that need these metrics could not be made".into(),
             category: Category::Unknown,
-            confidence: 0.2,
+            basis: Basis::Context,
             evidence: rds.metric_evidence(),
             objects: vec![rds.object()],
             ..Signal::default()
@@ -1055,19 +1136,10 @@ pub(crate) fn analyze(ctx: &Ctx) -> Vec<Signal> {
     out
 }
 
-/// The analyzer whose check reads the metric the alert claims about.
-fn analyzer_of(metric: &str, bad: Bad) -> &'static str {
-    match (metric, bad) {
-        ("CPUUtilization", _) => "rds_cpu",
-        ("DatabaseConnections", Bad::High) => "rds_connections",
-        ("DatabaseConnections", Bad::Low) => "rds_failover",
-        ("FreeStorageSpace", _) => "rds_storage",
-        ("ReplicaLag", _) => "rds_replication_lag",
-        ("FreeableMemory" | "SwapUsage", _) => "rds_memory",
-        ("MaximumUsedTransactionIDs", _) => "rds_wraparound",
-        ("TransactionLogsGeneration", _) => "rds_wal_storm",
-        _ => "rds_io",
-    }
+/// Whether a signal's check measures `metric` (either way).
+fn measures(s: &Signal, metric: &str) -> bool {
+    let decl = s.decl();
+    decl.reads(metric, false) || decl.reads(metric, true)
 }
 
 /// Ties the checks to the symptom: the check of the alert's own metric ranks first among equals;
@@ -1075,27 +1147,23 @@ fn analyzer_of(metric: &str, bad: Bad) -> &'static str {
 /// a second failure at the same time is named in the first's root cause.
 fn settle_signals(ctx: &Ctx, rds: &Rds, symptom: Option<&Symptom>, out: &mut [Signal]) {
     if let Some((metric, bad)) = claimed_metric(ctx) {
-        let own = analyzer_of(metric, bad);
+        let falls = matches!(bad, Bad::Low);
         for s in out
             .iter_mut()
-            .filter(|s| s.analyzer == own && s.cause.is_some())
+            .filter(|s| s.decl().reads(metric, falls) && s.cause.is_some())
         {
-            s.confidence = (s.confidence + 0.05).min(0.95);
+            // It reads the very metric the alert claims about: a link to the symptom.
+            s.links += 1;
         }
     }
     // Sessions busy on CPU are queries that cannot finish: connections pile up behind a saturated
     // CPU, they are its consequence, not a second cause.
     let busy_on_cpu = rds.top_wait().is_some_and(|(w, _)| w.starts_with("CPU"));
-    let failing = |s: &Signal, a: &str| s.analyzer == a && s.cause.is_some() && !s.benign;
-    if busy_on_cpu
-        && let Some(cpu) = out
-            .iter()
-            .find(|s| failing(s, "rds_cpu"))
-            .map(|s| s.confidence)
-    {
+    let failing =
+        |s: &Signal, metric: &str| s.decl().reads(metric, false) && s.cause.is_some() && !s.benign;
+    if busy_on_cpu && out.iter().any(|s| failing(s, "CPUUtilization")) {
         let mut piled = Vec::new();
-        for s in out.iter_mut().filter(|s| failing(s, "rds_connections")) {
-            s.confidence = s.confidence.min(cpu - 0.05);
+        for s in out.iter_mut().filter(|s| failing(s, "DatabaseConnections")) {
             s.symptom_of = Some(Category::ResourceExhaustion);
             s.summary = format!(
                 "{}, a consequence of the CPU saturation: the sessions are busy on CPU, not idle",
@@ -1105,7 +1173,7 @@ fn settle_signals(ctx: &Ctx, rds: &Rds, symptom: Option<&Symptom>, out: &mut [Si
         }
         if let Some(c) = out
             .iter_mut()
-            .find(|s| failing(s, "rds_cpu"))
+            .find(|s| failing(s, "CPUUtilization"))
             .and_then(|s| s.cause.as_mut())
         {
             for p in piled {
@@ -1116,7 +1184,10 @@ fn settle_signals(ctx: &Ctx, rds: &Rds, symptom: Option<&Symptom>, out: &mut [Si
     if let Some(symptom) = symptom.filter(|s| s.state == SymptomState::Cleared) {
         for s in out
             .iter_mut()
-            .filter(|s| s.cause.is_some() && !s.benign && s.analyzer != "rds_failover")
+            // A failover (connections falling to none) happened and stays in the record.
+            .filter(|s| {
+                s.cause.is_some() && !s.benign && !s.decl().reads("DatabaseConnections", true)
+            })
         {
             let cause = s.cause.take().unwrap_or_default();
             s.cause = Some(format!(
@@ -1133,10 +1204,10 @@ fn settle_signals(ctx: &Ctx, rds: &Rds, symptom: Option<&Symptom>, out: &mut [Si
             out[i].cause.is_some()
                 && !out[i].benign
                 && out[i].symptom_of.is_none()
-                && out[i].confidence >= 0.8
+                && out[i].own_links() >= Basis::Stated.links()
         })
         .collect();
-    failing.sort_by(|&a, &b| out[b].confidence.total_cmp(&out[a].confidence));
+    failing.sort_by_key(|&i| std::cmp::Reverse(out[i].own_links()));
     if let [first, second, ..] = failing[..] {
         let also = out[second].summary.clone();
         if let Some(c) = out[first].cause.as_mut() {
@@ -1278,7 +1349,12 @@ fn failover(rds: &Rds, onset: Option<(DateTime<Utc>, Option<DateTime<Utc>>)>) ->
         summary: format!("{what} of {} at {}", rds.id, hms(started)),
         detail: timeline.clone(),
         category: Category::Infrastructure,
-        confidence: if lines_up { 0.9 } else { 0.3 },
+        basis: if lines_up {
+            Basis::Stated
+        } else {
+            Basis::Context
+        },
+        links: if lines_up { 2 } else { 1 },
         evidence: rds.with_events(rds.metric_evidence()),
         cause: Some(cause),
         objects: vec![rds.object()],
@@ -1363,7 +1439,8 @@ fn storage(rds: &Rds) -> Vec<Signal> {
         summary: format!("{} {state}: FreeStorageSpace {}", rds.id, st.range(gb)),
         detail: format!("FreeStorageSpace {}{eta}", st.range(gb)),
         category: Category::ResourceExhaustion,
-        confidence: 0.9,
+        basis: Basis::Stated,
+        links: 2,
         evidence: rds.with_pi(rds.with_events(rds.metric_evidence())),
         cause: Some(if st.end < st.first {
             format!(
@@ -1397,7 +1474,7 @@ fn storage_events_only(rds: &Rds) -> Vec<Signal> {
         summary: format!("{}: \"{}\"", rds.id, e.message.trim()),
         detail: format!("RDS event at {}", hms(e.at)),
         category: Category::ResourceExhaustion,
-        confidence: 0.8,
+        basis: Basis::Stated,
         evidence: rds.ev_events.clone(),
         cause: Some(format!(
             "{} ran out of storage: RDS event at {} \"{}\"; FreeStorageSpace was not read, so the trend is a gap",
@@ -1472,11 +1549,12 @@ fn replication_lag(rds: &Rds) -> Vec<Signal> {
         ),
         detail: why.clone(),
         category,
-        confidence: if category == Category::Unknown {
-            0.4
+        basis: if category == Category::Unknown {
+            Basis::Observed
         } else {
-            0.85
+            Basis::Stated
         },
+        links: if category == Category::Unknown { 0 } else { 1 },
         evidence: rds.with_pi(rds.metric_evidence()),
         cause: Some(format!(
             "Replication lag on read replica {replica} reached {} ({}): {why}",
@@ -1502,7 +1580,8 @@ fn connections(ctx: &Ctx, rds: &Rds) -> Vec<Signal> {
             summary: format!("{}: clients refused with \"{r}\"", rds.id),
             detail: "DatabaseConnections: no data in CloudWatch".into(),
             category: Category::ResourceExhaustion,
-            confidence: 0.75,
+            basis: Basis::Measured,
+            links: 1,
             evidence: rds.with_events(rds.metric_evidence()),
             cause: Some(format!(
                 "Connection exhaustion on {}: clients are refused with \"{r}\", PostgreSQL's answer once max_connections is reached (DatabaseConnections: no data, not measured)",
@@ -1559,7 +1638,8 @@ fn connections(ctx: &Ctx, rds: &Rds) -> Vec<Signal> {
         ),
         detail: format!("{limit_words}{refused_words}"),
         category: Category::ResourceExhaustion,
-        confidence: 0.85,
+        basis: Basis::Stated,
+        links: 1,
         evidence: rds.with_pi(rds.with_events(rds.metric_evidence())),
         cause: Some(format!(
             "Connection exhaustion on {}: DatabaseConnections reached {}{limit_words}{refused_words}{holders}",
@@ -1625,7 +1705,12 @@ fn cpu(rds: &Rds, onset: Option<(DateTime<Utc>, Option<DateTime<Utc>>)>) -> Vec<
             c.points.len()
         ),
         category: Category::ResourceExhaustion,
-        confidence: if lines_up { 0.85 } else { 0.4 },
+        basis: if lines_up {
+            Basis::Stated
+        } else {
+            Basis::Observed
+        },
+        links: if lines_up { 1 } else { 0 },
         evidence: rds.with_pi(rds.metric_evidence()),
         cause: Some(format!(
             "CPU saturation on {}: CPUUtilization at or above {CPU_SATURATED}% since {} ({}){vcpu}{sql}{reads}",
@@ -1677,7 +1762,7 @@ fn cpu_from_load(rds: &Rds) -> Vec<Signal> {
         ),
         detail: "CPUUtilization: no data in CloudWatch".into(),
         category: Category::ResourceExhaustion,
-        confidence: 0.7,
+        basis: Basis::Measured,
         evidence: rds.with_pi(rds.metric_evidence()),
         cause: Some(format!(
             "CPU saturation on {}: Performance Insights shows DB load {} average active sessions on {} vCPUs, waiting mostly on {wait} (CPUUtilization: no data, not measured){sql}",
@@ -1762,7 +1847,8 @@ fn memory(rds: &Rds) -> Vec<Signal> {
         summary: format!("{} under memory pressure", rds.id),
         detail: format!("FreeableMemory {}; SwapUsage {}", m.range(gb), sw.range(gb)),
         category: Category::ResourceExhaustion,
-        confidence: 0.75,
+        basis: Basis::Measured,
+        links: 1,
         evidence: rds.metric_evidence(),
         cause: Some(format!(
             "Memory pressure on {}: FreeableMemory fell to {} and SwapUsage grew {}",
@@ -1809,7 +1895,7 @@ fn io(rds: &Rds) -> Vec<Signal> {
         summary: format!("{} I/O saturated: {metric} {}", rds.id, lat.range(ms)),
         detail: why.join("; "),
         category: Category::ResourceExhaustion,
-        confidence: 0.7,
+        basis: Basis::Measured,
         evidence: rds.metric_evidence(),
         cause: Some(format!(
             "I/O saturation on {}: {metric} {} with {}",
@@ -1860,7 +1946,12 @@ fn wal_storm(rds: &Rds) -> Vec<Signal> {
         ),
         detail: "every write is logged before it is applied; checkpoints follow the log".into(),
         category: Category::ResourceExhaustion,
-        confidence: if slowed.is_empty() { 0.55 } else { 0.75 },
+        basis: if slowed.is_empty() {
+            Basis::Timed
+        } else {
+            Basis::Measured
+        },
+        links: 1,
         evidence: rds.with_pi(rds.metric_evidence()),
         cause: Some(format!(
             "WAL storm on {}: a write-heavy workload generates transaction log at {} (from {}){behind}{top}",
@@ -1892,7 +1983,7 @@ fn wraparound(rds: &Rds) -> Vec<Signal> {
         detail: "PostgreSQL stops accepting writes at about 2.1 billion unfrozen transaction IDs"
             .into(),
         category: Category::ResourceExhaustion,
-        confidence: 0.7,
+        basis: Basis::Measured,
         evidence: rds.metric_evidence(),
         cause: Some(format!(
             "Transaction-ID wraparound risk on {}: MaximumUsedTransactionIDs {} (vacuum is not freezing rows fast enough)",
@@ -1913,12 +2004,13 @@ fn ruled_out(
 ) -> Vec<RuledOut> {
     let mut out = Vec::new();
     let ev = rds.metric_evidence();
-    let has = |a: &str| {
+    // A failing check that measures `metric` (`falls`: a fall is its failure).
+    let has = |metric: &str, falls: bool| {
         found
             .iter()
-            .any(|s| s.analyzer == a && s.cause.is_some() && !s.benign)
+            .any(|s| s.decl().reads(metric, falls) && s.cause.is_some() && !s.benign)
     };
-    if !has("rds_cpu")
+    if !has("CPUUtilization", false)
         && let Some(c) = rds.own("CPUUtilization")
     {
         let spike = c.count_past(CPU_SATURATED, true);
@@ -1950,7 +2042,7 @@ fn ruled_out(
             evidence: ev.clone(),
         });
     }
-    if !has("rds_connections")
+    if !has("DatabaseConnections", false)
         && let Some(c) = rds.own("DatabaseConnections")
     {
         let lim = rds
@@ -1973,7 +2065,7 @@ fn ruled_out(
             evidence: ev.clone(),
         });
     }
-    if !has("rds_storage")
+    if !has("FreeStorageSpace", true)
         && let Some(s) = rds.own("FreeStorageSpace")
     {
         out.push(RuledOut {
@@ -1982,7 +2074,7 @@ fn ruled_out(
             evidence: ev.clone(),
         });
     }
-    if !has("rds_replication_lag")
+    if !has("ReplicaLag", false)
         && let Some((r, l)) = rds.worst_replica("ReplicaLag")
         && l.max < LAG_SECS
     {
@@ -1992,7 +2084,7 @@ fn ruled_out(
             evidence: ev.clone(),
         });
     }
-    if !has("rds_failover") {
+    if !has("DatabaseConnections", true) {
         for e in &rds.events {
             let m = e.message.to_lowercase();
             let routine = e.categories.iter().any(|c| {
@@ -2083,7 +2175,7 @@ fn all_within_bounds(rds: &Rds, ruled: &mut Vec<RuledOut>) -> Signal {
             .collect::<Vec<_>>()
             .join("; "),
         category: Category::Healthy,
-        confidence: 0.8,
+        basis: Basis::Stated,
         evidence: rds.with_pi(rds.with_events(rds.metric_evidence())),
         cause: Some(format!(
             "No failure on {}: every measured metric stayed within normal bounds ({}); {events}{pi}{gaps}",

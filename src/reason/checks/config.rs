@@ -1,10 +1,20 @@
 //! Configuration changes of the failing workload: the ConfigMaps and Secrets its pod template reads
 //! (when each was last written) and pod-template annotation changes between ReplicaSet revisions.
 
+use super::{Basis, Decl, Role};
 use crate::model::{Category, Change, ChangeKind, DeploymentFacts};
 use crate::reason::{Ctx, Signal, rs_deployment};
 use chrono::{DateTime, Utc};
 use std::collections::BTreeSet;
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[Decl {
+    id: "config_change",
+    title: "configuration changed before the onset",
+    concern: "config",
+    role: Role::Change,
+    reads: &[],
+}];
 
 /// How long before the onset a configuration change is still a suspect.
 const WINDOW_MINUTES: f64 = 30.0;
@@ -242,7 +252,9 @@ pub(crate) fn changed_before_onset(ctx: &Ctx) -> Vec<Signal> {
             .collect::<Vec<_>>()
             .join("; "),
         category: Category::ConfigurationError,
-        confidence: 0.3,
+        basis: Basis::Context,
+        links: 1,
+        since: first.at,
         evidence: ctx.ev(&["changes", "kubernetes/deployments"]),
         ..Signal::default()
     }]

@@ -1,8 +1,18 @@
 //! CPU limit against a throttling claim: a container is throttled only at its CFS quota, so when
 //! the alert says it is throttled and the spec gives it a limit, the limit is what it runs into.
 
+use super::{Basis, Decl, Role};
 use crate::model::{AlertStatus, Category};
 use crate::reason::{Ctx, Signal, list_names, metrics};
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[Decl {
+    id: "cpu_limit",
+    title: "CPU limit throttling",
+    concern: "cpu_limit",
+    role: Role::Failure,
+    reads: &[],
+}];
 
 /// Whether the alert is about CPU throttling (its name, summary or expression says so).
 fn throttling_claim(ctx: &Ctx) -> Option<String> {
@@ -77,7 +87,7 @@ pub(crate) fn cpu_limit(ctx: &Ctx) -> Vec<Signal> {
         detail: "the CFS quota a CPU limit sets is the only thing that throttles a container"
             .into(),
         category: Category::ResourceExhaustion,
-        confidence: 0.6,
+        basis: Basis::Logged,
         evidence: ctx.ev(&["alert", "kubernetes/pods"]),
         cause: Some(format!(
             "{summary}; the work it is given needs more CPU than the limit allows, so it is throttled and slows down: raise the limit or spread the load"

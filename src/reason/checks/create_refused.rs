@@ -2,8 +2,18 @@
 //! FailedCreate says why the API refused them (a service account, secret or config map that does
 //! not exist, an admission policy). Exceeded quotas and LimitRange bounds have checks of their own.
 
+use super::{Basis, Decl, Role};
 use crate::model::Category;
 use crate::reason::{Ctx, Signal, object_name};
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[Decl {
+    id: "create_refused",
+    title: "controller refused to create pods",
+    concern: "create_refused",
+    role: Role::Failure,
+    reads: &[],
+}];
 
 /// Why the API refused a pod, from a FailedCreate message; None for what other checks read.
 fn refusal(message: &str) -> Option<(Category, String)> {
@@ -97,7 +107,8 @@ pub(crate) fn create_refused(ctx: &Ctx) -> Vec<Signal> {
         summary: summary.clone(),
         detail: e.message.clone(),
         category,
-        confidence: 0.85,
+        basis: Basis::Stated,
+        links: 1,
         evidence: ctx.ev(&["kubernetes/events", "kubernetes/deployments"]),
         cause: Some(format!(
             "{summary}, so no pod of it runs; create the missing object or correct the template"

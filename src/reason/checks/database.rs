@@ -1,11 +1,58 @@
 //! PostgreSQL analyzers: lock contention and its root blocker, connection exhaustion by one
 //! application, long-running query saturation, replication lag, transaction-ID wraparound risk.
 
+use super::{Basis, Decl, Role};
 use crate::model::{
     Category, EvidenceId, PgBackend, PgConnections, PgFact, RuledOut, human_duration,
 };
 use crate::reason::{Ctx, Signal, actions};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[
+    Decl {
+        id: "pg_lock_contention",
+        title: "lock chains",
+        concern: "database",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "pg_connection_exhaustion",
+        title: "connections exhausted",
+        concern: "database",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "pg_long_queries",
+        title: "long-running queries",
+        concern: "database",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "pg_replication_lag",
+        title: "replication lag",
+        concern: "database",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "pg_wraparound",
+        title: "transaction ID wraparound",
+        concern: "database",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "pg_unreachable",
+        title: "database unreachable",
+        concern: "database",
+        role: Role::Failure,
+        reads: &[],
+    },
+];
 
 /// Connections in use, as a share of `max_connections`, from which the server is close to refusing.
 const CONN_USAGE: f64 = 0.8;
@@ -260,17 +307,15 @@ pub(crate) fn lock_contention(ctx: &Ctx) -> Vec<Signal> {
             evidence.clone(),
         ));
     }
-    let confidence = if waiters.len() >= 2 || longest_wait >= 30.0 {
-        0.85
-    } else {
-        0.7
-    };
+    // Two or more sessions waiting, or one waiting long, is measured contention, not a blip.
+    let contended = waiters.len() >= 2 || longest_wait >= 30.0;
     vec![Signal {
         analyzer: "pg_lock_contention",
         summary,
         detail,
         category: Category::ResourceExhaustion,
-        confidence,
+        basis: Basis::Measured,
+        links: u8::from(contended) * 2,
         evidence,
         cause: Some(cause),
         actions: actions_out,
@@ -357,14 +402,17 @@ pub(crate) fn connection_exhaustion(ctx: &Ctx) -> Vec<Signal> {
             format!("application {app}")
         };
         let states = format!("{idle} idle, {idle_in_tx} idle in transaction");
-        let (cause, confidence) = if share >= CONN_SHARE {
+        let (cause, basis, links) = if share >= CONN_SHARE {
             (
                 format!(
                     "Connection exhaustion: {app_name} (user {}) holds {held} of {max} connections ({:.0}% of max_connections; {states}); the server has {total} of {max} in use and refuses new clients once the rest are gone{cite}",
                     users.join(", "),
                     share * 100.0,
                 ),
-                if usage >= 0.9 { 0.85 } else { 0.75 },
+                // One holder above its share is stated by the server's own rows; the pool's
+                // owner is named, and a server nearly full is one more link.
+                Basis::Measured,
+                1 + 2 * u8::from(usage >= 0.9),
             )
         } else {
             (
@@ -372,7 +420,8 @@ pub(crate) fn connection_exhaustion(ctx: &Ctx) -> Vec<Signal> {
                     "Connection exhaustion: {total} of {max} connections in use ({:.0}%); the largest holder is {app_name} with {held}{cite}",
                     usage * 100.0
                 ),
-                0.6,
+                Basis::Logged,
+                0,
             )
         };
         let mut ruled_out = Vec::new();
@@ -399,7 +448,8 @@ pub(crate) fn connection_exhaustion(ctx: &Ctx) -> Vec<Signal> {
                     .join(", ")
             ),
             category: Category::ResourceExhaustion,
-            confidence,
+            basis,
+            links,
             evidence,
             cause: Some(cause),
             ruled_out,
@@ -423,7 +473,7 @@ pub(crate) fn connection_exhaustion(ctx: &Ctx) -> Vec<Signal> {
                 summary: "the PostgreSQL server refused a connection: no slots left".into(),
                 detail: format!("the server answered: {e}"),
                 category: Category::ResourceExhaustion,
-                confidence: 0.7,
+                basis: Basis::Measured,
                 evidence: ctx.obs.evidence.values().flatten().cloned().collect(),
                 cause: Some(format!(
                     "Connection exhaustion: the PostgreSQL server has no connection slot left (it refused sitrep's own: {e}); which application holds them could not be read"
@@ -457,7 +507,7 @@ pub(crate) fn unreachable(ctx: &Ctx) -> Vec<Signal> {
         summary: format!("PostgreSQL did not accept sitrep's connection: {error}"),
         detail: "the server is down, not listening on that address, or a network path or firewall drops the connection; clients see the same".into(),
         category: Category::Infrastructure,
-        confidence: 0.6,
+        basis: Basis::Logged,
         evidence,
         cause: Some(format!(
             "PostgreSQL is unreachable: the database server did not accept a connection ({error})"
@@ -508,7 +558,7 @@ pub(crate) fn long_queries(ctx: &Ctx) -> Vec<Signal> {
             long.len()
         ),
         category: Category::ResourceExhaustion,
-        confidence: if saturated { 0.7 } else { 0.4 },
+        basis: if saturated { Basis::Measured } else { Basis::Observed },
         cause: saturated.then(|| {
             format!(
                 "Long-running query saturation: {summary}; {} of {active} active backends are busy with them{cite}",
@@ -580,7 +630,8 @@ pub(crate) fn replication_lag(ctx: &Ctx) -> Vec<Signal> {
         summary: format!("replication lag: {who} replays {lag} behind{bytes}"),
         detail: format!("{} standby(s) lagging", lagging.len()),
         category: Category::Infrastructure,
-        confidence: 0.65,
+        basis: Basis::Logged,
+        links: 1,
         cause: Some(format!(
             "Replication lag: {who} replays {lag} behind the primary{bytes}; reads from it are stale{cite}"
         )),
@@ -624,7 +675,8 @@ pub(crate) fn wraparound(ctx: &Ctx) -> Vec<Signal> {
         summary: summary.clone(),
         detail: "anti-wraparound autovacuum is not keeping up (a long transaction, an abandoned replication slot or prepared transaction holds back the horizon); at about 2^31 the server stops accepting writes".into(),
         category: Category::ResourceExhaustion,
-        confidence: if risky { 0.75 } else { 0.3 },
+        basis: if risky { Basis::Measured } else { Basis::Context },
+        links: 1,
         cause: risky.then(|| format!("Transaction-ID wraparound risk: {summary}{cite}")),
         evidence,
         ..Signal::default()

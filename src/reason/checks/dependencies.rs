@@ -1,10 +1,20 @@
 //! Neighbours along evidenced edges: a workload the subject's logs or its alert name, audited for
 //! readiness, with the decisive detail of why its pods are down quoted.
 
+use super::{Basis, Decl, Role};
 use crate::model::{Category, PodFacts};
 use crate::reason::logs::{self, Sig};
 use crate::reason::{Ctx, Signal, actions, list_names, subject};
 use chrono::{DateTime, Utc};
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[Decl {
+    id: "dependency_down",
+    title: "dependency down",
+    concern: "dependencies",
+    role: Role::Failure,
+    reads: &[],
+}];
 
 /// What keeps a pod from running, quoted from its own status and events: a container's waiting
 /// reason and message, its last termination, the scheduler's reason.
@@ -180,7 +190,12 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
             ),
             detail: edge,
             category: Category::DependencyFailure,
-            confidence: if refused.is_empty() { 0.6 } else { 0.85 },
+            basis: if refused.is_empty() {
+                Basis::Logged
+            } else {
+                Basis::Stated
+            },
+            links: if refused.is_empty() { 0 } else { 1 },
             evidence: evidence.clone(),
             cause: Some(format!(
                 "{name} has {ready} of {desired} replicas ready{why}{when}, so {calls}"

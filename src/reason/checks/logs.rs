@@ -1,12 +1,38 @@
 //! Log analyzers: failure signatures by error class (DNS, refused/reset, timeouts, TLS, auth,
 //! panics, 5xx, OOM, configuration) over Drain-style templates, compared across the onset.
 
+use super::{Basis, Decl, Role};
 use crate::model::{Category, LogLine};
 use crate::reason::templates::{self, Shift, Template};
 use crate::reason::{Ctx, Signal, list_names};
 use chrono::{DateTime, Utc};
 use regex::Regex;
 use std::sync::LazyLock;
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[
+    Decl {
+        id: "log_signature",
+        title: "known failure in the logs",
+        concern: "logs",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "log_error_burst",
+        title: "burst of error lines",
+        concern: "logs",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "log_template",
+        title: "new log template",
+        concern: "logs",
+        role: Role::Context,
+        reads: &[],
+    },
+];
 
 /// A family of log lines that points at a mechanism.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -497,7 +523,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             .iter()
             .filter(|s| ctx.obs.deployments.iter().any(|d| &d.name == *s))
             .collect();
-        let (cause, confidence) = match h.sig {
+        let (cause, (basis, links)) = match h.sig {
             Sig::Dns
             | Sig::ConnRefused
             | Sig::Unreachable
@@ -515,7 +541,8 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                         h.sig.label(),
                         h.example
                     )),
-                    (0.55 + 0.05 * services.len().min(4) as f32).min(0.8),
+                    // Each further service failing the same way is one more link.
+                    (Basis::Logged, (services.len().min(4) - 1) as u8),
                 )
             }
             Sig::Incompatible => (
@@ -525,7 +552,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     h.sig.label(),
                     h.example
                 )),
-                0.65,
+                (Basis::Logged, 1),
             ),
             Sig::Dns | Sig::ConnRefused | Sig::Unreachable | Sig::Reset | Sig::Timeout
                 if h.count >= 2 =>
@@ -537,7 +564,12 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                         h.sig.label(),
                         h.example
                     )),
-                    (0.45 + 0.05 * h.count.min(6) as f32).min(0.7),
+                    // Repeated lines are more than a one-off.
+                    if h.count >= 3 {
+                        (Basis::Logged, (h.count.min(5) - 3) as u8)
+                    } else {
+                        (Basis::Observed, h.count as u8)
+                    },
                 )
             }
             Sig::Syntax => (
@@ -547,7 +579,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     h.sig.label(),
                     h.example
                 )),
-                0.6,
+                (Basis::Logged, 0),
             ),
             Sig::Panic => (
                 Some(format!(
@@ -561,7 +593,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     h.sig.label(),
                     h.example
                 )),
-                0.55,
+                (Basis::Timed, 1),
             ),
             Sig::NoSuchName => (
                 Some(format!(
@@ -570,7 +602,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     h.sig.label(),
                     h.example
                 )),
-                0.7,
+                (Basis::Measured, 0),
             ),
             Sig::Cert if h.count >= 2 => (
                 Some(format!(
@@ -579,7 +611,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     h.sig.label(),
                     h.example
                 )),
-                0.65,
+                (Basis::Logged, 1),
             ),
             Sig::Pool if h.count >= 2 => (
                 Some(format!(
@@ -588,7 +620,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     h.sig.label(),
                     h.example
                 )),
-                0.6,
+                (Basis::Logged, 0),
             ),
             Sig::DiskFull => (
                 Some(format!(
@@ -597,7 +629,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     h.sig.label(),
                     h.example
                 )),
-                0.65,
+                (Basis::Logged, 1),
             ),
             Sig::FileDescriptors if h.count >= 2 => (
                 Some(format!(
@@ -606,7 +638,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     h.sig.label(),
                     h.example
                 )),
-                0.55,
+                (Basis::Timed, 1),
             ),
             Sig::Config => (
                 Some(format!(
@@ -615,7 +647,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     h.sig.label(),
                     h.example
                 )),
-                0.5,
+                (Basis::Observed, 1),
             ),
             Sig::Auth if h.count >= 2 => (
                 Some(format!(
@@ -624,9 +656,9 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     h.sig.label(),
                     h.example
                 )),
-                0.55,
+                (Basis::Timed, 1),
             ),
-            _ => (None, 0.3),
+            _ => (None, (Basis::Context, 1)),
         };
         // A configuration-shaped failure right after the workload's configuration changed: that
         // change is the first thing to look at.
@@ -667,16 +699,17 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
         };
         // Errors that were there at the same rate before the onset did not start the incident;
         // a class that is new since the onset (or jumped) did.
-        let (cause, confidence) = match shift {
-            Some(Shift::New { .. } | Shift::Jump { .. }) => (
-                cause.map(|c| format!("{c}; {when}")),
-                (confidence + 0.1).min(0.85),
-            ),
+        // New since the onset: its start lines up with the symptom's, one more link. Steady
+        // before it: background, seen but not what changed, two links fewer.
+        let (cause, (basis, links)) = match shift {
+            Some(Shift::New { .. } | Shift::Jump { .. }) => {
+                (cause.map(|c| format!("{c}; {when}")), (basis, links + 1))
+            }
             Some(Shift::Steady) => (
                 cause.map(|c| format!("{c} ({when}, so it may be background)")),
-                (confidence - 0.15).max(0.2),
+                (Basis::Observed, (basis.links() + links).saturating_sub(3)),
             ),
-            _ => (cause, confidence),
+            _ => (cause, (basis, links)),
         };
         let template = clusters
             .iter()
@@ -689,12 +722,20 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
         } else {
             format!(", {when}")
         };
+        let times = || {
+            h.lines
+                .iter()
+                .filter_map(|&i| lines.get(i).and_then(|l| l.at))
+        };
         out.push(Signal {
             analyzer: "log_signature",
             summary: format!("{} {} in logs{dep}{when}", h.count, h.sig.label()),
             detail: format!("template: {template}; example: {}", h.example),
             category: h.sig.category(),
-            confidence,
+            basis,
+            links,
+            since: times().min(),
+            until: times().max(),
             evidence: evidence.clone(),
             cause,
             ..Signal::default()
@@ -719,7 +760,10 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             ),
             detail: format!("e.g. \"{}\"", short(&errors[0].line)),
             category: Category::CodeDefect,
-            confidence: 0.3,
+            basis: Basis::Context,
+            links: 1,
+            since: first,
+            until: last,
             evidence: evidence.clone(),
             ..Signal::default()
         });
@@ -819,7 +863,7 @@ fn new_templates(
             ),
             detail: format!("e.g. \"{}\"", short(&first.line)),
             category: Category::Unknown,
-            confidence: 0.2,
+            basis: Basis::Context,
             evidence: evidence.to_vec(),
             ..Signal::default()
         });

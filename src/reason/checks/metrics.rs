@@ -1,11 +1,44 @@
 //! Metric analyzers: threshold breaches (against the alert rule's threshold) and step changes that line up with a change.
 
+use super::{Basis, Decl, Role};
 use crate::model::Change;
 use crate::model::{Category, RuledOut, Series};
 use crate::reason::{Ctx, Signal, actions, promql};
 use chrono::DateTime;
 use regex::Regex;
 use std::sync::LazyLock;
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[
+    Decl {
+        id: "metric_threshold",
+        title: "the alert's expression over its threshold",
+        concern: "metrics",
+        role: Role::Symptom,
+        reads: &[],
+    },
+    Decl {
+        id: "metric_within_bounds",
+        title: "series back within bounds",
+        concern: "metrics",
+        role: Role::Clearance,
+        reads: &[],
+    },
+    Decl {
+        id: "metric_step",
+        title: "level shift in a series",
+        concern: "metrics",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "hpa_at_max",
+        title: "autoscaler at its maximum",
+        concern: "autoscaling",
+        role: Role::Failure,
+        reads: &[],
+    },
+];
 
 static COMPARISON: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(>=|<=|>|<|==|!=)\s*(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*\)?\s*$").ok()
@@ -292,7 +325,7 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 ),
                 detail: format!("expression: {lhs} {op} {}", fmt(th.value)),
                 category,
-                confidence: 0.6,
+                basis: Basis::Logged,
                 evidence: evidence.clone(),
                 // Slow answers are a saturated service's symptom when saturation is found alongside.
                 symptom_of: (category == Category::DependencyFailure)
@@ -348,7 +381,8 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                     hhmm(t_last)
                 ),
                 category: Category::Healthy,
-                confidence: 0.55,
+                basis: Basis::Timed,
+                links: 1,
                 evidence: evidence.clone(),
                 benign: true,
                 cause: Some(format!(
@@ -449,7 +483,12 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                     .and_then(|(_, end)| DateTime::from_timestamp(*end as i64, 0)),
                 summary,
                 category: Category::Healthy,
-                confidence: if back >= 3 { 0.65 } else { 0.45 },
+                basis: if back >= 3 {
+                    Basis::Logged
+                } else {
+                    Basis::Timed
+                },
+                links: if back >= 3 { 1 } else { 0 },
                 evidence: evidence.clone(),
                 benign: true,
                 cause: Some(cause),
@@ -567,7 +606,8 @@ pub(crate) fn hpa_at_max(ctx: &Ctx) -> Vec<Signal> {
                 hhmm(since)
             ),
             category: Category::ResourceExhaustion,
-            confidence: 0.5,
+            basis: Basis::Observed,
+            links: 1,
             evidence: ctx.ev(&["metrics"]),
             cause: Some(format!(
                 "Capacity ceiling: HorizontalPodAutoscaler {hpa} has been at its maxReplicas of {} since {}, so it cannot add pods; load beyond what {} replicas serve saturates them (raise maxReplicas or the per-pod capacity)",
@@ -892,6 +932,7 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
         };
         let mut sig = Signal {
             analyzer: "metric_step",
+            since: DateTime::from_timestamp(at as i64, 0),
             symptom_of: (role == Some(promql::Role::Latency))
                 .then_some(Category::ResourceExhaustion),
             summary: format!(
@@ -901,7 +942,8 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
                 hhmm(at)
             ),
             category,
-            confidence: 0.3,
+            basis: Basis::Context,
+            links: 1,
             evidence: evidence.clone(),
             ..Signal::default()
         };
@@ -927,7 +969,8 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
                     hhmmss(at)
                 );
                 sig.category = Category::ConfigurationError;
-                sig.confidence = if role.is_some() || is_base { 0.75 } else { 0.7 };
+                sig.basis = Basis::Measured;
+                sig.links = u8::from(role.is_some() || is_base);
                 sig.cause = Some(format!(
                     "Configuration change: {what}; {name} {} → {} at {}{still}",
                     level(before),
@@ -953,7 +996,8 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
                 } else {
                     Category::CodeDefect
                 };
-                sig.confidence = if role.is_some() || is_base { 0.75 } else { 0.7 };
+                sig.basis = Basis::Measured;
+                sig.links = u8::from(role.is_some() || is_base);
                 sig.cause = Some(format!(
                     "Regression from {what} (at {}): {name} {} → {} at {}, {lag} it{still}",
                     c.at.map(|t| t.format("%H:%M:%S").to_string())
@@ -978,7 +1022,8 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
             }
             _ if worse && (role.is_some() || is_base) && category != Category::Unknown => {
                 // A step with no change before it: still the alert's subject getting worse.
-                sig.confidence = 0.5;
+                sig.basis = Basis::Observed;
+                sig.links = 1;
                 let why = match category {
                     Category::DependencyFailure => {
                         "requests wait on something slower downstream (no change recorded before it)"

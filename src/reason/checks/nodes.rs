@@ -1,7 +1,26 @@
 //! Node analyzers: NotReady (kubelet heartbeat lost) and memory/disk/PID pressure.
 
+use super::{Basis, Decl, Role};
 use crate::model::{Category, NodeFacts, PodFacts};
 use crate::reason::{Ctx, Signal, actions, list_names, object_name};
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[
+    Decl {
+        id: "node_not_ready",
+        title: "node not Ready",
+        concern: "nodes",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "node_pressure",
+        title: "node under memory, disk or PID pressure",
+        concern: "nodes",
+        role: Role::Failure,
+        reads: &[],
+    },
+];
 
 const PRESSURES: [&str; 3] = ["MemoryPressure", "DiskPressure", "PIDPressure"];
 
@@ -99,7 +118,12 @@ pub(crate) fn node_not_ready(ctx: &Ctx) -> Vec<Signal> {
             summary: format!("node {} is NotReady (Ready={status}{why})", n.name),
             detail: format!("{} pod(s) scheduled there", pods.len()),
             category: Category::Infrastructure,
-            confidence: if in_scope { 0.9 } else { 0.55 },
+            basis: if in_scope {
+                Basis::Stated
+            } else {
+                Basis::Timed
+            },
+            links: if in_scope { 2 } else { 1 },
             evidence: evidence.clone(),
             cause: Some(format!(
                 "Node {} is NotReady (Ready={status}{why}): {heartbeat}{press_txt}{affected_txt}{evict_txt}{elsewhere}",
@@ -172,7 +196,8 @@ pub(crate) fn node_pressure(ctx: &Ctx) -> Vec<Signal> {
             summary: format!("node {} reports {}", n.name, press.join(", ")),
             detail: msgs.join("; "),
             category: Category::Infrastructure,
-            confidence: if in_scope { 0.65 } else { 0.35 },
+            basis: if in_scope { Basis::Logged } else { Basis::Observed },
+            links: if in_scope { 1 } else { 0 },
             evidence: evidence.clone(),
             cause: Some(format!(
                 "Node {} is under {}{}: kubelet starts evicting pods and refuses new ones{evict_txt}",

@@ -1,5 +1,6 @@
 //! Pod analyzers: CrashLoopBackOff, OOMKilled against memory limits, image pull failures, probe failures.
 
+use super::{Basis, Decl, Role};
 use crate::model::{Category, ContainerFacts, PodFacts};
 use crate::reason::logs::{self, Sig};
 use crate::reason::{
@@ -7,6 +8,66 @@ use crate::reason::{
 };
 use regex::Regex;
 use std::sync::LazyLock;
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[
+    Decl {
+        id: "crash_loop",
+        title: "container restarting with back-off",
+        concern: "pods",
+        role: Role::Effect,
+        reads: &[],
+    },
+    Decl {
+        id: "failed_run",
+        title: "run exited with an error",
+        concern: "pods",
+        role: Role::Effect,
+        reads: &[],
+    },
+    Decl {
+        id: "oom_killed",
+        title: "container killed out of memory",
+        concern: "pods",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "image_pull",
+        title: "image cannot be pulled",
+        concern: "pods",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "container_config",
+        title: "container cannot be created from its spec",
+        concern: "pods",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "start_blocked",
+        title: "pod stuck before its containers start",
+        concern: "pods",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "probe_failure",
+        title: "liveness or readiness probe failing",
+        concern: "pods",
+        role: Role::Effect,
+        reads: &[],
+    },
+    Decl {
+        id: "probe_history",
+        title: "probe failures that ended",
+        concern: "pods",
+        role: Role::Clearance,
+        reads: &[],
+    },
+];
 
 static TERMINATION: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?i)reason[=:]\s*([A-Za-z]+),?\s*exit[_ ]code[=:]\s*(-?\d+)").ok()
@@ -152,7 +213,8 @@ pub(crate) fn container_config(ctx: &Ctx) -> Vec<Signal> {
                     c.name
                 ),
                 category: Category::ConfigurationError,
-                confidence: 0.85,
+                basis: Basis::Stated,
+                links: 1,
                 evidence,
                 cause: Some(format!(
                     "{}: the kubelet cannot start {} {} ({reason}): {message}; the pod spec references something that is missing or invalid",
@@ -247,7 +309,8 @@ pub(crate) fn start_blocked(ctx: &Ctx) -> Vec<Signal> {
                 e.message
             ),
             category,
-            confidence: 0.85,
+            basis: Basis::Stated,
+            links: 1,
             evidence,
             cause: Some(format!(
                 "{} is stuck before start ({} x{}: \"{}\"): {mechanism}",
@@ -326,7 +389,8 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
                 analyzer: "crash_loop",
                 summary: summary.clone(),
                 category: Category::CodeDefect,
-                confidence: 0.5,
+                basis: Basis::Observed,
+                links: 1,
                 evidence,
                 objects: vec![format!("pod/{}", pod.name)],
                 ..Signal::default()
@@ -334,7 +398,7 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
             let start_failure = start_failure(c);
             if let Some(message) = &start_failure {
                 sig.category = Category::ConfigurationError;
-                sig.confidence = 0.8;
+                sig.basis = Basis::Stated;
                 sig.detail = format!("the runtime cannot start it: \"{message}\"");
                 sig.cause = Some(format!(
                     "{} cannot start: {} {} ({}) fails to start with {how}: \"{message}\"; the command or entrypoint in its spec names something the image does not have, and kubelet retries with back-off ({} restarts)",
@@ -368,7 +432,11 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
                     ),
                 };
                 sig.category = category;
-                sig.confidence = if hits.is_empty() { 0.5 } else { 0.65 };
+                (sig.basis, sig.links) = if hits.is_empty() {
+                    (Basis::Observed, 1)
+                } else {
+                    (Basis::Logged, 1)
+                };
                 sig.detail = mechanism.clone();
                 sig.cause = Some(format!(
                     "{} crash-loops: {} {} ({}) exits with {how} on start and kubelet restarts it with back-off ({} restarts); {mechanism}{}",
@@ -497,11 +565,12 @@ pub(crate) fn failed_runs(ctx: &Ctx) -> Vec<Signal> {
                 ),
                 detail: mechanism.clone(),
                 category,
-                confidence: if hits.is_empty() && telling.is_none() {
-                    0.5
+                basis: if hits.is_empty() && telling.is_none() {
+                    Basis::Observed
                 } else {
-                    0.75
+                    Basis::Measured
                 },
+                links: 1,
                 evidence,
                 cause: Some(format!(
                     "{owner} failed: {} {} ({}) exited with code {code}{verdict}; {mechanism}",
@@ -590,7 +659,9 @@ pub(crate) fn oom_killed(ctx: &Ctx) -> Vec<Signal> {
                     "the kernel cgroup OOM killer sent SIGKILL (exit code {code}){usage}"
                 ),
                 category: Category::ResourceExhaustion,
-                confidence: if limit.is_some() { 0.9 } else { 0.8 },
+                basis: Basis::Stated,
+                // The limit it hit, read from the spec, is two more links: what and why.
+                links: if limit.is_some() { 2 } else { 0 },
                 evidence: evidence.clone(),
                 cause: Some(format!(
                     "Memory exhaustion: container {} of {} is OOMKilled with exit code {code} when its memory use hits {limit_txt}{usage}; the kernel kills the process and kubelet restarts it into CrashLoopBackOff ({} restarts){scope}",
@@ -754,7 +825,8 @@ pub(crate) fn image_pull(ctx: &Ctx) -> Vec<Signal> {
             ),
             detail: format!("pods: {}", list_names(&names, 5)),
             category,
-            confidence: 0.9,
+            basis: Basis::Stated,
+            links: 2,
             evidence: evidence.clone(),
             cause: Some(format!(
                 "Pods {} are in {reason}: kubelet cannot pull image \"{image}\" because {mechanism} (registry said: {message}){rollout}",
@@ -836,7 +908,7 @@ fn probe_history(
         until: Some(last),
         summary: format!("pod {}: {when}; Ready since, no restart after", pod.name),
         category: Category::Healthy,
-        confidence: 0.7,
+        basis: Basis::Measured,
         evidence: evidence.clone(),
         benign: true,
         cause: Some(format!(
@@ -989,21 +1061,21 @@ pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
         let until = if liveness { " up to each restart" } else { "" };
         let messages: Vec<&str> = unhealthy.iter().map(|e| e.message.as_str()).collect();
         let wrong_port = probe_port_mismatch(pod, &kind.to_lowercase(), &messages);
-        let (category, mechanism, confidence) = match dep_hit {
+        let (category, mechanism, (basis, links)) = match dep_hit {
             _ if wrong_port.is_some() => (
                 Category::ConfigurationError,
                 wrong_port.clone().unwrap_or_default(),
-                0.85,
+                (Basis::Stated, 1),
             ),
             Some(h) => (
                 Category::DependencyFailure,
                 format!("the health endpoint fails because a dependency is unreachable ({}: \"{}\")", h.sig.label(), h.example),
-                0.7,
+                (Basis::Measured, 0),
             ),
             None if timed_out => (
                 Category::ConfigurationError,
                 "the probe times out: either the app answers too slowly (saturated) or the probe's timeoutSeconds is too tight".to_string(),
-                0.5,
+                (Basis::Observed, 1),
             ),
             // Only say the logs are clean when they were read and are: no error line, no failure signature.
             None if !lines.is_empty()
@@ -1013,7 +1085,7 @@ pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
                 (
                     Category::ConfigurationError,
                     format!("the application's {} log lines show no errors{until}, so the probe itself (endpoint, port, timeout or threshold) is misconfigured for this app", lines.len()),
-                    0.8,
+                    (Basis::Stated, 0),
                 )
             }
             None if !lines.is_empty() => {
@@ -1027,13 +1099,13 @@ pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
                 (
                     Category::ConfigurationError,
                     format!("the application logs {} error line(s) (e.g. \"{example}\"), so the probe may be reporting a real application fault or be misconfigured", errors.len().max(hits.len())),
-                    0.55,
+                    (Basis::Timed, 1),
                 )
             }
             None => (
                 Category::ConfigurationError,
                 "no application error explains it, which points at the probe configuration (endpoint, port, timeout or threshold)".to_string(),
-                0.65,
+                (Basis::Logged, 1),
             ),
         };
         let effect = if liveness && restarts > 0 {
@@ -1058,7 +1130,8 @@ pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
             ),
             detail: example.clone(),
             category,
-            confidence,
+            basis,
+            links,
             evidence: evidence.clone(),
             cause: Some(format!(
                 "{kind} probe failures on {}: \"{example}\"; {effect}{exit}; {mechanism}",

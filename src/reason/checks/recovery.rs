@@ -1,7 +1,40 @@
 //! Recovery analyzers: resolved alerts, restarts long ago, old ReplicaSet churn after a finished rollout, all clear.
 
+use super::{Basis, Decl, Role};
 use crate::model::{Category, PodFacts, RuledOut};
 use crate::reason::{Ctx, Signal, list_names, pod_deployment, pod_rs};
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[
+    Decl {
+        id: "restart_recovered",
+        title: "restarts long past, Ready since",
+        concern: "recovery",
+        role: Role::Clearance,
+        reads: &[],
+    },
+    Decl {
+        id: "old_replicaset_churn",
+        title: "old ReplicaSet winding down",
+        concern: "recovery",
+        role: Role::Clearance,
+        reads: &[],
+    },
+    Decl {
+        id: "alert_resolved",
+        title: "alert resolved",
+        concern: "recovery",
+        role: Role::Clearance,
+        reads: &[],
+    },
+    Decl {
+        id: "all_clear",
+        title: "nothing failing in what was gathered",
+        concern: "recovery",
+        role: Role::Absence,
+        reads: &[],
+    },
+];
 
 /// Minutes without restart-related warnings after which a pod counts as recovered.
 const QUIET_MINUTES: f64 = 15.0;
@@ -54,7 +87,8 @@ fn resolved_alert(ctx: &Ctx) -> Option<Signal> {
         reads_symptom: true,
         summary: format!("alert {} is already resolved{when}", alert.name()),
         category: Category::Healthy,
-        confidence: 0.55,
+        basis: Basis::Timed,
+        links: 1,
         evidence: ctx.ev(&["alert", "alerts"]),
         benign: true,
         cause: Some(format!(
@@ -92,7 +126,8 @@ fn restarted_long_ago(ctx: &Ctx) -> Vec<Signal> {
             history: true,
             summary: format!("pod {} restarted {n} time(s), {when}; Running and Ready since", pod.name),
             category: Category::Healthy,
-            confidence: if ago.is_some() { 0.75 } else { 0.55 },
+            basis: if ago.is_some() { Basis::Measured } else { Basis::Timed },
+            links: 1,
             evidence: evidence.clone(),
             benign: true,
             cause: Some(format!(
@@ -172,7 +207,7 @@ fn old_replicaset_churn(ctx: &Ctx) -> Vec<Signal> {
                 pod.name
             ),
             category: Category::Healthy,
-            confidence: 0.8,
+            basis: Basis::Stated,
             evidence: evidence.clone(),
             benign: true,
             cause: Some(format!(
@@ -287,7 +322,11 @@ fn all_clear(ctx: &Ctx) -> Option<Signal> {
         analyzer: "all_clear",
         summary: format!("no failure found for {scope}: {pods}{nodes}, no recent warning events"),
         category: Category::Healthy,
-        confidence: if firing.is_empty() { 0.6 } else { 0.4 },
+        basis: if firing.is_empty() {
+            Basis::Logged
+        } else {
+            Basis::Observed
+        },
         evidence: ctx.ev(&[
             "kubernetes/pods",
             "kubernetes/nodes",

@@ -1,7 +1,26 @@
 //! Rollout analyzers: stuck rollouts (ProgressDeadlineExceeded, new vs old ReplicaSet) and recent changes.
 
+use super::{Basis, Decl, Role};
 use crate::model::{Category, DeploymentFacts, PodFacts};
 use crate::reason::{Ctx, Signal, actions, list_names, pod_deployment, pod_rs};
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[
+    Decl {
+        id: "rollout_stuck",
+        title: "rollout not progressing",
+        concern: "rollout",
+        role: Role::Effect,
+        reads: &[],
+    },
+    Decl {
+        id: "recent_change",
+        title: "change to the subject before the onset",
+        concern: "rollout",
+        role: Role::Change,
+        reads: &[],
+    },
+];
 
 /// Deployments the alert is about (all of them when it names none).
 pub(crate) fn deployments_in_scope<'a>(ctx: &Ctx<'a>) -> Vec<&'a DeploymentFacts> {
@@ -102,7 +121,8 @@ pub(crate) fn rollout_stuck(ctx: &Ctx) -> Vec<Signal> {
             summary,
             detail: detail.clone(),
             category: Category::CodeDefect,
-            confidence: if explained { 0.4 } else { 0.55 },
+            basis: if explained { Basis::Observed } else { Basis::Timed },
+            links: if explained { 0 } else { 1 },
             evidence,
             // Pod-level analyzers name the mechanism when the new pods show one.
             cause: (!explained).then(|| {
@@ -161,7 +181,8 @@ pub(crate) fn recent_changes(ctx: &Ctx) -> Vec<Signal> {
             .collect::<Vec<_>>()
             .join("; "),
         category: Category::Unknown,
-        confidence: 0.2,
+        basis: Basis::Context,
+        since: latest.at,
         evidence: ctx.ev(&["changes"]),
         ..Signal::default()
     }]

@@ -1,8 +1,18 @@
 //! A workload scaled to zero: its spec asks for no replica, so nothing serves it whatever its
 //! pods would do; the scale-down event (or the change that recorded it) dates it.
 
+use super::{Basis, Decl, Role};
 use crate::model::Category;
 use crate::reason::{Ctx, Signal};
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[Decl {
+    id: "scaled_to_zero",
+    title: "workload scaled to zero",
+    concern: "scaled_to_zero",
+    role: Role::Failure,
+    reads: &[],
+}];
 
 /// Check: does the subject's Deployment or StatefulSet ask for any replica? Failing when its
 /// spec says 0; since the scale-down to 0 when an event or change recorded it.
@@ -56,7 +66,7 @@ pub(crate) fn scaled_to_zero(ctx: &Ctx) -> Vec<Signal> {
             summary: summary.clone(),
             detail: "a workload whose spec asks for no replica runs no pod".into(),
             category: Category::ConfigurationError,
-            confidence: 0.8,
+            basis: Basis::Stated,
             evidence: ctx.ev(&["kubernetes/deployments", "kubernetes/workloads", "kubernetes/events"]),
             cause: Some(format!(
                 "{summary}, so no pod of it runs and nothing answers for it; scale it back up if that was not intended"
@@ -118,7 +128,10 @@ mod tests {
             a.root_cause
         );
         assert!(a.root_cause.contains("to 0 from 3"), "{}", a.root_cause);
-        let check = a.checks.iter().find(|c| c.check == "scaled to zero");
+        let check = a
+            .checks
+            .iter()
+            .find(|c| c.check == "workload scaled to zero");
         assert!(check.is_some_and(|c| c.since.is_some()), "{:?}", a.checks);
         // Asking for replicas: no such claim.
         assert!(scaled_to_zero(&Ctx::new(&obs(3))).is_empty());

@@ -1,9 +1,42 @@
 //! Scheduling analyzers: FailedScheduling (insufficient cpu/memory, taints, affinity) and exceeded quotas.
 
+use super::{Basis, Decl, Role};
 use crate::model::Category;
 use crate::reason::{Ctx, Signal, actions, list_names, object_name, rs_deployment};
 use regex::Regex;
 use std::sync::LazyLock;
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[
+    Decl {
+        id: "failed_scheduling",
+        title: "pod cannot be scheduled",
+        concern: "scheduling",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "quota_exceeded",
+        title: "resource quota refuses pods",
+        concern: "scheduling",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "limit_range",
+        title: "limit range refuses pods",
+        concern: "scheduling",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "scheduling_recovered",
+        title: "scheduling failures that ended",
+        concern: "scheduling",
+        role: Role::Clearance,
+        reads: &[],
+    },
+];
 
 static INSUFFICIENT: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"Insufficient ([A-Za-z0-9./_-]+)").ok());
@@ -197,11 +230,12 @@ pub(crate) fn failed_scheduling(ctx: &Ctx) -> Vec<Signal> {
             latest.message
         ),
         category,
-        confidence: if category == Category::Unknown {
-            0.5
+        basis: if category == Category::Unknown {
+            Basis::Observed
         } else {
-            0.85
+            Basis::Stated
         },
+        links: 1,
         evidence: evidence.clone(),
         cause: Some(format!(
             "Pods {} stay Pending because {mechanism}; the scheduler reports \"{}\"",
@@ -288,7 +322,8 @@ pub(crate) fn limit_range(ctx: &Ctx) -> Vec<Signal> {
         summary: format!("FailedCreate on {owner}: {bound}"),
         detail: e.message.clone(),
         category: Category::ConfigurationError,
-        confidence: 0.85,
+        basis: Basis::Stated,
+        links: 1,
         evidence: ctx.ev(&["kubernetes/events", "kubernetes/deployments"]),
         cause: Some(format!(
             "A LimitRange in namespace {} rejects {owner}'s pods: {bound}; the pod template's resources must fit the namespace's LimitRange",
@@ -344,10 +379,15 @@ pub(crate) fn scheduling_recovered(ctx: &Ctx) -> Vec<Signal> {
             names.len()
         ),
         category: Category::Healthy,
-        confidence: if last.is_some_and(|t| ctx.minutes_ago(t) >= 5.0) {
-            0.7
+        basis: if last.is_some_and(|t| ctx.minutes_ago(t) >= 5.0) {
+            Basis::Measured
         } else {
-            0.5
+            Basis::Observed
+        },
+        links: if last.is_some_and(|t| ctx.minutes_ago(t) >= 5.0) {
+            0
+        } else {
+            1
         },
         evidence: evidence.clone(),
         benign: true,
@@ -403,7 +443,8 @@ pub(crate) fn quota_exceeded(ctx: &Ctx) -> Vec<Signal> {
         summary: format!("FailedCreate on {owner}: exceeded quota {quota}{numbers}"),
         detail: e.message.clone(),
         category: Category::ResourceExhaustion,
-        confidence: 0.85,
+        basis: Basis::Stated,
+        links: 1,
         evidence,
         cause: Some(format!(
             "ResourceQuota {quota} in namespace {} is exhausted{numbers}: {owner} gets FailedCreate (\"exceeded quota\") and cannot create the missing pods",

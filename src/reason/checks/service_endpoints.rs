@@ -2,8 +2,27 @@
 //! selector matching nothing) or sends traffic to a port its pods do not declare serves nobody,
 //! however healthy the pods behind it look.
 
+use super::{Basis, Decl, Role};
 use crate::model::{Category, PodFacts, ServiceFacts};
 use crate::reason::{Ctx, Signal, subject};
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[
+    Decl {
+        id: "service_selector",
+        title: "Service selects no pod",
+        concern: "service_endpoints",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "service_port",
+        title: "Service port matches no container port",
+        concern: "service_endpoints",
+        role: Role::Failure,
+        reads: &[],
+    },
+];
 
 /// Whether the alert, the problem or the subject names the Service.
 fn named(ctx: &Ctx, svc: &ServiceFacts) -> bool {
@@ -93,7 +112,7 @@ pub(crate) fn service_endpoints(ctx: &Ctx) -> Vec<Signal> {
                 summary: summary.clone(),
                 detail: "a Service routes only to the pods its selector matches".into(),
                 category: Category::ConfigurationError,
-                confidence: 0.8,
+                basis: Basis::Stated,
                 evidence,
                 cause: Some(format!(
                     "{summary}, so requests to {} reach no pod; the selector (or the pods' labels) is wrong",
@@ -139,7 +158,8 @@ pub(crate) fn service_endpoints(ctx: &Ctx) -> Vec<Signal> {
                 summary: summary.clone(),
                 detail: "a Service forwards to its targetPort on each selected pod".into(),
                 category: Category::ConfigurationError,
-                confidence: 0.75,
+                basis: Basis::Measured,
+                links: 1,
                 evidence: evidence.clone(),
                 cause: Some(format!(
                     "{summary}, so connections through it are refused; the Service's targetPort is wrong"

@@ -2,12 +2,22 @@
 //! took ("Database call completed in 10.01 seconds", "query took 5200ms"); the slowest kind of
 //! call to something else is where a latency symptom spends its time.
 
+use super::{Basis, Decl, Role};
 use crate::model::{Category, LogLine};
 use crate::reason::{Ctx, Signal, logs};
 use chrono::{DateTime, Utc};
 use regex::Regex;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[Decl {
+    id: "slow_calls",
+    title: "slow calls logged by the subject",
+    concern: "slow_calls",
+    role: Role::Failure,
+    reads: &[],
+}];
 
 /// Below this an operation is not what a latency page is about.
 const SLOW_SECS: f64 = 1.0;
@@ -193,7 +203,7 @@ pub(crate) fn slow_calls(ctx: &Ctx) -> Vec<Signal> {
         summary: summary.clone(),
         detail: format!("the slowest timed operation in {scope}'s logs{whole}"),
         category: Category::DependencyFailure,
-        confidence: 0.6,
+        basis: Basis::Logged,
         evidence: ctx.ev(&["kubernetes/pod_logs", "logs"]),
         cause: Some(format!(
             "{summary}{whole}: the latency is spent waiting on the {what}, not in {scope} itself"

@@ -1,7 +1,17 @@
 //! Alert storms: many alerts at once are grouped into one finding, and called spurious when the subject is demonstrably healthy.
 
+use super::{Basis, Decl, Role};
 use crate::model::{AlertInfo, Category, RuledOut};
 use crate::reason::{Ctx, Signal, list_names};
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[Decl {
+    id: "alert_storm",
+    title: "many alerts at once",
+    concern: "storm",
+    role: Role::Context,
+    reads: &[],
+}];
 
 /// Fewer firing alerts than this is not a storm.
 const STORM: usize = 5;
@@ -67,7 +77,8 @@ pub(crate) fn storm(ctx: &Ctx) -> Vec<Signal> {
             summary,
             detail: "many alerts at once usually share one cause; they are grouped here, not diagnosed one by one".into(),
             category: Category::Unknown,
-            confidence: 0.3,
+            basis: Basis::Context,
+            links: 1,
             evidence,
             ..Signal::default()
         }];
@@ -78,7 +89,9 @@ pub(crate) fn storm(ctx: &Ctx) -> Vec<Signal> {
         analyzer: "alert_storm",
         summary: summary.clone(),
         category: Category::Healthy,
-        confidence: 0.62,
+        // The firing alerts counted against the pods' own state: one more link than a log line.
+        basis: Basis::Logged,
+        links: 1,
         evidence: ctx.ev(&["alerts", "kubernetes/pods", "kubernetes/nodes"]),
         benign: true,
         cause: Some(format!(

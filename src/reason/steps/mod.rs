@@ -4,3 +4,4 @@
 pub(crate) mod subject;
 pub(crate) mod symptom;
 pub(crate) mod verdict;
+pub(crate) mod walk;

@@ -2,16 +2,18 @@
 //! when it cleared, never on an unmeasured one), read as one causal chain, and the checks listed.
 
 use crate::model::{Category, Check, CheckStatus, RuledOut, Symptom, SymptomState};
+use crate::reason::checks::{Basis, Role};
 use crate::reason::rank::{Verdict, relation};
 use crate::reason::symptom::{self, Claim};
-use crate::reason::{Ctx, Signal};
+use crate::reason::{Ctx, Signal, walk};
 
 /// Settle the verdict against the symptom.
 pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut Verdict) {
     match symptom.state {
         SymptomState::ByDesign => {
             v.category = Category::Healthy;
-            v.confidence = 0.9;
+            // The alert's own rule states it fires by design, and the symptom step read it.
+            v.confidence = walk::confidence(Basis::Stated.links() + 1);
             v.root_cause = format!("No failure: {}", symptom.detail);
             v.suggested_actions.clear();
         }
@@ -19,7 +21,7 @@ pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut
             if v.category == Category::Unknown && top.is_none_or(|t| t.benign) =>
         {
             v.category = Category::Healthy;
-            v.confidence = v.confidence.max(0.5);
+            v.confidence = v.confidence.max(walk::confidence(Basis::Measured.links()));
             v.root_cause = format!(
                 "No failure: {}; no failing check in the gathered evidence",
                 symptom.detail
@@ -37,7 +39,7 @@ pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut
                 }
             } else if v.category == Category::Unknown && top.is_none_or(|t| t.benign) {
                 v.category = Category::Healthy;
-                v.confidence = v.confidence.max(0.5);
+                v.confidence = v.confidence.max(walk::confidence(Basis::Measured.links()));
                 v.root_cause = format!(
                     "Recovered: {}; no failing check remains in the gathered evidence",
                     symptom.detail
@@ -47,7 +49,8 @@ pub(crate) fn settle(ctx: &Ctx, symptom: &Symptom, top: Option<&Signal>, v: &mut
         SymptomState::Confirmed | SymptomState::Unmeasurable if v.category == Category::Healthy => {
             let seen = top.map(|t| t.summary.clone()).unwrap_or_default();
             v.category = Category::Unknown;
-            v.confidence = 0.25;
+            // The symptom is seen, and nothing says why.
+            v.confidence = walk::confidence(Basis::Observed.links());
             v.suggested_actions.clear();
             v.root_cause = if symptom.state == SymptomState::Confirmed {
                 format!(
@@ -142,13 +145,15 @@ pub(crate) fn checks(ctx: &Ctx, signals: &[Signal], ruled_out: &[RuledOut]) -> V
     // The alert's own series, its level and its step, are the symptom step's, not checks.
     let own = crate::reason::metrics::parsed_alert(ctx).map(|p| p.base);
     let is_symptom = |s: &Signal| {
-        s.analyzer == "metric_threshold"
-            || (s.analyzer == "metric_step"
+        let decl = s.decl();
+        decl.role == Role::Symptom
+            || (decl.concern == "metrics"
+                && decl.role == Role::Failure
                 && own.as_deref().is_some_and(|b| s.summary.starts_with(b)))
     };
     let by_design = crate::reason::symptom::by_design(ctx);
     for s in signals {
-        if s.analyzer == "coverage" || is_symptom(s) {
+        if is_symptom(s) {
             continue;
         }
         let noticed = s.unrelated;
@@ -174,7 +179,10 @@ pub(crate) fn checks(ctx: &Ctx, signals: &[Signal], ruled_out: &[RuledOut]) -> V
         out.push(Check {
             object,
             relation: relation.to_string(),
-            check: s.analyzer.replace('_', " "),
+            check: match s.decl().title {
+                "" => s.analyzer.replace('_', " "),
+                title => title.to_string(),
+            },
             status,
             detail: s.summary.clone(),
             since: s.since,

@@ -1,0 +1,290 @@
+//! The way in to the subject: an Ingress rule that routes to a Service that does not exist or to a
+//! port it does not expose, and a NetworkPolicy that selects the pods behind a Service and allows
+//! them no ingress, drop every request however healthy the pods look.
+
+use super::{Basis, Decl, Role};
+use crate::model::{Category, ServiceFacts};
+use crate::reason::rank::relation;
+use crate::reason::{Ctx, Signal, list_names, subject};
+
+/// The checks this concern makes.
+pub(crate) const DECLARED: &[Decl] = &[
+    Decl {
+        id: "ingress_backend",
+        title: "Ingress routes to no Service port",
+        concern: "network",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "network_policy",
+        title: "NetworkPolicy allows the pods no ingress",
+        concern: "network",
+        role: Role::Failure,
+        reads: &[],
+    },
+];
+
+/// Whether the alert or the problem names `name` (an Ingress, a host, a Service).
+fn named(ctx: &Ctx, name: &str) -> bool {
+    subject::mentions(ctx.alert_names(), name)
+        || ctx
+            .obs
+            .alert
+            .as_ref()
+            .is_some_and(|a| a.annotations.values().any(|v| subject::mentions(v, name)))
+        || ctx
+            .obs
+            .problem
+            .as_deref()
+            .is_some_and(|p| subject::mentions(p, name))
+}
+
+/// Whether a Service is the subject's way in, or something the subject or the alert names.
+fn concerns_subject(ctx: &Ctx, svc: &ServiceFacts) -> bool {
+    named(ctx, &svc.name)
+        || svc
+            .routes
+            .iter()
+            .any(|r| named(ctx, &r.ingress) || named(ctx, r.rule.split('/').next().unwrap_or("")))
+        || relation(ctx, &format!("service/{}", svc.name)).is_some_and(|r| r != "subject")
+        || ctx.subject.workloads.iter().any(|(_, n)| *n == svc.name)
+}
+
+/// Check: does every Ingress rule in front of the subject reach a port of an existing Service?
+/// Failing when one routes to a Service that does not exist, or to a port it does not expose.
+pub(crate) fn ingress_backends(ctx: &Ctx) -> Vec<Signal> {
+    let mut out = Vec::new();
+    let evidence = ctx.ev(&["kubernetes/services"]);
+    for svc in ctx.obs.services.iter().filter(|s| !s.routes.is_empty()) {
+        if !concerns_subject(ctx, svc) {
+            continue;
+        }
+        let exposed: Vec<String> = svc.ports.iter().map(|(p, _)| p.to_string()).collect();
+        let bad: Vec<_> = svc
+            .routes
+            .iter()
+            .filter(|r| {
+                svc.missing || (r.port.parse::<u16>().is_ok() && !exposed.contains(&r.port))
+            })
+            .collect();
+        let Some(first) = bad.first() else {
+            continue;
+        };
+        let rules: Vec<String> = bad
+            .iter()
+            .map(|r| format!("{} ({})", r.ingress, r.rule))
+            .collect();
+        let (summary, why) = if svc.missing {
+            (
+                format!(
+                    "Ingress {} routes {} to Service {}, which does not exist in {}",
+                    first.ingress, first.rule, svc.name, svc.namespace
+                ),
+                "the backend names a Service that was never created or was renamed",
+            )
+        } else {
+            (
+                format!(
+                    "Ingress {} routes {} to port {} of Service {}, which exposes only {}",
+                    first.ingress,
+                    first.rule,
+                    first.port,
+                    svc.name,
+                    if exposed.is_empty() {
+                        "no port".to_string()
+                    } else {
+                        exposed.join(", ")
+                    }
+                ),
+                "the backend's port is not one the Service exposes",
+            )
+        };
+        out.push(Signal {
+            analyzer: "ingress_backend",
+            summary: summary.clone(),
+            detail: format!("rules: {}", list_names(&rules, 4)),
+            category: Category::ConfigurationError,
+            basis: Basis::Measured,
+            links: 1,
+            evidence: evidence.clone(),
+            cause: Some(format!(
+                "{summary}, so the ingress controller has no backend for these requests and answers them with errors (503); {why}"
+            )),
+            // The Ingress is what the alert names; the Service is what stands in front of the pods.
+            objects: vec![
+                format!("ingress/{}", first.ingress),
+                format!("service/{}", svc.name),
+            ],
+            ..Signal::default()
+        });
+    }
+    out
+}
+
+/// Check: may traffic reach the pods behind each Service in front of the subject? Failing when a
+/// NetworkPolicy selects them and allows no ingress at all.
+pub(crate) fn network_policies(ctx: &Ctx) -> Vec<Signal> {
+    let mut out = Vec::new();
+    let evidence = ctx.ev(&["kubernetes/services"]);
+    for svc in ctx.obs.services.iter().filter(|s| !s.denied_by.is_empty()) {
+        let fronts_subject = relation(ctx, &format!("service/{}", svc.name)).is_some();
+        if !fronts_subject && !concerns_subject(ctx, svc) {
+            continue;
+        }
+        let selector: Vec<String> = svc
+            .selector
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let summary = format!(
+            "NetworkPolicy {} selects the pods behind Service {} ({}) and allows them no ingress",
+            list_names(&svc.denied_by, 3),
+            svc.name,
+            selector.join(",")
+        );
+        out.push(Signal {
+            analyzer: "network_policy",
+            summary: summary.clone(),
+            detail: "a policy that applies to ingress with no ingress rule drops every connection to the pods it selects".into(),
+            category: Category::ConfigurationError,
+            basis: Basis::Measured,
+            evidence: evidence.clone(),
+            cause: Some(format!(
+                "{summary}, so every connection to {} is dropped (callers time out) although its pods are up; the policy needs a rule admitting its callers",
+                svc.name
+            )),
+            objects: vec![format!("service/{}", svc.name)],
+            ..Signal::default()
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Alert, ContainerFacts, DeploymentFacts, IngressRoute, PodFacts};
+    use crate::reason::{Observations, analyze};
+    use std::collections::BTreeMap;
+
+    fn obs(services: Vec<ServiceFacts>) -> Observations {
+        let labels = BTreeMap::from([
+            ("app".to_string(), "web".to_string()),
+            ("pod-template-hash".to_string(), "7c9d8".to_string()),
+        ]);
+        Observations {
+            alert: Some(Alert {
+                labels: BTreeMap::from([
+                    ("alertname".to_string(), "IngressErrors".to_string()),
+                    ("namespace".to_string(), "shop".to_string()),
+                    ("deployment".to_string(), "web".to_string()),
+                ]),
+                ..Alert::default()
+            }),
+            pods: vec![PodFacts {
+                name: "web-7c9d8-aaaaa".into(),
+                namespace: "shop".into(),
+                phase: "Running".into(),
+                owner: Some("ReplicaSet/web-7c9d8".into()),
+                labels,
+                conditions: BTreeMap::from([("Ready".into(), "True".into())]),
+                containers: vec![ContainerFacts {
+                    name: "web".into(),
+                    ready: true,
+                    state: "running".into(),
+                    ports: vec![8080],
+                    ..ContainerFacts::default()
+                }],
+                ..PodFacts::default()
+            }],
+            deployments: vec![DeploymentFacts {
+                name: "web".into(),
+                namespace: "shop".into(),
+                replicas: 1,
+                ready_replicas: 1,
+                selector: BTreeMap::from([("app".into(), "web".into())]),
+                ..DeploymentFacts::default()
+            }],
+            services,
+            evidence: BTreeMap::from([(
+                "kubernetes/services".to_string(),
+                vec!["ev-1".to_string()],
+            )]),
+            ..Observations::default()
+        }
+    }
+
+    fn web(port: u16) -> ServiceFacts {
+        ServiceFacts {
+            name: "web".into(),
+            namespace: "shop".into(),
+            selector: BTreeMap::from([("app".into(), "web".into())]),
+            ports: vec![(port, "8080".into())],
+            endpoints_read: true,
+            ready: vec!["web-7c9d8-aaaaa".into()],
+            ..ServiceFacts::default()
+        }
+    }
+
+    fn route(port: &str) -> IngressRoute {
+        IngressRoute {
+            ingress: "shop".into(),
+            rule: "shop.example.com/".into(),
+            port: port.into(),
+        }
+    }
+
+    #[test]
+    fn an_ingress_to_a_missing_service_or_port_is_the_cause() {
+        let missing = ServiceFacts {
+            name: "web-svc".into(),
+            namespace: "shop".into(),
+            missing: true,
+            routes: vec![route("80")],
+            ..ServiceFacts::default()
+        };
+        let mut o = obs(vec![web(80), missing]);
+        // The Ingress is named by the alert's own words.
+        if let Some(a) = o.alert.as_mut() {
+            a.labels.insert("ingress".into(), "shop".into());
+        }
+        let a = analyze(&o);
+        assert_eq!(a.category, Category::ConfigurationError, "{}", a.root_cause);
+        assert!(
+            a.root_cause
+                .contains("routes shop.example.com/ to Service web-svc, which does not exist"),
+            "{}",
+            a.root_cause
+        );
+        // A route to a port the Service does not expose.
+        let mut wrong = web(80);
+        wrong.routes = vec![route("8081")];
+        let a = analyze(&obs(vec![wrong]));
+        assert!(
+            a.root_cause
+                .contains("to port 8081 of Service web, which exposes only 80"),
+            "{}",
+            a.root_cause
+        );
+        // A route to an exposed port is fine.
+        let mut fine = web(80);
+        fine.routes = vec![route("80")];
+        assert!(ingress_backends(&Ctx::new(&obs(vec![fine]))).is_empty());
+    }
+
+    #[test]
+    fn a_policy_shutting_off_the_subjects_pods_is_the_cause() {
+        let mut shut = web(80);
+        shut.denied_by = vec!["default-deny".into()];
+        let a = analyze(&obs(vec![shut]));
+        assert_eq!(a.category, Category::ConfigurationError, "{}", a.root_cause);
+        assert!(
+            a.root_cause
+                .contains("NetworkPolicy default-deny selects the pods behind Service web"),
+            "{}",
+            a.root_cause
+        );
+        assert!(network_policies(&Ctx::new(&obs(vec![web(80)]))).is_empty());
+    }
+}

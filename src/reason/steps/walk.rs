@@ -1,0 +1,183 @@
+//! The verdict's walk over the checks: from the subject's failing checks along evidenced edges to
+//! the deepest failing check whose onset precedes the symptom's. A check's weight is the number
+//! of links evidence holds for it: its own (its basis and the details it read), the edge that ties
+//! its object to the subject, an onset before the symptom's, and an independent check that agrees. A check that another failing check explains is a link in that chain, not
+//! its end. Confidence is derived from the weight, never chosen by a check.
+
+use crate::model::{Category, Symptom};
+use crate::reason::checks::{Basis, Role};
+use crate::reason::rank::relation;
+use crate::reason::{Ctx, Signal};
+use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+
+/// Below this many links of its own, a failure is not a cause on its own: seeing it, or timing
+/// alone, does not say why.
+pub(crate) const MIN_OWN: u8 = 2;
+
+/// Whether a check can end the walk: a failure or change, with a cause, not explained by
+/// another, and with enough evidence of its own.
+pub(crate) fn can_be_cause(s: &Signal) -> bool {
+    s.cause.is_some() && !s.benign && !s.explained && !s.unrelated && s.own_links() >= MIN_OWN
+}
+
+/// Confidence from the links evidenced: each one more halves what is left to doubt, slowly.
+pub(crate) fn confidence(weight: u8) -> f32 {
+    let w = f32::from(weight);
+    (w / (w + 2.0)).min(0.95)
+}
+
+/// Weigh every check by its evidenced links and mark the ones another failing check explains.
+pub(crate) fn walk(ctx: &Ctx, symptom: &Symptom, signals: &mut [Signal]) {
+    onsets(ctx, signals);
+    // A check whose `symptom_of` names the category of a failing check beside it is that check's
+    // effect (probe timeouts of a saturated CPU, connections piled behind it).
+    let failing: Vec<(usize, Category)> = signals
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| can_be_cause(s))
+        .map(|(i, s)| (i, s.category))
+        .collect();
+    for (i, s) in signals.iter_mut().enumerate() {
+        if let Some(c) = s.symptom_of
+            && s.cause.is_some()
+            && !s.benign
+            && failing.iter().any(|(j, cat)| *j != i && *cat == c)
+        {
+            s.explained = true;
+            s.detail
+                .push_str(&format!("; likely a symptom of the {c} found alongside"));
+        }
+    }
+    // The subject's own failing state is the first link of a chain whose next link is a failure
+    // of the same kind on the subject or on something an evidenced edge ties to it (the crash
+    // loop whose logs name the dependency that refuses it): the walk goes on to that one.
+    let deeper: Vec<(usize, Category, Option<DateTime<Utc>>)> = signals
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| {
+            s.decl().role == Role::Failure
+                && can_be_cause(s)
+                && (s.objects.is_empty() || s.objects.iter().any(|o| relation(ctx, o).is_some()))
+        })
+        // Log lines are a window, not an onset: a cause read from them is not dated by them.
+        .map(|(i, s)| (i, s.category, s.since.filter(|_| s.basis != Basis::Logged)))
+        .collect();
+    for (i, s) in signals.iter_mut().enumerate() {
+        // A failure that began after the effect did cannot be what caused it (both dated by
+        // the same cluster's clock, so seconds apart is apart).
+        let began_first = |at: &Option<DateTime<Utc>>| match (at, s.since) {
+            (Some(cause), Some(effect)) => *cause <= effect + chrono::Duration::seconds(5),
+            _ => true,
+        };
+        if s.decl().role == Role::Effect
+            && s.cause.is_some()
+            && !s.benign
+            && !s.explained
+            && deeper
+                .iter()
+                .any(|(j, c, at)| *j != i && *c == s.category && began_first(at))
+        {
+            s.explained = true;
+        }
+    }
+    let agreeing: Vec<(Category, &'static str)> = signals
+        .iter()
+        .filter(|s| s.cause.is_some() && !s.benign && !s.unrelated && s.own_links() >= 1)
+        .map(|s| (s.category, s.analyzer))
+        .collect();
+    for s in signals.iter_mut() {
+        let mut w = s.own_links();
+        if s.unrelated || s.explained {
+            w = w.min(1);
+        } else if s.cause.is_some() {
+            let on_subject =
+                s.objects.is_empty() || s.objects.iter().any(|o| relation(ctx, o).is_some());
+            if on_subject {
+                w += 1;
+            }
+            if !s.benign {
+                if precedes(s, symptom) {
+                    w += 1;
+                }
+                if agreeing
+                    .iter()
+                    .any(|(c, id)| *c == s.category && *id != s.analyzer)
+                {
+                    w += 1;
+                }
+            }
+        }
+        s.weight = w;
+        s.confidence = confidence(w);
+    }
+}
+
+/// The subject's failing state that `cause` explains: the link before it in the walk.
+pub(crate) fn effect_of<'s>(signals: &'s [Signal], cause: &Signal) -> Option<&'s Signal> {
+    if cause.decl().role != Role::Failure {
+        return None;
+    }
+    signals.iter().find(|s| {
+        s.decl().role == Role::Effect
+            && s.explained
+            && !s.unrelated
+            && s.category == cause.category
+            && s.cause.is_some()
+    })
+}
+
+/// A check that did not date its failure is dated by its objects' own record: the first warning
+/// event about them, else the last termination of a pod's container. One pass over the events
+/// and pods, whatever the number of checks.
+fn onsets(ctx: &Ctx, signals: &mut [Signal]) {
+    if signals
+        .iter()
+        .all(|s| s.since.is_some() || s.objects.is_empty() || s.benign)
+    {
+        return;
+    }
+    let mut first: HashMap<String, DateTime<Utc>> = HashMap::new();
+    let mut note = |key: String, at: DateTime<Utc>| {
+        first
+            .entry(key)
+            .and_modify(|t| *t = (*t).min(at))
+            .or_insert(at);
+    };
+    for e in &ctx.obs.events {
+        if e.event_type != "Warning" {
+            continue;
+        }
+        if let Some(at) = e.first_seen.or(e.last_seen) {
+            note(e.object.to_ascii_lowercase(), at);
+        }
+    }
+    let mut terminated: HashMap<String, DateTime<Utc>> = HashMap::new();
+    for p in &ctx.obs.pods {
+        if let Some(at) = p.containers.iter().filter_map(|c| c.last_finished_at).min() {
+            terminated.insert(format!("pod/{}", p.name), at);
+        }
+    }
+    for s in signals.iter_mut() {
+        if s.since.is_some() || s.benign {
+            continue;
+        }
+        s.since = s
+            .objects
+            .iter()
+            .filter_map(|o| {
+                let key = o.to_ascii_lowercase();
+                first.get(&key).or_else(|| terminated.get(&key)).copied()
+            })
+            .min();
+    }
+}
+
+/// The check's failure began before the symptom did: a minute's grace, as an alert's onset is
+/// read on scrapes and rule evaluations that lag what they measure.
+fn precedes(s: &Signal, symptom: &Symptom) -> bool {
+    match (s.since, symptom.onset) {
+        (Some(since), Some(onset)) => since <= onset + chrono::Duration::minutes(1),
+        _ => false,
+    }
+}
