@@ -922,8 +922,111 @@ def catalog_image_pull():
     )
 
 
+# ---------------------------------------------------------------- the same world told by Datadog
+
+DD_TAGS = {"namespace": "kube_namespace", "deployment": "kube_deployment", "container": "kube_container_name",
+           "pod": "pod_name", "app": "service"}
+
+
+def dd_tags(labels):
+    return [f"{DD_TAGS.get(k, k)}:{v}" for k, v in labels.items() if k not in ("alertname", "severity", "level")]
+
+
+def dd_recordings(recs, metric, repo_tags):
+    """Prometheus' alert series as Datadog's, Loki's streams as Datadog log events, GitHub deployments
+    as Datadog deploy events; Prometheus, Loki, Alertmanager and GitHub are gone."""
+    out = []
+    for r in recs:
+        i = r["integration"]
+        if i == "prometheus" and r["path"] == "/api/v1/query_range" and not r["query"]:
+            series = [{"metric": metric, "display_name": metric, "tag_set": dd_tags(s["metric"]),
+                       "scope": ",".join(dd_tags(s["metric"])),
+                       "pointlist": [[t * 1000, float(v)] for t, v in s["values"]]}
+                      for s in r["body"]["data"]["result"]]
+            out.append(rec("datadog", "/api/v1/query", {"status": "ok", "res_type": "time_series", "series": series}))
+        elif i == "loki":
+            data = []
+            for st in r["body"]["data"]["result"]:
+                lab = st["stream"]
+                for ns, line in st["values"]:
+                    at = datetime.fromtimestamp(int(ns) / 1e9, tz=timezone.utc)
+                    data.append({"id": f"AQAAAY{h(ns) % 16 ** 12:012x}", "type": "log", "attributes": {
+                        "timestamp": at.strftime("%Y-%m-%dT%H:%M:%S.000Z"), "message": line,
+                        "service": lab.get("app", ""), "status": lab.get("level", "info"),
+                        "host": "", "tags": dd_tags(lab)}})
+            out.append(rec("datadog", "/api/v2/logs/events/search", {"data": data, "meta": {"page": {}}},
+                           method="POST"))
+        elif i == "github" and r["path"].endswith("/deployments"):
+            events = [{"id": d["id"], "title": d["description"], "text": f"{d['ref']} ({d['sha'][:7]}) by {d['creator']['login']}",
+                       "date_happened": int(datetime.strptime(d["created_at"], "%Y-%m-%dT%H:%M:%SZ")
+                                            .replace(tzinfo=timezone.utc).timestamp()),
+                       "source_type_name": "github", "alert_type": "info", "priority": "normal",
+                       "url": f"/event/event?id={d['id']}", "tags": repo_tags}
+                      for d in r["body"]]
+            out.append(rec("datadog", "/api/v1/events", {"events": events}))
+        elif i in ("prometheus", "loki", "alertmanager", "github"):
+            continue
+        else:
+            out.append(r)
+    return out
+
+
+def checkout_datadog():
+    """checkout-bad-deploy paged from a Datadog monitor, read through Datadog and Kubernetes only."""
+    src = os.path.join(HERE, "checkout-bad-deploy")
+    ns, app = "shop", "checkout-api"
+    scope = f"kube_namespace:{ns},service:{app}"
+    query = (f"avg(last_5m):sum:trace.http.request.errors{{{scope}}}.as_rate() / "
+             f"sum:trace.http.request.hits{{{scope}}}.as_rate() > 0.05")
+    metric = "trace.http.request.errors"
+    tags = [f"kube_namespace:{ns}", f"service:{app}", f"kube_deployment:{app}"]
+
+    def load(name):
+        with open(os.path.join(src, name)) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    with open(os.path.join(src, "alert.json")) as f:
+        am = json.load(f)["alerts"][0]
+    recs = dd_recordings(load("recordings.ndjson"), metric, tags)
+    recs.append(rec("datadog", "/api/v1/monitor/81234567", {
+        "id": 81234567, "name": "Checkout 5xx ratio high", "type": "query alert", "query": query,
+        "message": "checkout-api fails more than 5% of requests. @webhook-sitrep @slack-checkout",
+        "tags": ["team:checkout", "env:prod"], "priority": 2, "overall_state": "Alert",
+        "options": {"thresholds": {"critical": 0.05, "warning": 0.03}},
+        "state": {"groups": {scope: {"status": "Alert", "last_triggered_ts": int(datetime.strptime(
+            am["startsAt"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp())}}}}))
+    after = dd_recordings(load("after-rollback.ndjson"), metric, tags)
+    started = datetime.strptime(am["startsAt"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    hook = {
+        "id": "7329123456789012345", "alert_id": "81234567",
+        "title": f"[Triggered on {{{scope}}}] Checkout 5xx ratio high",
+        "alert_title": "Checkout 5xx ratio high", "alert_transition": "Triggered",
+        "alert_status": "checkout-api 5xx ratio was > 0.05 on average during the last 5m (18.7%)",
+        "alert_query": query, "alert_scope": scope,
+        "tags": ",".join(["env:prod", "team:checkout", f"kube_deployment:{app}"] + [f"kube_namespace:{ns}", f"service:{app}"]),
+        "date": str(int(started.timestamp() * 1000)),
+        "body": "%%%\ncheckout-api fails more than 5% of requests.\n%%%", "org_id": "1000012345",
+        "priority": "P2", "link": "https://app.datadoghq.com/event/event?id=7329123456789012345",
+    }
+    write_case(
+        "checkout-datadog-monitor",
+        meta={"title": "checkout-api 5xx after the v2.8.0 deploy, paged from a Datadog monitor", "now": ts(NOW),
+              "difficulty": 2, "source": "sitrep built-in demo"},
+        alert=hook,
+        recordings=recs,
+        expect={"category": "code_defect",
+                "required_keywords": ["checkout-api", "revision 14"],
+                "forbidden_keywords": [],
+                "forbidden_categories": ["healthy", "unknown", "infrastructure"],
+                "required_evidence": ["metrics", "logs", "changes", "kubernetes/pods"],
+                "ruling_out_keywords": []},
+        effects=[{"action": "kubernetes.rollout_undo", "target": f"deployment/{app}", "file": "after-rollback.ndjson",
+                  "recordings": after}],
+    )
+
+
 SCENARIOS = [checkout_bad_deploy, search_cpu_saturation, payments_dependency, orders_db_node_lost,
-             billing_false_alarm, catalog_image_pull]
+             billing_false_alarm, catalog_image_pull, checkout_datadog]
 
 if __name__ == "__main__":
     for make in SCENARIOS:

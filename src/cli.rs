@@ -205,9 +205,14 @@ pub struct InvestigateArgs {
     /// A recorded case directory (case.toml, recordings.ndjson, ...) instead of the live systems.
     #[arg(long, value_name = "DIR")]
     pub case: Option<PathBuf>,
-    /// An Alertmanager webhook payload (JSON) to investigate.
+    /// An alert to investigate: an Alertmanager webhook payload (version 4), a Datadog monitor
+    /// notification or a CloudWatch alarm notification (JSON).
     #[arg(long, value_name = "FILE", conflicts_with = "problem")]
     pub alert: Option<PathBuf>,
+    /// The Kubernetes cluster to investigate, by its configured name, when several are configured
+    /// (over the alert's `cluster` label).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
     /// A description of the problem to investigate.
     #[arg(long, value_name = "TEXT")]
     pub problem: Option<String>,
@@ -453,14 +458,17 @@ pub fn alert_sources_config(config: &Config) -> Config {
     c
 }
 
-/// Whether any alert source (Alertmanager, Prometheus, PagerDuty) is configured.
+/// Whether any alert source (Alertmanager, Prometheus, PagerDuty, Datadog) is configured.
 pub fn has_alert_sources(config: &Config) -> bool {
     let i = &config.integrations;
-    i.alertmanager.is_some() || i.prometheus.is_some() || i.pagerduty.is_some()
+    i.alertmanager.is_some()
+        || i.prometheus.is_some()
+        || i.pagerduty.is_some()
+        || i.datadog.is_some()
 }
 
 const HOW_TO_CONFIGURE: &str = "no alert source is configured. Add [integrations.alertmanager], \
-[integrations.prometheus] or [integrations.pagerduty] to the config (see config.example.toml; \
+[integrations.prometheus], [integrations.pagerduty] or [integrations.datadog] to the config (see config.example.toml; \
 SITREP_CONFIG points at another file), or try `sitrep demo`.";
 
 /// Time `sitrep alerts` gives each source: the whole command ends within 5 s.
@@ -479,11 +487,16 @@ pub async fn inbox_sources(
         .and_then(|p| p.service_id.clone())
         .into_iter()
         .collect();
-    Ok(crate::inbox::Sources::new(
-        Arc::new(world),
-        services,
-        budget,
-    ))
+    let datadog_tags = config
+        .integrations
+        .datadog
+        .as_ref()
+        .map(|d| d.monitor_tags.clone())
+        .unwrap_or_default();
+    Ok(
+        crate::inbox::Sources::new(Arc::new(world), services, budget)
+            .with_datadog_tags(datadog_tags),
+    )
 }
 
 fn alerts(cli: &Cli, json: bool, filter: Option<&str>) -> anyhow::Result<()> {
@@ -655,6 +668,16 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
         .unwrap_or_else(session::sessions_dir);
     let model = pick_model(&config, args.reasoner, args.case.as_deref(), None)?;
     runtime()?.block_on(async {
+        // Starting the server with `[serve.datadog]` configured is the operator's approval to
+        // read its secret.
+        let datadog_secret = match &config.serve.datadog {
+            Some(d) => Some(
+                crate::serve::read_webhook_secret(&d.secret)
+                    .await
+                    .with_context(|| format!("{}: serve.datadog.secret", config_path.display()))?,
+            ),
+            None => None,
+        };
         let sources = if has_alert_sources(&config) {
             Some(inbox_sources(&config, ALERTS_BUDGET).await?)
         } else {
@@ -700,6 +723,7 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
             listen: args.listen,
             tokens,
             pagerduty_secret,
+            datadog_secret,
             sessions_dir,
             starter,
             sources,
@@ -1509,6 +1533,7 @@ fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
         let case = world.case().map(|c| c.id.clone());
         let mut opts = agent_options(&config, mode, case, !args.no_save, args.diagnosis_only);
         opts.model = model;
+        opts.cluster = args.context.clone();
         let world = Arc::new(world);
         let mut ui = ui_options(&config);
         if args.case.is_some() && !cli.headless {
@@ -1531,9 +1556,13 @@ fn read_alert(file: &Path) -> anyhow::Result<crate::model::WebhookPayload> {
         return crate::model::parse_cloudwatch_alarm(&text)
             .with_context(|| format!("{}: not a CloudWatch alarm notification", file.display()));
     }
+    if crate::model::monitor::is_webhook(&text) {
+        return crate::model::monitor::parse(&text)
+            .with_context(|| format!("{}: not a Datadog monitor notification", file.display()));
+    }
     crate::model::WebhookPayload::parse(&text).with_context(|| {
         format!(
-            "{}: not an Alertmanager webhook payload (version 4) nor a CloudWatch alarm notification",
+            "{}: not an Alertmanager webhook payload (version 4), a Datadog monitor notification nor a CloudWatch alarm notification",
             file.display()
         )
     })

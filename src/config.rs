@@ -104,6 +104,8 @@ pub struct Integrations {
     pub jira: Option<Jira>,
     /// `[integrations.servicenow]`: where investigations file their incident.
     pub servicenow: Option<ServiceNow>,
+    /// `[integrations.datadog]`: metrics, monitors, events and logs.
+    pub datadog: Option<Datadog>,
 }
 
 impl Integrations {
@@ -139,6 +141,9 @@ impl Integrations {
         }
         if self.servicenow.is_some() {
             out.push("servicenow");
+        }
+        if self.datadog.is_some() {
+            out.push("datadog");
         }
         out
     }
@@ -179,6 +184,51 @@ pub struct Kubernetes {
     pub timeout_secs: u64,
     #[serde(default)]
     pub auth: Option<Auth>,
+    /// Several clusters by kubeconfig context (`["prod-eu", "prod-us"]`), each named as its context.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contexts: Vec<String>,
+    /// `[[integrations.kubernetes.clusters]]`: several clusters, each by context or by server.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<KubeCluster>,
+}
+
+/// One cluster of several: a kubeconfig `context`, or a `server` URL with a `token` reference.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct KubeCluster {
+    /// How alerts (`cluster`, `kube_cluster_name`, ... labels), `--context` and reports name it.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// The API server URL, instead of a context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// Where the bearer token for `server` is (`env:VAR`, `op://...`, `vault://...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// Namespace used when an alert carries none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+impl Kubernetes {
+    /// The clusters configured by name, in order (the first is the default); empty for one
+    /// cluster configured the single way (`url` or `context`).
+    pub fn named_clusters(&self) -> Vec<KubeCluster> {
+        let mut out: Vec<KubeCluster> = self
+            .contexts
+            .iter()
+            .map(|c| KubeCluster {
+                name: c.clone(),
+                context: Some(c.clone()),
+                server: None,
+                token: None,
+                namespace: None,
+            })
+            .collect();
+        out.extend(self.clusters.iter().cloned());
+        out
+    }
 }
 
 /// `[integrations.loki]`.
@@ -348,6 +398,51 @@ pub struct Jira {
     pub timeout_secs: u64,
 }
 
+fn default_datadog_site() -> String {
+    "datadoghq.com".into()
+}
+
+/// `[integrations.datadog]`: the Datadog API of one site, read-only.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Datadog {
+    /// The Datadog site: `datadoghq.com`, `datadoghq.eu`, `us3.datadoghq.com`, `us5.datadoghq.com`,
+    /// `ap1.datadoghq.com`, `ddog-gov.com`; the API is `https://api.<site>`.
+    #[serde(default = "default_datadog_site")]
+    pub site: String,
+    /// The API base URL, instead of the one `site` gives (a proxy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Where the API key is (`env:VAR`, `op://...`, `vault://...`), sent as `DD-API-KEY`.
+    pub api_key: String,
+    /// Where the application key is, sent as `DD-APPLICATION-KEY`.
+    pub app_key: String,
+    /// Monitors the inbox lists: only those carrying all of these tags (`team:checkout`); empty, all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub monitor_tags: Vec<String>,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+}
+
+impl Datadog {
+    /// The API base URL.
+    pub fn base_url(&self) -> String {
+        match &self.url {
+            Some(u) => u.trim_end_matches('/').to_string(),
+            None => format!("https://api.{}", self.site.trim()),
+        }
+    }
+}
+
+/// `[serve.datadog]`: Datadog webhooks `sitrep serve` accepts.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ServeDatadog {
+    /// Where the shared secret the webhook sends in `X-Sitrep-Secret` is (`env:VAR`, `op://...`,
+    /// `vault://...`); never the secret itself.
+    pub secret: String,
+}
+
 fn default_servicenow_category() -> String {
     "software".into()
 }
@@ -400,6 +495,9 @@ pub struct Serve {
     /// `[serve.store]`: replicas sharing claims, sessions and decisions in PostgreSQL.
     #[serde(default)]
     pub store: Option<ServeStore>,
+    /// `[serve.datadog]`: the shared secret of `POST /webhook/datadog`; absent, that route refuses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datadog: Option<ServeDatadog>,
 }
 
 /// `[serve.store]`: the PostgreSQL database a team's `sitrep serve` replicas share.
@@ -435,6 +533,7 @@ impl Default for Serve {
             queue: default_serve_queue(),
             metrics_token: None,
             store: None,
+            datadog: None,
         }
     }
 }
@@ -689,9 +788,17 @@ impl Config {
         let tickets = [
             i.jira.as_ref().map(|j| j.api_token.clone()),
             i.servicenow.as_ref().map(|n| n.password.clone()),
+            i.datadog.as_ref().map(|d| d.api_key.clone()),
+            i.datadog.as_ref().map(|d| d.app_key.clone()),
+            self.serve.datadog.as_ref().map(|d| d.secret.clone()),
         ]
         .into_iter()
         .flatten()
+        .chain(
+            i.kubernetes
+                .iter()
+                .flat_map(|k| k.clusters.iter().filter_map(|c| c.token.clone())),
+        )
         .filter(|r| r.starts_with("env:"));
         auths
             .into_iter()
@@ -824,6 +931,27 @@ impl Config {
                 }
             }
         };
+        // A credential is named by where it is, never written out.
+        let check_reference = |key: &str, v: &str| {
+            let name_ok = |var: &str| {
+                !var.is_empty()
+                    && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    && !var.starts_with(|c: char| c.is_ascii_digit())
+            };
+            let ok = match v.strip_prefix("env:") {
+                Some(var) => name_ok(var),
+                None => is_secret_reference(v) && !v.contains(char::is_whitespace),
+            };
+            if ok {
+                Ok(())
+            } else {
+                Err(invalid(
+                    key,
+                    "a reference such as \"env:VAR\", \"op://vault/item/field\" or \"vault://mount/path#field\", not the secret itself",
+                    format!("a value of {} characters", v.chars().count()),
+                ))
+            }
+        };
         let i = &self.integrations;
         if let Some(k) = &i.kubernetes {
             if let Some(url) = &k.url {
@@ -831,6 +959,43 @@ impl Config {
             }
             check_timeout("integrations.kubernetes.timeout_secs", k.timeout_secs)?;
             check_auth("integrations.kubernetes", &k.auth)?;
+            let mut names: Vec<String> = Vec::new();
+            for (i, c) in k.named_clusters().iter().enumerate() {
+                let key = format!("integrations.kubernetes.clusters[{i}]");
+                let ok = !c.name.is_empty()
+                    && c.name
+                        .chars()
+                        .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch));
+                if !ok {
+                    return Err(invalid(
+                        &format!("{key}.name"),
+                        "a cluster name (letters, digits, -, _ and .)",
+                        format!("{:?}", c.name),
+                    ));
+                }
+                if names.contains(&c.name) {
+                    return Err(invalid(
+                        &format!("{key}.name"),
+                        "a name no other cluster has",
+                        format!("{:?} twice", c.name),
+                    ));
+                }
+                names.push(c.name.clone());
+                match (&c.context, &c.server) {
+                    (Some(_), None) => {}
+                    (None, Some(url)) => check_url(&format!("{key}.server"), url)?,
+                    _ => {
+                        return Err(invalid(
+                            &key,
+                            "either `context` or `server`",
+                            format!("cluster {:?}", c.name),
+                        ));
+                    }
+                }
+                if let Some(t) = &c.token {
+                    check_reference(&format!("{key}.token"), t)?;
+                }
+            }
         }
         for (name, ep) in [
             ("prometheus", &i.prometheus),
@@ -881,6 +1046,29 @@ impl Config {
                     ));
                 }
             }
+        }
+        if let Some(d) = &i.datadog {
+            let site_ok = !d.site.is_empty()
+                && d.site
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
+            if !site_ok {
+                return Err(invalid(
+                    "integrations.datadog.site",
+                    "a Datadog site such as \"datadoghq.com\" or \"datadoghq.eu\"",
+                    format!("{:?}", d.site),
+                ));
+            }
+            if let Some(url) = &d.url {
+                check_url("integrations.datadog.url", url)?;
+            }
+            check_timeout("integrations.datadog.timeout_secs", d.timeout_secs)?;
+            for (field, v) in [("api_key", &d.api_key), ("app_key", &d.app_key)] {
+                check_reference(&format!("integrations.datadog.{field}"), v)?;
+            }
+        }
+        if let Some(d) = &self.serve.datadog {
+            check_reference("serve.datadog.secret", &d.secret)?;
         }
         if let Some(a) = &i.aws {
             let region_ok = !a.region.is_empty()
@@ -1773,5 +1961,54 @@ half_page_down = "ctrl-d"
         );
         // Every integration's auth also takes a reference.
         parse("[integrations.prometheus]\nurl = \"http://p\"\nauth = { kind = \"bearer\", token_env = \"vault://secret/prom#token\" }\n").unwrap();
+    }
+
+    #[test]
+    fn datadog_and_clusters_are_checked_with_the_key_named() {
+        let c = parse(
+            "[integrations.datadog]\nsite = \"datadoghq.eu\"\napi_key = \"env:DD_API_KEY\"\napp_key = \"op://ops/dd/app\"\n\
+             [serve.datadog]\nsecret = \"env:DD_HOOK\"\n\
+             [integrations.kubernetes]\ncontexts = [\"prod-eu\"]\n\
+             [[integrations.kubernetes.clusters]]\nname = \"prod-us\"\nserver = \"https://k.us\"\ntoken = \"env:US\"\n",
+        )
+        .unwrap();
+        let dd = c.integrations.datadog.clone().unwrap();
+        assert_eq!(dd.base_url(), "https://api.datadoghq.eu");
+        let names: Vec<String> = c
+            .integrations
+            .kubernetes
+            .as_ref()
+            .map(|k| k.named_clusters().into_iter().map(|c| c.name).collect())
+            .unwrap_or_default();
+        assert_eq!(names, ["prod-eu", "prod-us"]);
+        for (text, key) in [
+            (
+                "[integrations.datadog]\napi_key = \"0123456789abcdef\"\napp_key = \"env:A\"",
+                "integrations.datadog.api_key",
+            ),
+            (
+                "[integrations.datadog]\nsite = \"datadog hq\"\napi_key = \"env:A\"\napp_key = \"env:B\"",
+                "integrations.datadog.site",
+            ),
+            (
+                "[serve.datadog]\nsecret = \"s3cr3t-value\"",
+                "serve.datadog.secret",
+            ),
+            (
+                "[integrations.kubernetes]\ncontexts = [\"a\", \"a\"]",
+                "integrations.kubernetes.clusters[1].name",
+            ),
+            (
+                "[integrations.kubernetes]\n[[integrations.kubernetes.clusters]]\nname = \"x\"",
+                "integrations.kubernetes.clusters[0]",
+            ),
+        ] {
+            let err = parse(&format!("{text}\n")).unwrap_err().to_string();
+            assert!(err.contains(key), "{text}: {err}");
+            assert!(
+                !err.contains("0123456789abcdef") && !err.contains("s3cr3t"),
+                "{err}"
+            );
+        }
     }
 }

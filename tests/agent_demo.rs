@@ -120,6 +120,7 @@ async fn each_scenario_is_fixed_and_verified_after_approval() {
         ("search-cpu-saturation", "kubernetes.scale"),
         ("payments-fraud-check-down", "kubernetes.rollout_restart"),
         ("catalog-image-pull", "kubernetes.rollout_undo"),
+        ("checkout-datadog-monitor", "kubernetes.rollout_undo"),
     ] {
         let (outcome, records) = run(start(name, quick()), approve_only(fix)).await;
         assert_eq!(outcome, Outcome::Resolved, "{name}");

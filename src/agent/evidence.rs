@@ -98,9 +98,15 @@ pub fn kind_of(tool: &str, output: &ToolOutput) -> &'static str {
 
 /// Build the evidence for one successful tool call.
 pub fn build(tool: &str, params: &Params, output: &ToolOutput, chart: &Chart) -> Draft {
-    let scope = p_str(params, "namespace")
+    let mut scope = p_str(params, "namespace")
         .map(|ns| format!(" in {ns}"))
         .unwrap_or_default();
+    // With several clusters, every Kubernetes title names the one it came from.
+    let on = p_str(params, "cluster")
+        .filter(|_| tool.starts_with("kubernetes."))
+        .map(|c| format!(" on {c}"))
+        .unwrap_or_default();
+    scope.push_str(&on);
     let kind = kind_of(tool, output).to_string();
     let (title, body) = match output {
         ToolOutput::Pods(v) => (format!("Pods{scope}"), pods_table(v)),
@@ -109,7 +115,7 @@ pub fn build(tool: &str, params: &Params, output: &ToolOutput, chart: &Chart) ->
             (format!("ReplicaSets{scope}"), deployments_table(v))
         }
         ToolOutput::Deployments(v) => (format!("Deployments{scope}"), deployments_table(v)),
-        ToolOutput::Nodes(v) => ("Nodes".to_string(), nodes_table(v)),
+        ToolOutput::Nodes(v) => (format!("Nodes{on}"), nodes_table(v)),
         ToolOutput::Services(v) => (format!("Services and Endpoints{scope}"), services_table(v)),
         ToolOutput::Workloads(v) => {
             let what = match tool {
@@ -129,7 +135,7 @@ pub fn build(tool: &str, params: &Params, output: &ToolOutput, chart: &Chart) ->
                     } else {
                         ""
                     };
-                    format!("Logs of {pod}{prev}")
+                    format!("Logs of {pod}{prev}{on}")
                 }
                 (None, Some(q)) => format!("Logs: {q}"),
                 _ => "Logs".to_string(),

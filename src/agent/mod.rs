@@ -4,7 +4,9 @@ mod approval;
 pub mod approve;
 mod chat;
 pub mod cloud;
+pub mod clusters;
 pub mod credentials;
+pub mod datadog;
 pub mod diagnose;
 pub mod evidence;
 mod journal;
@@ -78,6 +80,8 @@ pub struct AgentOptions {
     pub unattended: bool,
     /// The model that reasons after the analyzers and answers chat; `None` is the rules alone.
     pub model: Option<crate::reason::llm::Model>,
+    /// The Kubernetes cluster to read and act on (`--context NAME`), over the alert's own label.
+    pub cluster: Option<String>,
 }
 
 impl Default for AgentOptions {
@@ -100,6 +104,7 @@ impl Default for AgentOptions {
             proposals: Vec::new(),
             unattended: false,
             model: None,
+            cluster: None,
         }
     }
 }

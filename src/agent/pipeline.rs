@@ -161,6 +161,16 @@ pub async fn run(
         opts.approval_timeout
             .unwrap_or(super::credentials::DEFAULT_WAIT),
     ));
+    let (cluster, cluster_note) = super::clusters::pick(
+        &tools.clusters(),
+        opts.cluster.as_deref(),
+        scope.cluster.as_deref(),
+    );
+    if let Some(message) = cluster_note {
+        lock(&journal).emit(Event::Warning { message });
+    }
+    let mut scope = scope;
+    scope.cluster = cluster.clone();
     let caller = Caller {
         tools: tools.clone(),
         journal: journal.clone(),
@@ -168,6 +178,7 @@ pub async fn run(
         specialist: "agent".into(),
         seen: Arc::default(),
         credentials: credentials.clone(),
+        cluster,
     };
     let dispatcher = tokio::spawn(dispatch(
         (cmd_rx, att_rx),
@@ -590,7 +601,7 @@ impl Run {
             runbook.as_ref(),
             &diagnosed.ctx,
             &obs,
-            &self.opts.proposals,
+            (&self.opts.proposals, self.caller.cluster.as_deref()),
         );
         self.finish(
             Stage::Recommend,

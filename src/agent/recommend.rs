@@ -20,7 +20,8 @@ pub fn propose(
     runbook: Option<&Runbook>,
     ctx: &serde_json::Value,
     obs: &Observations,
-    proposals: &[Action],
+    // The operator's own proposals, and the cluster Kubernetes actions run against.
+    (proposals, cluster): (&[Action], Option<&str>),
 ) -> Vec<Action> {
     // The operator's own proposals (from the inbox) come first.
     let mut out: Vec<Action> = proposals.to_vec();
@@ -102,6 +103,14 @@ pub fn propose(
     let mut j = lock(journal);
     for a in out.iter_mut() {
         a.id = j.next_id("act");
+        // A Kubernetes action runs against the cluster its evidence came from, and says so.
+        if let Some(c) = cluster
+            && a.kind.starts_with("kubernetes.")
+        {
+            a.params
+                .entry("cluster".to_string())
+                .or_insert_with(|| serde_json::Value::String(c.to_string()));
+        }
         // A runbook or an analyzer may raise an action's risk, never take it below the floor;
         // target and operation text are the catalog's reading of the params.
         catalog::settle(a);

@@ -28,6 +28,9 @@ pub struct Scope {
     pub repo: Option<String>,
     /// The alert's own PromQL expression (generator URL or its rule).
     pub expr: Option<String>,
+    /// The Kubernetes cluster the alert names (`cluster`, `cluster_name`, `kube_cluster_name`,
+    /// `k8s_cluster_name`), or the one `--context` picks.
+    pub cluster: Option<String>,
     pub now: DateTime<Utc>,
     pub onset: DateTime<Utc>,
 }
@@ -120,6 +123,14 @@ fn common_word(w: &str) -> bool {
     WORDS.contains(&w.to_ascii_lowercase().as_str())
 }
 
+/// Labels (or Datadog tags) an alert names its Kubernetes cluster by.
+pub const CLUSTER_KEYS: &[&str] = &[
+    "cluster",
+    "cluster_name",
+    "kube_cluster_name",
+    "k8s_cluster_name",
+];
+
 fn first_of(map: &std::collections::BTreeMap<String, String>, keys: &[&str]) -> Option<String> {
     keys.iter()
         .find_map(|k| map.get(*k).filter(|v| !v.is_empty()).cloned())
@@ -144,7 +155,8 @@ impl Scope {
         let keys: Vec<&str> = crate::reason::workload_keys().collect();
         let workload = first_of(l, &keys)
             .or_else(|| first_of(a, &["kube_deployment", "deployment", "workload"]));
-        let pod = first_of(l, &["pod", "kube_pod"]).or_else(|| first_of(a, &["kube_pod", "pod"]));
+        let pod = first_of(l, &["pod", "kube_pod", "pod_name"])
+            .or_else(|| first_of(a, &["kube_pod", "pod"]));
         let node = first_of(l, &["node", "kubernetes_node", "instance_node"])
             .or_else(|| first_of(a, &["node", "kube_node"]));
         let repo = first_of(l, &["repo", "repository", "github_repo"])
@@ -162,6 +174,7 @@ impl Scope {
             node,
             repo,
             expr: alert.expr().filter(|e| !e.trim().is_empty()),
+            cluster: first_of(l, CLUSTER_KEYS).or_else(|| first_of(a, CLUSTER_KEYS)),
             now,
             onset,
         }
@@ -215,6 +228,7 @@ impl Scope {
             node: word_after(text, node),
             repo: word_after(text, repo).filter(|r| !r.starts_with("ns/")),
             expr: None,
+            cluster: None,
             now,
             onset: now - ChronoDuration::minutes(30),
         }
@@ -305,6 +319,8 @@ pub struct Caller {
     pub seen: Arc<Mutex<std::collections::BTreeSet<String>>>,
     /// Credential approvals of this run, shared with the command dispatcher.
     pub credentials: Arc<super::credentials::CredentialGate>,
+    /// The cluster every Kubernetes call of this run names, when several are configured.
+    pub cluster: Option<String>,
 }
 
 /// Lock the journal; a panic elsewhere must not silence the session log.
@@ -360,6 +376,15 @@ impl Caller {
             return None;
         }
         let integration = tool.split('.').next().unwrap_or(tool);
+        // Every Kubernetes read names the cluster it asks, in its params (and so in the session).
+        let mut params = params;
+        if integration == "kubernetes"
+            && let Some(c) = &self.cluster
+        {
+            params
+                .entry("cluster".to_string())
+                .or_insert_with(|| serde_json::Value::String(c.clone()));
+        }
         let refused = self.credentials_for(integration).await.err();
         let call_id = {
             let mut j = lock(&self.journal);
@@ -791,11 +816,14 @@ pub fn pick(tools: &dyn Tools) -> Vec<&'static str> {
     if tools.has("kubernetes") || tools.has("github") {
         out.push("changes");
     }
+    if tools.has("datadog") {
+        out.push("datadog");
+    }
     out
 }
 
 /// The integrations an investigation can draw on, in the order they are reported.
-pub const INTEGRATIONS: [&str; 7] = [
+pub const INTEGRATIONS: [&str; 8] = [
     "kubernetes",
     "prometheus",
     "alertmanager",
@@ -803,11 +831,12 @@ pub const INTEGRATIONS: [&str; 7] = [
     "github",
     "postgres",
     "aws",
+    "datadog",
 ];
 
 /// Integrations reported in coverage only when configured: their absence says nothing about a
 /// Kubernetes workload.
-const OPTIONAL_INTEGRATIONS: [&str; 2] = ["postgres", "aws"];
+const OPTIONAL_INTEGRATIONS: [&str; 3] = ["postgres", "aws", "datadog"];
 
 /// Per integration, what the calls of this investigation got: configured, answered, empty, failed.
 pub fn coverage(
@@ -860,6 +889,7 @@ pub async fn run(name: &str, caller: Caller, scope: &Scope) -> Observations {
         "alerts" => alerts(&c, scope, &obs).await,
         "database" => database(&c, &obs).await,
         "cloud" => super::cloud::specialist(&c, scope, &obs).await,
+        "datadog" => super::datadog::specialist(&c, scope, &obs).await,
         other => c.emit(Event::Warning {
             message: format!("unknown specialist {other}"),
         }),
@@ -1057,7 +1087,13 @@ async fn metrics(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
         c.call("prometheus.alerts", Params::new(), &none, obs),
     );
     let alertname = scope.alert.as_ref().map(|a| a.name().to_string());
-    let expr = scope.expr.clone().or_else(|| match (&rules, &alertname) {
+    // A Datadog monitor's query is the Datadog lane's to measure, not PromQL.
+    let paged_by_monitor = scope
+        .alert
+        .as_ref()
+        .is_some_and(|a| a.monitor_query().is_some());
+    let scope_expr = scope.expr.clone().filter(|_| !paged_by_monitor);
+    let expr = scope_expr.or_else(|| match (&rules, &alertname) {
         (Some((ToolOutput::Rules(rules), _)), Some(name)) => rules
             .iter()
             .find(|r| r.rule_type == "alerting" && &r.name == name && !r.query.is_empty())

@@ -24,6 +24,10 @@ pub trait Tools: Send + Sync {
     fn now(&self) -> DateTime<Utc>;
     /// Whether an integration is configured (`kubernetes`, `prometheus`, `loki`, `github`, ...).
     fn has(&self, integration: &str) -> bool;
+    /// The Kubernetes clusters by name, the default first; empty for one unnamed cluster.
+    fn clusters(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Run a read tool. Errors are one clear line; they become `ToolFailed`, never a panic.
     fn call<'a>(
         &'a self,

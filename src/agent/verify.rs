@@ -219,11 +219,6 @@ async fn recheck_step(
     finding: &Finding,
     now: DateTime<Utc>,
 ) -> Condition {
-    if !caller.tools.has("prometheus") {
-        return Condition::Unknown(
-            "prometheus is not configured, so the step cannot be re-measured".into(),
-        );
-    }
     // The stepped series that got worse, the one the finding is about: its query is its name.
     let stepped: Vec<(&crate::model::Series, f64, f64)> = before
         .metrics
@@ -239,28 +234,35 @@ async fn recheck_step(
     else {
         return Condition::Unknown("the stepped series is not in the gathered metrics".into());
     };
+    // The series is asked again of the source it came from.
+    let (tool, source) = if series.labels.contains_key(DATADOG_METRIC) {
+        ("datadog.metrics.query", "datadog")
+    } else {
+        ("prometheus.query_range", "prometheus")
+    };
+    if !caller.tools.has(source) {
+        return Condition::Unknown(format!(
+            "{source} is not configured, so the step cannot be re-measured"
+        ));
+    }
+    let mut p = params([
+        ("query", s(&series.name)),
+        (
+            "start",
+            s((now - ChronoDuration::minutes(30))
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        ),
+        (
+            "end",
+            s(now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        ),
+    ]);
+    if source == "prometheus" {
+        p.insert("step".into(), json!(30));
+    }
     let after = Mutex::new(Observations::default());
     let c = caller.fresh("verify");
-    let got = c
-        .call(
-            "prometheus.query_range",
-            params([
-                ("query", s(&series.name)),
-                (
-                    "start",
-                    s((now - ChronoDuration::minutes(30))
-                        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-                ),
-                (
-                    "end",
-                    s(now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-                ),
-                ("step", Some(json!(30))),
-            ]),
-            &Chart::default(),
-            &after,
-        )
-        .await;
+    let got = c.call(tool, p, &Chart::default(), &after).await;
     let Some((ToolOutput::Series(v), id)) = got else {
         return Condition::Unknown(format!("re-query of {} failed", series.name));
     };
@@ -303,6 +305,9 @@ async fn recheck_step(
         )
     }
 }
+
+/// The label a series read from Datadog carries its metric in.
+const DATADOG_METRIC: &str = "datadog_metric";
 
 fn short(q: &str) -> String {
     if q.chars().count() > 90 {
@@ -443,36 +448,43 @@ pub async fn verify(
         }
     }
 
-    if let Some(expr) = &scope.expr
-        && tools.has("prometheus")
-    {
-        let (base, threshold) = split_threshold(expr);
+    // The alert's own expression, asked again of where it lives: a Datadog monitor's metric
+    // query of Datadog, PromQL of Prometheus.
+    let monitor = scope.alert.as_ref().and_then(|a| a.monitor_query());
+    let requery = match (&scope.expr, monitor) {
+        (Some(expr), Some(_)) if tools.has("datadog") => {
+            crate::integrations::datadog::metric_query(expr)
+                .map(|q| (expr, q, "datadog.metrics.query"))
+        }
+        (Some(expr), None) if tools.has("prometheus") => {
+            Some((expr, split_threshold(expr).0, "prometheus.query_range"))
+        }
+        _ => None,
+    };
+    if let Some((expr, base, tool)) = requery {
+        let threshold = split_threshold(expr).1;
         let chart = Chart {
             threshold: threshold.map(|t| t.value),
             markers: vec![action_marker],
         };
         let now = tools.now();
-        let got = caller
-            .call(
-                "prometheus.query_range",
-                params([
-                    ("query", s(&base)),
-                    (
-                        "start",
-                        s((now - ChronoDuration::minutes(30))
-                            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-                    ),
-                    (
-                        "end",
-                        s((now + ChronoDuration::minutes(15))
-                            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-                    ),
-                    ("step", Some(json!(30))),
-                ]),
-                &chart,
-                &after,
-            )
-            .await;
+        let mut p = params([
+            ("query", s(&base)),
+            (
+                "start",
+                s((now - ChronoDuration::minutes(30))
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+            ),
+            (
+                "end",
+                s((now + ChronoDuration::minutes(15))
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+            ),
+        ]);
+        if tool.starts_with("prometheus.") {
+            p.insert("step".into(), json!(30));
+        }
+        let got = caller.call(tool, p, &chart, &after).await;
         if let (Some((ToolOutput::Series(series), id)), Some(t)) = (got, threshold) {
             if before_id.is_none() {
                 before_id = before.evidence_of("metrics").first().cloned();
@@ -677,6 +689,7 @@ mod tests {
             credentials: Arc::new(crate::agent::credentials::CredentialGate::new(
                 std::time::Duration::from_secs(1),
             )),
+            cluster: None,
         }
     }
 

@@ -28,6 +28,8 @@ impl WorldTools {
         let w = &self.0;
         let e = |err: crate::integrations::IntegrationError| err.to_string();
         let ns = p_str(params, "namespace");
+        // The cluster a Kubernetes read names, else the default one.
+        let kube = || w.kubernetes_in(p_str(params, "cluster"));
         // Only catalog reads run here; actions go through policy and `execute`.
         let read = match catalog::lookup(tool).map(|entry| entry.handler) {
             Some(Handler::Read(r)) => r,
@@ -56,37 +58,39 @@ impl WorldTools {
             | ReadTool::PiTopKeys => {
                 return super::cloud::read(w.transport(), read, params, w.now()).await;
             }
+            ReadTool::DatadogQuery
+            | ReadTool::DatadogMonitors
+            | ReadTool::DatadogEvents
+            | ReadTool::DatadogLogs => {
+                return super::datadog::read(w.datadog(), read, params, w.now()).await;
+            }
             ReadTool::Pods => ToolOutput::Pods(
-                w.kubernetes()
+                kube()?
                     .list_pods(ns, p_str(params, "label_selector"))
                     .await
                     .map_err(e)?,
             ),
             ReadTool::Events => ToolOutput::Events(
-                w.kubernetes()
+                kube()?
                     .events(ns, p_str(params, "involved"))
                     .await
                     .map_err(e)?,
             ),
             ReadTool::Deployments => {
-                ToolOutput::Deployments(w.kubernetes().deployments(ns).await.map_err(e)?)
+                ToolOutput::Deployments(kube()?.deployments(ns).await.map_err(e)?)
             }
             ReadTool::ReplicaSets => {
-                ToolOutput::Deployments(w.kubernetes().replica_sets(ns).await.map_err(e)?)
+                ToolOutput::Deployments(kube()?.replica_sets(ns).await.map_err(e)?)
             }
             ReadTool::StatefulSets => {
-                ToolOutput::Workloads(w.kubernetes().statefulsets(ns).await.map_err(e)?)
+                ToolOutput::Workloads(kube()?.statefulsets(ns).await.map_err(e)?)
             }
-            ReadTool::DaemonSets => {
-                ToolOutput::Workloads(w.kubernetes().daemonsets(ns).await.map_err(e)?)
-            }
-            ReadTool::Jobs => ToolOutput::Workloads(w.kubernetes().jobs(ns).await.map_err(e)?),
-            ReadTool::CronJobs => {
-                ToolOutput::Workloads(w.kubernetes().cronjobs(ns).await.map_err(e)?)
-            }
-            ReadTool::Nodes => ToolOutput::Nodes(w.kubernetes().nodes().await.map_err(e)?),
+            ReadTool::DaemonSets => ToolOutput::Workloads(kube()?.daemonsets(ns).await.map_err(e)?),
+            ReadTool::Jobs => ToolOutput::Workloads(kube()?.jobs(ns).await.map_err(e)?),
+            ReadTool::CronJobs => ToolOutput::Workloads(kube()?.cronjobs(ns).await.map_err(e)?),
+            ReadTool::Nodes => ToolOutput::Nodes(kube()?.nodes().await.map_err(e)?),
             // A recorded world without Services has none to report: absent, not a failure.
-            ReadTool::Services => match w.kubernetes().services(ns).await {
+            ReadTool::Services => match kube()?.services(ns).await {
                 Ok(v) => ToolOutput::Services(v),
                 Err(err) if err.is_no_recording() => ToolOutput::Services(Vec::new()),
                 Err(err) => return Err(e(err)),
@@ -94,7 +98,7 @@ impl WorldTools {
             // A recorded world without these objects has none to report: absent, not a failure.
             ReadTool::ConfigMaps | ReadTool::Secrets => {
                 let ns = need(params, "namespace", tool)?;
-                let k = w.kubernetes();
+                let k = kube()?;
                 let got = if read == ReadTool::ConfigMaps {
                     k.config_maps(ns).await
                 } else {
@@ -123,7 +127,7 @@ impl WorldTools {
                 }
             }
             ReadTool::PodLogs => ToolOutput::Logs(
-                w.kubernetes()
+                kube()?
                     .pod_logs(
                         need(params, "namespace", tool)?,
                         need(params, "pod", tool)?,
@@ -224,6 +228,10 @@ impl Tools for WorldTools {
 
     fn has(&self, integration: &str) -> bool {
         self.0.has(integration)
+    }
+
+    fn clusters(&self) -> Vec<String> {
+        self.0.clusters().to_vec()
     }
 
     fn call<'a>(

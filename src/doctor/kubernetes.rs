@@ -96,6 +96,33 @@ pub fn plan(config: &Config, options: &Options) -> Vec<Planned> {
     };
     let config = config.clone();
     let read_only = options.read_only || config.policy.read_only;
+    let clusters = k.named_clusters();
+    if !clusters.is_empty() {
+        // One row per cluster, each checked as if it were the only one.
+        return clusters
+            .into_iter()
+            .map(|c| {
+                let one = Kubernetes {
+                    url: c.server.clone(),
+                    context: c.context.clone(),
+                    namespace: c.namespace.clone().or_else(|| k.namespace.clone()),
+                    auth: c
+                        .token
+                        .clone()
+                        .map(|token_env| crate::config::Auth::Bearer { token_env }),
+                    contexts: Vec::new(),
+                    clusters: Vec::new(),
+                    ..k.clone()
+                };
+                let config = config.clone();
+                Planned::run(&format!("kubernetes.{}", c.name), async move {
+                    match check(&config, &one, read_only).await {
+                        Ok(f) | Err(f) => f,
+                    }
+                })
+            })
+            .collect();
+    }
     vec![Planned::run("kubernetes", async move {
         match check(&config, &k, read_only).await {
             Ok(f) | Err(f) => f,

@@ -7,6 +7,7 @@
 
 mod aws;
 mod credentials;
+mod datadog;
 mod http;
 mod kubernetes;
 mod mcp;
@@ -268,6 +269,7 @@ const PLANNERS: &[Planner] = &[
     http::alertmanager,
     http::github,
     http::pagerduty,
+    datadog::plan,
     postgres::plan,
     aws::plan,
     http::llm,

@@ -29,7 +29,8 @@ pub enum Rewrite {
 /// Whether a recording answers a read of this evidence kind; None for a kind this rewrite
 /// cannot take out of a world.
 pub fn recording_of_kind(kind: &str, integration: &str, path: &str) -> Option<bool> {
-    let k8s = integration == "kubernetes";
+    let k8s = integration == "kubernetes" || integration.starts_with("kubernetes@");
+    let datadog = integration == "datadog";
     Some(match kind {
         "kubernetes/pod_logs" => k8s && path.ends_with("/log"),
         "kubernetes/events" => k8s && path.ends_with("/events"),
@@ -52,10 +53,16 @@ pub fn recording_of_kind(kind: &str, integration: &str, path: &str) -> Option<bo
                 .iter()
                 .any(|r| path.ends_with(r) || path.contains(&format!("{r}/")))
         }
-        "logs" => integration == "loki",
-        "metrics" => integration == "prometheus" && path.contains("query"),
-        "alert_rules" => integration == "prometheus" && path.ends_with("/rules"),
-        "changes" => integration == "github",
+        "logs" => integration == "loki" || (datadog && path.starts_with("/api/v2/logs")),
+        "metrics" => {
+            integration == "prometheus" && path.contains("query")
+                || (datadog && path == "/api/v1/query")
+        }
+        "alert_rules" => {
+            integration == "prometheus" && path.ends_with("/rules")
+                || (datadog && path.starts_with("/api/v1/monitor"))
+        }
+        "changes" => integration == "github" || (datadog && path == "/api/v1/events"),
         _ => return None,
     })
 }
@@ -195,6 +202,15 @@ fn shift_value(v: &mut Value, d: Duration) {
                     return;
                 }
             }
+            // Epoch milliseconds as text (a Datadog notification's `$DATE`).
+            if t.len() == 13
+                && t.bytes().all(|b| b.is_ascii_digit())
+                && let Ok(ms) = t.parse::<i64>()
+                && epoch_secs((ms / 1000) as f64)
+            {
+                *s = (ms + secs * 1000).to_string();
+                return;
+            }
             if (10..=17).contains(&t.len())
                 && t.bytes().all(|b| b.is_ascii_digit() || b == b'.')
                 && let Ok(x) = t.parse::<f64>()
@@ -224,6 +240,11 @@ fn shift_value(v: &mut Value, d: Duration) {
             {
                 // Epoch milliseconds (Datadog, CloudWatch).
                 *v = json!(x + secs * 1000);
+            } else if let Some(x) = n.as_f64().filter(|_| n.is_f64())
+                && epoch_secs(x / 1000.0)
+            {
+                // Epoch milliseconds as a float (Datadog's `pointlist`).
+                *v = json!(x + (secs * 1000) as f64);
             }
         }
         Value::Array(items) => items.iter_mut().for_each(|i| shift_value(i, d)),
@@ -572,6 +593,15 @@ mod tests {
             v["text"],
             json!("ts=2026-03-13T15:18:00.000000000+01:00 boom")
         );
+        // Datadog's forms: float milliseconds in a pointlist, `$DATE` as millisecond text.
+        let mut dd = json!({"pointlist": [[1773237720000.0, 0.5]], "date": "1773237720000"});
+        shift_value(&mut dd, d);
+        assert_eq!(
+            dd["pointlist"][0][0],
+            json!(1773237720000.0 + (secs * 1000) as f64)
+        );
+        assert_eq!(dd["pointlist"][0][1], json!(0.5));
+        assert_eq!(dd["date"], json!((1773237720000 + secs * 1000).to_string()));
     }
 
     #[test]

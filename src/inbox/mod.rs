@@ -24,6 +24,8 @@ pub enum Source {
     Alertmanager,
     Prometheus,
     PagerDuty,
+    /// Datadog monitors in Alert, Warn or No Data.
+    Datadog,
 }
 
 impl Source {
@@ -32,6 +34,7 @@ impl Source {
             Source::Alertmanager => "alertmanager",
             Source::Prometheus => "prometheus",
             Source::PagerDuty => "pagerduty",
+            Source::Datadog => "datadog",
         }
     }
 }

@@ -1,7 +1,8 @@
-//! Polling the sources: Alertmanager v2 groups, Prometheus alerts, PagerDuty incidents; health and backoff per source.
+//! Polling the sources: Alertmanager v2 groups, Prometheus alerts, PagerDuty incidents, Datadog
+//! monitors; health and backoff per source.
 
 use super::{AlertState, InboxAlert, Source, fingerprint};
-use crate::integrations::{AlertGroup, IntegrationError, PdIncident};
+use crate::integrations::{AlertGroup, IntegrationError, Monitor, PdIncident};
 use crate::model::AlertInfo;
 use crate::world::World;
 use chrono::{DateTime, Utc};
@@ -56,6 +57,8 @@ pub struct Sources {
     pub pagerduty_services: Vec<String>,
     /// Budget for one source's answer.
     pub timeout: Duration,
+    /// Datadog monitors listed: only those with all of these tags (all when empty).
+    pub datadog_tags: Vec<String>,
 }
 
 impl Sources {
@@ -64,15 +67,27 @@ impl Sources {
             world,
             pagerduty_services,
             timeout,
+            datadog_tags: Vec::new(),
         }
+    }
+
+    /// Lists only the Datadog monitors with all of these tags.
+    pub fn with_datadog_tags(mut self, tags: Vec<String>) -> Self {
+        self.datadog_tags = tags;
+        self
     }
 
     /// The alert sources this world can reach, in a fixed order.
     pub fn configured(&self) -> Vec<Source> {
-        [Source::Alertmanager, Source::Prometheus, Source::PagerDuty]
-            .into_iter()
-            .filter(|s| self.world.has(s.name()))
-            .collect()
+        [
+            Source::Alertmanager,
+            Source::Prometheus,
+            Source::PagerDuty,
+            Source::Datadog,
+        ]
+        .into_iter()
+        .filter(|s| self.world.has(s.name()))
+        .collect()
     }
 
     /// Asks every configured source at once, each within `timeout`; a source that fails or is slow
@@ -142,6 +157,12 @@ impl Sources {
                     .open_incidents(&self.pagerduty_services)
                     .await
                     .map(|i| i.iter().map(from_pagerduty).collect()),
+                Source::Datadog => self
+                    .world
+                    .datadog()
+                    .monitors(&self.datadog_tags, None)
+                    .await
+                    .map(|m| m.iter().flat_map(from_monitor).collect()),
             };
             r.map_err(|e| e.to_string())
         };
@@ -357,6 +378,76 @@ pub fn from_pagerduty(i: &PdIncident) -> InboxAlert {
         assignees: i.assignees.clone(),
         also_in: Vec::new(),
     }
+}
+
+/// A Datadog monitor as inbox rows: one per group in Alert, Warn or No Data (the monitor itself
+/// when it has no groups), carrying the monitor's query and ID so an investigation reads them.
+pub fn from_monitor(m: &Monitor) -> Vec<InboxAlert> {
+    use crate::integrations::datadog::{firing_state, tag_labels};
+    use crate::model::monitor::{MONITOR_ID, MONITOR_QUERY, fingerprint as monitor_fingerprint};
+    let groups: Vec<(String, String, Option<DateTime<Utc>>)> = if m.groups.is_empty() {
+        vec![("*".into(), m.overall_state.clone(), None)]
+    } else {
+        m.groups
+            .iter()
+            .map(|g| (g.name.clone(), g.status.clone(), g.last_triggered))
+            .collect()
+    };
+    let (monitor_labels, _) = tag_labels(&m.tags);
+    groups
+        .into_iter()
+        .filter(|(_, status, _)| firing_state(status))
+        .map(|(group, status, at)| {
+            let scope: Vec<String> = group
+                .split(',')
+                .map(|t| t.trim().to_string())
+                .filter(|t| t != "*")
+                .collect();
+            let (scope, _) = tag_labels(&scope);
+            let mut labels = monitor_labels.clone();
+            labels.extend(scope.clone());
+            labels.insert("alertname".into(), m.name.clone());
+            labels.insert(MONITOR_ID.into(), m.id.to_string());
+            let severity = match (status.as_str(), m.priority) {
+                (_, Some(1 | 2)) => "critical",
+                ("Warn", _) | (_, Some(3)) => "warning",
+                (_, Some(_)) => "info",
+                _ => "",
+            };
+            if !severity.is_empty() {
+                labels
+                    .entry("severity".into())
+                    .or_insert_with(|| severity.into());
+            }
+            let mut annotations = BTreeMap::new();
+            if !m.query.is_empty() {
+                annotations.insert(MONITOR_QUERY.to_string(), m.query.clone());
+            }
+            let title = if group == "*" {
+                format!("{} ({status})", m.name)
+            } else {
+                format!("{} on {group} ({status})", m.name)
+            };
+            annotations.insert("summary".into(), title.clone());
+            InboxAlert {
+                source: Source::Datadog,
+                alertname: m.name.clone(),
+                title,
+                labels,
+                annotations,
+                state: AlertState::Firing,
+                starts_at: at,
+                fingerprint: monitor_fingerprint(&m.id.to_string(), scope),
+                severity: severity.to_string(),
+                silenced_by: Vec::new(),
+                inhibited_by: Vec::new(),
+                url: String::new(),
+                incident_id: None,
+                assignees: Vec::new(),
+                also_in: Vec::new(),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

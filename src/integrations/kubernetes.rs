@@ -21,6 +21,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 const NAME: &str = "kubernetes";
+
+/// The integration name requests to a cluster carry: `kubernetes` for the default one,
+/// `kubernetes@<cluster>` for a named one (so recordings and replays keep clusters apart).
+pub fn integration_of(cluster: Option<&str>) -> String {
+    match cluster.filter(|c| !c.is_empty()) {
+        Some(c) => format!("{NAME}@{c}"),
+        None => NAME.to_string(),
+    }
+}
 const REVISION: &str = "deployment.kubernetes.io/revision";
 /// The API server's metadata-only list representation (what `kubectl get -o name` asks for). No
 /// fallback to full objects: a server that cannot answer it fails the read rather than send values.
@@ -30,6 +39,9 @@ const METADATA_LIST: &str = "application/json;as=PartialObjectMetadataList;v=v1;
 pub struct KubernetesClient {
     transport: Arc<dyn Transport>,
     default_ns: String,
+    /// The integration its requests name: `kubernetes`, or `kubernetes@<cluster>` when several
+    /// clusters are configured.
+    integration: String,
 }
 
 /// Kubernetes names are DNS labels/subdomains; checking them keeps a bad parameter from becoming a
@@ -987,6 +999,16 @@ impl KubernetesClient {
         KubernetesClient {
             transport,
             default_ns: default_ns.into(),
+            integration: NAME.to_string(),
+        }
+    }
+
+    /// The same client, asking the cluster of that name (`kubernetes@<cluster>`); `None` is the
+    /// default cluster.
+    pub fn in_cluster(&self, cluster: Option<&str>) -> KubernetesClient {
+        KubernetesClient {
+            integration: integration_of(cluster),
+            ..self.clone()
         }
     }
 
@@ -1065,7 +1087,7 @@ impl KubernetesClient {
         label_selector: Option<&str>,
     ) -> Result<Vec<PodFacts>, IntegrationError> {
         let ns = ns.into();
-        let req = Request::get(NAME, Self::scoped(ns, "/api/v1", "pods"))
+        let req = Request::get(&self.integration, Self::scoped(ns, "/api/v1", "pods"))
             .query_opt("labelSelector", label_selector.filter(|s| !s.is_empty()));
         Self::check_ns(&req, ns)?;
         let (_, pods) = self
@@ -1080,7 +1102,10 @@ impl KubernetesClient {
     }
 
     pub async fn get_pod(&self, ns: &str, name: &str) -> Result<PodFacts, IntegrationError> {
-        let req = Request::get(NAME, format!("/api/v1/namespaces/{ns}/pods/{name}"));
+        let req = Request::get(
+            &self.integration,
+            format!("/api/v1/namespaces/{ns}/pods/{name}"),
+        );
         check_name(&req, "namespace", ns)?;
         check_name(&req, "pod", name)?;
         let (req, v) = self.get_json(req).await?;
@@ -1097,10 +1122,13 @@ impl KubernetesClient {
         previous: bool,
         tail: Option<u32>,
     ) -> Result<Vec<LogLine>, IntegrationError> {
-        let mut req = Request::get(NAME, format!("/api/v1/namespaces/{ns}/pods/{name}/log"))
-            .query_opt("container", container)
-            .query_opt("tailLines", tail.map(|t| t.to_string()))
-            .query("timestamps", "true");
+        let mut req = Request::get(
+            &self.integration,
+            format!("/api/v1/namespaces/{ns}/pods/{name}/log"),
+        )
+        .query_opt("container", container)
+        .query_opt("tailLines", tail.map(|t| t.to_string()))
+        .query("timestamps", "true");
         if previous {
             req = req.query("previous", "true");
         }
@@ -1133,7 +1161,7 @@ impl KubernetesClient {
         involved: Option<&str>,
     ) -> Result<Vec<K8sEventFacts>, IntegrationError> {
         let ns = ns.into();
-        let req = Request::get(NAME, Self::scoped(ns, "/api/v1", "events")).query_opt(
+        let req = Request::get(&self.integration, Self::scoped(ns, "/api/v1", "events")).query_opt(
             "fieldSelector",
             involved.map(|n| format!("involvedObject.name={n}")),
         );
@@ -1157,7 +1185,10 @@ impl KubernetesClient {
         ns: impl Into<Option<&'a str>>,
     ) -> Result<Vec<DeploymentFacts>, IntegrationError> {
         let ns = ns.into();
-        let req = Request::get(NAME, Self::scoped(ns, "/apis/apps/v1", "deployments"));
+        let req = Request::get(
+            &self.integration,
+            Self::scoped(ns, "/apis/apps/v1", "deployments"),
+        );
         Self::check_ns(&req, ns)?;
         let (_, mut list) = self
             .list_paged(req, "Deployment", |d: Deployment| {
@@ -1195,7 +1226,7 @@ impl KubernetesClient {
         name: &str,
     ) -> Result<(Request, Deployment), IntegrationError> {
         let req = Request::get(
-            NAME,
+            &self.integration,
             format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}"),
         );
         check_name(&req, "namespace", ns)?;
@@ -1218,7 +1249,10 @@ impl KubernetesClient {
         &self,
         ns: Option<&str>,
     ) -> Result<(Request, Vec<ReplicaSet>), IntegrationError> {
-        let req = Request::get(NAME, Self::scoped(ns, "/apis/apps/v1", "replicasets"));
+        let req = Request::get(
+            &self.integration,
+            Self::scoped(ns, "/apis/apps/v1", "replicasets"),
+        );
         Self::check_ns(&req, ns)?;
         self.list_paged(req, "ReplicaSet", Some).await
     }
@@ -1231,7 +1265,7 @@ impl KubernetesClient {
         resource: &str,
         kind: &str,
     ) -> Result<Vec<T>, IntegrationError> {
-        let req = Request::get(NAME, Self::scoped(ns, group, resource));
+        let req = Request::get(&self.integration, Self::scoped(ns, group, resource));
         Self::check_ns(&req, ns)?;
         let (_, list) = self.list_paged(req, kind, Some).await?;
         Ok(list)
@@ -1336,15 +1370,18 @@ impl KubernetesClient {
         resource: &str,
         kind: &str,
     ) -> Result<Vec<Change>, IntegrationError> {
-        let req =
-            Request::get(NAME, Self::scoped(Some(ns), "/api/v1", resource)).accept(METADATA_LIST);
+        let req = Request::get(
+            &self.integration,
+            Self::scoped(Some(ns), "/api/v1", resource),
+        )
+        .accept(METADATA_LIST);
         check_name(&req, "namespace", ns)?;
         let (req, v) = self.get_json(req).await?;
         config_changes(&v, kind).map_err(|m| req.error(ErrorKind::Decode(m)))
     }
 
     pub async fn nodes(&self) -> Result<Vec<NodeFacts>, IntegrationError> {
-        let req = Request::get(NAME, "/api/v1/nodes");
+        let req = Request::get(&self.integration, "/api/v1/nodes");
         let (_, list) = self
             .list_paged(req, "Node", |n: Node| Some(node_facts(&n)))
             .await?;
@@ -1366,7 +1403,7 @@ impl KubernetesClient {
             "kubectl.kubernetes.io/restartedAt": at.to_rfc3339()
         }}}}});
         let req = Request::new(
-            NAME,
+            &self.integration,
             "PATCH",
             format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}"),
         )
@@ -1423,7 +1460,7 @@ impl KubernetesClient {
         let value = serde_json::to_value(&template)
             .map_err(|e| rreq.error(ErrorKind::Other(e.to_string())))?;
         let req = Request::new(
-            NAME,
+            &self.integration,
             "PATCH",
             format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}"),
         )
@@ -1446,7 +1483,7 @@ impl KubernetesClient {
         change: &ResourceChange,
     ) -> Result<String, IntegrationError> {
         let path = format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}");
-        let probe = Request::new(NAME, "PATCH", path.clone());
+        let probe = Request::new(&self.integration, "PATCH", path.clone());
         check_name(&probe, "namespace", ns)?;
         check_name(&probe, "deployment", name)?;
         if change.limits.is_empty() && change.requests.is_empty() {
@@ -1505,7 +1542,8 @@ impl KubernetesClient {
         let patch = json!({"spec": {"template": {"spec": {"containers": [
             {"name": container, "resources": resources}
         ]}}}});
-        let req = Request::new(NAME, "PATCH", path).body(RequestBody::StrategicMergePatch(patch));
+        let req = Request::new(&self.integration, "PATCH", path)
+            .body(RequestBody::StrategicMergePatch(patch));
         self.patch(req).await?;
         let list = |m: &BTreeMap<String, String>| {
             m.iter()
@@ -1528,7 +1566,7 @@ impl KubernetesClient {
 
     /// `kubectl cordon`: marks the node unschedulable; pods already on it keep running.
     pub async fn cordon(&self, node: &str) -> Result<String, IntegrationError> {
-        let req = Request::new(NAME, "PATCH", format!("/api/v1/nodes/{node}")).body(
+        let req = Request::new(&self.integration, "PATCH", format!("/api/v1/nodes/{node}")).body(
             RequestBody::MergePatch(json!({"spec": {"unschedulable": true}})),
         );
         check_name(&req, "node", node)?;
@@ -1542,7 +1580,7 @@ impl KubernetesClient {
     /// cordoned or its pods cannot be listed.
     pub async fn drain(&self, node: &str) -> Result<DrainReport, IntegrationError> {
         self.cordon(node).await?;
-        let req = Request::get(NAME, "/api/v1/pods")
+        let req = Request::get(&self.integration, "/api/v1/pods")
             .query("fieldSelector", format!("spec.nodeName={node}"));
         let (req, v) = self.get_json(req).await?;
         let pods: Vec<Pod> = items(v, "Pod").map_err(|m| req.error(ErrorKind::Decode(m)))?;
@@ -1592,7 +1630,7 @@ impl KubernetesClient {
             "metadata": {"name": name, "namespace": ns}
         });
         let req = Request::new(
-            NAME,
+            &self.integration,
             "POST",
             format!("/api/v1/namespaces/{ns}/pods/{name}/eviction"),
         )
@@ -1616,7 +1654,7 @@ impl KubernetesClient {
         replicas: u32,
     ) -> Result<String, IntegrationError> {
         let req = Request::new(
-            NAME,
+            &self.integration,
             "PATCH",
             format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}"),
         )
@@ -1642,7 +1680,7 @@ impl KubernetesClient {
         grace_period_seconds: Option<u32>,
     ) -> Result<String, IntegrationError> {
         let req = Request::new(
-            NAME,
+            &self.integration,
             "DELETE",
             format!("/api/v1/namespaces/{ns}/pods/{name}"),
         )

@@ -2,6 +2,7 @@
 
 pub mod alertmanager;
 pub mod aws;
+pub mod datadog;
 pub mod error;
 pub mod github;
 pub mod jira;
@@ -21,6 +22,7 @@ pub mod transport;
 pub use alertmanager::{
     AlertFilter, AlertGroup, AlertmanagerClient, GroupedAlert, Silence, SilenceSpec,
 };
+pub use datadog::{DatadogClient, Monitor};
 pub use error::{ErrorKind, IntegrationError};
 pub use github::GitHubClient;
 pub use jira::{CreatedIssue, JiraClient, NewIssue};

@@ -25,7 +25,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Query parameters that carry the wall clock. They are left out of recordings so a replay, which runs
 /// at the case's clock rather than the recording's, still matches.
-pub const VOLATILE_QUERY_KEYS: [&str; 7] = [
+pub const VOLATILE_QUERY_KEYS: [&str; 9] = [
     "start",
     "end",
     "time",
@@ -33,6 +33,8 @@ pub const VOLATILE_QUERY_KEYS: [&str; 7] = [
     "until",
     "StartTime",
     "EndTime",
+    "from",
+    "to",
 ];
 
 /// A request body.
@@ -269,6 +271,38 @@ pub struct Endpoint {
     /// A credential by reference (`op://`, `vault://`), read through the keyring on first use,
     /// once the operator approved it; used when `auth` is None.
     pub lazy_auth: Option<LazyAuth>,
+    /// More credential headers, beside `auth` (Datadog sends an API key and an application key):
+    /// read already, or by reference through the keyring once approved.
+    pub secret_headers: Vec<(String, SecretHeader)>,
+    /// Wait out one rate limit (429 with a reset header) and retry 5xx answers, for APIs that
+    /// ask clients to.
+    pub retry: Option<RetryPolicy>,
+}
+
+/// A credential header's value: read, or a reference read on first use.
+#[derive(Clone, Debug)]
+pub enum SecretHeader {
+    Value(secrecy::SecretString),
+    Reference(String),
+}
+
+/// How an endpoint retries: a 429 is waited out once (for as long as `X-RateLimit-Reset` or
+/// `Retry-After` says, up to `max_wait`), a 5xx is retried `server_errors` times with a growing pause.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RetryPolicy {
+    pub max_wait: Duration,
+    pub server_errors: u32,
+    pub backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_wait: Duration::from_secs(60),
+            server_errors: 2,
+            backoff: Duration::from_millis(500),
+        }
+    }
 }
 
 /// The shape of an `auth` whose secret is a reference, not yet read.
@@ -312,6 +346,8 @@ impl Endpoint {
             auth: None,
             headers: Vec::new(),
             lazy_auth: None,
+            secret_headers: Vec::new(),
+            retry: None,
         }
     }
 
@@ -327,14 +363,20 @@ impl Endpoint {
 
     /// The secret values this endpoint sends, so responses echoing them can be masked.
     fn secrets(&self) -> Vec<String> {
-        match &self.auth {
+        let mut out = match &self.auth {
             None => Vec::new(),
             Some(ResolvedAuth::Bearer(t)) => vec![t.expose_secret().to_string()],
             Some(ResolvedAuth::Basic { password, .. }) => {
                 vec![password.expose_secret().to_string()]
             }
             Some(ResolvedAuth::Header { value, .. }) => vec![value.expose_secret().to_string()],
+        };
+        for (_, h) in &self.secret_headers {
+            if let SecretHeader::Value(v) = h {
+                out.push(v.expose_secret().to_string());
+            }
         }
+        out
     }
 }
 
@@ -343,7 +385,8 @@ impl Endpoint {
 pub struct LiveTransport {
     http: reqwest::Client,
     endpoints: BTreeMap<String, Endpoint>,
-    kube: Option<(kube::Client, Duration)>,
+    /// kube clients by integration (`kubernetes`, `kubernetes@<cluster>`).
+    kube: BTreeMap<String, (kube::Client, Duration)>,
     postgres: Option<Arc<super::postgres::PostgresBackend>>,
     aws: Option<Arc<super::aws::AwsBackend>>,
     keyring: Arc<crate::secrets::Keyring>,
@@ -365,7 +408,7 @@ impl LiveTransport {
         Ok(LiveTransport {
             http,
             endpoints: BTreeMap::new(),
-            kube: None,
+            kube: BTreeMap::new(),
             postgres: None,
             aws: None,
             keyring: Arc::default(),
@@ -382,8 +425,18 @@ impl LiveTransport {
     }
 
     /// Routes `kubernetes` requests through a kube client (used when no URL is configured).
-    pub fn with_kube(mut self, client: kube::Client, timeout: Duration) -> Self {
-        self.kube = Some((client, timeout));
+    pub fn with_kube(self, client: kube::Client, timeout: Duration) -> Self {
+        self.with_kube_for("kubernetes", client, timeout)
+    }
+
+    /// Routes requests of `integration` (`kubernetes@<cluster>`) through a kube client.
+    pub fn with_kube_for(
+        mut self,
+        integration: &str,
+        client: kube::Client,
+        timeout: Duration,
+    ) -> Self {
+        self.kube.insert(integration.to_string(), (client, timeout));
         self
     }
 
@@ -455,7 +508,64 @@ impl LiveTransport {
         &self.redactor
     }
 
+    /// An HTTP exchange, retried as the endpoint's policy says.
     async fn send_http(&self, ep: &Endpoint, req: &Request) -> Result<Response, IntegrationError> {
+        let Some(policy) = ep.retry else {
+            return self.send_http_once(ep, req).await.map(|(r, _)| r);
+        };
+        let mut waited = false;
+        let mut server_errors = 0;
+        loop {
+            let (resp, reset) = self.send_http_once(ep, req).await?;
+            match resp.status {
+                429 if !waited => match reset.filter(|d| *d <= policy.max_wait) {
+                    Some(wait) => {
+                        waited = true;
+                        tracing::info!(integration = %req.integration, ?wait, "rate limited; waiting for the reset");
+                        tokio::time::sleep(wait).await;
+                    }
+                    None => return Ok(resp),
+                },
+                500..=599 if server_errors < policy.server_errors => {
+                    server_errors += 1;
+                    tokio::time::sleep(policy.backoff * server_errors).await;
+                }
+                _ => return Ok(resp),
+            }
+        }
+    }
+
+    /// The secret headers of an endpoint, read now or through the keyring.
+    async fn secret_headers_of(
+        &self,
+        ep: &Endpoint,
+        req: &Request,
+    ) -> Result<Vec<(String, secrecy::SecretString)>, IntegrationError> {
+        let mut out = Vec::new();
+        for (name, h) in &ep.secret_headers {
+            let value = match h {
+                SecretHeader::Value(v) => v.clone(),
+                SecretHeader::Reference(reference) => {
+                    let v = self
+                        .keyring
+                        .get(reference)
+                        .await
+                        .map_err(|e| req.error(ErrorKind::Other(e.to_string())))?;
+                    crate::policy::redact::learn_secret(v.expose_secret());
+                    v
+                }
+            };
+            out.push((name.clone(), value));
+        }
+        Ok(out)
+    }
+
+    /// One HTTP exchange (redirects followed) and, on a 429, how long the server asks to wait.
+    async fn send_http_once(
+        &self,
+        ep: &Endpoint,
+        req: &Request,
+    ) -> Result<(Response, Option<Duration>), IntegrationError> {
         let invalid = |m: String| req.error(ErrorKind::Invalid(m));
         let mut url = reqwest::Url::parse(&format!(
             "{}{}",
@@ -476,6 +586,7 @@ impl LiveTransport {
         let mut trusted = true;
         let timeout = ep.timeout;
         let auth = self.auth_of(ep, req).await?;
+        let secret_headers = self.secret_headers_of(ep, req).await?;
         let exchange = async {
             let mut hops = 0;
             loop {
@@ -490,6 +601,9 @@ impl LiveTransport {
                     }
                 }
                 if trusted {
+                    for (name, value) in &secret_headers {
+                        b = b.header(name, value.expose_secret());
+                    }
                     b = match &auth {
                         None => b,
                         Some(ResolvedAuth::Bearer(t)) => b.bearer_auth(t.expose_secret()),
@@ -535,6 +649,7 @@ impl LiveTransport {
                     continue;
                 }
                 let status = status.as_u16();
+                let reset = (status == 429).then(|| rate_limit_reset(&resp)).flatten();
                 if resp
                     .content_length()
                     .is_some_and(|n| n > self.max_body as u64)
@@ -556,15 +671,15 @@ impl LiveTransport {
                     }
                     bytes.extend_from_slice(&chunk);
                 }
-                return Ok((status, bytes));
+                return Ok((status, bytes, reset));
             }
         };
         // reqwest's own timeout covers the exchange too; this one also bounds a slow trickling body
         // and the whole chain of redirects.
-        let (status, bytes) = tokio::time::timeout(timeout, exchange)
+        let (status, bytes, reset) = tokio::time::timeout(timeout, exchange)
             .await
             .map_err(|_| req.error(ErrorKind::Timeout(timeout)))??;
-        Ok(self.finish(status, &bytes))
+        Ok((self.finish(status, &bytes), reset))
     }
 
     async fn send_kube(
@@ -666,9 +781,7 @@ impl Transport for LiveTransport {
             if let Some(ep) = self.endpoints.get(&req.integration) {
                 return self.send_http(ep, req).await;
             }
-            if req.integration == "kubernetes"
-                && let Some((client, timeout)) = &self.kube
-            {
+            if let Some((client, timeout)) = self.kube.get(&req.integration) {
                 return self.send_kube(client, *timeout, req).await;
             }
             if req.integration == "postgres"
@@ -691,10 +804,28 @@ impl Transport for LiveTransport {
 
     fn has(&self, integration: &str) -> bool {
         self.endpoints.contains_key(integration)
-            || (integration == "kubernetes" && self.kube.is_some())
+            || self.kube.contains_key(integration)
+            || (integration == "kubernetes"
+                && (self.kube.keys().chain(self.endpoints.keys()))
+                    .any(|k| k.starts_with("kubernetes@")))
             || (integration == "postgres" && self.postgres.is_some())
             || (integration == super::aws::NAME && self.aws.is_some())
     }
+}
+
+/// How long a 429 asks to wait: `X-RateLimit-Reset` (seconds until the window resets, Datadog's
+/// and GitHub's convention for small values) or `Retry-After` (seconds).
+fn rate_limit_reset(resp: &reqwest::Response) -> Option<Duration> {
+    let secs = |name: &str| {
+        resp.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
+    secs("x-ratelimit-reset")
+        .or_else(|| secs("retry-after"))
+        .map(|s| Duration::from_secs_f64(s.min(86_400.0)))
 }
 
 /// Redirects followed per request before giving up.
@@ -1143,10 +1274,12 @@ impl Transport for ReplayTransport {
         self.state
             .lock()
             .map(|st| {
-                st.layers
-                    .iter()
-                    .flatten()
-                    .any(|r| r.integration == integration)
+                st.layers.iter().flatten().any(|r| {
+                    r.integration == integration
+                        || r.integration
+                            .strip_prefix(integration)
+                            .is_some_and(|rest| rest.starts_with('@'))
+                })
             })
             .unwrap_or(false)
     }

@@ -68,13 +68,22 @@ impl Alert {
         self.annotations.get(key).map(String::as_str)
     }
 
-    /// The PromQL expression the alert was generated from (`g0.expr` in the generator URL), if any.
+    /// The expression the alert was generated from: PromQL (`g0.expr` in the generator URL), or a
+    /// Datadog monitor's query (see [`Alert::monitor_query`]), if any.
     pub fn expr(&self) -> Option<String> {
-        let query = self.generator_url.split_once('?')?.1;
-        query.split('&').find_map(|pair| {
-            let (k, v) = pair.split_once('=')?;
-            (k == "g0.expr").then(|| percent_decode(v))
-        })
+        let from_url = self.generator_url.split_once('?').and_then(|(_, query)| {
+            query.split('&').find_map(|pair| {
+                let (k, v) = pair.split_once('=')?;
+                (k == "g0.expr").then(|| percent_decode(v))
+            })
+        });
+        from_url.or_else(|| self.monitor_query().map(str::to_string))
+    }
+
+    /// The query of the Datadog monitor that raised the alert, when a monitor did.
+    pub fn monitor_query(&self) -> Option<&str> {
+        self.annotation(super::monitor::MONITOR_QUERY)
+            .filter(|q| !q.trim().is_empty())
     }
 
     /// A one-line title: the summary annotation, else the alert name.

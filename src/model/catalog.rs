@@ -174,10 +174,14 @@ pub enum ReadTool {
     PiLoad,
     PiTopKeys,
     Services,
+    DatadogQuery,
+    DatadogMonitors,
+    DatadogEvents,
+    DatadogLogs,
 }
 
 impl ReadTool {
-    pub const ALL: [ReadTool; 36] = [
+    pub const ALL: [ReadTool; 40] = [
         ReadTool::Pods,
         ReadTool::Events,
         ReadTool::Deployments,
@@ -214,6 +218,10 @@ impl ReadTool {
         ReadTool::PiLoad,
         ReadTool::PiTopKeys,
         ReadTool::Services,
+        ReadTool::DatadogQuery,
+        ReadTool::DatadogMonitors,
+        ReadTool::DatadogEvents,
+        ReadTool::DatadogLogs,
     ];
 }
 
@@ -311,8 +319,13 @@ impl Op<'_> {
     }
 
     /// ` -n NS`, or nothing: the executor then uses the world's default namespace, as kubectl does.
+    /// ` --context CLUSTER -n NS`: which cluster and namespace a kubectl command runs against.
     fn ns(&self) -> String {
-        self.opt(" -n ", "namespace")
+        format!(
+            "{}{}",
+            self.opt(" --context ", "cluster"),
+            self.opt(" -n ", "namespace")
+        )
     }
 
     /// The object the action works on: the target, or one rebuilt from params.
@@ -380,7 +393,10 @@ impl Entry {
     }
 
     pub fn param(&self, name: &str) -> Option<&'static Param> {
-        self.params.iter().find(|p| p.name == name)
+        self.params.iter().find(|p| p.name == name).or_else(|| {
+            // Every Kubernetes read and action may name the cluster it runs against.
+            (name == CLUSTER.name && self.integration == "kubernetes").then_some(&CLUSTER)
+        })
     }
 
     /// The param that names the target (`deployment` for `deployment/NAME`), if any.
@@ -444,6 +460,12 @@ const REPO: Param = p(
 const SINCE: Param = p("since", Time, "window start (default: a day before now)");
 const UNTIL: Param = p("until", Time, "window end (default: now)");
 const START: Param = p("start", Time, "window start (default: an hour before end)");
+/// The cluster a Kubernetes read or action runs against, when several are configured.
+pub const CLUSTER: Param = p(
+    "cluster",
+    Str,
+    "the cluster, by its configured name (default: the first configured)",
+);
 const END: Param = p("end", Time, "window end (default: now)");
 
 const fn read(
@@ -700,6 +722,67 @@ pub static ENTRIES: &[Entry] = &[
             def("direction", Str, "backward", "forward or backward"),
         ],
         "logcli query Q --from S --to E --limit N",
+    ),
+    read(
+        "datadog.metrics.query",
+        "datadog",
+        ReadTool::DatadogQuery,
+        "a Datadog metric query's timeseries",
+        &[
+            req(
+                "query",
+                Str,
+                "metric query, e.g. avg:kubernetes.cpu.usage.total{kube_namespace:shop} by {pod_name}",
+            ),
+            START,
+            END,
+        ],
+        "GET /api/v1/query?query=Q&from=S&to=E",
+    ),
+    read(
+        "datadog.monitors",
+        "datadog",
+        ReadTool::DatadogMonitors,
+        "Datadog monitors: query, thresholds and the state of each group",
+        &[
+            p("id", Str, "one monitor by ID"),
+            p(
+                "tags",
+                Str,
+                "monitor tags, comma-separated (all must match)",
+            ),
+            p("name", Str, "only monitors whose name contains this"),
+        ],
+        "GET /api/v1/monitor[/ID]?monitor_tags=T&name=N",
+    ),
+    read(
+        "datadog.events",
+        "datadog",
+        ReadTool::DatadogEvents,
+        "Datadog events (deploys, config changes, forwarded Kubernetes events) in a window",
+        &[
+            p("tags", Str, "event tags, comma-separated (all must match)"),
+            START,
+            END,
+        ],
+        "GET /api/v1/events?start=S&end=E&tags=T",
+    ),
+    read(
+        "datadog.logs.search",
+        "datadog",
+        ReadTool::DatadogLogs,
+        "Datadog log events matching a search query, newest first",
+        &[
+            req(
+                "query",
+                Str,
+                "log search query, e.g. kube_namespace:shop service:checkout-api status:error",
+            ),
+            START,
+            END,
+            def("limit", Integer, "500", "most lines returned (1-5000)"),
+        ],
+        "POST /api/v2/logs/events/search",
     ),
     read(
         "github.deployments",

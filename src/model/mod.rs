@@ -10,6 +10,7 @@ mod event;
 mod facts;
 mod incident;
 mod memory;
+pub mod monitor;
 pub mod text;
 mod types;
 

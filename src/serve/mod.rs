@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+mod datadog;
 mod investigations;
+pub use datadog::read_webhook_secret;
 use investigations::Investigations;
 
 mod admission;
@@ -67,6 +69,9 @@ pub struct Setup {
     pub tokens: Vec<ApiToken>,
     /// PagerDuty V3 webhook signing secret; without one PagerDuty webhooks are refused.
     pub pagerduty_secret: Option<SecretString>,
+    /// `[serve.datadog] secret`: what Datadog webhooks send in `X-Sitrep-Secret`; without one
+    /// `/webhook/datadog` answers 404.
+    pub datadog_secret: Option<SecretString>,
     pub sessions_dir: PathBuf,
     pub starter: Starter,
     /// Alert sources polled for `GET /api/alerts`, if any are configured.
@@ -142,6 +147,7 @@ struct Shared {
     /// The address connections arrive at, to find a loopback caller's socket.
     local: SocketAddr,
     pagerduty_secret: Option<SecretString>,
+    datadog_secret: Option<SecretString>,
     sessions_dir: PathBuf,
     sources: Option<Sources>,
     slack: Option<crate::notify::Slack>,
@@ -285,6 +291,7 @@ pub async fn serve_with(
         tokens: setup.tokens,
         local,
         pagerduty_secret: setup.pagerduty_secret,
+        datadog_secret: setup.datadog_secret,
         sessions_dir: setup.sessions_dir,
         sources: setup.sources,
         slack: setup.slack,
@@ -465,6 +472,7 @@ fn router(state: AppState) -> Router {
     Router::new()
         .route("/webhook/alertmanager", post(alertmanager_webhook))
         .route("/webhook/pagerduty", post(pagerduty_webhook))
+        .route(datadog::ROUTE, post(datadog::webhook))
         .route("/api/alerts", get(list_alerts))
         .route("/api/sessions", get(list_sessions))
         .route("/api/sessions/{id}", get(get_session))

@@ -165,6 +165,7 @@ fn short_source(a: &InboxAlert) -> &'static str {
         crate::inbox::Source::Alertmanager => "am",
         crate::inbox::Source::Prometheus => "prom",
         crate::inbox::Source::PagerDuty => "pd",
+        crate::inbox::Source::Datadog => "dd",
     }
 }
 

@@ -182,6 +182,13 @@ pub fn load(
 
     let alert = match files.get("alert.json") {
         None => None,
+        // A Datadog monitor notification (a world paged from Datadog).
+        Some(text) if crate::model::monitor::is_webhook(text) => Some(
+            crate::model::monitor::parse(text).map_err(|e| CaseError::Invalid {
+                file: name("alert.json"),
+                message: e.to_string(),
+            })?,
+        ),
         Some(text) => {
             let payload =
                 serde_json::from_str::<WebhookPayload>(text).map_err(|e| CaseError::Parse {

@@ -85,6 +85,18 @@ const CASES: &[(&str, Files)] = &[
             "after-rollback.ndjson",
         ]
     ),
+    // checkout-bad-deploy paged from a Datadog monitor and read through Datadog and Kubernetes.
+    case!(
+        "checkout-datadog-monitor",
+        [
+            "case.toml",
+            "alert.json",
+            "recordings.ndjson",
+            "expect.toml",
+            "effects.toml",
+            "after-rollback.ndjson",
+        ]
+    ),
     // Recorded from a real PostgreSQL server by scripts/record-db-demo.
     case!(
         "checkout-db-lock-contention",

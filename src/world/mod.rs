@@ -8,12 +8,14 @@ pub use case::{Case, CaseError, Effect, Expect};
 
 use crate::config::{Config, ResolvedAuth};
 use crate::integrations::transport::{
-    Endpoint, LazyAuth, LiveTransport, RecordingTransport, ReplayTransport, Transport,
+    Endpoint, LazyAuth, LiveTransport, RecordingTransport, ReplayTransport, RetryPolicy,
+    SecretHeader, Transport,
 };
 use crate::integrations::{
-    AlertmanagerClient, ErrorKind, GitHubClient, IntegrationError, JiraClient, KubernetesClient,
-    LokiClient, NewIncident, NewIssue, PagerDutyClient, PostgresBackend, PostgresClient,
-    PostgresSettings, PrometheusClient, ResourceChange, ServiceNowClient, SilenceSpec,
+    AlertmanagerClient, DatadogClient, ErrorKind, GitHubClient, IntegrationError, JiraClient,
+    KubernetesClient, LokiClient, NewIncident, NewIssue, PagerDutyClient, PostgresBackend,
+    PostgresClient, PostgresSettings, PrometheusClient, ResourceChange, ServiceNowClient,
+    SilenceSpec,
 };
 use crate::model::catalog::{self, ActionKind, Handler};
 use crate::model::{Action, WebhookPayload};
@@ -62,11 +64,15 @@ pub struct World {
     applied: Mutex<Vec<usize>>,
     github_repo: Option<String>,
     kubernetes: KubernetesClient,
+    /// Clusters by name when several are configured (or recorded), the default first; empty for
+    /// one cluster configured the single way.
+    clusters: Vec<String>,
     prometheus: PrometheusClient,
     loki: LokiClient,
     alertmanager: AlertmanagerClient,
     github: GitHubClient,
     pagerduty: PagerDutyClient,
+    datadog: DatadogClient,
     mcp: crate::integrations::mcp::McpClient,
     /// MCP servers this world can reach: configured (live) or recorded (replay).
     mcp_servers: Vec<String>,
@@ -128,11 +134,13 @@ impl World {
             applied: Mutex::new(Vec::new()),
             github_repo,
             kubernetes: KubernetesClient::new(transport.clone(), namespace),
+            clusters: Vec::new(),
             prometheus: PrometheusClient::new(transport.clone()),
             loki: LokiClient::new(transport.clone()),
             alertmanager: AlertmanagerClient::new(transport.clone()),
             github: GitHubClient::new(transport.clone()),
             pagerduty: PagerDutyClient::new(transport.clone()),
+            datadog: DatadogClient::new(transport.clone()),
             mcp: crate::integrations::mcp::McpClient::new(transport.clone()),
             mcp_servers: Vec::new(),
             postgres: PostgresClient::new(transport.clone()),
@@ -170,6 +178,7 @@ impl World {
     fn from_loaded(loaded: case::LoadedCase) -> World {
         let github_repo = recorded_github_repo(&loaded.recordings);
         let mcp_servers = recorded_mcp_servers(&loaded.recordings);
+        let clusters = recorded_clusters(&loaded.recordings);
         let replay = Arc::new(ReplayTransport::from_raw(loaded.recordings));
         let namespace = loaded
             .case
@@ -178,7 +187,8 @@ impl World {
             .and_then(|a| a.primary().label("namespace").map(str::to_string))
             .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
         let transport: Arc<dyn Transport> = replay.clone();
-        let mut world = World::with_transport(transport, Mode::Replay, &namespace, github_repo);
+        let mut world = World::with_transport(transport, Mode::Replay, &namespace, github_repo)
+            .with_clusters(clusters);
         world.case = Some(loaded.case);
         world.replay = Some(replay);
         world.overlays = loaded.overlays;
@@ -220,7 +230,8 @@ impl World {
         let keyring = Arc::new(Keyring::new());
         let (transport, namespace, repo) = live_transport(config, &keyring).await?;
         let transport = with_mcp(config, transport).await;
-        let mut world = World::with_transport(transport, Mode::Live, &namespace, repo);
+        let mut world = World::with_transport(transport, Mode::Live, &namespace, repo)
+            .with_clusters(cluster_names(config));
         world.mcp_servers = mcp_names(config);
         world.keyring = keyring;
         world.with_tickets(config)
@@ -367,7 +378,8 @@ impl World {
             .map_err(io(dir.join("recordings.ndjson")))?
             .with_redactor(redactor);
         let mut world =
-            World::with_transport(Arc::new(recording), Mode::Recording, &namespace, repo);
+            World::with_transport(Arc::new(recording), Mode::Recording, &namespace, repo)
+                .with_clusters(cluster_names(config));
         world.mcp_servers = mcp_names(config);
         world.keyring = keyring;
         world.with_tickets(config)
@@ -407,11 +419,47 @@ impl World {
     pub fn kubernetes(&self) -> &KubernetesClient {
         &self.kubernetes
     }
+
+    /// The clusters by name, the default first; empty when one cluster is configured unnamed.
+    pub fn clusters(&self) -> &[String] {
+        &self.clusters
+    }
+
+    /// Asks the cluster of that name from now on by default (its requests name it).
+    pub fn with_clusters(mut self, clusters: Vec<String>) -> World {
+        if let Some(first) = clusters.first() {
+            self.kubernetes = self.kubernetes.in_cluster(Some(first));
+        }
+        self.clusters = clusters;
+        self
+    }
+
+    /// The client of the named cluster, or of the default one; an unknown name is an error that
+    /// lists the configured ones.
+    pub fn kubernetes_in(&self, cluster: Option<&str>) -> Result<KubernetesClient, String> {
+        match cluster.filter(|c| !c.is_empty()) {
+            None => Ok(self.kubernetes.clone()),
+            Some(c) if self.clusters.iter().any(|n| n == c) => {
+                Ok(self.kubernetes.in_cluster(Some(c)))
+            }
+            Some(c) if self.clusters.is_empty() => Err(format!(
+                "no cluster named {c:?}: one cluster is configured, unnamed"
+            )),
+            Some(c) => Err(format!(
+                "no cluster named {c:?}; configured: {}",
+                self.clusters.join(", ")
+            )),
+        }
+    }
     pub fn prometheus(&self) -> &PrometheusClient {
         &self.prometheus
     }
     pub fn loki(&self) -> &LokiClient {
         &self.loki
+    }
+
+    pub fn datadog(&self) -> &DatadogClient {
+        &self.datadog
     }
     pub fn alertmanager(&self) -> &AlertmanagerClient {
         &self.alertmanager
@@ -531,23 +579,25 @@ impl World {
                 .and_then(|p| p.default)
                 .and_then(|d| d.parse::<u64>().ok())
         };
-        let ns = param_str("namespace").unwrap_or(self.kubernetes.default_namespace());
+        let kube = if integration == "kubernetes" {
+            self.kubernetes_in(param_str("cluster")).map_err(invalid)?
+        } else {
+            self.kubernetes.clone()
+        };
+        let ns = param_str("namespace").unwrap_or(kube.default_namespace());
         let name =
             |k: &str| param_str(k).ok_or_else(|| invalid(format!("{} needs a `{k}`", action.kind)));
         match kind {
             ActionKind::RolloutRestart => {
-                self.kubernetes
-                    .rollout_restart(ns, name("deployment")?, self.now())
+                kube.rollout_restart(ns, name("deployment")?, self.now())
                     .await
             }
-            ActionKind::RolloutUndo => self.kubernetes.rollout_undo(ns, name("deployment")?).await,
+            ActionKind::RolloutUndo => kube.rollout_undo(ns, name("deployment")?).await,
             ActionKind::Scale => {
                 let replicas = param_u64("replicas")
                     .and_then(|r| u32::try_from(r).ok())
                     .ok_or_else(|| invalid("scale needs a `replicas` number".into()))?;
-                self.kubernetes
-                    .scale(ns, name("deployment")?, replicas)
-                    .await
+                kube.scale(ns, name("deployment")?, replicas).await
             }
             ActionKind::DeletePod => {
                 let force = matches!(param("force"), Some(Value::Bool(true)))
@@ -563,20 +613,16 @@ impl World {
                             })?,
                     ),
                 };
-                self.kubernetes
-                    .delete_pod_with_grace(ns, name("pod")?, grace)
-                    .await
+                kube.delete_pod_with_grace(ns, name("pod")?, grace).await
             }
             ActionKind::SetResources => {
                 let change = resource_change(&params).map_err(invalid)?;
-                self.kubernetes
-                    .set_resources(ns, name("deployment")?, &change)
-                    .await
+                kube.set_resources(ns, name("deployment")?, &change).await
             }
-            ActionKind::Cordon => self.kubernetes.cordon(name("node")?).await,
+            ActionKind::Cordon => kube.cordon(name("node")?).await,
             ActionKind::Drain => {
                 let node = name("node")?;
-                let report = self.kubernetes.drain(node).await?;
+                let report = kube.drain(node).await?;
                 if report.complete() {
                     Ok(report.summary())
                 } else {
@@ -879,6 +925,19 @@ fn mcp_names(config: &Config) -> Vec<String> {
     config.mcp.servers.iter().map(|s| s.name.clone()).collect()
 }
 
+/// Clusters a case recorded by name (`kubernetes@<cluster>`), in recording order.
+fn recorded_clusters(recordings: &[crate::integrations::stored::RawRecording]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in recordings {
+        if let Some(name) = r.integration.strip_prefix("kubernetes@")
+            && !out.iter().any(|c| c == name)
+        {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
 /// Servers whose tool lists a case recorded (`GET /<server>/tools`), in recording order.
 fn recorded_mcp_servers(recordings: &[crate::integrations::stored::RawRecording]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -959,6 +1018,37 @@ async fn live_transport(
         }
         t = t.with_endpoint("pagerduty", ep);
     }
+    if let Some(d) = &int.datadog {
+        let mut ep = endpoint(&d.base_url(), d.timeout_secs, None, None);
+        for (field, header, reference) in [
+            ("api_key", "DD-API-KEY", &d.api_key),
+            ("app_key", "DD-APPLICATION-KEY", &d.app_key),
+        ] {
+            let key = format!("integrations.datadog.{field}");
+            let parsed = SecretRef::parse(reference)
+                .map_err(|e| WorldError::Config(format!("{key}: {e}")))?;
+            let value = match &parsed {
+                // An environment variable is read now, as every `auth` is.
+                SecretRef::Env(var) => match std::env::var(var) {
+                    Ok(v) if !v.is_empty() => SecretHeader::Value(secrecy::SecretString::from(v)),
+                    _ => {
+                        return Err(WorldError::Config(format!(
+                            "{key}: environment variable {var} is not set"
+                        )));
+                    }
+                },
+                other => {
+                    keyring.register("datadog", other);
+                    SecretHeader::Reference(other.to_string())
+                }
+            };
+            ep.secret_headers.push((header.to_string(), value));
+        }
+        ep.headers
+            .push(("Accept".into(), "application/json".into()));
+        ep.retry = Some(RetryPolicy::default());
+        t = t.with_endpoint("datadog", ep);
+    }
     if let Some(pg) = &int.postgres {
         let password = match &pg.password {
             Some(text) => {
@@ -1010,7 +1100,53 @@ async fn live_transport(
         t = t.with_endpoint("github", ep);
         repo = Some(g.repo.clone());
     }
-    if let Some(k) = &int.kubernetes {
+    if let Some(k) = &int.kubernetes
+        && !k.named_clusters().is_empty()
+    {
+        let timeout = Duration::from_secs(k.timeout_secs.max(1));
+        for c in k.named_clusters() {
+            let integration = crate::integrations::kubernetes::integration_of(Some(&c.name));
+            match (&c.server, &c.context) {
+                (Some(url), _) => {
+                    let mut ep = endpoint(url, k.timeout_secs, None, None);
+                    if let Some(token) = &c.token {
+                        let key = format!("integrations.kubernetes.clusters.{}.token", c.name);
+                        let reference = SecretRef::parse(token)
+                            .map_err(|e| WorldError::Config(format!("{key}: {e}")))?;
+                        match &reference {
+                            SecretRef::Env(var) => match std::env::var(var) {
+                                Ok(v) if !v.is_empty() => {
+                                    ep.auth =
+                                        Some(ResolvedAuth::Bearer(secrecy::SecretString::from(v)));
+                                }
+                                _ => {
+                                    return Err(WorldError::Config(format!(
+                                        "{key}: environment variable {var} is not set"
+                                    )));
+                                }
+                            },
+                            other => {
+                                keyring.register("kubernetes", other);
+                                ep.lazy_auth = Some(LazyAuth::Bearer {
+                                    reference: other.to_string(),
+                                });
+                            }
+                        }
+                    }
+                    t = t.with_endpoint(&integration, ep);
+                }
+                (None, context) => {
+                    let mut one = k.clone();
+                    one.context = context.clone();
+                    let client = kube_client(&one).await?;
+                    t = t.with_kube_for(&integration, client, timeout);
+                }
+            }
+        }
+        if let Some(ns) = &k.namespace {
+            namespace = ns.clone();
+        }
+    } else if let Some(k) = &int.kubernetes {
         let (auth, lazy) = endpoint_auth(config, "kubernetes", k.auth.as_ref(), keyring)?;
         let timeout = Duration::from_secs(k.timeout_secs.max(1));
         if let Some(url) = &k.url {
@@ -1025,6 +1161,16 @@ async fn live_transport(
         }
     }
     Ok((t, namespace, repo))
+}
+
+/// The configured clusters' names, the default first; empty for one unnamed cluster.
+fn cluster_names(config: &Config) -> Vec<String> {
+    config
+        .integrations
+        .kubernetes
+        .as_ref()
+        .map(|k| k.named_clusters().into_iter().map(|c| c.name).collect())
+        .unwrap_or_default()
 }
 
 /// A kube client from the kubeconfig (file and context as configured) or, with neither given and no

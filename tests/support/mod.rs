@@ -450,6 +450,18 @@ impl Cluster {
                 );
             }
         }
+        // What `doctor` asks first: the server's version, then what this account may do (all).
+        if uri.path() == "/version" {
+            return json_response(
+                StatusCode::OK,
+                &json!({"major": "1", "minor": "30", "gitVersion": "v1.30.2"}),
+            );
+        }
+        if uri.path() == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews" {
+            let mut review: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+            review["status"] = json!({"allowed": true});
+            return json_response(StatusCode::CREATED, &review);
+        }
         let ctype = headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())

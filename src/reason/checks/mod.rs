@@ -11,6 +11,7 @@ pub(crate) mod database;
 pub(crate) mod dependencies;
 pub(crate) mod logs;
 pub(crate) mod metrics;
+pub(crate) mod monitor;
 pub(crate) mod network;
 pub(crate) mod nodes;
 pub(crate) mod pods;

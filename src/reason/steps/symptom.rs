@@ -252,7 +252,10 @@ pub(crate) fn measure(ctx: &Ctx) -> Symptom {
         s.evidence = ctx.ev(&["alerts"]);
         return s;
     }
-    if crate::reason::cloud::measure_symptom(ctx, &mut s) || measure_expression(ctx, &mut s) {
+    if crate::reason::cloud::measure_symptom(ctx, &mut s)
+        || crate::reason::checks::monitor::measure_symptom(ctx, &mut s)
+        || measure_expression(ctx, &mut s)
+    {
         return s;
     }
     // With no alert and no problem there is no claim but the subject's own health.
