@@ -206,6 +206,11 @@ mod tests {
                 deployment("checkout", 1),
                 deployment("payments", 2),
                 deployment("catalog", 3),
+                // Every replica ready, but a rollout stuck behind them.
+                DeploymentFacts {
+                    updated_replicas: 1,
+                    ..deployment("search", 3)
+                },
             ],
             workloads: vec![WorkloadFacts {
                 kind: "StatefulSet".into(),
@@ -225,7 +230,7 @@ mod tests {
             pod_plan(&scope("checkout"), &obs),
             Some(PodPlan {
                 subject: "app=checkout".into(),
-                neighbours: vec!["app=payments".into()],
+                neighbours: vec!["app=payments".into(), "app=search".into()],
             })
         );
         assert_eq!(
