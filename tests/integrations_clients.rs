@@ -132,7 +132,7 @@ async fn kubernetes_reads_parse_into_facts() {
     assert!(seen.iter().any(|s| s.contains("previous=true")));
 
     let events = k
-        .events("payments", Some("payments-api-7f9dd8b6c4-x7gr9"))
+        .events("payments", Some("payments-api-7f9dd8b6c4-x7gr9"), None)
         .await
         .expect("events");
     assert_eq!(events.len(), 2);
@@ -148,7 +148,10 @@ async fn kubernetes_reads_parse_into_facts() {
     assert_eq!(backoff.event_type, "Warning");
     assert_eq!(backoff.count, 8);
     assert_eq!(backoff.last_seen, Some(t("2026-04-18T10:45:30Z")));
-    assert_eq!(k.events(None, None).await.expect("all events").len(), 3);
+    assert_eq!(
+        k.events(None, None, None).await.expect("all events").len(),
+        3
+    );
 
     let deployments = k.deployments("payments").await.expect("deployments");
     let d = &deployments[0];

@@ -100,7 +100,7 @@ async fn no_canary_survives_any_client_or_the_recording() {
                 .await
                 .expect("logs")
         ),
-        json!(k.events("payments", None).await.expect("events")),
+        json!(k.events("payments", None, None).await.expect("events")),
         json!(k.deployments("payments").await.expect("deployments")),
         json!(k.nodes().await.expect("nodes")),
         json!(

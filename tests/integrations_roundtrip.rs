@@ -28,7 +28,7 @@ async fn investigate(
         "pod": k.get_pod("payments", pod).await.expect("pod"),
         "logs": k.pod_logs("payments", pod, Some("api"), false, Some(50)).await.expect("logs"),
         "previous": k.pod_logs("payments", pod, Some("api"), true, Some(50)).await.expect("previous logs"),
-        "events": k.events("payments", Some(pod)).await.expect("events"),
+        "events": k.events("payments", Some(pod), None).await.expect("events"),
         "deployments": k.deployments("payments").await.expect("deployments"),
         "replica_sets": k.replica_sets("payments").await.expect("replica sets"),
         "nodes": k.nodes().await.expect("nodes"),

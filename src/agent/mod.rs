@@ -16,6 +16,7 @@ mod pipeline;
 mod recommend;
 mod report;
 mod runbook_steps;
+pub mod selection;
 pub mod specialists;
 pub mod tools;
 mod verify;

@@ -4,6 +4,7 @@
 
 use super::evidence::{self, Chart};
 use super::journal::Journal;
+use super::selection;
 use super::tools::{Params, ToolOutput, Tools, params, s};
 use crate::model::{
     Alert, Change, ChangeKind, DeploymentFacts, Event, EvidenceId, LogLine, Marker, PodFacts,
@@ -609,7 +610,19 @@ pub fn absorb(
         ToolOutput::Pods(v) => {
             merge_by(&mut obs.pods, v, |p| (p.namespace.clone(), p.name.clone()))
         }
-        ToolOutput::Events(v) => obs.events.extend(v.iter().cloned()),
+        // The same event read twice (the namespace's Warnings, then its object's own) is one.
+        ToolOutput::Events(v) => merge_by(&mut obs.events, v, |e| {
+            (
+                e.namespace.clone(),
+                e.object.clone(),
+                e.reason.clone(),
+                e.message.clone(),
+                e.event_type.clone(),
+                e.first_seen,
+                e.last_seen,
+                e.count,
+            )
+        }),
         ToolOutput::Deployments(v) if tool.ends_with("replica_sets") => {
             merge_by(&mut obs.replica_sets, v, |d| {
                 (d.namespace.clone(), d.name.clone())
@@ -940,16 +953,18 @@ fn troubled(p: &PodFacts) -> bool {
 
 /// The workload controllers besides Deployments (StatefulSets, DaemonSets, Jobs, CronJobs) in the
 /// namespace pods are read from (all namespaces when none is known), in parallel. Each read that
-/// fails (a cluster without the API, a case without a recording) is one failed step, no more.
-async fn workloads(c: &Caller, ns: Option<&str>, obs: &Mutex<Observations>) {
+/// fails (a cluster without the API, a case without a recording) is one failed step, no more;
+/// true when every one answered.
+async fn workloads(c: &Caller, ns: Option<&str>, obs: &Mutex<Observations>) -> bool {
     let none = Chart::default();
     let scoped = || params([("namespace", ns.and_then(s))]);
-    futures::join!(
+    let (a, b, c2, d) = futures::join!(
         c.call("kubernetes.statefulsets", scoped(), &none, obs),
         c.call("kubernetes.daemonsets", scoped(), &none, obs),
         c.call("kubernetes.jobs", scoped(), &none, obs),
         c.call("kubernetes.cronjobs", scoped(), &none, obs),
     );
+    a.is_some() && b.is_some() && c2.is_some() && d.is_some()
 }
 
 async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
@@ -962,39 +977,45 @@ async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
     }
     let ns = scope.namespace.clone();
     let none = Chart::default();
-    let (pods, _, _, _, _) = futures::join!(
-        c.call(
-            "kubernetes.pods",
-            params([("namespace", ns.clone().and_then(s))]),
-            &none,
-            obs
-        ),
-        c.call(
-            "kubernetes.events",
-            params([("namespace", ns.clone().and_then(s))]),
-            &none,
-            obs
-        ),
-        // Every namespace's when none is known: the problem's words may name one of them.
-        c.call(
-            "kubernetes.deployments",
-            params([("namespace", ns.clone().and_then(s))]),
-            &none,
-            obs,
-        ),
-        c.call("kubernetes.nodes", Params::new(), &none, obs),
-        workloads(c, ns.as_deref(), obs),
-    );
-    // A namespace read from a problem's words must be one the cluster has: none of its pods
-    // listed there, every namespace's are read instead.
-    let listed_none =
-        matches!(&pods, Some((ToolOutput::Pods(p), _)) if p.is_empty()) || pods.is_none();
-    let pods = if listed_none && scope.alert.is_none() && ns.is_some() {
-        c.call("kubernetes.pods", Params::new(), &none, obs).await
+    let in_ns = || params([("namespace", ns.clone().and_then(s))]);
+    // An alert naming a workload in a namespace: its controllers are read first, so that its
+    // pods and their events can be asked for by selector (see [`super::selection`]).
+    let pods = if scope.alert.is_some() && ns.is_some() && scope.workload.is_some() {
+        let (deployments, _, all_workloads) = futures::join!(
+            c.call("kubernetes.deployments", in_ns(), &none, obs),
+            c.call("kubernetes.nodes", Params::new(), &none, obs),
+            workloads(c, ns.as_deref(), obs),
+        );
+        // Which neighbours are in trouble is read off every controller list: one missing, and
+        // the namespace is read whole.
+        let plan = (deployments.is_some() && all_workloads)
+            .then(|| selection::pod_plan(scope, &obs.lock().unwrap_or_else(|e| e.into_inner())))
+            .flatten();
+        match plan {
+            Some(plan) => selected(c, scope, &plan, obs).await,
+            None => whole_namespace(c, scope, obs).await,
+        }
     } else {
-        pods
+        let (pods, _, _, _, _) = futures::join!(
+            c.call("kubernetes.pods", in_ns(), &none, obs),
+            c.call("kubernetes.events", in_ns(), &none, obs),
+            // Every namespace's when none is known: the problem's words may name one of them.
+            c.call("kubernetes.deployments", in_ns(), &none, obs),
+            c.call("kubernetes.nodes", Params::new(), &none, obs),
+            workloads(c, ns.as_deref(), obs),
+        );
+        // A namespace read from a problem's words must be one the cluster has: none of its pods
+        // listed there, every namespace's are read instead.
+        let listed_none =
+            matches!(&pods, Some((ToolOutput::Pods(p), _)) if p.is_empty()) || pods.is_none();
+        let pods = if listed_none && scope.alert.is_none() && ns.is_some() {
+            c.call("kubernetes.pods", Params::new(), &none, obs).await
+        } else {
+            pods
+        };
+        pods_of(pods)
     };
-    let Some((ToolOutput::Pods(pods), _)) = pods else {
+    let Some(pods) = pods else {
         return;
     };
     // Logs of the subject's pods, as the diagnosis resolves the subject from what was listed:
@@ -1078,6 +1099,113 @@ async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
         }
     });
     futures::join!(futures::future::join_all(calls), services);
+}
+
+fn pods_of(out: Option<(ToolOutput, EvidenceId)>) -> Option<Vec<PodFacts>> {
+    match out {
+        Some((ToolOutput::Pods(p), _)) => Some(p),
+        _ => None,
+    }
+}
+
+/// Every pod and event of the scope's namespace, as the lane reads them when no selector can
+/// narrow them.
+async fn whole_namespace(
+    c: &Caller,
+    scope: &Scope,
+    obs: &Mutex<Observations>,
+) -> Option<Vec<PodFacts>> {
+    let none = Chart::default();
+    let in_ns = || params([("namespace", scope.namespace.clone().and_then(s))]);
+    let (pods, _) = futures::join!(
+        c.call("kubernetes.pods", in_ns(), &none, obs),
+        c.call("kubernetes.events", in_ns(), &none, obs),
+    );
+    pods_of(pods)
+}
+
+/// The subject's pods by its controller's label selector (and those of its neighbours short of
+/// ready), then the events of the subject's objects by field selector beside the namespace's
+/// Warning events. The alert's own pod must be among them, else the namespace is read whole.
+async fn selected(
+    c: &Caller,
+    scope: &Scope,
+    plan: &selection::PodPlan,
+    obs: &Mutex<Observations>,
+) -> Option<Vec<PodFacts>> {
+    let (Some(ns), Some(workload)) = (scope.namespace.as_deref(), scope.workload.as_deref()) else {
+        return whole_namespace(c, scope, obs).await;
+    };
+    let none = Chart::default();
+    let by = |selector: &str| params([("namespace", s(ns)), ("label_selector", s(selector))]);
+    let (subject, neighbours) = futures::join!(
+        c.call("kubernetes.pods", by(&plan.subject), &none, obs),
+        futures::future::join_all(plan.neighbours.iter().map(|sel| c.call(
+            "kubernetes.pods",
+            by(sel),
+            &none,
+            obs
+        ))),
+    );
+    let Some(subject) = pods_of(subject) else {
+        return whole_namespace(c, scope, obs).await;
+    };
+    let nodes = {
+        let o = obs.lock().unwrap_or_else(|e| e.into_inner());
+        selection::troubled_nodes(scope, &subject, &o.nodes)
+    };
+    let on_nodes = futures::future::join_all(nodes.iter().map(|node| {
+        c.call(
+            "kubernetes.pods",
+            params([("namespace", s(ns)), ("node", s(node))]),
+            &none,
+            obs,
+        )
+    }))
+    .await;
+    let mut pods = subject.clone();
+    let mut listed: std::collections::HashSet<String> =
+        subject.iter().map(|p| p.name.clone()).collect();
+    for more in neighbours.into_iter().chain(on_nodes).filter_map(pods_of) {
+        pods.extend(more.into_iter().filter(|p| listed.insert(p.name.clone())));
+    }
+    if scope
+        .pod
+        .as_ref()
+        .is_some_and(|named| !pods.iter().any(|p| &p.name == named))
+    {
+        return whole_namespace(c, scope, obs).await;
+    }
+    let mine: Vec<&PodFacts> = subject.iter().collect();
+    match selection::event_objects(workload, &mine) {
+        Some(names) => {
+            let about = |name: &str| params([("namespace", s(ns)), ("involved", s(name))]);
+            futures::join!(
+                c.call(
+                    "kubernetes.events",
+                    params([("namespace", s(ns)), ("type", s("Warning"))]),
+                    &none,
+                    obs
+                ),
+                futures::future::join_all(names.iter().map(|n| c.call(
+                    "kubernetes.events",
+                    about(n),
+                    &none,
+                    obs
+                ))),
+            );
+        }
+        None => {
+            c.call(
+                "kubernetes.events",
+                params([("namespace", s(ns))]),
+                &none,
+                obs,
+            )
+            .await;
+        }
+    }
+    Some(pods)
 }
 
 async fn metrics(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {

@@ -66,13 +66,13 @@ impl WorldTools {
             }
             ReadTool::Pods => ToolOutput::Pods(
                 kube()?
-                    .list_pods(ns, p_str(params, "label_selector"))
+                    .list_pods_on(ns, p_str(params, "label_selector"), p_str(params, "node"))
                     .await
                     .map_err(e)?,
             ),
             ReadTool::Events => ToolOutput::Events(
                 kube()?
-                    .events(ns, p_str(params, "involved"))
+                    .events(ns, p_str(params, "involved"), p_str(params, "type"))
                     .await
                     .map_err(e)?,
             ),

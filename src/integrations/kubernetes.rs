@@ -159,26 +159,88 @@ fn one<T: DeserializeOwned>(v: Value, kind: &str) -> Result<T, String> {
     serde_json::from_value(v).map_err(|e| format!("not a {kind}: {e}"))
 }
 
-/// Client-side check of a label selector (`a=b,c!=d,e,!f`), so replayed lists honour it too.
-/// Set-based terms (`in`, `notin`) are passed to the server only and accepted here.
-pub fn selector_matches(selector: &str, labels: &BTreeMap<String, String>) -> bool {
-    selector
-        .split(',')
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .all(|term| {
-            if term.contains(" in ") || term.contains(" notin ") || term.contains('(') {
-                true
-            } else if let Some((k, v)) = term.split_once("!=") {
-                labels.get(k.trim()).map(String::as_str) != Some(v.trim())
-            } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
-                labels.get(k.trim()).map(String::as_str) == Some(v.trim())
-            } else if let Some(k) = term.strip_prefix('!') {
-                !labels.contains_key(k.trim())
-            } else {
-                labels.contains_key(term)
+/// A workload's selector (its `matchLabels` and its `matchExpressions` as [`selector_parts`]
+/// writes them) in the API's `labelSelector` syntax: `a=b,k in (x,y),k notin (z),k,!k`. None
+/// for an empty selector, which selects nothing on a controller and must not become "every pod",
+/// and for an operator the API does not define.
+pub fn label_selector(
+    match_labels: &BTreeMap<String, String>,
+    expressions: &[String],
+) -> Option<String> {
+    if match_labels.is_empty() && expressions.is_empty() {
+        return None;
+    }
+    let mut terms: Vec<String> = match_labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    for e in expressions {
+        let mut parts = e.splitn(3, ' ');
+        let (key, op, values) = (
+            parts.next().unwrap_or_default(),
+            parts.next().unwrap_or_default(),
+            parts.next().unwrap_or_default().trim(),
+        );
+        terms.push(match op {
+            "In" => format!("{key} in {values}"),
+            "NotIn" => format!("{key} notin {values}"),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            _ => return None,
+        });
+    }
+    Some(terms.join(","))
+}
+
+/// The terms of a `labelSelector`, split at the commas outside a set's parentheses.
+fn selector_terms(selector: &str) -> Vec<&str> {
+    let mut terms = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in selector.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                terms.push(selector[start..i].trim());
+                start = i + 1;
             }
-        })
+            _ => {}
+        }
+    }
+    terms.push(selector[start..].trim());
+    terms.into_iter().filter(|t| !t.is_empty()).collect()
+}
+
+/// Client-side check of a label selector (`a=b,c!=d,e,!f,g in (x,y),h notin (z)`) with the API
+/// server's meaning, so a replayed list recorded without the selector is filtered to what the
+/// server would have answered.
+pub fn selector_matches(selector: &str, labels: &BTreeMap<String, String>) -> bool {
+    selector_terms(selector).into_iter().all(|term| {
+        let set = |op: &str| {
+            let (k, rest) = term.split_once(op)?;
+            let values: Vec<&str> = rest
+                .trim()
+                .strip_prefix('(')?
+                .strip_suffix(')')?
+                .split(',')
+                .map(str::trim)
+                .collect();
+            Some((k.trim(), values))
+        };
+        if let Some((k, values)) = set(" notin ") {
+            labels.get(k).is_none_or(|v| !values.contains(&v.as_str()))
+        } else if let Some((k, values)) = set(" in ") {
+            labels.get(k).is_some_and(|v| values.contains(&v.as_str()))
+        } else if let Some((k, v)) = term.split_once("!=") {
+            labels.get(k.trim()).map(String::as_str) != Some(v.trim())
+        } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+            labels.get(k.trim()).map(String::as_str) == Some(v.trim())
+        } else if let Some(k) = term.strip_prefix('!') {
+            !labels.contains_key(k.trim())
+        } else {
+            labels.contains_key(term)
+        }
+    })
 }
 
 fn container_facts(spec: &Container, pod: &Pod) -> ContainerFacts {
@@ -1086,14 +1148,33 @@ impl KubernetesClient {
         ns: impl Into<Option<&'a str>>,
         label_selector: Option<&str>,
     ) -> Result<Vec<PodFacts>, IntegrationError> {
+        self.list_pods_on(ns, label_selector, None).await
+    }
+
+    /// Pods in `ns` (all namespaces when `None`), optionally by label selector and only those
+    /// scheduled on `node` (`fieldSelector=spec.nodeName=NODE`). Both are checked again here,
+    /// so a recording made without them answers what the server would have.
+    pub async fn list_pods_on<'a>(
+        &self,
+        ns: impl Into<Option<&'a str>>,
+        label_selector: Option<&str>,
+        node: Option<&str>,
+    ) -> Result<Vec<PodFacts>, IntegrationError> {
         let ns = ns.into();
+        let label_selector = label_selector.filter(|s| !s.is_empty());
+        let node = node.filter(|n| !n.is_empty());
         let req = Request::get(&self.integration, Self::scoped(ns, "/api/v1", "pods"))
-            .query_opt("labelSelector", label_selector.filter(|s| !s.is_empty()));
+            .query_opt("labelSelector", label_selector)
+            .query_opt("fieldSelector", node.map(|n| format!("spec.nodeName={n}")));
         Self::check_ns(&req, ns)?;
+        if let Some(n) = node {
+            check_name(&req, "node", n)?;
+        }
         let (_, pods) = self
             .list_paged(req, "Pod", |pod: Pod| {
                 let p = pod_facts(&pod);
                 (label_selector.is_none_or(|s| selector_matches(s, &p.labels))
+                    && node.is_none_or(|n| p.node.as_deref() == Some(n))
                     && ns.is_none_or(|ns| p.namespace.is_empty() || p.namespace == ns))
                 .then_some(p)
             })
@@ -1154,24 +1235,47 @@ impl KubernetesClient {
         Ok(lines)
     }
 
-    /// Events in `ns` (all when `None`), optionally only those about the object named `involved`.
+    /// Events in `ns` (all when `None`), optionally only those about the object named `involved`
+    /// and only those of one `event_type` (`Warning`, `Normal`), asked of the server as a field
+    /// selector and checked again here, so a recording made without the selector answers the same.
     pub async fn events<'a>(
         &self,
         ns: impl Into<Option<&'a str>>,
         involved: Option<&str>,
+        event_type: Option<&str>,
     ) -> Result<Vec<K8sEventFacts>, IntegrationError> {
         let ns = ns.into();
+        let involved = involved.filter(|n| !n.is_empty());
+        let event_type = event_type.filter(|t| !t.is_empty());
+        let fields: Vec<String> = involved
+            .map(|n| format!("involvedObject.name={n}"))
+            .into_iter()
+            .chain(event_type.map(|t| format!("type={t}")))
+            .collect();
         let req = Request::get(&self.integration, Self::scoped(ns, "/api/v1", "events")).query_opt(
             "fieldSelector",
-            involved.map(|n| format!("involvedObject.name={n}")),
+            (!fields.is_empty()).then(|| fields.join(",")),
         );
         Self::check_ns(&req, ns)?;
+        if let Some(n) = involved {
+            check_name(&req, "involved object", n)?;
+        }
+        if let Some(t) = event_type
+            && !t.bytes().all(|b| b.is_ascii_alphabetic())
+        {
+            return Err(req.error(ErrorKind::Invalid(format!(
+                "event type {t:?} is not a word (Warning, Normal)"
+            ))));
+        }
         let (_, mut out) = self
             .list_paged(req, "Event", |e: Event| {
                 if involved.is_some_and(|n| e.involved_object.name.as_deref() != Some(n)) {
                     return None;
                 }
                 let e = event_facts(&e);
+                if event_type.is_some_and(|t| !e.event_type.eq_ignore_ascii_case(t)) {
+                    return None;
+                }
                 ns.is_none_or(|ns| e.namespace.is_empty() || e.namespace == ns)
                     .then_some(e)
             })
@@ -1710,7 +1814,38 @@ mod tests {
         assert!(!selector_matches("app=db", &l));
         assert!(!selector_matches("app!=api", &l));
         assert!(selector_matches("!missing", &l));
-        assert!(selector_matches("env in (prod)", &l));
+        assert!(!selector_matches("env in (prod)", &l));
+        assert!(selector_matches("env notin (prod)", &l));
+        assert!(selector_matches("app=api,tier in (web, batch)", &l));
+        assert!(!selector_matches("tier in (batch,db),app=api", &l));
+        assert!(!selector_matches("tier notin (web)", &l));
+    }
+
+    #[test]
+    fn workload_selectors_are_written_as_the_api_reads_them() {
+        let labels = BTreeMap::from([("app".to_string(), "api".to_string())]);
+        let exprs = vec![
+            "tier In (web,batch)".to_string(),
+            "env NotIn (dev)".to_string(),
+            "canary DoesNotExist".to_string(),
+            "track Exists".to_string(),
+        ];
+        let sel = label_selector(&labels, &exprs).expect("a selector");
+        assert_eq!(
+            sel,
+            "app=api,tier in (web,batch),env notin (dev),!canary,track"
+        );
+        let pod = BTreeMap::from([
+            ("app".to_string(), "api".to_string()),
+            ("tier".to_string(), "web".to_string()),
+            ("track".to_string(), "stable".to_string()),
+        ]);
+        assert!(selector_matches(&sel, &pod));
+        let mut canary = pod.clone();
+        canary.insert("canary".into(), "yes".into());
+        assert!(!selector_matches(&sel, &canary));
+        assert_eq!(label_selector(&BTreeMap::new(), &[]), None);
+        assert_eq!(label_selector(&labels, &["x Gt (1)".to_string()]), None);
     }
 
     #[test]

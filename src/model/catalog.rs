@@ -532,16 +532,21 @@ pub static ENTRIES: &[Entry] = &[
         &[
             NS_READ,
             p("label_selector", Str, "label selector, e.g. app=web"),
+            p("node", Str, "only pods scheduled on this node"),
         ],
-        "kubectl -n NS get pods [-l SELECTOR]",
+        "kubectl -n NS get pods [-l SELECTOR] [--field-selector spec.nodeName=NODE]",
     ),
     read(
         "kubernetes.events",
         "kubernetes",
         ReadTool::Events,
-        "list events, optionally for one object",
-        &[NS_READ, p("involved", Str, "name of the involved object")],
-        "kubectl -n NS get events [--field-selector involvedObject.name=NAME]",
+        "list events, optionally for one object or of one type",
+        &[
+            NS_READ,
+            p("involved", Str, "name of the involved object"),
+            p("type", Str, "only events of this type: Warning or Normal"),
+        ],
+        "kubectl -n NS get events [--field-selector involvedObject.name=NAME,type=TYPE]",
     ),
     read(
         "kubernetes.deployments",

@@ -1,9 +1,16 @@
 //! Bigger worlds from small cases: a case directory's Kubernetes lists grown with healthy filler
 //! (pods of other Deployments, normal events, nodes), the failure in it left as it was. The
 //! scale benchmark and the tests that need a cluster of real size build their worlds with it.
+//!
+//! A server answers selected lists too: for the case's own objects the grown namespace is also
+//! recorded as answers to the selected requests a client makes about them (pods by each of the
+//! case's controllers' `labelSelector` and by each of its nodes, events by each of its objects'
+//! names and by `type=Warning`). Any other selected request falls back to the whole list, which
+//! the client filters itself.
 
+use crate::integrations::kubernetes::{label_selector, selector_matches};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How much filler to add.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,7 +138,10 @@ fn inflate_recordings(file: &str, text: &str, filler: Filler) -> Result<String, 
         .unwrap_or("default")
         .to_string();
     let world = FillerWorld::new(&namespace, filler, &recs);
+    let own = OwnObjects::new(&namespace, &recs);
     let mut out = String::with_capacity(text.len());
+    // The grown namespaced pod and event lists, the selected answers' source.
+    let (mut grown_pods, mut grown_events): (Option<Value>, Option<Value>) = (None, None);
     for mut rec in recs {
         let kind = match (
             rec.get("integration").and_then(Value::as_str),
@@ -164,11 +174,188 @@ fn inflate_recordings(file: &str, text: &str, filler: Filler) -> Result<String, 
             for page in &paged {
                 push_line(&mut out, page)?;
             }
+            if ns.as_deref() == Some(namespace.as_str()) {
+                match kind {
+                    ListKind::Pods => grown_pods = Some(rec),
+                    ListKind::Events => grown_events = Some(rec),
+                    _ => {}
+                }
+            }
         } else {
             push_line(&mut out, &rec)?;
         }
     }
+    for rec in own.selected(grown_pods.as_ref(), grown_events.as_ref(), filler.page) {
+        push_line(&mut out, &rec)?;
+    }
     Ok(out)
+}
+
+/// What the case itself holds in the filler's namespace, before any filler: its controllers'
+/// selectors, its nodes, and the names of its objects.
+struct OwnObjects {
+    selectors: BTreeSet<String>,
+    nodes: BTreeSet<String>,
+    names: BTreeSet<String>,
+}
+
+impl OwnObjects {
+    fn new(namespace: &str, recs: &[Value]) -> OwnObjects {
+        let mut own = OwnObjects {
+            selectors: BTreeSet::new(),
+            nodes: BTreeSet::new(),
+            names: BTreeSet::new(),
+        };
+        let lists = recs.iter().filter(|r| {
+            r.get("integration").and_then(Value::as_str) == Some("kubernetes")
+                && r.get("query")
+                    .and_then(Value::as_object)
+                    .is_none_or(|q| q.is_empty())
+        });
+        for rec in lists {
+            let path = rec.get("path").and_then(Value::as_str).unwrap_or_default();
+            if path_namespace(path) != Some(namespace) && path != "/api/v1/nodes" {
+                continue;
+            }
+            let resource = path.rsplit('/').next().unwrap_or_default();
+            let items = rec.pointer("/body/items").and_then(Value::as_array);
+            for item in items.into_iter().flatten() {
+                let name = item.pointer("/metadata/name").and_then(Value::as_str);
+                match resource {
+                    "nodes" => own.nodes.extend(name.map(str::to_string)),
+                    "events" => own.names.extend(
+                        item.pointer("/involvedObject/name")
+                            .and_then(Value::as_str)
+                            .map(str::to_string),
+                    ),
+                    "deployments" | "statefulsets" | "daemonsets" | "jobs" => {
+                        own.names.extend(name.map(str::to_string));
+                        own.selectors.extend(selector_of(item));
+                    }
+                    _ => own.names.extend(name.map(str::to_string)),
+                }
+            }
+        }
+        own
+    }
+
+    /// The selected answers, each asked as a paging client asks (with `limit`), so it is more
+    /// specific than the whole list's first page.
+    fn selected(
+        &self,
+        pods: Option<&Value>,
+        events: Option<&Value>,
+        page: Option<usize>,
+    ) -> Vec<Value> {
+        let mut out = Vec::new();
+        let mut answer = |list: &Value, query: (&str, String), keep: &dyn Fn(&Value) -> bool| {
+            let mut rec = list.clone();
+            let items: Vec<Value> = list
+                .pointer("/body/items")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|i| keep(i))
+                .cloned()
+                .collect();
+            rec["body"]["items"] = Value::Array(items);
+            let mut q = serde_json::Map::new();
+            q.insert(query.0.into(), json!(query.1));
+            if let Some(limit) = page.filter(|l| *l > 0) {
+                q.insert("limit".into(), json!(limit.to_string()));
+            }
+            rec["query"] = Value::Object(q);
+            let paged = page
+                .filter(|l| *l > 0)
+                .map(|l| pages(&rec, l))
+                .unwrap_or_default();
+            if paged.is_empty() {
+                out.push(rec);
+            } else {
+                out.extend(paged);
+            }
+        };
+        let labels = |i: &Value| -> BTreeMap<String, String> {
+            i.pointer("/metadata/labels")
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        if let Some(pods) = pods {
+            for sel in &self.selectors {
+                answer(pods, ("labelSelector", sel.clone()), &|i| {
+                    selector_matches(sel, &labels(i))
+                });
+            }
+            for node in &self.nodes {
+                answer(
+                    pods,
+                    ("fieldSelector", format!("spec.nodeName={node}")),
+                    &|i| i.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node.as_str()),
+                );
+            }
+        }
+        if let Some(events) = events {
+            for name in &self.names {
+                answer(
+                    events,
+                    ("fieldSelector", format!("involvedObject.name={name}")),
+                    &|i| {
+                        i.pointer("/involvedObject/name").and_then(Value::as_str)
+                            == Some(name.as_str())
+                    },
+                );
+            }
+            answer(events, ("fieldSelector", "type=Warning".into()), &|i| {
+                i.get("type").and_then(Value::as_str) == Some("Warning")
+            });
+        }
+        out
+    }
+}
+
+/// A controller's `spec.selector` as a `labelSelector`.
+fn selector_of(item: &Value) -> Option<String> {
+    let sel = item.pointer("/spec/selector")?;
+    let match_labels: BTreeMap<String, String> = sel
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let expressions: Vec<String> = sel
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+            let op = e
+                .get("operator")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            if values.is_empty() {
+                format!("{key} {op}")
+            } else {
+                format!("{key} {op} ({})", values.join(","))
+            }
+        })
+        .collect();
+    label_selector(&match_labels, &expressions)
 }
 
 fn push_line(out: &mut String, v: &Value) -> Result<(), String> {
@@ -193,7 +380,12 @@ fn pages(rec: &Value, limit: usize) -> Vec<Value> {
     for (k, chunk) in chunks.iter().enumerate() {
         seen += chunk.len();
         let mut page = rec.clone();
-        let mut query = serde_json::Map::new();
+        // A selected list's pages keep its selector.
+        let mut query = rec
+            .get("query")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
         query.insert("limit".into(), json!(limit.to_string()));
         if k > 0 {
             query.insert("continue".into(), json!(token(k)));
@@ -537,7 +729,12 @@ mod tests {
         };
         let out = inflate(&case(), filler).expect("inflates");
         let recs = lines(&out);
-        assert_eq!(recs.len(), 5);
+        // The case's five, then pods as asked for by the case's node.
+        assert_eq!(recs.len(), 6);
+        assert_eq!(
+            recs[5]["query"],
+            json!({"fieldSelector": "spec.nodeName=n1"})
+        );
         assert_eq!(count(&recs[0]), 101);
         assert_eq!(count(&recs[1]), 101);
         assert_eq!(count(&recs[2]), 0, "another namespace gets none");
@@ -560,6 +757,64 @@ mod tests {
     }
 
     #[test]
+    fn the_cases_own_objects_are_answered_by_selector_as_a_server_would() {
+        let rec = |path: &str, items: Value| {
+            json!({"integration": "kubernetes", "method": "GET", "path": path, "query": {},
+                   "status": 200, "body": {"kind": "List", "metadata": {}, "items": items}})
+            .to_string()
+        };
+        let lines_in = [
+            rec(
+                "/api/v1/namespaces/shop/pods",
+                json!([{"metadata": {"name": "web-1", "labels": {"app": "web", "track": "stable"}}},
+                       {"metadata": {"name": "web-c", "labels": {"app": "web", "track": "canary"}}}]),
+            ),
+            rec(
+                "/apis/apps/v1/namespaces/shop/deployments",
+                json!([{"metadata": {"name": "web"},
+                        "spec": {"selector": {"matchLabels": {"app": "web"},
+                                 "matchExpressions": [{"key": "track", "operator": "NotIn", "values": ["canary"]}]}}}]),
+            ),
+            rec(
+                "/api/v1/namespaces/shop/events",
+                json!([{"involvedObject": {"name": "web-1"}, "type": "Warning", "reason": "BackOff"}]),
+            ),
+        ];
+        let files = BTreeMap::from([("recordings.ndjson".to_string(), lines_in.join("\n"))]);
+        let recs = lines(&inflate(&files, Filler::standard(1000)).expect("inflates"));
+        let find = |k: &str, v: &str| {
+            recs.iter()
+                .find(|r| r["query"][k] == v)
+                .unwrap_or_else(|| panic!("no answer for {k}={v}"))
+        };
+        let web = find("labelSelector", "app=web,track notin (canary)");
+        assert_eq!(web["query"]["limit"], "500");
+        assert_eq!(
+            count(web),
+            1,
+            "only web-1: the canary and the filler are not selected"
+        );
+        assert_eq!(count(find("fieldSelector", "involvedObject.name=web-1")), 1);
+        assert_eq!(count(find("fieldSelector", "involvedObject.name=web")), 0);
+        assert_eq!(
+            count(find("fieldSelector", "type=Warning")),
+            1,
+            "filler events are Normal"
+        );
+        // The whole namespace is still there, in pages, for any other request.
+        let whole: usize = recs
+            .iter()
+            .filter(|r| {
+                r["path"] == "/api/v1/namespaces/shop/pods"
+                    && r["query"].get("labelSelector").is_none()
+                    && r["query"].get("fieldSelector").is_none()
+            })
+            .map(count)
+            .sum();
+        assert_eq!(whole, 1002);
+    }
+
+    #[test]
     fn big_lists_are_recorded_in_pages_that_chain() {
         let filler = Filler {
             page: Some(40),
@@ -570,6 +825,7 @@ mod tests {
         let shop: Vec<&Value> = recs
             .iter()
             .filter(|r| r["path"] == "/api/v1/namespaces/shop/pods")
+            .filter(|r| r["query"].get("fieldSelector").is_none())
             .collect();
         // The unpaged answer, then pages of 40, 40 and 21.
         assert_eq!(shop.len(), 4);
@@ -594,6 +850,7 @@ mod tests {
         let shop: Vec<&Value> = recs
             .iter()
             .filter(|r| r["path"] == "/api/v1/namespaces/shop/pods")
+            .filter(|r| r["query"].get("fieldSelector").is_none())
             .collect();
         assert_eq!(shop.len(), 3);
         assert!(shop.iter().all(|r| r["query"]["limit"] == "40"));

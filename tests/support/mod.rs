@@ -118,6 +118,9 @@ pub struct Cluster {
     pub writes: Vec<Write>,
     /// `namespace/name` of pods whose eviction a PodDisruptionBudget refuses (429).
     pub pdb_blocked: Vec<String>,
+    /// Whether the StatefulSet, DaemonSet, Job and CronJob lists answer (with none); else 404,
+    /// as a server without those APIs.
+    pub workload_apis: bool,
 }
 
 /// One mutating request the fake received.
@@ -148,16 +151,67 @@ fn list(kind: &str, api_version: &str, items: Vec<Value>) -> Value {
            "metadata": {"resourceVersion": "100"}, "items": items})
 }
 
+/// A `labelSelector` as the API server reads it: `k=v`, `k==v`, `k!=v`, `k`, `!k`,
+/// `k in (a,b)`, `k notin (a,b)`, terms joined by commas outside the parentheses.
 fn labels_match(v: &Value, selector: Option<&String>) -> bool {
     let Some(sel) = selector else { return true };
-    sel.split(',').all(|term| match term.split_once('=') {
-        Some((k, want)) => {
-            v.pointer(&format!("/metadata/labels/{k}"))
-                .and_then(Value::as_str)
-                == Some(want)
+    let label = |k: &str| {
+        v.pointer(&format!("/metadata/labels/{}", k.trim()))
+            .and_then(Value::as_str)
+    };
+    let mut terms = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in sel.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                terms.push(&sel[start..i]);
+                start = i + 1;
+            }
+            _ => {}
         }
-        None => true,
+    }
+    terms.push(&sel[start..]);
+    terms.into_iter().map(str::trim).all(|term| {
+        let set = |op: &str| {
+            term.split_once(op).map(|(k, rest)| {
+                let values: Vec<&str> = rest
+                    .trim()
+                    .trim_start_matches('(')
+                    .trim_end_matches(')')
+                    .split(',')
+                    .map(str::trim)
+                    .collect();
+                (k, values)
+            })
+        };
+        if let Some((k, values)) = set(" notin ") {
+            label(k).is_none_or(|l| !values.contains(&l))
+        } else if let Some((k, values)) = set(" in ") {
+            label(k).is_some_and(|l| values.contains(&l))
+        } else if let Some((k, want)) = term.split_once("!=") {
+            label(k) != Some(want.trim())
+        } else if let Some((k, want)) = term.split_once('=') {
+            label(k) == Some(want.trim_start_matches('=').trim())
+        } else if let Some(k) = term.strip_prefix('!') {
+            label(k).is_none()
+        } else {
+            term.is_empty() || label(term).is_some()
+        }
     })
+}
+
+/// The `key=value` terms of a `fieldSelector`.
+fn field_terms(q: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    q.get("fieldSelector")
+        .map(|f| {
+            f.split(',')
+                .filter_map(|t| t.split_once('='))
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// RFC 7386 merge patch.
@@ -505,7 +559,9 @@ impl Cluster {
                 let items = self
                     .pods
                     .iter()
-                    .filter(|p| meta_ns(p) == *ns && labels_match(p, q.get("labelSelector")))
+                    .filter(|p| {
+                        meta_ns(p) == *ns && labels_match(p, q.get("labelSelector")) && on_node(p)
+                    })
                     .cloned()
                     .collect();
                 json_response(StatusCode::OK, &list("Pod", "v1", items))
@@ -567,21 +623,36 @@ impl Cluster {
                 } else {
                     None
                 };
-                let involved = q
-                    .get("fieldSelector")
-                    .and_then(|f| f.strip_prefix("involvedObject.name=").map(str::to_string));
+                let fields = field_terms(&q);
                 let items = self
                     .events
                     .iter()
                     .filter(|e| ns.is_none_or(|ns| meta_ns(e) == ns))
                     .filter(|e| {
-                        involved.as_deref().is_none_or(|n| {
-                            e.pointer("/involvedObject/name").and_then(Value::as_str) == Some(n)
+                        fields.iter().all(|(k, want)| match k.as_str() {
+                            "involvedObject.name" => {
+                                e.pointer("/involvedObject/name").and_then(Value::as_str)
+                                    == Some(want.as_str())
+                            }
+                            "type" => e.get("type").and_then(Value::as_str) == Some(want.as_str()),
+                            _ => false,
                         })
                     })
                     .cloned()
                     .collect();
                 json_response(StatusCode::OK, &list("Event", "v1", items))
+            }
+            ("GET", ["apis", "apps" | "batch", "v1", "namespaces", _, kind])
+                if self.workload_apis
+                    && ["statefulsets", "daemonsets", "jobs", "cronjobs"].contains(kind) =>
+            {
+                let kind = match *kind {
+                    "statefulsets" => "StatefulSet",
+                    "daemonsets" => "DaemonSet",
+                    "jobs" => "Job",
+                    _ => "CronJob",
+                };
+                json_response(StatusCode::OK, &list(kind, "v1", Vec::new()))
             }
             ("GET", ["apis", "apps", "v1", "namespaces", ns, "deployments"]) => {
                 let items = self
@@ -1151,9 +1222,11 @@ pub async fn exercise(
             .await
             .map_err(err)?
             .len(),
-        ("kubernetes", ["api", "v1", "events"]) => k.events(None, None).await.map_err(err)?.len(),
+        ("kubernetes", ["api", "v1", "events"]) => {
+            k.events(None, None, None).await.map_err(err)?.len()
+        }
         ("kubernetes", ["api", "v1", "namespaces", ns, "events"]) => {
-            k.events(*ns, None).await.map_err(err)?.len()
+            k.events(*ns, None, None).await.map_err(err)?.len()
         }
         ("kubernetes", ["apis", "apps", "v1", "namespaces", ns, "deployments"]) => {
             k.deployments(*ns).await.map_err(err)?.len()
