@@ -44,7 +44,7 @@ fn cluster() -> Cluster {
     web["metadata"]["name"] = json!("web");
     web["spec"]["selector"] = json!({"matchLabels": {"app": "web"}});
     web["status"] =
-        json!({"replicas": 3, "readyReplicas": 3, "availableReplicas": 3, "updatedReplicas": 3});
+        json!({"observedGeneration": 4, "replicas": 3, "readyReplicas": 3, "availableReplicas": 3, "updatedReplicas": 3});
     c.deployments.push(web);
     c
 }
