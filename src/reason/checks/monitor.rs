@@ -4,14 +4,11 @@
 use crate::model::{Symptom, SymptomState};
 use crate::reason::Ctx;
 use crate::reason::checks::metrics::parse_threshold;
+use crate::reason::symptom::{breach_onset, from_secs};
 use chrono::{DateTime, Utc};
 
 fn hhmm(t: DateTime<Utc>) -> String {
     t.format("%H:%M UTC").to_string()
-}
-
-fn from_secs(t: f64) -> Option<DateTime<Utc>> {
-    DateTime::from_timestamp(t as i64, 0)
 }
 
 fn show(v: f64) -> String {
@@ -60,13 +57,7 @@ pub(crate) fn measure_symptom(ctx: &Ctx, s: &mut Symptom) -> bool {
     match breaching {
         Some(x) => {
             let (_, last) = x.points.last().copied().unwrap_or_default();
-            let onset = x
-                .points
-                .iter()
-                .rev()
-                .take_while(|(_, v)| th.breached(*v))
-                .last()
-                .and_then(|(t, _)| from_secs(*t));
+            let onset = breach_onset(&x.points, |v| th.breached(v));
             s.state = SymptomState::Confirmed;
             s.onset = onset;
             s.detail = format!(

@@ -208,8 +208,21 @@ fn hhmm(t: DateTime<Utc>) -> String {
     t.format("%H:%M UTC").to_string()
 }
 
-fn from_secs(t: f64) -> Option<DateTime<Utc>> {
+pub(crate) fn from_secs(t: f64) -> Option<DateTime<Utc>> {
     DateTime::from_timestamp(t as i64, 0)
+}
+
+/// The onset of a breach still under way: the start of the last run of points over the threshold.
+pub(crate) fn breach_onset(
+    points: &[(f64, f64)],
+    breached: impl Fn(f64) -> bool,
+) -> Option<DateTime<Utc>> {
+    points
+        .iter()
+        .rev()
+        .take_while(|(_, v)| breached(*v))
+        .last()
+        .and_then(|(t, _)| from_secs(*t))
 }
 
 /// Measure the symptom.
@@ -497,14 +510,7 @@ fn measure_expression(ctx: &Ctx, s: &mut Symptom) -> bool {
                 .collect();
             if let Some(x) = breaching.first() {
                 let (_, last) = x.points.last().copied().unwrap_or_default();
-                // The onset: the start of the last run of breaching points.
-                let onset = x
-                    .points
-                    .iter()
-                    .rev()
-                    .take_while(|(_, v)| th.breached(*v))
-                    .last()
-                    .and_then(|(t, _)| from_secs(*t));
+                let onset = breach_onset(&x.points, |v| th.breached(v));
                 s.state = SymptomState::Confirmed;
                 s.onset = onset;
                 s.detail = format!(
