@@ -50,9 +50,49 @@ async fn guard<T>(token: &CancellationToken, fut: impl Future<Output = T>) -> Re
     }
 }
 
-/// Runs CPU-heavy work (the analysis of a big world) on a thread of its own, so the async
-/// workers stay free to hear a signal, the operator or a drain. Cancelled, the run stops waiting
-/// at once and whatever the thread returns later is dropped; a panic in it is the caller's.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The threads analyses run on: a few long-lived ones rather than one per analysis, so a storm of
+/// investigations leaves no allocator arena (and the memory it caches) behind for each thread it
+/// would have started. `None` when no thread could be started.
+fn analysis_pool() -> Option<&'static Mutex<std::sync::mpsc::Sender<Job>>> {
+    static POOL: std::sync::OnceLock<Option<Mutex<std::sync::mpsc::Sender<Job>>>> =
+        std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+            .clamp(2, 4);
+        let mut started = 0;
+        for i in 0..threads {
+            let rx = rx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("sitrep-analysis-{i}"))
+                .spawn(move || {
+                    loop {
+                        // One job at a time: the lock is held only to take it.
+                        let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                        match job {
+                            Ok(job) => job(),
+                            Err(_) => return,
+                        }
+                    }
+                });
+            match spawned {
+                Ok(_) => started += 1,
+                Err(e) => tracing::warn!("cannot start an analysis thread ({e})"),
+            }
+        }
+        (started > 0).then(|| Mutex::new(tx))
+    })
+    .as_ref()
+}
+
+/// Runs CPU-heavy work (the analysis of a big world) off the async workers, on the analysis
+/// threads, so they stay free to hear a signal, the operator or a drain. Cancelled, the run stops
+/// waiting at once and whatever the work returns later is dropped; a panic in it is the caller's.
 async fn off_thread<T: Send + 'static, F: FnOnce() -> T + Send + 'static>(
     token: &CancellationToken,
     work: F,
@@ -60,19 +100,22 @@ async fn off_thread<T: Send + 'static, F: FnOnce() -> T + Send + 'static>(
     let (tx, rx) = tokio::sync::oneshot::channel();
     let slot = Arc::new(Mutex::new(Some(work)));
     let theirs = slot.clone();
-    let job = move || {
+    let job: Job = Box::new(move || {
         let work = theirs.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(work) = work {
             let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)));
         }
-    };
-    // A thread, not `spawn_blocking`: a runtime shutting down waits for its blocking tasks,
-    // which would hold a cancelled run's process open until the analysis ends.
-    if let Err(e) = std::thread::Builder::new()
-        .name("sitrep-analysis".into())
-        .spawn(job)
-    {
-        tracing::warn!("cannot start an analysis thread ({e}); analysing in place");
+    });
+    // Threads, not `spawn_blocking`: a runtime shutting down waits for its blocking tasks, which
+    // would hold a cancelled run's process open until the analysis ends.
+    let sent = analysis_pool().is_some_and(|pool| {
+        pool.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .send(job)
+            .is_ok()
+    });
+    if !sent {
+        tracing::warn!("no analysis thread; analysing in place");
         let work = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(work) = work {
             return Ok(work());
@@ -81,7 +124,7 @@ async fn off_thread<T: Send + 'static, F: FnOnce() -> T + Send + 'static>(
     match guard(token, rx).await? {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(panic)) => std::panic::resume_unwind(panic),
-        // The thread ended without answering: only a panic that escaped does that.
+        // The job ended without answering: only a panic that escaped does that.
         Err(_) => panic!("the analysis thread ended without a result"),
     }
 }
