@@ -43,8 +43,7 @@ fn cluster() -> Cluster {
     let mut web = c.deployments[0].clone();
     web["metadata"]["name"] = json!("web");
     web["spec"]["selector"] = json!({"matchLabels": {"app": "web"}});
-    web["status"] =
-        json!({"observedGeneration": 4, "replicas": 3, "readyReplicas": 3, "availableReplicas": 3, "updatedReplicas": 3});
+    web["status"] = json!({"observedGeneration": 4, "replicas": 3, "readyReplicas": 3, "availableReplicas": 3, "updatedReplicas": 3});
     c.deployments.push(web);
     c
 }
