@@ -112,9 +112,7 @@ fn symptom_is_not_a_cause(ctx: &Ctx, signals: &mut [Signal]) {
         .is_some_and(|m| m.starts_with("kube_"));
     if state_metric {
         for s in signals.iter_mut() {
-            let reads_series = matches!(s.decl().role, Role::Symptom)
-                || s.decl().concern == "metrics" && s.decl().role == Role::Failure;
-            if reads_series
+            if s.decl().reads_series()
                 && !s.benign
                 && (s.summary.contains("kube_") || s.detail.contains("kube_"))
             {

@@ -87,6 +87,12 @@ pub(crate) struct Decl {
 }
 
 impl Decl {
+    /// Whether it is the alert's own condition or a failure read off a metric series (a level
+    /// shift): what a state metric or the alert's own series restates rather than explains.
+    pub(crate) fn reads_series(&self) -> bool {
+        self.role == Role::Symptom || (self.concern == "metrics" && self.role == Role::Failure)
+    }
+
     /// Whether this check measures the series a claim is about, in the direction it claims.
     pub(crate) fn reads(&self, metric: &str, falls: bool) -> bool {
         self.reads.iter().any(|r| {

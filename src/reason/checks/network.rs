@@ -25,8 +25,9 @@ pub(crate) const DECLARED: &[Decl] = &[
     },
 ];
 
-/// Whether the alert or the problem names `name` (an Ingress, a host, a Service).
-fn named(ctx: &Ctx, name: &str) -> bool {
+/// Whether the alert (its labels, its expression or its annotations) or the problem names `name`
+/// (an Ingress, a host, a Service).
+pub(crate) fn named(ctx: &Ctx, name: &str) -> bool {
     subject::mentions(ctx.alert_names(), name)
         || ctx
             .obs
@@ -42,13 +43,12 @@ fn named(ctx: &Ctx, name: &str) -> bool {
 
 /// Whether a Service is the subject's way in, or something the subject or the alert names.
 fn concerns_subject(ctx: &Ctx, svc: &ServiceFacts) -> bool {
-    named(ctx, &svc.name)
+    super::service_endpoints::named(ctx, svc)
         || svc
             .routes
             .iter()
             .any(|r| named(ctx, &r.ingress) || named(ctx, r.rule.split('/').next().unwrap_or("")))
         || relation(ctx, &format!("service/{}", svc.name)).is_some_and(|r| r != "subject")
-        || ctx.subject.workloads.iter().any(|(_, n)| *n == svc.name)
 }
 
 /// Check: does every Ingress rule in front of the subject reach a port of an existing Service?

@@ -25,20 +25,9 @@ pub(crate) const DECLARED: &[Decl] = &[
 ];
 
 /// Whether the alert, the problem or the subject names the Service.
-fn named(ctx: &Ctx, svc: &ServiceFacts) -> bool {
-    let by_alert = subject::mentions(ctx.alert_names(), &svc.name)
-        || ctx.obs.alert.as_ref().is_some_and(|a| {
-            a.annotations
-                .values()
-                .any(|v| subject::mentions(v, &svc.name))
-        });
-    let by_problem = ctx
-        .obs
-        .problem
-        .as_deref()
-        .is_some_and(|p| subject::mentions(p, &svc.name));
-    let by_subject = ctx.subject.workloads.iter().any(|(_, n)| *n == svc.name);
-    by_alert || by_problem || by_subject
+pub(crate) fn named(ctx: &Ctx, svc: &ServiceFacts) -> bool {
+    super::network::named(ctx, &svc.name)
+        || ctx.subject.workloads.iter().any(|(_, n)| *n == svc.name)
 }
 
 fn selects(svc: &ServiceFacts, pod: &PodFacts) -> bool {

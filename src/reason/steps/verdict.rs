@@ -147,9 +147,7 @@ pub(crate) fn checks(ctx: &Ctx, signals: &[Signal], ruled_out: &[RuledOut]) -> V
     let is_symptom = |s: &Signal| {
         let decl = s.decl();
         decl.role == Role::Symptom
-            || (decl.concern == "metrics"
-                && decl.role == Role::Failure
-                && own.as_deref().is_some_and(|b| s.summary.starts_with(b)))
+            || (decl.reads_series() && own.as_deref().is_some_and(|b| s.summary.starts_with(b)))
     };
     let by_design = crate::reason::symptom::by_design(ctx);
     for s in signals {

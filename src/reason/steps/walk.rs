@@ -1,8 +1,9 @@
 //! The verdict's walk over the checks: from the subject's failing checks along evidenced edges to
 //! the deepest failing check whose onset precedes the symptom's. A check's weight is the number
 //! of links evidence holds for it: its own (its basis and the details it read), the edge that ties
-//! its object to the subject, an onset before the symptom's, and an independent check that agrees. A check that another failing check explains is a link in that chain, not
-//! its end. Confidence is derived from the weight, never chosen by a check.
+//! its object to the subject, an onset before the symptom's, and an independent check that
+//! agrees. A check that another failing check explains is a link in that chain, not its end.
+//! Confidence is derived from the weight, never chosen by a check.
 
 use crate::model::{Category, Symptom};
 use crate::reason::checks::{Basis, Role};
@@ -21,7 +22,8 @@ pub(crate) fn can_be_cause(s: &Signal) -> bool {
     s.cause.is_some() && !s.benign && !s.explained && !s.unrelated && s.own_links() >= MIN_OWN
 }
 
-/// Confidence from the links evidenced: each one more halves what is left to doubt, slowly.
+/// Confidence from the links evidenced, `w / (w + 2)`: one link a third, four two thirds, capped
+/// below certainty.
 pub(crate) fn confidence(weight: u8) -> f32 {
     let w = f32::from(weight);
     (w / (w + 2.0)).min(0.95)
@@ -30,6 +32,11 @@ pub(crate) fn confidence(weight: u8) -> f32 {
 /// Weigh every check by its evidenced links and mark the ones another failing check explains.
 pub(crate) fn walk(ctx: &Ctx, symptom: &Symptom, signals: &mut [Signal]) {
     onsets(ctx, signals);
+    // Whether an evidenced edge ties each check's objects to the subject, asked once per check.
+    let edged: Vec<bool> = signals
+        .iter()
+        .map(|s| s.objects.is_empty() || s.objects.iter().any(|o| relation(ctx, o).is_some()))
+        .collect();
     // A check whose `symptom_of` names the category of a failing check beside it is that check's
     // effect (probe timeouts of a saturated CPU, connections piled behind it).
     let failing: Vec<(usize, Category)> = signals
@@ -55,11 +62,7 @@ pub(crate) fn walk(ctx: &Ctx, symptom: &Symptom, signals: &mut [Signal]) {
     let deeper: Vec<(usize, Category, Option<DateTime<Utc>>)> = signals
         .iter()
         .enumerate()
-        .filter(|(_, s)| {
-            s.decl().role == Role::Failure
-                && can_be_cause(s)
-                && (s.objects.is_empty() || s.objects.iter().any(|o| relation(ctx, o).is_some()))
-        })
+        .filter(|(i, s)| s.decl().role == Role::Failure && can_be_cause(s) && edged[*i])
         // Log lines are a window, not an onset: a cause read from them is not dated by them.
         .map(|(i, s)| (i, s.category, s.since.filter(|_| s.basis != Basis::Logged)))
         .collect();
@@ -86,13 +89,11 @@ pub(crate) fn walk(ctx: &Ctx, symptom: &Symptom, signals: &mut [Signal]) {
         .filter(|s| s.cause.is_some() && !s.benign && !s.unrelated && s.own_links() >= 1)
         .map(|s| (s.category, s.analyzer))
         .collect();
-    for s in signals.iter_mut() {
+    for (s, on_subject) in signals.iter_mut().zip(edged) {
         let mut w = s.own_links();
         if s.unrelated || s.explained {
             w = w.min(1);
         } else if s.cause.is_some() {
-            let on_subject =
-                s.objects.is_empty() || s.objects.iter().any(|o| relation(ctx, o).is_some());
             if on_subject {
                 w += 1;
             }
@@ -128,8 +129,8 @@ pub(crate) fn effect_of<'s>(signals: &'s [Signal], cause: &Signal) -> Option<&'s
 }
 
 /// A check that did not date its failure is dated by its objects' own record: the first warning
-/// event about them, else the last termination of a pod's container. One pass over the events
-/// and pods, whatever the number of checks.
+/// event about them, else the earliest of a pod's containers' last terminations. One pass over
+/// the events and pods, whatever the number of checks.
 fn onsets(ctx: &Ctx, signals: &mut [Signal]) {
     if signals
         .iter()
