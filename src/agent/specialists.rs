@@ -124,6 +124,17 @@ fn common_word(w: &str) -> bool {
     WORDS.contains(&w.to_ascii_lowercase().as_str())
 }
 
+/// A word that is not a namespace's name even where the grammar puts one ("the whole
+/// namespace"). Names teams give namespaces ("web", "main") stay: a namespace read from the words
+/// is checked against the cluster, which lists its pods or none.
+fn common_namespace_word(w: &str) -> bool {
+    common_word(w)
+        && !matches!(
+            w.to_ascii_lowercase().as_str(),
+            "web" | "main" | "new" | "old"
+        )
+}
+
 /// Labels (or Datadog tags) an alert names its Kubernetes cluster by.
 pub const CLUSTER_KEYS: &[&str] = &[
     "cluster",
@@ -208,23 +219,23 @@ impl Scope {
         );
         // "namespace payments", "the payments namespace" (its name before the noun when an
         // article leads it); never a word of the sentence itself.
-        let named = |after: &Regex, before: &Regex| {
+        let named = |after: &Regex, before: &Regex, common: fn(&str) -> bool| {
             let before_word = before
                 .captures_iter(text)
                 .filter_map(|c| c.get(1).map(|m| (m.start(), m.as_str())))
                 .find(|(at, w)| {
-                    !common_word(w) && text[..*at].trim_end().to_lowercase().ends_with("the")
+                    !common(w) && text[..*at].trim_end().to_lowercase().ends_with("the")
                 })
                 .map(|(_, w)| w.to_string());
             before_word
-                .or_else(|| word_after(text, after).filter(|w| !common_word(w)))
-                .or_else(|| word_after(text, before).filter(|w| !common_word(w)))
+                .or_else(|| word_after(text, after).filter(|w| !common(w)))
+                .or_else(|| word_after(text, before).filter(|w| !common(w)))
         };
         Scope {
             alert: None,
             problem: Some(text.to_string()),
-            namespace: named(ns, ns_before),
-            workload: named(dep, dep_before),
+            namespace: named(ns, ns_before, common_namespace_word),
+            workload: named(dep, dep_before, common_word),
             pod: None,
             node: word_after(text, node),
             repo: word_after(text, repo).filter(|r| !r.starts_with("ns/")),
@@ -1815,6 +1826,15 @@ mod tests {
         assert_eq!(s.workload.as_deref(), Some("checkout-api"));
         let s = Scope::from_problem("pods in the payments namespace keep restarting", Utc::now());
         assert_eq!(s.namespace.as_deref(), Some("payments"));
+        // Names teams give namespaces are names where the grammar says so, not workloads.
+        let s = Scope::from_problem(
+            "503s from the storefront service in the web namespace",
+            Utc::now(),
+        );
+        assert_eq!(s.namespace.as_deref(), Some("web"));
+        assert_eq!(s.workload.as_deref(), Some("storefront"));
+        let s = Scope::from_problem("the web app is slow", Utc::now());
+        assert_eq!(s.workload, None);
         let s = Scope::from_problem(
             "namespace is slow: Payments Service Availability",
             Utc::now(),

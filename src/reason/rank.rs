@@ -66,6 +66,14 @@ pub(crate) fn relation(ctx: &Ctx, object: &str) -> Option<&'static str> {
         {
             return Some("service of the subject");
         }
+        // A Service the alert or problem names, or named as the subject's workload is.
+        "service"
+            if ctx.obs.services.iter().any(|svc| {
+                svc.name == name && super::checks::service_endpoints::named(ctx, svc)
+            }) =>
+        {
+            return Some("service named for the subject");
+        }
         _ if s.covers(object) => return Some("subject"),
         _ => {}
     }

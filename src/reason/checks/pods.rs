@@ -137,7 +137,12 @@ pub(crate) fn is_oom(ctx: &Ctx, pod: &PodFacts, c: &ContainerFacts) -> bool {
     let oom_log = logs::pod_lines(ctx, &pod.name)
         .iter()
         .any(|l| logs::classify(&l.line).contains(&Sig::Oom));
-    oom_reason || (code == Some(137) && (oom_log || !probe_killed(ctx, pod)))
+    // Exit code 137 is a SIGKILL: the OOM killer's when kubelet gives no other reason; a reason
+    // it does give ("Error": the grace period ran out) is believed over the code.
+    let other_reason = reason
+        .as_deref()
+        .is_some_and(|r| !r.is_empty() && r != "OOMKilled");
+    oom_reason || (code == Some(137) && (oom_log || (!other_reason && !probe_killed(ctx, pod))))
 }
 
 fn namespace(pod: &PodFacts) -> &str {
@@ -670,6 +675,10 @@ pub(crate) fn oom_killed(ctx: &Ctx) -> Vec<Signal> {
                     c.restart_count
                 )),
                 objects: vec![format!("pod/{}", pod.name)],
+                // Running and Ready again since the kill: the episode ended with it.
+                until: c
+                    .last_finished_at
+                    .filter(|_| c.ready && c.state == "running"),
                 ..Signal::default()
             };
             if let Some(d) = pod_deployment(pod) {

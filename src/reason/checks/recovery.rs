@@ -37,7 +37,7 @@ pub(crate) const DECLARED: &[Decl] = &[
 ];
 
 /// Minutes without restart-related warnings after which a pod counts as recovered.
-const QUIET_MINUTES: f64 = 15.0;
+pub(crate) const QUIET_MINUTES: f64 = 15.0;
 
 /// When a pod last restarted or failed, from container status and its warning events.
 fn last_trouble(ctx: &Ctx, pod: &PodFacts) -> Option<chrono::DateTime<chrono::Utc>> {

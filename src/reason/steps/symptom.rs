@@ -282,6 +282,12 @@ pub(crate) fn measure(ctx: &Ctx) -> Symptom {
                 .get("severity")
                 .is_some_and(|s| matches!(s.to_ascii_lowercase().as_str(), "info" | "none"))
         });
+    if let Some(detail) = unresolved_problem(ctx) {
+        s.state = SymptomState::Unmeasurable;
+        s.detail = detail;
+        s.evidence = ctx.ev(&["kubernetes/pods", "kubernetes/deployments"]);
+        return s;
+    }
     let k8s = match claim {
         _ if unprompted || informational => {
             measure_restarts(ctx, &mut s) || measure_availability(ctx, &mut s)
@@ -300,6 +306,32 @@ pub(crate) fn measure(ctx: &Ctx) -> Symptom {
     s.state = SymptomState::Unmeasurable;
     s.detail = missing(ctx, claim);
     s
+}
+
+/// A problem whose words name no object that was read (no workload, pod or node, and no
+/// namespace whose pods were listed): the state of whatever else was listed says nothing about
+/// it, so the claim is unmeasured rather than measured on the whole cluster.
+fn unresolved_problem(ctx: &Ctx) -> Option<String> {
+    let problem = ctx.obs.problem.as_deref()?;
+    if ctx.obs.alert.is_some() || ctx.subject.resolved {
+        return None;
+    }
+    let pods = ctx.pods();
+    if pods
+        .iter()
+        .any(|p| !p.namespace.is_empty() && crate::reason::subject::mentions(problem, &p.namespace))
+    {
+        return None;
+    }
+    let mut namespaces: Vec<&str> = pods.iter().map(|p| p.namespace.as_str()).collect();
+    namespaces.sort_unstable();
+    namespaces.dedup();
+    Some(format!(
+        "nothing the problem names was found in what was read ({} pods and {} deployments in {} namespace(s)), so its state could not be measured",
+        pods.len(),
+        ctx.obs.deployments.len(),
+        namespaces.len()
+    ))
 }
 
 /// How recent the last warning event must be for a burst to be going on.

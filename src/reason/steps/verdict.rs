@@ -159,10 +159,12 @@ pub(crate) fn checks(ctx: &Ctx, signals: &[Signal], ruled_out: &[RuledOut]) -> V
             continue;
         }
         let object = s.objects.first().cloned().unwrap_or_default();
-        let status = if noticed || !s.benign {
+        let status = if noticed {
             CheckStatus::Failing
         } else if s.history {
             CheckStatus::History
+        } else if !s.benign {
+            CheckStatus::Failing
         } else {
             CheckStatus::Ok
         };

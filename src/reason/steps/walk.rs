@@ -5,7 +5,8 @@
 //! agrees. A check that another failing check explains is a link in that chain, not its end.
 //! Confidence is derived from the weight, never chosen by a check.
 
-use crate::model::{Category, Symptom};
+use crate::model::{Category, Symptom, SymptomState};
+use crate::reason::checks::recovery::QUIET_MINUTES;
 use crate::reason::checks::{Basis, Role};
 use crate::reason::rank::relation;
 use crate::reason::{Ctx, Signal};
@@ -19,7 +20,12 @@ pub(crate) const MIN_OWN: u8 = 2;
 /// Whether a check can end the walk: a failure or change, with a cause, not explained by
 /// another, and with enough evidence of its own.
 pub(crate) fn can_be_cause(s: &Signal) -> bool {
-    s.cause.is_some() && !s.benign && !s.explained && !s.unrelated && s.own_links() >= MIN_OWN
+    s.cause.is_some()
+        && !s.benign
+        && !s.history
+        && !s.explained
+        && !s.unrelated
+        && s.own_links() >= MIN_OWN
 }
 
 /// Confidence from the links evidenced, `w / (w + 2)`: one link a third, four two thirds, capped
@@ -32,6 +38,7 @@ pub(crate) fn confidence(weight: u8) -> f32 {
 /// Weigh every check by its evidenced links and mark the ones another failing check explains.
 pub(crate) fn walk(ctx: &Ctx, symptom: &Symptom, signals: &mut [Signal]) {
     onsets(ctx, signals);
+    ended(ctx, symptom, signals);
     // Whether an evidenced edge ties each check's objects to the subject, asked once per check.
     let edged: Vec<bool> = signals
         .iter()
@@ -111,6 +118,29 @@ pub(crate) fn walk(ctx: &Ctx, symptom: &Symptom, signals: &mut [Signal]) {
         }
         s.weight = w;
         s.confidence = confidence(w);
+    }
+}
+
+/// With the symptom measured back to normal, a failure whose own evidence ended long before now
+/// (a pod Running and Ready again since its OOM kill) is history, not a live cause: it is shown
+/// as such and cannot end the walk. A failure still going on keeps a cleared symptom from being
+/// called healthy.
+fn ended(ctx: &Ctx, symptom: &Symptom, signals: &mut [Signal]) {
+    if symptom.state != SymptomState::Cleared {
+        return;
+    }
+    let quiet = chrono::Duration::seconds((QUIET_MINUTES * 60.0) as i64);
+    for s in signals.iter_mut() {
+        if s.benign || s.cause.is_none() {
+            continue;
+        }
+        if let Some(until) = s.until
+            && ctx.minutes_ago(until) >= QUIET_MINUTES
+            && symptom.cleared_at.is_none_or(|c| until <= c + quiet)
+        {
+            s.history = true;
+            s.explained = true;
+        }
     }
 }
 

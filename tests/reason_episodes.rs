@@ -1,0 +1,245 @@
+//! Episodes that ended, problems that name nothing, and Services a problem names: what a
+//! termination's own reason says over its exit code, a failure over since its pods came back, a
+//! claim about an object that was not found, and the Service in front of a workload by name.
+
+use chrono::{DateTime, Duration, Utc};
+use sitrep::model::{
+    Alert, Category, CheckStatus, ContainerFacts, DeploymentFacts, K8sEventFacts, NodeFacts,
+    PodFacts, ServiceFacts, SymptomState,
+};
+use sitrep::reason::{Observations, analyze};
+use std::collections::BTreeMap;
+
+const NS: &str = "atlas";
+
+fn now() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-05-02T09:15:00Z")
+        .map(|d| d.to_utc())
+        .unwrap_or_default()
+}
+
+fn ago(minutes: i64) -> DateTime<Utc> {
+    now() - Duration::minutes(minutes)
+}
+
+/// A Running, Ready pod of `app` whose container was last terminated `last` (reason, exit code,
+/// minutes ago), with `restarts` restarts.
+fn pod(name: &str, app: &str, restarts: u32, last: Option<(&str, i32, i64)>) -> PodFacts {
+    PodFacts {
+        name: name.into(),
+        namespace: NS.into(),
+        phase: "Running".into(),
+        node: Some("node-1".into()),
+        created_at: Some(ago(600)),
+        owner: Some(format!("ReplicaSet/{app}-5d8f9")),
+        labels: BTreeMap::from([("app".to_string(), app.to_string())]),
+        conditions: BTreeMap::from([("Ready".into(), "True".into())]),
+        containers: vec![ContainerFacts {
+            name: app.into(),
+            image: format!("registry.local/{app}:1.0"),
+            ready: true,
+            state: "running".into(),
+            restart_count: restarts,
+            last_reason: last.map(|(r, _, _)| r.to_string()),
+            last_exit_code: last.map(|(_, c, _)| c),
+            last_finished_at: last.map(|(_, _, m)| ago(m)),
+            memory_limit: Some("512Mi".into()),
+            ..ContainerFacts::default()
+        }],
+        ..PodFacts::default()
+    }
+}
+
+fn deployment(name: &str, replicas: u32, ready: u32) -> DeploymentFacts {
+    DeploymentFacts {
+        name: name.into(),
+        namespace: NS.into(),
+        replicas,
+        ready_replicas: ready,
+        updated_replicas: replicas,
+        available_replicas: ready,
+        selector: BTreeMap::from([("app".to_string(), name.to_string())]),
+        ..DeploymentFacts::default()
+    }
+}
+
+fn warning(reason: &str, object: &str, message: &str, from: i64, to: i64) -> K8sEventFacts {
+    K8sEventFacts {
+        event_type: "Warning".into(),
+        reason: reason.into(),
+        message: message.into(),
+        object: object.into(),
+        namespace: NS.into(),
+        count: 6,
+        first_seen: Some(ago(from)),
+        last_seen: Some(ago(to)),
+    }
+}
+
+fn world() -> Observations {
+    let evidence = ["kubernetes/pods", "kubernetes/events", "kubernetes/nodes"]
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.to_string(), vec![format!("ev-{i}")]))
+        .collect();
+    Observations {
+        now: now(),
+        nodes: vec![NodeFacts {
+            name: "node-1".into(),
+            conditions: BTreeMap::from([("Ready".to_string(), "True".to_string())]),
+            ..NodeFacts::default()
+        }],
+        evidence,
+        ..Observations::default()
+    }
+}
+
+/// A warning-event alert about `app`, whose pods were each terminated `last` and probed
+/// unhealthy from 70 to 62 minutes ago, Running and Ready since.
+fn burst_world(last: (&str, i32, i64)) -> Observations {
+    let mut obs = world();
+    let mut labels = BTreeMap::from([
+        (
+            "alertname".to_string(),
+            "KubernetesWarningEvent".to_string(),
+        ),
+        ("namespace".to_string(), NS.to_string()),
+        ("reason".to_string(), "Unhealthy".to_string()),
+    ]);
+    labels.insert("severity".into(), "warning".into());
+    obs.alert = Some(Alert {
+        labels,
+        annotations: BTreeMap::from([(
+            "summary".to_string(),
+            "Warning events for atlas/tiles".to_string(),
+        )]),
+        starts_at: Some(ago(70)),
+        ..Alert::default()
+    });
+    obs.deployments = vec![deployment("tiles", 2, 2)];
+    for sfx in ["aaaaa", "bbbbb"] {
+        let name = format!("tiles-5d8f9-{sfx}");
+        obs.pods.push(pod(&name, "tiles", 1, Some(last)));
+        obs.events.push(warning(
+            "Unhealthy",
+            &format!("Pod/{name}"),
+            "Readiness probe failed: HTTP probe failed with statuscode: 503",
+            70,
+            62,
+        ));
+    }
+    obs
+}
+
+#[test]
+fn an_exit_137_whose_reason_is_not_oom_is_not_called_an_oom_kill() {
+    let a = analyze(&burst_world(("Error", 137, 63)));
+    assert!(
+        !a.checks
+            .iter()
+            .any(|c| c.detail.contains("OOMKilled") && c.status == CheckStatus::Failing),
+        "{:#?}",
+        a.checks
+    );
+    assert_ne!(a.category, Category::ResourceExhaustion, "{}", a.root_cause);
+}
+
+#[test]
+fn a_burst_that_ended_with_everything_ready_since_is_healthy_and_its_oom_kill_history() {
+    let a = analyze(&burst_world(("OOMKilled", 137, 63)));
+    assert_eq!(a.symptom.state, SymptomState::Cleared, "{:?}", a.symptom);
+    assert_eq!(a.category, Category::Healthy, "{}", a.root_cause);
+    let oom: Vec<_> = a
+        .checks
+        .iter()
+        .filter(|c| c.detail.contains("OOMKilled"))
+        .collect();
+    assert!(!oom.is_empty(), "{:#?}", a.checks);
+    assert!(
+        oom.iter().all(|c| c.status == CheckStatus::History),
+        "{oom:#?}"
+    );
+}
+
+#[test]
+fn an_oom_kill_minutes_ago_is_still_live() {
+    // The same pods, killed 4 minutes ago: not long enough to call the episode over.
+    let mut obs = burst_world(("OOMKilled", 137, 4));
+    for e in &mut obs.events {
+        e.last_seen = Some(ago(3));
+    }
+    let a = analyze(&obs);
+    assert_ne!(a.category, Category::Healthy, "{}", a.root_cause);
+}
+
+#[test]
+fn a_problem_naming_nothing_that_was_read_is_not_measured_on_the_rest_of_the_cluster() {
+    let mut obs = world();
+    obs.problem = Some("storefront is down".into());
+    obs.deployments = vec![deployment("ledger", 2, 2)];
+    obs.pods = vec![
+        pod("ledger-5d8f9-aaaaa", "ledger", 0, None),
+        pod("ledger-5d8f9-bbbbb", "ledger", 0, None),
+    ];
+    let a = analyze(&obs);
+    assert_eq!(
+        a.symptom.state,
+        SymptomState::Unmeasurable,
+        "{:?}",
+        a.symptom
+    );
+    assert_ne!(a.category, Category::Healthy, "{}", a.root_cause);
+}
+
+#[test]
+fn a_problem_naming_a_namespace_is_measured_on_its_pods() {
+    let mut obs = world();
+    obs.problem = Some("pods in atlas keep restarting".into());
+    obs.deployments = vec![deployment("ledger", 2, 2)];
+    obs.pods = vec![pod("ledger-5d8f9-aaaaa", "ledger", 0, None)];
+    let a = analyze(&obs);
+    assert_ne!(
+        a.symptom.state,
+        SymptomState::Unmeasurable,
+        "{:?}",
+        a.symptom
+    );
+}
+
+#[test]
+fn the_service_a_problem_names_selecting_no_pod_is_the_cause() {
+    let mut obs = world();
+    obs.problem = Some("users get 503 from the storefront service".into());
+    let mut d = deployment("storefront", 2, 2);
+    d.selector = BTreeMap::from([("app".to_string(), "storefront-v2".to_string())]);
+    obs.deployments = vec![d];
+    for sfx in ["aaaaa", "bbbbb"] {
+        let mut p = pod(&format!("storefront-5d8f9-{sfx}"), "storefront", 0, None);
+        p.labels
+            .insert("app".to_string(), "storefront-v2".to_string());
+        obs.pods.push(p);
+    }
+    obs.services = vec![ServiceFacts {
+        name: "storefront".into(),
+        namespace: NS.into(),
+        selector: BTreeMap::from([("app".to_string(), "storefront".to_string())]),
+        ports: vec![(80, "8080".into())],
+        endpoints_read: true,
+        ..ServiceFacts::default()
+    }];
+    obs.evidence
+        .insert("kubernetes/services".into(), vec!["ev-9".into()]);
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::ConfigurationError, "{}", a.root_cause);
+    assert!(
+        a.root_cause.contains("selects app=storefront"),
+        "{}",
+        a.root_cause
+    );
+    let check = a
+        .checks
+        .iter()
+        .find(|c| c.object == "service/storefront")
+        .expect("the Service's check");
+    assert_ne!(check.relation, "no evidenced edge", "{check:?}");
+}
