@@ -243,3 +243,119 @@ fn the_service_a_problem_names_selecting_no_pod_is_the_cause() {
         .expect("the Service's check");
     assert_ne!(check.relation, "no evidenced edge", "{check:?}");
 }
+
+fn log(pod: &str, minutes_ago: i64, line: &str) -> sitrep::model::LogLine {
+    sitrep::model::LogLine {
+        at: Some(ago(minutes_ago)),
+        labels: BTreeMap::from([("pod".to_string(), pod.to_string())]),
+        line: line.into(),
+    }
+}
+
+/// `contacts` crash-looping on connections to `contacts-db:5433`, whose Service exposes `port`.
+fn dialled_world(port: u16) -> Observations {
+    let mut obs = world();
+    obs.problem = Some("contacts keeps crashing".into());
+    obs.deployments = vec![deployment("contacts", 1, 0)];
+    let mut p = pod("contacts-5d8f9-aaaaa", "contacts", 6, Some(("Error", 1, 1)));
+    p.conditions.insert("Ready".into(), "False".into());
+    p.containers[0].ready = false;
+    p.containers[0].state = "waiting".into();
+    p.containers[0].reason = Some("CrashLoopBackOff".into());
+    obs.pods.push(p);
+    for m in [3, 2, 1] {
+        obs.logs.push(log(
+            "contacts-5d8f9-aaaaa",
+            m,
+            "org.postgresql.util.PSQLException: Connection to contacts-db:5433 refused. Check that the hostname and port are correct.",
+        ));
+    }
+    obs.services = vec![ServiceFacts {
+        name: "contacts-db".into(),
+        namespace: NS.into(),
+        selector: BTreeMap::from([("app".to_string(), "contacts-db".to_string())]),
+        ports: vec![(port, port.to_string())],
+        ready: vec!["contacts-db-0".into()],
+        endpoints_read: true,
+        ..ServiceFacts::default()
+    }];
+    for k in ["kubernetes/services", "kubernetes/pod_logs"] {
+        obs.evidence.insert(k.into(), vec![format!("ev-{k}")]);
+    }
+    obs
+}
+
+#[test]
+fn a_port_its_service_does_not_expose_is_the_callers_configuration() {
+    let a = analyze(&dialled_world(5432));
+    assert_eq!(a.category, Category::ConfigurationError, "{}", a.root_cause);
+    assert!(
+        a.root_cause.contains("contacts-db:5433") && a.root_cause.contains("5432"),
+        "{}",
+        a.root_cause
+    );
+    // The same refusals on the port the Service does expose: the dependency refuses.
+    let a = analyze(&dialled_world(5433));
+    assert_eq!(a.category, Category::DependencyFailure, "{}", a.root_cause);
+}
+
+#[test]
+fn an_eviction_at_the_pods_own_limit_is_resource_exhaustion_and_not_a_crash() {
+    let mut obs = world();
+    obs.problem = Some("imgcache pods keep getting evicted".into());
+    obs.deployments = vec![deployment("imgcache", 2, 1)];
+    obs.pods
+        .push(pod("imgcache-5d8f9-aaaaa", "imgcache", 0, None));
+    let mut gone = pod("imgcache-5d8f9-bbbbb", "imgcache", 0, None);
+    gone.phase = "Failed".into();
+    gone.conditions.insert("Ready".into(), "False".into());
+    gone.containers[0].ready = false;
+    gone.containers[0].state = "terminated".into();
+    gone.containers[0].exit_code = Some(137);
+    gone.status_reason = Some("Evicted".into());
+    gone.status_message = Some(
+        "Pod ephemeral local storage usage exceeds the total limit of containers 2Gi. ".into(),
+    );
+    obs.pods.push(gone);
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::ResourceExhaustion, "{}", a.root_cause);
+    assert!(
+        a.root_cause.contains("ephemeral local storage"),
+        "{}",
+        a.root_cause
+    );
+    assert!(
+        !a.root_cause.contains("exited with code 137"),
+        "{}",
+        a.root_cause
+    );
+}
+
+#[test]
+fn a_stack_trace_reporting_a_heap_exhausted_is_memory_not_code() {
+    let mut obs = world();
+    obs.problem = Some("indexer restarts every half hour".into());
+    obs.deployments = vec![deployment("indexer", 1, 1)];
+    obs.pods.push(pod(
+        "indexer-5d8f9-aaaaa",
+        "indexer",
+        3,
+        Some(("Error", 1, 6)),
+    ));
+    for m in [8, 7] {
+        obs.logs.push(log(
+            "indexer-5d8f9-aaaaa",
+            m,
+            "Exception in thread \"worker-1\" java.lang.OutOfMemoryError: Java heap space",
+        ));
+    }
+    obs.evidence
+        .insert("kubernetes/pod_logs".into(), vec!["ev-logs".into()]);
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::ResourceExhaustion, "{}", a.root_cause);
+    assert!(
+        a.root_cause.contains("OutOfMemoryError"),
+        "{}",
+        a.root_cause
+    );
+}

@@ -424,6 +424,8 @@ pub fn pod_facts(pod: &Pod) -> PodFacts {
         node_selector: spec
             .and_then(|s| s.node_selector.clone())
             .unwrap_or_default(),
+        status_reason: status.and_then(|s| s.reason.clone()),
+        status_message: status.and_then(|s| s.message.clone()),
     }
 }
 

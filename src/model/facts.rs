@@ -69,6 +69,12 @@ pub struct PodFacts {
     /// `spec.nodeSelector`: labels a node must carry for the pod to be placed there.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub node_selector: BTreeMap<String, String>,
+    /// `status.reason` and `status.message`: why the whole pod ended (`Evicted`, with the
+    /// resource kubelet reclaimed; `NodeLost`; `DeadlineExceeded`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
 }
 
 impl PodFacts {

@@ -176,10 +176,12 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(checks::cpu_limit::cpu_limit(&ctx));
     signals.extend(checks::create_refused::create_refused(&ctx));
     signals.extend(checks::service_endpoints::service_endpoints(&ctx));
+    signals.extend(checks::service_endpoints::dialled_ports(&ctx));
     signals.extend(checks::network::ingress_backends(&ctx));
     signals.extend(checks::network::network_policies(&ctx));
     signals.extend(checks::autoscaler::autoscaler(&ctx));
     signals.extend(checks::scaled_to_zero::scaled_to_zero(&ctx));
+    signals.extend(checks::eviction::evictions(&ctx));
     signals.extend(dependencies::unhealthy(&ctx));
     signals.extend(storm::storm(&ctx));
     signals.extend(database::lock_contention(&ctx));

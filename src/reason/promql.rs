@@ -97,6 +97,15 @@ impl Selector {
 
     /// Whether the selector counts failed requests: a status matcher that keeps 5xx (or errors).
     pub fn counts_errors(&self) -> bool {
+        // kube-state-metrics series state an object's condition (`status="false"` on a
+        // Deployment's Progressing condition): a state, not the outcome of requests.
+        if self
+            .metric
+            .as_deref()
+            .is_some_and(|m| m.starts_with("kube_"))
+        {
+            return false;
+        }
         self.outcome_matchers().iter().any(|m| {
             let five = ["500", "502", "503", "504"]
                 .iter()
@@ -418,6 +427,18 @@ pub fn role_of(query: &str) -> Option<Role> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_state_series_condition_is_not_a_count_of_errors() {
+        let state = parse(
+            r#"kube_deployment_status_condition{namespace="shop",condition="Progressing",status="false"} == 1"#,
+        )
+        .expect("parses");
+        assert!(!state.counts_errors());
+        let requests = parse(r#"sum(rate(grpc_server_handled_total{status="false"}[5m])) > 1"#)
+            .expect("parses");
+        assert!(requests.counts_errors());
+    }
 
     #[test]
     fn splits_threshold_and_reads_every_matcher_kind() {

@@ -120,10 +120,13 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
             Sig::Dns,
             r"(?i)could not resolve (?:name|address|dns|the name)|temporary failure in name resolution|getaddrinfo eai_again|eai_again|dns lookup failed|servfail|i/o timeout.*:53\b|server misbehaving",
         ),
-        (Sig::ConnRefused, r"(?i)connection refused|econnrefused"),
+        (
+            Sig::ConnRefused,
+            r"(?i)connection refused|econnrefused|connection to \S+ refused|refused (?:the |our )?connection",
+        ),
         (
             Sig::Incompatible,
-            r"(?i)unsupported (?:protocol|server|wire|api) version|protocol version mismatch|(?:server|protocol|wire) version \S+ (?:is )?not supported|not supported by (?:the )?(?:client|server|driver)|requires (?:libpq|server|client|driver) version|incompatible (?:server|client|protocol|wire|api) version|client does not support authentication protocol|authentication method \S+ (?:is )?not supported",
+            r"(?i)unsupported (?:protocol|server|wire|api) version|protocol version mismatch|(?:server|protocol|wire) version \S+ (?:is )?not supported|not supported by (?:the )?(?:client|server|driver)|requires (?:libpq|server|client|driver) version|incompatible (?:server|client|protocol|wire|api) version|client does not support authentication protocol|authentication method \S+ (?:is )?not supported|reports (?:maximum|minimum) wire version|(?:driver|client|library) requires at (?:least|most) |not compatible with (?:the )?server",
         ),
         (
             Sig::Unreachable,
@@ -371,7 +374,25 @@ pub(crate) struct Hits {
 /// Counts each signature over the lines, most frequent first.
 pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits> {
     let mut hits: Vec<Hits> = Vec::new();
+    // A Python traceback states its exception on the first unindented line after its frames:
+    // that line, not the "Traceback (most recent call last):" header, is the one to quote.
+    let mut in_traceback = false;
     for (i, l) in lines.into_iter().enumerate() {
+        let text = l.line.trim_end();
+        if text
+            .trim_start()
+            .starts_with("Traceback (most recent call last)")
+        {
+            in_traceback = true;
+        } else if in_traceback && !text.is_empty() && !text.starts_with([' ', '\t']) {
+            in_traceback = false;
+            if let Some(h) = hits.iter_mut().find(|h| h.sig == Sig::Panic)
+                && h.example.starts_with("Traceback")
+                && exception_line(text)
+            {
+                h.example = short(text);
+            }
+        }
         for sig in classify(&l.line) {
             let slot = match hits.iter_mut().position(|h| h.sig == sig) {
                 Some(i) => &mut hits[i],
@@ -414,14 +435,45 @@ pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits
     hits
 }
 
+/// `ZeroDivisionError: division by zero`, `requests.exceptions.HTTPError: 503`, `KeyboardInterrupt`:
+/// a dotted name ending the way exception classes do, then its message.
+fn exception_line(line: &str) -> bool {
+    let name = line.split(':').next().unwrap_or_default().trim();
+    !name.is_empty()
+        && !name.contains(' ')
+        && [
+            "Error",
+            "Exception",
+            "Exit",
+            "Interrupt",
+            "Warning",
+            "Failure",
+        ]
+        .iter()
+        .any(|end| name.ends_with(end))
+}
+
 pub(crate) fn short(s: &str) -> String {
     let s = s.trim();
-    if s.chars().count() > 200 {
-        let cut: String = s.chars().take(197).collect();
-        format!("{cut}...")
-    } else {
-        s.to_string()
+    let n = s.chars().count();
+    if n <= 200 {
+        return s.to_string();
     }
+    // An error chain ("pull: resolve: authorize: 401 Unauthorized") ends on its deepest cause:
+    // keep its head and its last link, cut the middle.
+    if let Some((_, last)) = s.rsplit_once(": ") {
+        let tail = last.trim();
+        let len = tail.chars().count();
+        if (2..=90).contains(&len) {
+            if n <= 250 {
+                return s.to_string();
+            }
+            let head: String = s.chars().take(250 - len - 5).collect();
+            return format!("{head} ... {tail}");
+        }
+    }
+    let cut: String = s.chars().take(197).collect();
+    format!("{cut}...")
 }
 
 /// Log lines that concern the alert's scope: a pod in scope, or any line when its source is unlabelled.
@@ -509,7 +561,19 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
         .pods()
         .iter()
         .any(|p| ctx.pod_in_scope(p) && p.restarts() > 0);
-    for h in scan(lines.iter().copied()) {
+    let hits = scan(lines.iter().copied());
+    // A stack trace whose every line also states a deeper failure (the OutOfMemoryError it
+    // reports, a refused connection) is that failure's report, not a defect of its own.
+    let restates_deeper = |h: &Hits| {
+        h.lines.iter().all(|&i| {
+            lines.get(i).is_some_and(|l| {
+                classify(&l.line)
+                    .into_iter()
+                    .any(|s| depth(s) < depth(h.sig))
+            })
+        })
+    };
+    for h in &hits {
         let dep = match (h.sig, h.targets.as_slice()) {
             (_, []) => String::new(),
             (Sig::Config, t) => format!(" (missing {})", list_names(t, 3)),
@@ -581,6 +645,16 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                 )),
                 (Basis::Logged, 0),
             ),
+            Sig::Oom => (
+                Some(format!(
+                    "{scope} runs out of memory: {} {} in its logs, e.g. \"{}\"; the process needs more memory than its heap or its container's limit allows",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                (Basis::Logged, 1),
+            ),
+            Sig::Panic if restates_deeper(h) => (None, (Basis::Context, 1)),
             Sig::Panic => (
                 Some(format!(
                     "{scope} {} on a code defect: {} {} in its logs, e.g. \"{}\"",
@@ -919,6 +993,54 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_long_error_chain_keeps_its_deepest_cause() {
+        let chain = format!(
+            "Failed to pull image \"ghcr.io/acme/app:2.4.0\": {}: failed to authorize: 401 Unauthorized",
+            "failed to resolve reference \"ghcr.io/acme/app:2.4.0\"".repeat(6)
+        );
+        let s = short(&chain);
+        assert!(s.starts_with("Failed to pull image"), "{s}");
+        assert!(s.ends_with("401 Unauthorized"), "{s}");
+        assert!(s.chars().count() <= 250, "{s}");
+        let plain = "x".repeat(400);
+        assert_eq!(short(&plain).chars().count(), 200);
+    }
+
+    #[test]
+    fn a_traceback_is_quoted_by_its_exception() {
+        let lines: Vec<LogLine> = [
+            "Traceback (most recent call last):",
+            "  File \"/app/main.py\", line 9, in <module>",
+            "    total = a / b",
+            "ZeroDivisionError: division by zero",
+        ]
+        .iter()
+        .map(|l| LogLine {
+            line: (*l).to_string(),
+            ..LogLine::default()
+        })
+        .collect();
+        let hits = scan(lines.iter());
+        let panic = hits.iter().find(|h| h.sig == Sig::Panic).expect("a panic");
+        assert_eq!(panic.example, "ZeroDivisionError: division by zero");
+    }
+
+    #[test]
+    fn a_driver_too_old_for_its_server_is_an_incompatibility() {
+        for line in [
+            "MongoServerSelectionError: Server at db:27017 reports maximum wire version 21, but this version of the Node.js Driver requires at most 13",
+            "org.postgresql.util.PSQLException: Connection to pg:5432 refused.",
+        ] {
+            assert!(!classify(line).is_empty(), "{line}");
+        }
+        assert!(classify(
+            "Server at db:27017 reports maximum wire version 21, but this version of the driver requires at most 13"
+        )
+        .contains(&Sig::Incompatible));
+        assert!(classify("Connection to pg:5432 refused.").contains(&Sig::ConnRefused));
+    }
     use crate::reason::Observations;
     use std::collections::BTreeMap;
 

@@ -9,6 +9,7 @@ pub(crate) mod cpu_limit;
 pub(crate) mod create_refused;
 pub(crate) mod database;
 pub(crate) mod dependencies;
+pub(crate) mod eviction;
 pub(crate) mod logs;
 pub(crate) mod metrics;
 pub(crate) mod monitor;
@@ -125,6 +126,7 @@ const ALL: &[&[Decl]] = &[
     create_refused::DECLARED,
     service_endpoints::DECLARED,
     scaled_to_zero::DECLARED,
+    eviction::DECLARED,
     dependencies::DECLARED,
     storm::DECLARED,
     database::DECLARED,

@@ -131,6 +131,10 @@ fn probe_killed(ctx: &Ctx, pod: &PodFacts) -> bool {
 }
 
 pub(crate) fn is_oom(ctx: &Ctx, pod: &PodFacts, c: &ContainerFacts) -> bool {
+    // An evicted pod's containers were killed by kubelet reclaiming a resource (see eviction).
+    if pod.status_reason.as_deref() == Some("Evicted") {
+        return false;
+    }
     let (reason, code) = last_termination(ctx, pod, c);
     let oom_reason =
         reason.as_deref() == Some("OOMKilled") || c.reason.as_deref() == Some("OOMKilled");
@@ -490,7 +494,11 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
 /// `restartPolicy: Never`, a failed bare pod): the exit, the Job's verdict and the line that says why.
 pub(crate) fn failed_runs(ctx: &Ctx) -> Vec<Signal> {
     let mut out = Vec::new();
-    for pod in live_pods(ctx) {
+    // An evicted pod's containers were ended by kubelet, not by their code (see eviction).
+    for pod in live_pods(ctx)
+        .into_iter()
+        .filter(|p| p.status_reason.as_deref() != Some("Evicted"))
+    {
         for c in &pod.containers {
             let failed = c.state == "terminated" && c.exit_code.is_some_and(|e| e != 0);
             if !failed || c.reason.as_deref() == Some("OOMKilled") {

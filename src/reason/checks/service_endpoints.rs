@@ -22,7 +22,104 @@ pub(crate) const DECLARED: &[Decl] = &[
         role: Role::Failure,
         reads: &[],
     },
+    Decl {
+        id: "dialled_port",
+        title: "the port the subject dials is one its Service exposes",
+        concern: "service_endpoints",
+        role: Role::Failure,
+        reads: &[],
+    },
 ];
+
+/// The Service a dialled host names: `name`, `name.ns`, `name.ns.svc[.cluster.local]`, in the
+/// subject's namespace when the host gives none.
+fn service_of_host<'a>(ctx: &Ctx<'a>, host: &str, home: &str) -> Option<&'a ServiceFacts> {
+    let mut parts = host.split('.');
+    let name = parts.next()?;
+    let ns = parts.next().filter(|n| *n != "svc").unwrap_or(home);
+    ctx.obs
+        .services
+        .iter()
+        .find(|s| s.name == name && (s.namespace == ns || s.namespace.is_empty()) && !s.missing)
+}
+
+/// Check: is every `host:port` the subject's own lines fail to reach a port its Service exposes?
+/// Failing when the host is a Service of the cluster, with ready endpoints, that exposes other
+/// ports only: the address in the subject's configuration is wrong, not the dependency.
+pub(crate) fn dialled_ports(ctx: &Ctx) -> Vec<Signal> {
+    use crate::reason::logs::{self, Sig};
+    if !ctx.subject.resolved || ctx.obs.services.is_empty() {
+        return Vec::new();
+    }
+    let home = ctx
+        .pods()
+        .into_iter()
+        .find(|p| ctx.subject.has_pod(p))
+        .map(|p| p.namespace.clone())
+        .unwrap_or_default();
+    let who = ctx
+        .subject
+        .workloads
+        .first()
+        .map(|(_, n)| n.clone())
+        .unwrap_or_else(|| "the subject".into());
+    let lines = logs::scoped_lines(ctx);
+    let hits = logs::scan(lines.iter().copied());
+    let mut out = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for h in hits.iter().filter(|h| {
+        matches!(
+            h.sig,
+            Sig::ConnRefused | Sig::Unreachable | Sig::Timeout | Sig::Reset
+        )
+    }) {
+        for target in &h.targets {
+            let Some((host, port)) = target.rsplit_once(':') else {
+                continue;
+            };
+            let Ok(port) = port.parse::<u16>() else {
+                continue;
+            };
+            let Some(svc) = service_of_host(ctx, host, &home) else {
+                continue;
+            };
+            if svc.ports.is_empty()
+                || svc.ports.iter().any(|(p, _)| *p == port)
+                || svc.ready.is_empty()
+                || seen.contains(target)
+            {
+                continue;
+            }
+            seen.push(target.clone());
+            let exposed: Vec<String> = svc.ports.iter().map(|(p, _)| p.to_string()).collect();
+            let summary = format!(
+                "{who} dials {target}, but Service {} exposes port {} only ({} ready endpoint(s))",
+                svc.name,
+                exposed.join(", "),
+                svc.ready.len()
+            );
+            out.push(Signal {
+                analyzer: "dialled_port",
+                summary: summary.clone(),
+                detail: format!("{} {}: \"{}\"", h.count, h.sig.label(), logs::short(&h.example)),
+                category: Category::ConfigurationError,
+                basis: Basis::Measured,
+                // The Service's ports and its endpoints, read beside the lines that dial it.
+                links: 2,
+                evidence: ctx.ev(&["kubernetes/services", "kubernetes/pod_logs", "logs"]),
+                cause: Some(format!(
+                    "{summary}, so its connections to port {port} are refused ({} {}, e.g. \"{}\"); the port in its configuration is wrong, the dependency itself is serving",
+                    h.count,
+                    h.sig.label(),
+                    logs::short(&h.example)
+                )),
+                objects: vec![format!("service/{}", svc.name)],
+                ..Signal::default()
+            });
+        }
+    }
+    out
+}
 
 /// Whether the alert, the problem or the subject names the Service.
 pub(crate) fn named(ctx: &Ctx, svc: &ServiceFacts) -> bool {
