@@ -170,7 +170,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Config,
-            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))",
+            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))|flag provided but not defined|unknown (?:flag|option|shorthand flag|command line option)|unrecognized (?:option|argument|arguments)|invalid (?:option|argument|flag)|read-only file system|erofs|\(13: permission denied\)|: permission denied$|eacces|exec format error|operation not permitted",
         ),
     ];
     table
@@ -1025,6 +1025,19 @@ mod tests {
         let hits = scan(lines.iter());
         let panic = hits.iter().find(|h| h.sig == Sig::Panic).expect("a panic");
         assert_eq!(panic.example, "ZeroDivisionError: division by zero");
+    }
+
+    #[test]
+    fn what_the_pod_spec_gets_wrong_reads_as_configuration() {
+        for line in [
+            "flag provided but not defined: -listen-port",
+            "open /var/cache/thumbs/index.db: read-only file system",
+            "nginx: [emerg] open() \"/var/run/nginx.pid\" failed (13: Permission denied)",
+            "exec /usr/local/bin/sweeper: exec format error",
+            "error: unrecognized arguments: --workers=4",
+        ] {
+            assert!(classify(line).contains(&Sig::Config), "{line}");
+        }
     }
 
     #[test]
