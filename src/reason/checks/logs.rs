@@ -138,7 +138,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Auth,
-            r"(?i)(?:password )?authentication failed|access denied for|permission denied for|unauthori[sz]ed\b|invalid (?:credentials|api[ _-]?key|token|username or password)|401 unauthorized|403 forbidden|not authorized to|token (?:has )?expired|signature (?:is )?invalid|is forbidden: user|cannot (?:get|list|watch|create|update|patch|delete) resource",
+            r"(?i)(?:password )?authentication failed|access denied for|permission denied for|unauthori[sz]ed\b|invalid (?:credentials|api[ _-]?key|token|username or password)|401 unauthorized|403 forbidden|not authorized (?:to|on \S+ to execute)|command \S+ requires authentication|sasl authentication failed|noauth authentication required|wrongpass|token (?:has )?expired|signature (?:is )?invalid|is forbidden: user|cannot (?:get|list|watch|create|update|patch|delete) resource",
         ),
         (
             Sig::Timeout,
@@ -1037,6 +1037,13 @@ mod tests {
             "error: unrecognized arguments: --workers=4",
         ] {
             assert!(classify(line).contains(&Sig::Config), "{line}");
+        }
+        for line in [
+            "(Unauthorized) not authorized on geo-db to execute command { find: \"geo\" }",
+            "MongoError: command find requires authentication",
+            "NOAUTH Authentication required.",
+        ] {
+            assert!(classify(line).contains(&Sig::Auth), "{line}");
         }
     }
 
