@@ -359,3 +359,34 @@ fn a_stack_trace_reporting_a_heap_exhausted_is_memory_not_code() {
         a.root_cause
     );
 }
+
+#[test]
+fn a_claim_pending_on_a_class_the_cluster_lacks_holds_the_pod_without_any_event() {
+    let mut obs = world();
+    obs.problem = Some("ledger-db has been down since this morning".into());
+    let mut p = pod("ledger-db-0", "ledger-db", 0, None);
+    p.owner = Some("StatefulSet/ledger-db".into());
+    p.phase = "Pending".into();
+    p.node = None;
+    p.conditions = BTreeMap::from([("PodScheduled".into(), "False".into())]);
+    p.containers.clear();
+    p.claims = vec![sitrep::model::ClaimFacts {
+        name: "data-ledger-db-0".into(),
+        read: true,
+        phase: "Pending".into(),
+        storage_class: Some("premium-rwo".into()),
+        class_exists: Some(false),
+        ..Default::default()
+    }];
+    obs.pods.push(p);
+    obs.workloads.push(sitrep::model::WorkloadFacts {
+        kind: "StatefulSet".into(),
+        name: "ledger-db".into(),
+        namespace: NS.into(),
+        desired: 1,
+        ..Default::default()
+    });
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::ConfigurationError, "{}", a.root_cause);
+    assert!(a.root_cause.contains("premium-rwo"), "{}", a.root_cause);
+}

@@ -426,6 +426,7 @@ pub fn pod_facts(pod: &Pod) -> PodFacts {
             .unwrap_or_default(),
         status_reason: status.and_then(|s| s.reason.clone()),
         status_message: status.and_then(|s| s.message.clone()),
+        claims: super::k8s_storage::claim_names(spec),
     }
 }
 
@@ -1181,6 +1182,8 @@ impl KubernetesClient {
                 .then_some(p)
             })
             .await?;
+        let mut pods = pods;
+        self.read_claims(&mut pods).await;
         Ok(pods)
     }
 
@@ -1364,7 +1367,7 @@ impl KubernetesClient {
     }
 
     /// A list of one kind in `ns` (all namespaces when `None`), each item parsed on its own.
-    async fn list<T: DeserializeOwned>(
+    pub(super) async fn list<T: DeserializeOwned>(
         &self,
         ns: Option<&str>,
         group: &str,

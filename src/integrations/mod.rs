@@ -8,6 +8,7 @@ pub mod github;
 pub mod jira;
 mod k8s_autoscalers;
 mod k8s_services;
+mod k8s_storage;
 pub mod kubernetes;
 pub mod llm;
 pub mod loki;

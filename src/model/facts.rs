@@ -75,6 +75,30 @@ pub struct PodFacts {
     pub status_reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status_message: Option<String>,
+    /// The PersistentVolumeClaims its volumes mount, with what the API says of each when it was
+    /// read (for pods that are not running).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<ClaimFacts>,
+}
+
+/// A PersistentVolumeClaim a pod mounts: whether it exists, its phase, and whether the
+/// StorageClass it asks for exists. `read` is false when only the pod's reference is known.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct ClaimFacts {
+    pub name: String,
+    pub read: bool,
+    /// Read and not listed in its namespace.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub missing: bool,
+    /// `Pending`, `Bound` or `Lost`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub phase: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_class: Option<String>,
+    /// Whether the cluster has that StorageClass; `None` when the classes could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class_exists: Option<bool>,
 }
 
 impl PodFacts {

@@ -20,9 +20,9 @@ pub use cloud::{CloudFact, MetricQuery, MetricSeries, PiKey, PiSeries, RdsEvent,
 pub use diagnosis::{Check, CheckStatus, SubjectObject, Symptom, SymptomState, steps_text};
 pub use event::{Command, Event, Outcome, Record, RunMode, SessionHeader};
 pub use facts::{
-    AlertInfo, AutoscalerFacts, Change, ChangeKind, ContainerFacts, DeploymentFacts, Facts,
-    IngressRoute, K8sEventFacts, LogLine, NodeFacts, PgBackend, PgConnections, PgDatabase, PgFact,
-    PgReplica, PgStatement, PodFacts, RuleInfo, Series, ServiceFacts, WorkloadFacts,
+    AlertInfo, AutoscalerFacts, Change, ChangeKind, ClaimFacts, ContainerFacts, DeploymentFacts,
+    Facts, IngressRoute, K8sEventFacts, LogLine, NodeFacts, PgBackend, PgConnections, PgDatabase,
+    PgFact, PgReplica, PgStatement, PodFacts, RuleInfo, Series, ServiceFacts, WorkloadFacts,
     human_duration,
 };
 pub use incident::{

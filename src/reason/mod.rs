@@ -182,6 +182,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(checks::autoscaler::autoscaler(&ctx));
     signals.extend(checks::scaled_to_zero::scaled_to_zero(&ctx));
     signals.extend(checks::eviction::evictions(&ctx));
+    signals.extend(checks::claims::claims(&ctx));
     signals.extend(dependencies::unhealthy(&ctx));
     signals.extend(storm::storm(&ctx));
     signals.extend(database::lock_contention(&ctx));

@@ -3,6 +3,7 @@
 
 pub(crate) mod autoscaler;
 pub(crate) mod changes;
+pub(crate) mod claims;
 pub mod cloud;
 pub(crate) mod config;
 pub(crate) mod cpu_limit;
@@ -127,6 +128,7 @@ const ALL: &[&[Decl]] = &[
     service_endpoints::DECLARED,
     scaled_to_zero::DECLARED,
     eviction::DECLARED,
+    claims::DECLARED,
     dependencies::DECLARED,
     storm::DECLARED,
     database::DECLARED,
