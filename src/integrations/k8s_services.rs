@@ -14,6 +14,22 @@ pub struct Around<'a> {
     pub endpoints: Option<&'a [Endpoints]>,
     pub ingresses: Option<&'a [Ingress]>,
     pub policies: Option<&'a [NetworkPolicy]>,
+    /// The cluster's IngressClass names, when they could be read.
+    pub classes: Option<&'a [String]>,
+}
+
+/// The IngressClass an Ingress names, by field or by the older annotation.
+fn class_of(ing: &Ingress) -> Option<String> {
+    ing.spec
+        .as_ref()
+        .and_then(|s| s.ingress_class_name.clone())
+        .or_else(|| {
+            ing.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("kubernetes.io/ingress.class").cloned())
+        })
+        .filter(|c| !c.is_empty())
 }
 
 /// Each Service with its Endpoints, the Ingress rules routing to it and the policies denying its
@@ -29,6 +45,8 @@ pub fn network_facts(services: &[Service], around: &Around) -> Vec<ServiceFacts>
     for ing in around.ingresses.into_iter().flatten() {
         let ns = ing.metadata.namespace.clone().unwrap_or_default();
         let name = ing.metadata.name.clone().unwrap_or_default();
+        let unknown_class =
+            class_of(ing).filter(|c| around.classes.is_some_and(|all| !all.contains(c)));
         for (rule, backend) in backends(ing) {
             let Some(svc) = backend.service.as_ref() else {
                 continue;
@@ -52,6 +70,7 @@ pub fn network_facts(services: &[Service], around: &Around) -> Vec<ServiceFacts>
                 ingress: name.clone(),
                 rule,
                 port,
+                unknown_class: unknown_class.clone(),
             });
         }
     }
@@ -263,6 +282,50 @@ mod tests {
         let api = &facts[1];
         assert!(api.missing && api.name == "api", "{api:?}");
         assert_eq!(api.routes[0].port, "http");
+        assert_eq!(web.routes[0].unknown_class, None);
+    }
+
+    #[test]
+    fn an_ingress_names_a_class_the_cluster_lacks_only_when_classes_were_read() {
+        let services: Vec<Service> = serde_json::from_value(json!([
+            {"metadata": {"name": "web", "namespace": "shop"}, "spec": {"ports": [{"port": 80}]}}
+        ]))
+        .unwrap_or_else(|e| unreachable!("{e}"));
+        let ingresses: Vec<Ingress> = serde_json::from_value(json!([
+            {"metadata": {"name": "shop", "namespace": "shop"},
+             "spec": {"ingressClassName": "nginx-internal", "rules": [{"host": "shop.example.com", "http": {"paths": [
+                {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}},
+            {"metadata": {"name": "old", "namespace": "shop", "annotations": {"kubernetes.io/ingress.class": "nginx"}},
+             "spec": {"rules": [{"host": "old.example.com", "http": {"paths": [
+                {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}}
+        ]))
+        .unwrap_or_else(|e| unreachable!("{e}"));
+        let classes = vec!["nginx".to_string()];
+        let read = network_facts(
+            &services,
+            &Around {
+                ingresses: Some(&ingresses),
+                classes: Some(&classes),
+                ..Around::default()
+            },
+        );
+        let class_of = |facts: &[ServiceFacts], ingress: &str| {
+            facts[0]
+                .routes
+                .iter()
+                .find(|r| r.ingress == ingress)
+                .and_then(|r| r.unknown_class.clone())
+        };
+        assert_eq!(class_of(&read, "shop").as_deref(), Some("nginx-internal"));
+        assert_eq!(class_of(&read, "old"), None);
+        let unread = network_facts(
+            &services,
+            &Around {
+                ingresses: Some(&ingresses),
+                ..Around::default()
+            },
+        );
+        assert_eq!(class_of(&unread, "shop"), None);
     }
 
     #[test]

@@ -1409,12 +1409,27 @@ impl KubernetesClient {
             )
             .await
             .ok();
+        // The classes Ingresses name, read only when there is an Ingress to judge.
+        let classes: Option<Vec<String>> = match ingresses.as_deref() {
+            Some([_, ..]) => self
+                .list::<k8s_openapi::api::networking::v1::IngressClass>(
+                    None,
+                    "/apis/networking.k8s.io/v1",
+                    "ingressclasses",
+                    "IngressClass",
+                )
+                .await
+                .ok()
+                .map(|v| v.into_iter().filter_map(|c| c.metadata.name).collect()),
+            _ => None,
+        };
         Ok(super::k8s_services::network_facts(
             &services,
             &super::k8s_services::Around {
                 endpoints: endpoints.as_deref(),
                 ingresses: ingresses.as_deref(),
                 policies: policies.as_deref(),
+                classes: classes.as_deref(),
             },
         ))
     }

@@ -528,6 +528,11 @@ pub struct IngressRoute {
     pub rule: String,
     /// The Service port it asks for: a number, or a port's name.
     pub port: String,
+    /// The IngressClass its Ingress names (`spec.ingressClassName`, or the older
+    /// `kubernetes.io/ingress.class` annotation) when the cluster's classes were read and none
+    /// has that name: no controller serves the rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown_class: Option<String>,
 }
 
 /// What one read returned, parsed: the typed facts a specialist learned from one evidence item,

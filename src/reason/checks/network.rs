@@ -10,6 +10,13 @@ use crate::reason::{Ctx, Signal, list_names, subject};
 /// The checks this concern makes.
 pub(crate) const DECLARED: &[Decl] = &[
     Decl {
+        id: "ingress_class",
+        title: "Ingress names an IngressClass the cluster has",
+        concern: "network",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
         id: "ingress_backend",
         title: "Ingress routes to no Service port",
         concern: "network",
@@ -58,6 +65,30 @@ pub(crate) fn ingress_backends(ctx: &Ctx) -> Vec<Signal> {
     let evidence = ctx.ev(&["kubernetes/services"]);
     for svc in ctx.obs.services.iter().filter(|s| !s.routes.is_empty()) {
         if !concerns_subject(ctx, svc) {
+            continue;
+        }
+        // An Ingress whose class no controller has: none of its rules is served at all.
+        if let Some(r) = svc.routes.iter().find(|r| r.unknown_class.is_some()) {
+            let class = r.unknown_class.clone().unwrap_or_default();
+            let summary = format!(
+                "Ingress {} names IngressClass \"{class}\", which the cluster does not have",
+                r.ingress
+            );
+            out.push(Signal {
+                analyzer: "ingress_class",
+                summary: summary.clone(),
+                detail: format!("its rule {} routes to Service {}", r.rule, svc.name),
+                category: Category::ConfigurationError,
+                basis: Basis::Measured,
+                links: 1,
+                evidence: evidence.clone(),
+                cause: Some(format!(
+                    "{summary}, so no ingress controller serves its rules and requests for {} never reach Service {}; name an existing class",
+                    r.rule, svc.name
+                )),
+                objects: vec![format!("ingress/{}", r.ingress), format!("service/{}", svc.name)],
+                ..Signal::default()
+            });
             continue;
         }
         let exposed: Vec<String> = svc.ports.iter().map(|(p, _)| p.to_string()).collect();
@@ -232,6 +263,7 @@ mod tests {
             ingress: "shop".into(),
             rule: "shop.example.com/".into(),
             port: port.into(),
+            unknown_class: None,
         }
     }
 
@@ -271,6 +303,26 @@ mod tests {
         let mut fine = web(80);
         fine.routes = vec![route("80")];
         assert!(ingress_backends(&Ctx::new(&obs(vec![fine]))).is_empty());
+    }
+
+    #[test]
+    fn an_ingress_of_a_class_the_cluster_lacks_is_the_cause() {
+        let mut svc = web(80);
+        let mut r = route("80");
+        r.unknown_class = Some("nginx-internal".into());
+        svc.routes = vec![r];
+        let mut o = obs(vec![svc]);
+        if let Some(a) = o.alert.as_mut() {
+            a.labels.insert("ingress".into(), "shop".into());
+        }
+        let a = analyze(&o);
+        assert_eq!(a.category, Category::ConfigurationError, "{}", a.root_cause);
+        assert!(
+            a.root_cause
+                .contains("names IngressClass \"nginx-internal\", which the cluster does not have"),
+            "{}",
+            a.root_cause
+        );
     }
 
     #[test]
