@@ -390,3 +390,40 @@ fn a_claim_pending_on_a_class_the_cluster_lacks_holds_the_pod_without_any_event(
     assert_eq!(a.category, Category::ConfigurationError, "{}", a.root_cause);
     assert!(a.root_cause.contains("premium-rwo"), "{}", a.root_cause);
 }
+
+#[test]
+fn a_replica_failure_condition_tells_the_refusal_its_expired_events_told() {
+    let mut obs = world();
+    let labels = BTreeMap::from([
+        (
+            "alertname".to_string(),
+            "KubeDeploymentReplicasMismatch".to_string(),
+        ),
+        ("namespace".to_string(), NS.to_string()),
+        ("deployment".to_string(), "renderer".to_string()),
+    ]);
+    obs.alert = Some(Alert {
+        labels,
+        starts_at: Some(ago(150)),
+        ..Alert::default()
+    });
+    let mut d = deployment("renderer", 5, 2);
+    d.conditions.insert(
+        "ReplicaFailure".into(),
+        (
+            "True".into(),
+            "FailedCreate".into(),
+            "pods \"renderer-5d8f9-x7k2m\" is forbidden: exceeded quota: compute-quota, requested: requests.cpu=2, used: requests.cpu=15, limited: requests.cpu=16".into(),
+        ),
+    );
+    obs.deployments = vec![d];
+    obs.pods = vec![
+        pod("renderer-5d8f9-aaaaa", "renderer", 0, None),
+        pod("renderer-5d8f9-bbbbb", "renderer", 0, None),
+    ];
+    obs.evidence
+        .insert("kubernetes/deployments".into(), vec!["ev-deploy".into()]);
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::ResourceExhaustion, "{}", a.root_cause);
+    assert!(a.root_cause.contains("compute-quota"), "{}", a.root_cause);
+}

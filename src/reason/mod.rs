@@ -149,6 +149,8 @@ pub struct Analysis {
 
 /// Run every analyzer over the observations and rank what they found.
 pub fn analyze(obs: &Observations) -> Analysis {
+    let stated = refusals_from_conditions(obs);
+    let obs = stated.as_ref().unwrap_or(obs);
     let ctx = Ctx::new(obs);
     let mut signals = Vec::new();
     signals.extend(pods::crash_loop(&ctx));
@@ -195,6 +197,44 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(coverage::report(&ctx));
     signals.extend(also_noticed(&ctx));
     rank::rank(&ctx, signals)
+}
+
+/// A controller's `ReplicaFailure` condition states what its FailedCreate events said (an
+/// exceeded quota, a missing service account); those events expire an hour after the last one,
+/// the condition stays while the failure does. A condition whose refusal no event tells is read
+/// as that event, so every check that reads refusals reads it. `None` when nothing is added.
+fn refusals_from_conditions(obs: &Observations) -> Option<Observations> {
+    let told = |message: &str| {
+        obs.events
+            .iter()
+            .any(|e| e.reason == "FailedCreate" && e.message.contains(message))
+    };
+    let stated: Vec<K8sEventFacts> = obs
+        .deployments
+        .iter()
+        .map(|d| ("Deployment", d))
+        .chain(obs.replica_sets.iter().map(|r| ("ReplicaSet", r)))
+        .filter_map(|(kind, d)| {
+            let (status, reason, message) = d.conditions.get("ReplicaFailure")?;
+            (status == "True" && reason == "FailedCreate" && !message.is_empty() && !told(message))
+                .then(|| K8sEventFacts {
+                    event_type: "Warning".into(),
+                    reason: "FailedCreate".into(),
+                    message: format!("Error creating: {message}"),
+                    object: format!("{kind}/{}", d.name),
+                    namespace: d.namespace.clone(),
+                    count: 1,
+                    first_seen: None,
+                    last_seen: None,
+                })
+        })
+        .collect();
+    if stated.is_empty() {
+        return None;
+    }
+    let mut owned = obs.clone();
+    owned.events.extend(stated);
+    Some(owned)
 }
 
 /// The pods of the subject the alert or problem is about, by the same resolution the diagnosis
