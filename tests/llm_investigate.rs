@@ -141,7 +141,8 @@ fn start(model: Model, inject: bool) -> AgentHandle {
     }
     let opts = AgentOptions {
         model: Some(model),
-        approval_timeout: Some(Duration::from_millis(300)),
+        // Long enough for a chat answer to stream in while the approvals wait, on a busy host.
+        approval_timeout: Some(Duration::from_millis(1500)),
         approval_poll: Duration::from_millis(20),
         ..AgentOptions::default()
     };
