@@ -172,9 +172,6 @@ struct Shared {
     metrics_token: Option<SecretString>,
     /// Counters `GET /metrics` shows.
     metrics: Metrics,
-    /// With a store, one admission at a time is claimed there: a repeat must not be answered
-    /// with a session whose claim the store has not confirmed yet.
-    claiming: tokio::sync::Mutex<()>,
 }
 
 type AppState = Arc<Shared>;
@@ -324,7 +321,6 @@ pub async fn serve_with(
         store,
         metrics_token: setup.metrics_token,
         metrics: Metrics::default(),
-        claiming: tokio::sync::Mutex::new(()),
     });
     // With a store: records are written to it, decisions for this replica arrive from it, and
     // the lease is renewed (and dead replicas' sessions taken over).

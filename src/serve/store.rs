@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio_postgres::Client;
+use tokio_postgres::types::Type;
 
 /// How long a start may take to reach and migrate the store before `serve` gives up.
 pub const OPEN_TIMEOUT: Duration = Duration::from_secs(9);
@@ -16,8 +17,6 @@ pub const OPEN_TIMEOUT: Duration = Duration::from_secs(9);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(4);
 /// A statement that takes longer than this counts as the store being down.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
-/// Serialises claims across replicas (one transaction at a time takes this lock).
-const CLAIM_LOCK: i64 = 0x5172_6570_0001;
 /// Serialises migrations: two replicas starting at once apply each version once.
 const MIGRATE_LOCK: i64 = 0x5172_6570_0002;
 /// The channel a decision for another replica is announced on (payload: that replica's id).
@@ -65,6 +64,72 @@ const MIGRATIONS: &[&str] = &[
         taken_at timestamptz
      );
      CREATE INDEX sitrep_decisions_waiting ON sitrep_decisions (replica) WHERE taken_at IS NULL;",
+    // 2: claims in one round trip, under a lock per alert, group and subject rather than one
+    // for every claim; the subjects of running investigations, so a related alert joins the
+    // investigation another replica runs.
+    "CREATE TABLE sitrep_subjects (
+        session text NOT NULL,
+        subject text NOT NULL,
+        name text NOT NULL,
+        PRIMARY KEY (subject, session, name)
+     );
+     CREATE INDEX sitrep_subjects_session ON sitrep_subjects (session);
+     -- Locks each key for the rest of the transaction, in one order everywhere (no deadlock).
+     CREATE FUNCTION sitrep_lock(p_keys text[]) RETURNS void LANGUAGE plpgsql AS $f$
+     DECLARE k text;
+     BEGIN
+        FOR k IN SELECT DISTINCT x FROM unnest(p_keys) x ORDER BY 1 LOOP
+            PERFORM pg_advisory_xact_lock(1936290160, hashtext(k));
+        END LOOP;
+     END $f$;
+     -- Claims alerts (keys 'f:FINGERPRINT') and a group ('g:KEY', or NULL) for a new session:
+     -- 'known' when every alert is claimed by a session running or ended within p_ttl seconds;
+     -- 'joined' when a running session has the group, or one of the subjects under another
+     -- alert name (the new alerts are claimed for it); else 'new', the session recorded.
+     CREATE FUNCTION sitrep_claim(p_session text, p_replica text, p_title text, p_trigger text,
+            p_fps text[], p_group text, p_subjects text[], p_names text[], p_ttl float8)
+        RETURNS TABLE (o_kind text, o_session text) LANGUAGE plpgsql AS $f$
+     DECLARE v_new text[]; v_owner text; v_kind text := 'joined';
+     BEGIN
+        PERFORM sitrep_lock(p_fps || CASE WHEN p_group IS NULL THEN '{}'::text[] ELSE ARRAY[p_group] END
+            || ARRAY(SELECT 's:' || x FROM unnest(p_subjects) x));
+        v_new := ARRAY(SELECT f FROM unnest(p_fps) f WHERE NOT EXISTS (
+            SELECT 1 FROM sitrep_claims c JOIN sitrep_sessions s ON s.id = c.session
+             WHERE c.key = f AND (s.ended_at IS NULL OR s.ended_at > now() - make_interval(secs => p_ttl))));
+        IF cardinality(p_fps) > 0 AND cardinality(v_new) = 0 THEN
+            RETURN QUERY SELECT 'known'::text, c.session FROM unnest(p_fps) WITH ORDINALITY AS f(key, n)
+                JOIN sitrep_claims c ON c.key = f.key ORDER BY f.n LIMIT 1;
+            RETURN;
+        END IF;
+        IF p_group IS NOT NULL THEN
+            SELECT c.session INTO v_owner FROM sitrep_claims c JOIN sitrep_sessions s ON s.id = c.session
+             WHERE c.key = p_group AND s.status = 'running';
+        END IF;
+        IF v_owner IS NULL THEN
+            SELECT x.session INTO v_owner
+              FROM unnest(p_subjects, p_names) AS a(subject, name)
+              JOIN sitrep_subjects x ON x.subject = a.subject
+              JOIN sitrep_sessions s ON s.id = x.session AND s.status = 'running'
+             WHERE NOT EXISTS (SELECT 1 FROM sitrep_subjects y
+                                WHERE y.session = x.session AND y.subject = a.subject AND y.name = a.name)
+             ORDER BY s.started_at, x.session LIMIT 1;
+        END IF;
+        IF v_owner IS NULL THEN
+            INSERT INTO sitrep_sessions (id, replica, title, trigger)
+                VALUES (p_session, p_replica, p_title, p_trigger);
+            INSERT INTO sitrep_subjects (session, subject, name)
+                SELECT p_session, a.subject, a.name FROM unnest(p_subjects, p_names) AS a(subject, name)
+                ON CONFLICT DO NOTHING;
+            v_owner := p_session;
+            v_kind := 'new';
+            IF p_group IS NOT NULL THEN
+                v_new := v_new || p_group;
+            END IF;
+        END IF;
+        INSERT INTO sitrep_claims (key, session) SELECT unnest(v_new), v_owner
+            ON CONFLICT (key) DO UPDATE SET session = EXCLUDED.session, resolved = false;
+        RETURN QUERY SELECT v_kind, v_owner;
+     END $f$;",
 ];
 
 /// `[serve.store]` as the command line resolved it.
@@ -359,15 +424,19 @@ impl Store {
         .await
     }
 
-    /// Claims `fingerprints` (and `group_key`) for `session` in one transaction under the claim
-    /// lock, so whichever replica's delivery comes first wins and every other is a duplicate.
-    /// Claims of sessions that ended more than `ttl` ago are free again.
+    /// Claims `fingerprints` (and `group_key`) for `session`, in one round trip: whichever
+    /// replica's delivery comes first wins and every other is a duplicate; a running session of
+    /// the same group, or of one of `subjects` (subject, alert name) under another alert name,
+    /// takes the new alerts instead. Claims of sessions that ended more than `ttl` ago are free
+    /// again. Claims of other alerts do not wait for this one (the locks are per alert).
+    #[allow(clippy::too_many_arguments)]
     pub async fn claim(
         &self,
         session: &str,
         title: &str,
         group_key: &str,
         fingerprints: &[String],
+        subjects: &[(String, String)],
         trigger: &str,
         ttl: Duration,
     ) -> Result<Claimed, StoreError> {
@@ -376,60 +445,37 @@ impl Store {
         let replica = self.replica.clone();
         let fps: Vec<String> = fingerprints.iter().map(|f| format!("f:{f}")).collect();
         let group = (!group_key.is_empty()).then(|| format!("g:{group_key}"));
+        let (names, subjects): (Vec<String>, Vec<String>) = subjects
+            .iter()
+            .map(|(subject, name)| (name.clone(), subject.clone()))
+            .unzip();
         let ttl = ttl.as_secs_f64();
-        self.transaction(move |tx| {
-            Box::pin(async move {
-                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CLAIM_LOCK])
-                    .await?;
-                let mut keys = fps.clone();
-                keys.extend(group.clone());
-                let rows = tx
-                    .query(
-                        "SELECT c.key, c.session FROM sitrep_claims c JOIN sitrep_sessions s ON s.id = c.session
-                         WHERE c.key = ANY($1) AND (s.ended_at IS NULL OR s.ended_at > now() - make_interval(secs => $2))",
-                        &[&keys, &ttl],
-                    )
-                    .await?;
-                let mut held = std::collections::HashMap::new();
-                for r in &rows {
-                    held.insert(r.try_get::<_, String>(0)?, r.try_get::<_, String>(1)?);
-                }
-                let new: Vec<String> = fps.iter().filter(|k| !held.contains_key(*k)).cloned().collect();
-                let by_group = group.as_ref().and_then(|g| held.get(g)).cloned();
-                if new.is_empty() {
-                    let known = fps.iter().find_map(|k| held.get(k)).cloned().or(by_group.clone());
-                    if let Some(s) = known {
-                        return Ok(Claimed::Known(s));
-                    }
-                }
-                let owner = match &by_group {
-                    Some(s) => s.clone(),
-                    None => {
-                        tx.execute(
-                            "INSERT INTO sitrep_sessions (id, replica, title, trigger) VALUES ($1, $2, $3, $4)",
-                            &[&session, &replica, &title, &trigger],
-                        )
-                        .await?;
-                        session.clone()
-                    }
-                };
-                let mut take = new;
-                if by_group.is_none() {
-                    take.extend(group);
-                }
-                tx.execute(
-                    "INSERT INTO sitrep_claims (key, session) SELECT unnest($1::text[]), $2
-                     ON CONFLICT (key) DO UPDATE SET session = EXCLUDED.session, resolved = false",
-                    &[&take, &owner],
+        let row = self
+            .with(|c| async move {
+                c.query_typed_one(
+                    "SELECT o_kind, o_session FROM sitrep_claim($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                    &[
+                        (&session, Type::TEXT),
+                        (&replica, Type::TEXT),
+                        (&title, Type::TEXT),
+                        (&trigger, Type::TEXT),
+                        (&fps, Type::TEXT_ARRAY),
+                        (&group, Type::TEXT),
+                        (&subjects, Type::TEXT_ARRAY),
+                        (&names, Type::TEXT_ARRAY),
+                        (&ttl, Type::FLOAT8),
+                    ],
                 )
-                .await?;
-                Ok(match by_group {
-                    Some(s) => Claimed::Joined(s),
-                    None => Claimed::New,
-                })
+                .await
+                .and_then(|r| Ok((r.try_get::<_, String>(0)?, r.try_get::<_, String>(1)?)))
             })
-        })
-        .await
+            .await?;
+        match row.0.as_str() {
+            "new" => Ok(Claimed::New),
+            "known" => Ok(Claimed::Known(row.1)),
+            "joined" => Ok(Claimed::Joined(row.1)),
+            other => Err(StoreError::Query(format!("a claim answered {other:?}"))),
+        }
     }
 
     /// Alerts that joined `session` on this replica are claimed for it too (first claim wins).
@@ -437,8 +483,11 @@ impl Store {
         let keys: Vec<String> = fingerprints.iter().map(|f| format!("f:{f}")).collect();
         let session = session.to_string();
         self.with(|c| async move {
+            // The lock is taken first: the insert reads the row its statement returns.
             c.execute(
-                "INSERT INTO sitrep_claims (key, session) SELECT unnest($1::text[]), $2 ON CONFLICT (key) DO NOTHING",
+                "WITH locked AS (SELECT sitrep_lock($1::text[]))
+                 INSERT INTO sitrep_claims (key, session) SELECT unnest($1::text[]), $2 FROM locked
+                 ON CONFLICT (key) DO NOTHING",
                 &[&keys, &session],
             )
             .await
@@ -451,9 +500,9 @@ impl Store {
     pub async fn resolved(&self, fingerprints: &[String]) -> Result<(), StoreError> {
         let keys: Vec<String> = fingerprints.iter().map(|f| format!("f:{f}")).collect();
         self.with(|c| async move {
-            c.execute(
+            c.query_typed(
                 "UPDATE sitrep_claims SET resolved = true WHERE key = ANY($1)",
-                &[&keys],
+                &[(&keys, Type::TEXT_ARRAY)],
             )
             .await
         })
@@ -464,15 +513,18 @@ impl Store {
     /// Withdraws a claim whose investigation could not start.
     pub async fn forget(&self, session: &str) -> Result<(), StoreError> {
         let session = session.to_string();
+        // One statement: the shared connection carries other callers' statements meanwhile.
         self.with(|c| async move {
-            c.batch_execute("BEGIN").await?;
-            c.execute("DELETE FROM sitrep_claims WHERE session = $1", &[&session])
-                .await?;
-            c.execute("DELETE FROM sitrep_sessions WHERE id = $1", &[&session])
-                .await?;
-            c.batch_execute("COMMIT").await
+            c.execute(
+                "WITH claims AS (DELETE FROM sitrep_claims WHERE session = $1),
+                      subjects AS (DELETE FROM sitrep_subjects WHERE session = $1)
+                 DELETE FROM sitrep_sessions WHERE id = $1",
+                &[&session],
+            )
+            .await
         })
         .await
+        .map(|_| ())
     }
 
     /// A session this replica ran ended: its claims age from now.
@@ -480,10 +532,10 @@ impl Store {
         let session = session.to_string();
         let outcome = outcome.map(|o| o.name().to_string());
         self.with(|c| async move {
-            c.execute(
+            c.query_typed(
                 "UPDATE sitrep_sessions SET status = 'ended', outcome = $2, ended_at = now()
                  WHERE id = $1 AND status = 'running'",
-                &[&session, &outcome],
+                &[(&session, Type::TEXT), (&outcome, Type::TEXT)],
             )
             .await
         })
@@ -551,10 +603,14 @@ impl Store {
             let lines: Vec<String> = batch.iter().map(|b| b.2.clone()).collect();
             let written = self
                 .with(|c| async move {
-                    c.execute(
+                    c.query_typed(
                         "INSERT INTO sitrep_records (session, seq, line)
                          SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[]) ON CONFLICT DO NOTHING",
-                        &[&sessions, &seqs, &lines],
+                        &[
+                            (&sessions, Type::TEXT_ARRAY),
+                            (&seqs, Type::INT8_ARRAY),
+                            (&lines, Type::TEXT_ARRAY),
+                        ],
                     )
                     .await
                 })
@@ -846,8 +902,18 @@ impl Store {
         let keys: Vec<String> = fingerprints.iter().map(|f| format!("f:{f}")).collect();
         self.transaction(move |tx| {
             Box::pin(async move {
-                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CLAIM_LOCK])
-                    .await?;
+                // The same locks a claim of these alerts and groups takes.
+                let mut locks = keys.clone();
+                for r in tx
+                    .query(
+                        "SELECT key FROM sitrep_claims WHERE session = $1 AND key LIKE 'g:%'",
+                        &[&orphan],
+                    )
+                    .await?
+                {
+                    locks.push(r.try_get(0)?);
+                }
+                tx.execute("SELECT sitrep_lock($1)", &[&locks]).await?;
                 tx.execute(
                     "INSERT INTO sitrep_sessions (id, replica, title, trigger, takes_over) VALUES ($1, $2, $3, $4, $5)",
                     &[&session, &replica, &title, &trigger, &orphan],
