@@ -352,8 +352,32 @@ async fn claim_in_store(
     match admitted {
         Admit::Start(_) | Admit::Queued(_) => {}
         Admit::Joined(id) | Admit::JoinedRunning(id, _) => {
-            if let Err(e) = store.join(id, claimed).await {
-                tracing::warn!("cannot record joined alerts of {id} in the store: {e}");
+            match store.join(id, claimed).await {
+                Ok(None) => {}
+                // Another replica claimed them already: a duplicate of what they joined there.
+                Ok(Some(owner)) => {
+                    unadmit(state, admitted, claimed);
+                    let runs_here = lock(&state.sessions).contains_key(&owner);
+                    {
+                        let mut core = lock(&state.core);
+                        core.claims.record(&entry.group_key, claimed, &owner);
+                        if !runs_here {
+                            core.claims.finish(&owner, Instant::now());
+                        }
+                    }
+                    return Some(
+                        (
+                            StatusCode::OK,
+                            axum::Json(
+                                json!({"started": false, "duplicate": true, "session": owner}),
+                            ),
+                        )
+                            .into_response(),
+                    );
+                }
+                Err(e) => {
+                    tracing::warn!("cannot record joined alerts of {id} in the store: {e}")
+                }
             }
             return None;
         }

@@ -247,7 +247,8 @@ pub async fn serve_with(
             setup.sessions_dir.display()
         )
     })?;
-    let recovered = recover(&setup.sessions_dir);
+    let mut recovered = recover(&setup.sessions_dir);
+    let ran = std::mem::take(&mut recovered.ran);
     if recovered.interrupted > 0 || !recovered.queue.is_empty() {
         eprintln!(
             "sitrep serve: recovered from an unclean stop: {} session(s) marked interrupted, {} queued alert group(s) to start",
@@ -272,6 +273,10 @@ pub async fn serve_with(
                     .reclaim(&waiting)
                     .await
                     .map_err(|e| anyhow::anyhow!("sitrep serve: {e}"))?;
+            }
+            // What a kill kept from reaching the store is on this disk: it goes there now.
+            if !ran.is_empty() {
+                tokio::spawn(reconcile(store.clone(), ran));
             }
             Some(store)
         }

@@ -19,6 +19,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(4);
 const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Serialises migrations: two replicas starting at once apply each version once.
 const MIGRATE_LOCK: i64 = 0x5172_6570_0002;
+/// Where the lines a takeover adds to a dead replica's session are numbered from: after any
+/// record the session wrote (which its replica, restarted on the same disk, may still bring to
+/// the store from its file).
+const TAKEOVER_SEQ: i64 = 1 << 40;
 /// The channel a decision for another replica is announced on (payload: that replica's id).
 pub const DECISIONS_CHANNEL: &str = "sitrep_decisions";
 
@@ -479,21 +483,36 @@ impl Store {
     }
 
     /// Alerts that joined `session` on this replica are claimed for it too (first claim wins).
-    pub async fn join(&self, session: &str, fingerprints: &[String]) -> Result<(), StoreError> {
+    /// `Some(owner)` when every one of them was claimed already, by `owner`.
+    pub async fn join(
+        &self,
+        session: &str,
+        fingerprints: &[String],
+    ) -> Result<Option<String>, StoreError> {
         let keys: Vec<String> = fingerprints.iter().map(|f| format!("f:{f}")).collect();
         let session = session.to_string();
         self.with(|c| async move {
             // The lock is taken first: the insert reads the row its statement returns.
-            c.execute(
-                "WITH locked AS (SELECT sitrep_lock($1::text[]))
-                 INSERT INTO sitrep_claims (key, session) SELECT unnest($1::text[]), $2 FROM locked
-                 ON CONFLICT (key) DO NOTHING",
-                &[&keys, &session],
+            let added = c
+                .execute(
+                    "WITH locked AS (SELECT sitrep_lock($1::text[]))
+                     INSERT INTO sitrep_claims (key, session) SELECT unnest($1::text[]), $2 FROM locked
+                     ON CONFLICT (key) DO NOTHING",
+                    &[&keys, &session],
+                )
+                .await?;
+            if added > 0 || keys.is_empty() {
+                return Ok(None);
+            }
+            c.query_opt(
+                "SELECT session FROM sitrep_claims WHERE key = $1",
+                &[&keys[0]],
             )
-            .await
+            .await?
+            .map(|r| r.try_get(0))
+            .transpose()
         })
         .await
-        .map(|_| ())
     }
 
     /// A resolve arrived for these alerts: a takeover does not investigate them again.
@@ -557,6 +576,53 @@ impl Store {
         while self.unwritten.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// Brings a session's records to the store from its file (`lines`, the header first, as
+    /// the file held them when this replica came back after a stop): any the stop kept from
+    /// reaching the store are added in their places; the session's end, if the file has one,
+    /// too. Sessions the store does not know are left alone. Returns the records added.
+    pub async fn reconcile(
+        &self,
+        session: &str,
+        lines: Vec<String>,
+        outcome: Option<Outcome>,
+    ) -> Result<u64, StoreError> {
+        let session = session.to_string();
+        let seqs: Vec<i64> = (0..lines.len() as i64).collect();
+        let added = {
+            let session = session.clone();
+            self.with(|c| async move {
+                let present: i64 = c
+                    .query_one(
+                        "SELECT count(*) FROM sitrep_records WHERE session = $1 AND seq < $2",
+                        &[&session, &TAKEOVER_SEQ],
+                    )
+                    .await?
+                    .try_get(0)?;
+                if present >= lines.len() as i64 {
+                    return Ok(0);
+                }
+                c.execute(
+                    "INSERT INTO sitrep_records (session, seq, line)
+                     SELECT $1, s, l FROM unnest($2::bigint[], $3::text[]) AS r(s, l)
+                     WHERE EXISTS (SELECT 1 FROM sitrep_sessions WHERE id = $1)
+                     ON CONFLICT DO NOTHING",
+                    &[&session, &seqs, &lines],
+                )
+                .await
+            })
+            .await?
+        };
+        if outcome.is_some() {
+            self.ended(&session, outcome).await?;
+        }
+        Ok(added)
+    }
+
+    /// Records queued for the store and not yet written.
+    pub fn unwritten(&self) -> u64 {
+        self.unwritten.load(Ordering::SeqCst)
     }
 
     /// Sessions this process found still queued in its journal after a restart are its own
@@ -738,7 +804,9 @@ impl Store {
         Ok(rows
             .into_iter()
             .filter_map(|(_, session, name, via, command)| {
-                let command: Command = serde_json::from_str(&command).ok()?;
+                let command: Command = serde_json::from_str(&command)
+                    .ok()
+                    .or_else(|| relayed_warning(&command))?;
                 Some((
                     session,
                     Attributed {
@@ -842,26 +910,25 @@ impl Store {
                     let trigger: String = r.try_get(1)?;
                     let last = tx
                         .query_opt(
-                            "SELECT seq, line FROM sitrep_records WHERE session = $1 ORDER BY seq DESC LIMIT 1",
-                            &[&id],
+                            "SELECT line FROM sitrep_records WHERE session = $1 AND seq < $2 ORDER BY seq DESC LIMIT 1",
+                            &[&id, &TAKEOVER_SEQ],
                         )
                         .await?;
-                    let (seq, t) = match &last {
+                    let t = match &last {
                         Some(row) => {
-                            let line: String = row.try_get(1)?;
-                            let t = serde_json::from_str::<serde_json::Value>(&line)
+                            let line: String = row.try_get(0)?;
+                            serde_json::from_str::<serde_json::Value>(&line)
                                 .ok()
                                 .and_then(|v| v.get("t").and_then(serde_json::Value::as_f64))
-                                .unwrap_or(0.0);
-                            (row.try_get::<_, i64>(0)?, t)
+                                .unwrap_or(0.0)
                         }
-                        None => (0, 0.0),
+                        None => 0.0,
                     };
                     let lines = interrupted_lines(t, &dead);
                     for (i, line) in lines.iter().enumerate() {
                         tx.execute(
                             "INSERT INTO sitrep_records (session, seq, line) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-                            &[&id, &(seq + 1 + i as i64), line],
+                            &[&id, &(TAKEOVER_SEQ + i as i64), line],
                         )
                         .await?;
                     }
@@ -929,6 +996,20 @@ impl Store {
         })
         .await
     }
+}
+
+/// A warning one replica relayed to a session another runs (related alerts joined it). Warnings
+/// are not read from outside the server, so the command's own parsing refuses them; the store
+/// is written by replicas only.
+fn relayed_warning(command: &str) -> Option<Command> {
+    let v: serde_json::Value = serde_json::from_str(command).ok()?;
+    (v.get("type")?.as_str()? == "warning").then(|| Command::Warning {
+        message: v
+            .get("message")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+    })
 }
 
 /// The warning and end a taken-over session gets, as record lines at time `t`.
