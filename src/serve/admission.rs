@@ -328,15 +328,25 @@ pub(super) async fn investigate(
         }
         _ => {}
     }
-    if let Some(store) = &state.store
-        && let Some(answer) = claim_in_store(state, store, &admitted, &claimed, &entry).await
-    {
-        return answer;
-    }
+    // Once admitted, the claim is settled to the end on a task of its own, whatever becomes of
+    // this request (a sender that hangs up must not leave a claim unconfirmed for good).
     let state = state.clone();
-    off_thread(move || record_and_start(&state, admitted, claimed, entry))
-        .await
-        .unwrap_or_else(|r| r)
+    let settle = tokio::spawn(async move {
+        if let Some(store) = state.store.clone()
+            && let Some(answer) = claim_in_store(&state, &store, &admitted, &claimed, &entry).await
+        {
+            return answer;
+        }
+        off_thread(move || record_and_start(&state, admitted, claimed, entry))
+            .await
+            .unwrap_or_else(|r| r)
+    });
+    settle.await.unwrap_or_else(|e| {
+        if e.is_panic() {
+            std::panic::resume_unwind(e.into_panic());
+        }
+        unavailable("the server is shutting down".into(), true)
+    })
 }
 
 /// Takes the claim this replica admitted in the shared store too, where every replica's claims
