@@ -287,7 +287,9 @@ async fn main() -> anyhow::Result<()> {
     let base: Value = serde_json::from_str(&std::fs::read_to_string(
         root.join("cases/checkout-bad-deploy/alert.json"),
     )?)?;
-    let pg = postgres::Pg::start(&[], &[]).map_err(|e| anyhow::anyhow!(e))?;
+    // Statements are not logged (the tests' default logs each): a store in service does not.
+    let pg =
+        postgres::Pg::start(&["log_statement = 'none'"], &[]).map_err(|e| anyhow::anyhow!(e))?;
     let dir = tempfile::tempdir()?;
     // Slots enough that no alert waits for a long queue: the figures are the receiver's.
     let limits = "[policy]\nread_only = true\n[serve]\nmax_concurrent = 16\nqueue = 4096\n";

@@ -298,6 +298,24 @@ async fn two_replicas_share_claims_sessions_decisions_and_take_over_a_killed_one
         "approval posted to B recorded on A after {:?}",
         posted.elapsed()
     );
+    // ... and the action runs there, within the same 2 s.
+    loop {
+        let ran = events(&file)
+            .iter()
+            .any(|e| matches!(e, Event::ActionExecuted { action_id, .. } if *action_id == action));
+        if ran {
+            break;
+        }
+        assert!(
+            posted.elapsed() < Duration::from_secs(2),
+            "the approved action did not run on A within 2 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!(
+        "the approved action ran on A {:?} after the post",
+        posted.elapsed()
+    );
     // It runs to its end on A before A is killed.
     let deadline = Instant::now() + Duration::from_secs(60);
     while !events(&file)

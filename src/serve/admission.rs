@@ -3,6 +3,8 @@
 
 use super::*;
 
+/// How long a delivery waits for the store to confirm a claim it depends on before asking again.
+const CONFIRM_WAIT: Duration = Duration::from_secs(10);
 /// How long an ended investigation keeps its alerts claimed: a page re-sent within it (an
 /// Alertmanager repeat) is a duplicate, one still or again firing after it is investigated anew.
 pub(super) const CLAIM_TTL: Duration = Duration::from_secs(6 * 3600);
@@ -40,9 +42,11 @@ pub(super) struct Core {
     pub(super) live_groups: HashMap<String, String>,
     /// Subject -> (session, the alert names it investigates there).
     pub(super) live_subjects: HashMap<String, (String, std::collections::BTreeSet<String>)>,
-    /// With a store: sessions admitted here whose claim the store has not confirmed yet. A
-    /// repeat naming one waits for the answer rather than being told a session that may not be.
-    pub(super) unconfirmed: std::collections::HashSet<String>,
+    /// With a store: sessions admitted here whose claim the store has not confirmed yet, each
+    /// with what wakes the deliveries waiting on it (dropped once the store answered). A
+    /// repeat naming one, or a related alert that would join it, waits for the answer rather
+    /// than being told of a session that may not be; unrelated alerts do not wait.
+    pub(super) unconfirmed: HashMap<String, tokio::sync::watch::Sender<()>>,
 }
 
 impl Core {
@@ -145,6 +149,9 @@ pub(super) fn subjects_of(trigger: &Trigger) -> Vec<(String, String)> {
 /// What admission decided for a delivery's new alerts.
 pub(super) enum Admit {
     Duplicate(String),
+    /// It depends on a session whose claim the store has not confirmed yet: ask again once
+    /// this changes (or closes).
+    Pending(tokio::sync::watch::Receiver<()>),
     Start(Box<Queued>),
     Queued(String),
     Joined(String),
@@ -161,7 +168,7 @@ pub(super) fn admit(
     state: &AppState,
     group_key: &str,
     fingerprints: &[String],
-    make: impl FnOnce(&[String]) -> (String, Trigger),
+    make: &impl Fn(&[String]) -> (String, Trigger),
 ) -> (Admit, Vec<String>, JournalEntry) {
     let none = JournalEntry::default;
     if state.draining.load(std::sync::atomic::Ordering::SeqCst) {
@@ -169,8 +176,16 @@ pub(super) fn admit(
     }
     let mut core = lock(&state.core);
     core.claims.expire(Instant::now(), CLAIM_TTL);
+    let pending = |core: &Core, id: &str| {
+        core.unconfirmed
+            .get(id)
+            .map(|wake| (Admit::Pending(wake.subscribe()), Vec::new(), none()))
+    };
     let new = match core.claims.check(group_key, fingerprints) {
-        Claim::Known(session) => return (Admit::Duplicate(session), Vec::new(), none()),
+        Claim::Known(session) => {
+            return pending(&core, &session)
+                .unwrap_or_else(|| (Admit::Duplicate(session), Vec::new(), none()));
+        }
         Claim::New(new) => new,
     };
     let claimed = if new.is_empty() {
@@ -180,6 +195,18 @@ pub(super) fn admit(
     };
     let (title, trigger) = make(&new);
     let related = core.related(group_key, &trigger);
+    let queued_group = core
+        .queue
+        .iter()
+        .find(|q| !group_key.is_empty() && q.group_key() == Some(group_key))
+        .map(|q| q.id.clone());
+    if let Some(waiting) = related
+        .iter()
+        .chain(queued_group.iter())
+        .find_map(|id| pending(&core, id))
+    {
+        return waiting;
+    }
     // Related alerts (same group, same subject) arriving together join the investigation still
     // waiting for them, or the one running.
     if let Some(id) = &related
@@ -210,7 +237,8 @@ pub(super) fn admit(
     core.claims.record(group_key, &claimed, &id);
     core.live(&id, group_key, &trigger);
     if state.store.is_some() {
-        core.unconfirmed.insert(id.clone());
+        core.unconfirmed
+            .insert(id.clone(), tokio::sync::watch::channel(()).0);
     }
     // A free slot goes to the longest waiting first: arrival order.
     if core.running < state.limits.max_concurrent && core.queue.is_empty() {
@@ -265,32 +293,18 @@ pub(super) async fn investigate(
     state: &AppState,
     group_key: &str,
     fingerprints: &[String],
-    make: impl FnOnce(&[String]) -> (String, Trigger),
+    make: impl Fn(&[String]) -> (String, Trigger),
 ) -> Response {
-    // A repeat of an alert whose claim the store confirmed is answered at once; only new
-    // alerts (and repeats of one being claimed) take the claim lock.
-    if state.store.is_some() && !state.draining.load(std::sync::atomic::Ordering::SeqCst) {
-        let known = {
-            let mut core = lock(&state.core);
-            core.claims.expire(Instant::now(), CLAIM_TTL);
-            match core.claims.check(group_key, fingerprints) {
-                Claim::Known(s) if !core.unconfirmed.contains(&s) => Some(s),
-                _ => None,
+    // Only a delivery that depends on a claim the store has not confirmed yet waits (for that
+    // claim alone); every other is admitted at once, and claims in the store run side by side.
+    let (admitted, claimed, entry) = loop {
+        match admit(state, group_key, fingerprints, &make) {
+            (Admit::Pending(mut confirmed), ..) => {
+                let _ = tokio::time::timeout(CONFIRM_WAIT, confirmed.changed()).await;
             }
-        };
-        if let Some(session) = known {
-            return (
-                StatusCode::OK,
-                axum::Json(json!({"started": false, "duplicate": true, "session": session})),
-            )
-                .into_response();
+            decided => break decided,
         }
-    }
-    let serial = match &state.store {
-        Some(_) => Some(state.claiming.lock().await),
-        None => None,
     };
-    let (admitted, claimed, entry) = admit(state, group_key, fingerprints, make);
     match &admitted {
         Admit::Duplicate(session) => {
             return (
@@ -314,16 +328,25 @@ pub(super) async fn investigate(
         }
         _ => {}
     }
-    if let Some(store) = &state.store
-        && let Some(answer) = claim_in_store(state, store, &admitted, &claimed, &entry).await
-    {
-        return answer;
-    }
-    drop(serial);
+    // Once admitted, the claim is settled to the end on a task of its own, whatever becomes of
+    // this request (a sender that hangs up must not leave a claim unconfirmed for good).
     let state = state.clone();
-    off_thread(move || record_and_start(&state, admitted, claimed, entry))
-        .await
-        .unwrap_or_else(|r| r)
+    let settle = tokio::spawn(async move {
+        if let Some(store) = state.store.clone()
+            && let Some(answer) = claim_in_store(&state, &store, &admitted, &claimed, &entry).await
+        {
+            return answer;
+        }
+        off_thread(move || record_and_start(&state, admitted, claimed, entry))
+            .await
+            .unwrap_or_else(|r| r)
+    });
+    settle.await.unwrap_or_else(|e| {
+        if e.is_panic() {
+            std::panic::resume_unwind(e.into_panic());
+        }
+        unavailable("the server is shutting down".into(), true)
+    })
 }
 
 /// Takes the claim this replica admitted in the shared store too, where every replica's claims
@@ -339,20 +362,46 @@ async fn claim_in_store(
     match admitted {
         Admit::Start(_) | Admit::Queued(_) => {}
         Admit::Joined(id) | Admit::JoinedRunning(id, _) => {
-            if let Err(e) = store.join(id, claimed).await {
-                tracing::warn!("cannot record joined alerts of {id} in the store: {e}");
+            match store.join(id, claimed).await {
+                Ok(None) => {}
+                // Another replica claimed them already: a duplicate of what they joined there.
+                Ok(Some(owner)) => {
+                    unadmit(state, admitted, claimed);
+                    let runs_here = lock(&state.sessions).contains_key(&owner);
+                    {
+                        let mut core = lock(&state.core);
+                        core.claims.record(&entry.group_key, claimed, &owner);
+                        if !runs_here {
+                            core.claims.finish(&owner, Instant::now());
+                        }
+                    }
+                    return Some(
+                        (
+                            StatusCode::OK,
+                            axum::Json(
+                                json!({"started": false, "duplicate": true, "session": owner}),
+                            ),
+                        )
+                            .into_response(),
+                    );
+                }
+                Err(e) => {
+                    tracing::warn!("cannot record joined alerts of {id} in the store: {e}")
+                }
             }
             return None;
         }
         _ => return None,
     }
     let trigger = serde_json::to_string(entry).unwrap_or_default();
+    let subjects = entry.trigger().map(|t| subjects_of(&t)).unwrap_or_default();
     let found = store
         .claim(
             &entry.session,
             &entry.title,
             &entry.group_key,
             claimed,
+            &subjects,
             &trigger,
             CLAIM_TTL,
         )
@@ -388,6 +437,9 @@ async fn claim_in_store(
         core.unconfirmed.remove(&entry.session);
     }
     let (session, joined) = other;
+    if joined {
+        tell_joined(state, store, &session, claimed.len(), &entry.title).await;
+    }
     Some(if joined {
         (
             StatusCode::ACCEPTED,
@@ -403,6 +455,36 @@ async fn claim_in_store(
         )
             .into_response()
     })
+}
+
+/// Tells the running investigation `session` (here, or on the replica the store says runs it)
+/// that related alerts joined it: it hears of it on its timeline.
+async fn tell_joined(
+    state: &AppState,
+    store: &store::Store,
+    session: &str,
+    alerts: usize,
+    title: &str,
+) {
+    let message = format!("{alerts} related alert(s) joined this investigation: {title}");
+    let here = lock(&state.sessions).get(session).map(|r| {
+        let _ = r.commands.send(Command::Warning {
+            message: message.clone(),
+        });
+    });
+    if here.is_some() {
+        return;
+    }
+    let relayed = Attributed {
+        decider: Decider {
+            name: "sitrep serve".into(),
+            via: format!("replica {}", store.replica),
+        },
+        command: Command::Warning { message },
+    };
+    if let Err(e) = store.post_decision(session, &relayed).await {
+        tracing::warn!("cannot tell {session} that related alerts joined it: {e}");
+    }
 }
 
 /// The part of [`investigate`] that writes: the journal line, then the start.
@@ -535,7 +617,13 @@ pub(super) fn pump(state: &AppState) {
             if core.running >= state.limits.max_concurrent {
                 return;
             }
-            let Some(q) = core.queue.pop_front() else {
+            // A session whose claim the store has not confirmed waits (it may be a duplicate).
+            let Some(q) = core
+                .queue
+                .iter()
+                .position(|q| !core.unconfirmed.contains_key(&q.id))
+                .and_then(|at| core.queue.remove(at))
+            else {
                 return;
             };
             core.running += 1;
@@ -588,6 +676,7 @@ pub(super) async fn investigate_payload(state: &AppState, mut payload: WebhookPa
     let fingerprints: Vec<String> = payload.alerts.iter().map(alert_fingerprint).collect();
     let group_key = payload.group_key.clone();
     investigate(state, &group_key, &fingerprints, move |new| {
+        let mut payload = payload.clone();
         if !new.is_empty() {
             payload
                 .alerts

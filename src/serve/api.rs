@@ -503,7 +503,10 @@ pub(super) async fn new_investigation(State(state): State<AppState>, body: Bytes
         Some(text) if !text.is_empty() => {
             let title: String = text.chars().take(80).collect();
             let problem = text.to_string();
-            investigate(&state, "", &[], move |_| (title, Trigger::Problem(problem))).await
+            investigate(&state, "", &[], move |_| {
+                (title.clone(), Trigger::Problem(problem.clone()))
+            })
+            .await
         }
         _ => error(
             StatusCode::BAD_REQUEST,

@@ -147,6 +147,17 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Response {
         );
         family(
             &mut out,
+            "sitrep_serve_store_unwritten_records",
+            "gauge",
+            "Session records written to this replica's disk and not yet to the store.",
+        );
+        let _ = writeln!(
+            out,
+            "sitrep_serve_store_unwritten_records {}",
+            store.unwritten()
+        );
+        family(
+            &mut out,
             "sitrep_serve_lease_age_seconds",
             "gauge",
             "Seconds since each replica last renewed its lease.",

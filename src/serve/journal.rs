@@ -66,6 +66,39 @@ pub(super) struct Recovered {
     pub(super) claims: Claims,
     pub(super) queue: VecDeque<Queued>,
     pub(super) interrupted: usize,
+    /// Sessions that ran before the stop: what their files held when it came, for the store.
+    pub(super) ran: Vec<Ran>,
+}
+
+/// A session that ran before a stop, as its file was when the server came back (before it was
+/// marked interrupted).
+#[derive(Debug)]
+pub(super) struct Ran {
+    pub(super) id: String,
+    pub(super) path: PathBuf,
+    /// The file's length then: the records written up to the stop.
+    pub(super) len: u64,
+    /// How it had ended, if it had.
+    pub(super) outcome: Option<Outcome>,
+}
+
+impl Ran {
+    /// The file's whole lines up to the stop (a torn last line left out).
+    pub(super) fn lines(&self) -> std::io::Result<Vec<String>> {
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        std::fs::File::open(&self.path)?
+            .take(self.len)
+            .read_to_end(&mut bytes)?;
+        let whole = match bytes.iter().rposition(|b| *b == b'\n') {
+            Some(end) => &bytes[..end],
+            None => &bytes[..0],
+        };
+        Ok(String::from_utf8_lossy(whole)
+            .lines()
+            .map(str::to_string)
+            .collect())
+    }
 }
 
 /// Rebuilds the server's state from the sessions directory after any stop, clean or not: every
@@ -121,6 +154,12 @@ pub(super) fn recover(dir: &Path) -> Recovered {
             out.claims.record(&e.group_key, &e.fingerprints, &id);
             // It ran before the restart and will not run again: its claims age from now.
             out.claims.finish(&id, Instant::now());
+            out.ran.push(Ran {
+                id: id.clone(),
+                path: path.clone(),
+                len: std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
+                outcome: session::read_tail(&path).ok().and_then(|t| t.outcome),
+            });
             match mark_interrupted(&path) {
                 Ok(true) => out.interrupted += 1,
                 Ok(false) => {}

@@ -172,9 +172,6 @@ struct Shared {
     metrics_token: Option<SecretString>,
     /// Counters `GET /metrics` shows.
     metrics: Metrics,
-    /// With a store, one admission at a time is claimed there: a repeat must not be answered
-    /// with a session whose claim the store has not confirmed yet.
-    claiming: tokio::sync::Mutex<()>,
 }
 
 type AppState = Arc<Shared>;
@@ -250,7 +247,8 @@ pub async fn serve_with(
             setup.sessions_dir.display()
         )
     })?;
-    let recovered = recover(&setup.sessions_dir);
+    let mut recovered = recover(&setup.sessions_dir);
+    let ran = std::mem::take(&mut recovered.ran);
     if recovered.interrupted > 0 || !recovered.queue.is_empty() {
         eprintln!(
             "sitrep serve: recovered from an unclean stop: {} session(s) marked interrupted, {} queued alert group(s) to start",
@@ -275,6 +273,10 @@ pub async fn serve_with(
                     .reclaim(&waiting)
                     .await
                     .map_err(|e| anyhow::anyhow!("sitrep serve: {e}"))?;
+            }
+            // What a kill kept from reaching the store is on this disk: it goes there now.
+            if !ran.is_empty() {
+                tokio::spawn(reconcile(store.clone(), ran));
             }
             Some(store)
         }
@@ -324,7 +326,6 @@ pub async fn serve_with(
         store,
         metrics_token: setup.metrics_token,
         metrics: Metrics::default(),
-        claiming: tokio::sync::Mutex::new(()),
     });
     // With a store: records are written to it, decisions for this replica arrive from it, and
     // the lease is renewed (and dead replicas' sessions taken over).

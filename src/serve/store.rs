@@ -9,6 +9,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio_postgres::Client;
+use tokio_postgres::types::Type;
+
+mod schema;
+use schema::{MIGRATIONS, migrate};
 
 /// How long a start may take to reach and migrate the store before `serve` gives up.
 pub const OPEN_TIMEOUT: Duration = Duration::from_secs(9);
@@ -16,56 +20,12 @@ pub const OPEN_TIMEOUT: Duration = Duration::from_secs(9);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(4);
 /// A statement that takes longer than this counts as the store being down.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
-/// Serialises claims across replicas (one transaction at a time takes this lock).
-const CLAIM_LOCK: i64 = 0x5172_6570_0001;
-/// Serialises migrations: two replicas starting at once apply each version once.
-const MIGRATE_LOCK: i64 = 0x5172_6570_0002;
+/// Where the lines a takeover adds to a dead replica's session are numbered from: after any
+/// record the session wrote (which its replica, restarted on the same disk, may still bring to
+/// the store from its file).
+const TAKEOVER_SEQ: i64 = 1 << 40;
 /// The channel a decision for another replica is announced on (payload: that replica's id).
 pub const DECISIONS_CHANNEL: &str = "sitrep_decisions";
-
-/// The schema, one entry per version, applied in order and recorded in `sitrep_migrations`.
-const MIGRATIONS: &[&str] = &[
-    // 1: replicas and their leases, sessions, their records, claims, decisions in flight.
-    "CREATE TABLE sitrep_replicas (
-        id text PRIMARY KEY,
-        lease_until timestamptz NOT NULL,
-        renewed_at timestamptz NOT NULL DEFAULT now()
-     );
-     CREATE TABLE sitrep_sessions (
-        id text PRIMARY KEY,
-        replica text NOT NULL,
-        title text NOT NULL,
-        started_at timestamptz NOT NULL DEFAULT now(),
-        status text NOT NULL DEFAULT 'running',
-        outcome text,
-        ended_at timestamptz,
-        trigger text NOT NULL,
-        takes_over text
-     );
-     CREATE INDEX sitrep_sessions_replica ON sitrep_sessions (replica) WHERE status = 'running';
-     CREATE TABLE sitrep_records (
-        session text NOT NULL,
-        seq bigint NOT NULL,
-        line text NOT NULL,
-        PRIMARY KEY (session, seq)
-     );
-     CREATE TABLE sitrep_claims (
-        key text PRIMARY KEY,
-        session text NOT NULL,
-        resolved boolean NOT NULL DEFAULT false
-     );
-     CREATE INDEX sitrep_claims_session ON sitrep_claims (session);
-     CREATE TABLE sitrep_decisions (
-        id bigserial PRIMARY KEY,
-        session text NOT NULL,
-        replica text NOT NULL,
-        decider text NOT NULL,
-        via text NOT NULL,
-        command text NOT NULL,
-        taken_at timestamptz
-     );
-     CREATE INDEX sitrep_decisions_waiting ON sitrep_decisions (replica) WHERE taken_at IS NULL;",
-];
 
 /// `[serve.store]` as the command line resolved it.
 pub struct StoreSettings {
@@ -359,15 +319,19 @@ impl Store {
         .await
     }
 
-    /// Claims `fingerprints` (and `group_key`) for `session` in one transaction under the claim
-    /// lock, so whichever replica's delivery comes first wins and every other is a duplicate.
-    /// Claims of sessions that ended more than `ttl` ago are free again.
+    /// Claims `fingerprints` (and `group_key`) for `session`, in one round trip: whichever
+    /// replica's delivery comes first wins and every other is a duplicate; a running session of
+    /// the same group, or of one of `subjects` (subject, alert name) under another alert name,
+    /// takes the new alerts instead. Claims of sessions that ended more than `ttl` ago are free
+    /// again. Claims of other alerts do not wait for this one (the locks are per alert).
+    #[allow(clippy::too_many_arguments)]
     pub async fn claim(
         &self,
         session: &str,
         title: &str,
         group_key: &str,
         fingerprints: &[String],
+        subjects: &[(String, String)],
         trigger: &str,
         ttl: Duration,
     ) -> Result<Claimed, StoreError> {
@@ -376,84 +340,79 @@ impl Store {
         let replica = self.replica.clone();
         let fps: Vec<String> = fingerprints.iter().map(|f| format!("f:{f}")).collect();
         let group = (!group_key.is_empty()).then(|| format!("g:{group_key}"));
+        let (names, subjects): (Vec<String>, Vec<String>) = subjects
+            .iter()
+            .map(|(subject, name)| (name.clone(), subject.clone()))
+            .unzip();
         let ttl = ttl.as_secs_f64();
-        self.transaction(move |tx| {
-            Box::pin(async move {
-                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CLAIM_LOCK])
-                    .await?;
-                let mut keys = fps.clone();
-                keys.extend(group.clone());
-                let rows = tx
-                    .query(
-                        "SELECT c.key, c.session FROM sitrep_claims c JOIN sitrep_sessions s ON s.id = c.session
-                         WHERE c.key = ANY($1) AND (s.ended_at IS NULL OR s.ended_at > now() - make_interval(secs => $2))",
-                        &[&keys, &ttl],
-                    )
-                    .await?;
-                let mut held = std::collections::HashMap::new();
-                for r in &rows {
-                    held.insert(r.try_get::<_, String>(0)?, r.try_get::<_, String>(1)?);
-                }
-                let new: Vec<String> = fps.iter().filter(|k| !held.contains_key(*k)).cloned().collect();
-                let by_group = group.as_ref().and_then(|g| held.get(g)).cloned();
-                if new.is_empty() {
-                    let known = fps.iter().find_map(|k| held.get(k)).cloned().or(by_group.clone());
-                    if let Some(s) = known {
-                        return Ok(Claimed::Known(s));
-                    }
-                }
-                let owner = match &by_group {
-                    Some(s) => s.clone(),
-                    None => {
-                        tx.execute(
-                            "INSERT INTO sitrep_sessions (id, replica, title, trigger) VALUES ($1, $2, $3, $4)",
-                            &[&session, &replica, &title, &trigger],
-                        )
-                        .await?;
-                        session.clone()
-                    }
-                };
-                let mut take = new;
-                if by_group.is_none() {
-                    take.extend(group);
-                }
-                tx.execute(
-                    "INSERT INTO sitrep_claims (key, session) SELECT unnest($1::text[]), $2
-                     ON CONFLICT (key) DO UPDATE SET session = EXCLUDED.session, resolved = false",
-                    &[&take, &owner],
+        let row = self
+            .with(|c| async move {
+                c.query_typed_one(
+                    "SELECT o_kind, o_session FROM sitrep_claim($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                    &[
+                        (&session, Type::TEXT),
+                        (&replica, Type::TEXT),
+                        (&title, Type::TEXT),
+                        (&trigger, Type::TEXT),
+                        (&fps, Type::TEXT_ARRAY),
+                        (&group, Type::TEXT),
+                        (&subjects, Type::TEXT_ARRAY),
+                        (&names, Type::TEXT_ARRAY),
+                        (&ttl, Type::FLOAT8),
+                    ],
                 )
-                .await?;
-                Ok(match by_group {
-                    Some(s) => Claimed::Joined(s),
-                    None => Claimed::New,
-                })
+                .await
+                .and_then(|r| Ok((r.try_get::<_, String>(0)?, r.try_get::<_, String>(1)?)))
             })
-        })
-        .await
+            .await?;
+        match row.0.as_str() {
+            "new" => Ok(Claimed::New),
+            "known" => Ok(Claimed::Known(row.1)),
+            "joined" => Ok(Claimed::Joined(row.1)),
+            other => Err(StoreError::Query(format!("a claim answered {other:?}"))),
+        }
     }
 
     /// Alerts that joined `session` on this replica are claimed for it too (first claim wins).
-    pub async fn join(&self, session: &str, fingerprints: &[String]) -> Result<(), StoreError> {
+    /// `Some(owner)` when every one of them was claimed already, by `owner`.
+    pub async fn join(
+        &self,
+        session: &str,
+        fingerprints: &[String],
+    ) -> Result<Option<String>, StoreError> {
         let keys: Vec<String> = fingerprints.iter().map(|f| format!("f:{f}")).collect();
         let session = session.to_string();
         self.with(|c| async move {
-            c.execute(
-                "INSERT INTO sitrep_claims (key, session) SELECT unnest($1::text[]), $2 ON CONFLICT (key) DO NOTHING",
-                &[&keys, &session],
+            // The lock is taken first: the insert reads the row its statement returns.
+            let added = c
+                .execute(
+                    "WITH locked AS (SELECT sitrep_lock($1::text[]))
+                     INSERT INTO sitrep_claims (key, session) SELECT unnest($1::text[]), $2 FROM locked
+                     ON CONFLICT (key) DO NOTHING",
+                    &[&keys, &session],
+                )
+                .await?;
+            if added > 0 || keys.is_empty() {
+                return Ok(None);
+            }
+            c.query_opt(
+                "SELECT session FROM sitrep_claims WHERE key = $1",
+                &[&keys[0]],
             )
-            .await
+            .await?
+            .map(|r| r.try_get(0))
+            .transpose()
         })
         .await
-        .map(|_| ())
     }
 
     /// A resolve arrived for these alerts: a takeover does not investigate them again.
     pub async fn resolved(&self, fingerprints: &[String]) -> Result<(), StoreError> {
         let keys: Vec<String> = fingerprints.iter().map(|f| format!("f:{f}")).collect();
         self.with(|c| async move {
-            c.execute(
+            c.query_typed(
                 "UPDATE sitrep_claims SET resolved = true WHERE key = ANY($1)",
-                &[&keys],
+                &[(&keys, Type::TEXT_ARRAY)],
             )
             .await
         })
@@ -464,15 +423,18 @@ impl Store {
     /// Withdraws a claim whose investigation could not start.
     pub async fn forget(&self, session: &str) -> Result<(), StoreError> {
         let session = session.to_string();
+        // One statement: the shared connection carries other callers' statements meanwhile.
         self.with(|c| async move {
-            c.batch_execute("BEGIN").await?;
-            c.execute("DELETE FROM sitrep_claims WHERE session = $1", &[&session])
-                .await?;
-            c.execute("DELETE FROM sitrep_sessions WHERE id = $1", &[&session])
-                .await?;
-            c.batch_execute("COMMIT").await
+            c.execute(
+                "WITH claims AS (DELETE FROM sitrep_claims WHERE session = $1),
+                      subjects AS (DELETE FROM sitrep_subjects WHERE session = $1)
+                 DELETE FROM sitrep_sessions WHERE id = $1",
+                &[&session],
+            )
+            .await
         })
         .await
+        .map(|_| ())
     }
 
     /// A session this replica ran ended: its claims age from now.
@@ -480,10 +442,10 @@ impl Store {
         let session = session.to_string();
         let outcome = outcome.map(|o| o.name().to_string());
         self.with(|c| async move {
-            c.execute(
+            c.query_typed(
                 "UPDATE sitrep_sessions SET status = 'ended', outcome = $2, ended_at = now()
                  WHERE id = $1 AND status = 'running'",
-                &[&session, &outcome],
+                &[(&session, Type::TEXT), (&outcome, Type::TEXT)],
             )
             .await
         })
@@ -505,6 +467,53 @@ impl Store {
         while self.unwritten.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// Brings a session's records to the store from its file (`lines`, the header first, as
+    /// the file held them when this replica came back after a stop): any the stop kept from
+    /// reaching the store are added in their places; the session's end, if the file has one,
+    /// too. Sessions the store does not know are left alone. Returns the records added.
+    pub async fn reconcile(
+        &self,
+        session: &str,
+        lines: Vec<String>,
+        outcome: Option<Outcome>,
+    ) -> Result<u64, StoreError> {
+        let session = session.to_string();
+        let seqs: Vec<i64> = (0..lines.len() as i64).collect();
+        let added = {
+            let session = session.clone();
+            self.with(|c| async move {
+                let present: i64 = c
+                    .query_one(
+                        "SELECT count(*) FROM sitrep_records WHERE session = $1 AND seq < $2",
+                        &[&session, &TAKEOVER_SEQ],
+                    )
+                    .await?
+                    .try_get(0)?;
+                if present >= lines.len() as i64 {
+                    return Ok(0);
+                }
+                c.execute(
+                    "INSERT INTO sitrep_records (session, seq, line)
+                     SELECT $1, s, l FROM unnest($2::bigint[], $3::text[]) AS r(s, l)
+                     WHERE EXISTS (SELECT 1 FROM sitrep_sessions WHERE id = $1)
+                     ON CONFLICT DO NOTHING",
+                    &[&session, &seqs, &lines],
+                )
+                .await
+            })
+            .await?
+        };
+        if outcome.is_some() {
+            self.ended(&session, outcome).await?;
+        }
+        Ok(added)
+    }
+
+    /// Records queued for the store and not yet written.
+    pub fn unwritten(&self) -> u64 {
+        self.unwritten.load(Ordering::SeqCst)
     }
 
     /// Sessions this process found still queued in its journal after a restart are its own
@@ -551,10 +560,14 @@ impl Store {
             let lines: Vec<String> = batch.iter().map(|b| b.2.clone()).collect();
             let written = self
                 .with(|c| async move {
-                    c.execute(
+                    c.query_typed(
                         "INSERT INTO sitrep_records (session, seq, line)
                          SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[]) ON CONFLICT DO NOTHING",
-                        &[&sessions, &seqs, &lines],
+                        &[
+                            (&sessions, Type::TEXT_ARRAY),
+                            (&seqs, Type::INT8_ARRAY),
+                            (&lines, Type::TEXT_ARRAY),
+                        ],
                     )
                     .await
                 })
@@ -682,7 +695,9 @@ impl Store {
         Ok(rows
             .into_iter()
             .filter_map(|(_, session, name, via, command)| {
-                let command: Command = serde_json::from_str(&command).ok()?;
+                let command: Command = serde_json::from_str(&command)
+                    .ok()
+                    .or_else(|| relayed_warning(&command))?;
                 Some((
                     session,
                     Attributed {
@@ -786,26 +801,25 @@ impl Store {
                     let trigger: String = r.try_get(1)?;
                     let last = tx
                         .query_opt(
-                            "SELECT seq, line FROM sitrep_records WHERE session = $1 ORDER BY seq DESC LIMIT 1",
-                            &[&id],
+                            "SELECT line FROM sitrep_records WHERE session = $1 AND seq < $2 ORDER BY seq DESC LIMIT 1",
+                            &[&id, &TAKEOVER_SEQ],
                         )
                         .await?;
-                    let (seq, t) = match &last {
+                    let t = match &last {
                         Some(row) => {
-                            let line: String = row.try_get(1)?;
-                            let t = serde_json::from_str::<serde_json::Value>(&line)
+                            let line: String = row.try_get(0)?;
+                            serde_json::from_str::<serde_json::Value>(&line)
                                 .ok()
                                 .and_then(|v| v.get("t").and_then(serde_json::Value::as_f64))
-                                .unwrap_or(0.0);
-                            (row.try_get::<_, i64>(0)?, t)
+                                .unwrap_or(0.0)
                         }
-                        None => (0, 0.0),
+                        None => 0.0,
                     };
                     let lines = interrupted_lines(t, &dead);
                     for (i, line) in lines.iter().enumerate() {
                         tx.execute(
                             "INSERT INTO sitrep_records (session, seq, line) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-                            &[&id, &(seq + 1 + i as i64), line],
+                            &[&id, &(TAKEOVER_SEQ + i as i64), line],
                         )
                         .await?;
                     }
@@ -846,8 +860,18 @@ impl Store {
         let keys: Vec<String> = fingerprints.iter().map(|f| format!("f:{f}")).collect();
         self.transaction(move |tx| {
             Box::pin(async move {
-                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CLAIM_LOCK])
-                    .await?;
+                // The same locks a claim of these alerts and groups takes.
+                let mut locks = keys.clone();
+                for r in tx
+                    .query(
+                        "SELECT key FROM sitrep_claims WHERE session = $1 AND key LIKE 'g:%'",
+                        &[&orphan],
+                    )
+                    .await?
+                {
+                    locks.push(r.try_get(0)?);
+                }
+                tx.execute("SELECT sitrep_lock($1)", &[&locks]).await?;
                 tx.execute(
                     "INSERT INTO sitrep_sessions (id, replica, title, trigger, takes_over) VALUES ($1, $2, $3, $4, $5)",
                     &[&session, &replica, &title, &trigger, &orphan],
@@ -863,6 +887,20 @@ impl Store {
         })
         .await
     }
+}
+
+/// A warning one replica relayed to a session another runs (related alerts joined it). Warnings
+/// are not read from outside the server, so the command's own parsing refuses them; the store
+/// is written by replicas only.
+fn relayed_warning(command: &str) -> Option<Command> {
+    let v: serde_json::Value = serde_json::from_str(command).ok()?;
+    (v.get("type")?.as_str()? == "warning").then(|| Command::Warning {
+        message: v
+            .get("message")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+    })
 }
 
 /// The warning and end a taken-over session gets, as record lines at time `t`.
@@ -894,56 +932,6 @@ fn stored(r: &tokio_postgres::Row) -> Result<StoredSession, tokio_postgres::Erro
         outcome: r.try_get(5)?,
         takes_over: r.try_get(6)?,
     })
-}
-
-/// Creates the schema or brings it to the newest version, under a lock so replicas starting
-/// together apply each version once.
-async fn migrate(client: &Client) -> Result<(), StoreError> {
-    client
-        .execute("SELECT pg_advisory_lock($1)", &[&MIGRATE_LOCK])
-        .await
-        .map_err(query_error)?;
-    let result = async {
-        client
-            .batch_execute(
-                "CREATE TABLE IF NOT EXISTS sitrep_migrations (
-                    version integer PRIMARY KEY,
-                    applied_at timestamptz NOT NULL DEFAULT now()
-                 )",
-            )
-            .await
-            .map_err(query_error)?;
-        let current: i32 = client
-            .query_one(
-                "SELECT coalesce(max(version), 0) FROM sitrep_migrations",
-                &[],
-            )
-            .await
-            .and_then(|r| r.try_get(0))
-            .map_err(query_error)?;
-        let known = MIGRATIONS.len() as i32;
-        if current > known {
-            return Err(StoreError::Newer {
-                found: current,
-                known,
-            });
-        }
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
-            let version = i as i32 + 1;
-            client
-                .batch_execute(&format!(
-                    "BEGIN; {sql}; INSERT INTO sitrep_migrations (version) VALUES ({version}); COMMIT;"
-                ))
-                .await
-                .map_err(|e| StoreError::Query(format!("migration {version}: {}", crate::integrations::postgres::describe_error(&e))))?;
-        }
-        Ok(())
-    }
-    .await;
-    let _ = client
-        .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATE_LOCK])
-        .await;
-    result
 }
 
 /// This replica's name in the store: the host and a per-process tag, so a restarted process

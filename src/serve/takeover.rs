@@ -1,5 +1,6 @@
 //! The replica's side of the shared store that runs in the background: decisions other replicas
-//! relayed for this replica's sessions, the lease, and taking over a dead replica's sessions.
+//! relayed for this replica's sessions, the lease, taking over a dead replica's sessions, and
+//! bringing to the store what a kill kept from reaching it.
 
 use super::*;
 
@@ -147,4 +148,40 @@ async fn adopt(state: &AppState, store: &Arc<store::Store>, orphan: store::Orpha
         }
     })
     .await;
+}
+
+/// Brings to the store the records of sessions that ran here before a stop which never reached
+/// it (a kill takes the records still queued for it), from their files as the stop left them.
+pub(super) async fn reconcile(store: Arc<store::Store>, ran: Vec<Ran>) {
+    let (mut added, mut sessions) = (0, 0);
+    for session in ran {
+        let read = tokio::task::spawn_blocking(move || {
+            let lines = session.lines();
+            (session, lines)
+        })
+        .await;
+        let Ok((session, lines)) = read else {
+            continue;
+        };
+        let lines = match lines {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!("cannot read {}: {e}", session.path.display());
+                continue;
+            }
+        };
+        match store.reconcile(&session.id, lines, session.outcome).await {
+            Ok(0) => {}
+            Ok(n) => {
+                added += n;
+                sessions += 1;
+            }
+            Err(e) => tracing::warn!("cannot bring {} to the store: {e}", session.id),
+        }
+    }
+    if added > 0 {
+        eprintln!(
+            "sitrep serve: {added} record(s) of {sessions} session(s) that had not reached the store before the stop were added to it"
+        );
+    }
 }
