@@ -353,3 +353,34 @@ async fn the_saved_session_its_report_and_history_name_the_cluster() {
         serde_json::from_str(json.lines().next().unwrap_or_default()).expect("history json");
     assert_eq!(group["cluster"], "prod-us", "{group}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_unnamed_cluster_is_reported_as_the_cluster_the_alert_names() {
+    let only = Arc::new(Mutex::new(Cluster::payments()));
+    let server = support::kubernetes(only.clone()).await;
+    let text = format!("[integrations.kubernetes]\nurl = \"{}\"\n", server.url);
+    let config = Config::parse(&text, Path::new("test.toml")).expect("config");
+    let world = Arc::new(World::live(&config).await.expect("world"));
+    assert!(world.clusters().is_empty());
+    let subject_cluster = |events: &[Event]| {
+        events.iter().find_map(|e| match e {
+            Event::Subject { cluster, .. } => Some(cluster.clone()),
+            _ => None,
+        })
+    };
+    let events = run(
+        world.clone(),
+        Trigger::Alert(payload(Some("prod-us"))),
+        None,
+    )
+    .await;
+    assert!(!only.lock().expect("lock").seen.is_empty());
+    assert_eq!(subject_cluster(&events), Some(Some("prod-us".into())));
+    let report = sitrep::session::export::markdown(&folded(&events));
+    assert!(report.contains("| Cluster | prod-us |"), "{report}");
+    // Nothing names a cluster: none is claimed.
+    let events = run(world, Trigger::Alert(payload(None)), None).await;
+    assert_eq!(subject_cluster(&events), Some(None));
+    let report = sitrep::session::export::markdown(&folded(&events));
+    assert!(!report.contains("| Cluster |"), "{report}");
+}
