@@ -276,6 +276,8 @@ async fn doctor_checks_each_cluster_on_its_own_row() {
     let us = row("kubernetes.prod-us");
     assert_eq!(us["status"], "failed", "{us}");
     assert!(us["detail"].as_str().unwrap_or("").contains("401"), "{us}");
+    // The row names the key refused: this cluster's token, by its reference.
+    assert!(us.to_string().contains("SITREP_TEST_US_TOKEN"), "{us}");
     assert!(!stdout.contains("not-the-us-token"));
 }
 
