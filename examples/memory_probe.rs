@@ -65,6 +65,7 @@ fn write_session(dir: &Path, i: usize) -> std::io::Result<()> {
                 namespace: "shop".into(),
                 how: "label deployment".into(),
             }],
+            cluster: None,
         },
         Event::Diagnosis {
             category: [Category::CodeDefect, Category::ResourceExhaustion][i % 2],

@@ -1143,11 +1143,14 @@ fn history(
         return Ok(out.flush()?);
     }
     for g in &groups {
-        let what = match (g.alert.is_empty(), g.subject.is_empty()) {
+        let mut what = match (g.alert.is_empty(), g.subject.is_empty()) {
             (false, false) => format!("{} on {}", g.alert, g.subject),
             (false, true) => g.alert.clone(),
             (true, _) => g.subject.clone(),
         };
+        if !g.cluster.is_empty() {
+            what.push_str(&format!(" in cluster {}", g.cluster));
+        }
         writeln!(
             out,
             "{}: {} time(s), {} .. {}, mean {}",

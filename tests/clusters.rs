@@ -7,7 +7,7 @@ mod support;
 use serde_json::json;
 use sitrep::agent::{self, AgentOptions, Trigger};
 use sitrep::config::Config;
-use sitrep::model::{Event, RunMode, WebhookPayload};
+use sitrep::model::{Action, Event, Incident, Record, RunMode, WebhookPayload};
 use sitrep::world::World;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -53,6 +53,45 @@ async fn run(world: Arc<World>, trigger: Trigger, cluster: Option<&str>) -> Vec<
     }
     handle.task.await.expect("join").expect("run");
     events
+}
+
+/// The session folded from `events`, as the console and the report read it.
+fn folded(events: &[Event]) -> Incident {
+    let mut incident = Incident::new();
+    for (i, e) in events.iter().enumerate() {
+        incident.apply(i as f64 * 0.01, e);
+    }
+    incident
+}
+
+/// The console with the approval modal of `action` open as the run proposed it, as text.
+fn approval_modal(events: &[Event], action: &Action) -> String {
+    use sitrep::tui::app::{AppState, Msg, update};
+    let mut state = AppState::new(
+        sitrep::tui::theme::Theme::builtin("default").unwrap_or_default(),
+        sitrep::tui::keymap::Keymap::default(),
+    );
+    state.size = (160, 48);
+    let asked = Event::ApprovalRequested {
+        action_id: action.id.clone(),
+        risk: action.risk,
+        veto_secs: None,
+        approvals_needed: 1,
+        digest: action.digest(),
+    };
+    // The run as far as the proposal, then the request that opens the modal.
+    let upto = events
+        .iter()
+        .position(|e| matches!(e, Event::ActionProposed { action: a } if a.id == action.id))
+        .expect("the action was proposed");
+    for (i, event) in events[..=upto].iter().cloned().chain([asked]).enumerate() {
+        let t = i as f64 * 0.01;
+        let _ = update(&mut state, Msg::Record(Box::new(Record { t, event })));
+    }
+    let mut term =
+        ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 48)).expect("backend");
+    term.draw(|f| sitrep::tui::draw(&state, f)).expect("draw");
+    term.backend().to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,6 +153,22 @@ async fn an_alert_labelled_with_a_cluster_reads_and_acts_on_that_cluster_only() 
         assert_eq!(a.params.get("cluster"), Some(&json!("prod-us")), "{a:?}");
         assert!(a.operation.contains("--context prod-us"), "{}", a.operation);
     }
+    // The subject record, the report and the approval modal name the cluster too.
+    assert!(
+        events.iter().any(|e| matches!(e,
+            Event::Subject { cluster, objects } if cluster.as_deref() == Some("prod-us")
+                && !objects.is_empty())),
+        "the subject names its cluster"
+    );
+    let report = sitrep::session::export::markdown(&folded(&events));
+    assert!(report.contains("| Cluster | prod-us |"), "{report}");
+    assert!(report.contains("| Clusters read | prod-us |"), "{report}");
+    let modal = approval_modal(&events, &actions[0]);
+    assert!(modal.contains("APPROVAL REQUIRED"), "{modal}");
+    assert!(
+        modal.contains(&format!("{:<10} prod-us", "cluster")),
+        "the modal has a cluster line: {modal}"
+    );
     assert!(
         !events.iter().any(|e| matches!(e, Event::Warning { message } if message.contains("clusters are configured"))),
         "a labelled alert needs no note"
@@ -135,6 +190,10 @@ async fn an_alert_labelled_with_a_cluster_reads_and_acts_on_that_cluster_only() 
     );
     assert!(!eu.lock().expect("lock").seen.is_empty());
     assert!(us.lock().expect("lock").seen.is_empty());
+    // The report says which cluster was read, and why only that one.
+    let report = sitrep::session::export::markdown(&folded(&events));
+    assert!(report.contains("| Clusters read | prod-eu |"), "{report}");
+    assert!(report.contains(&note), "{report}");
 
     // --context beats the label.
     eu.lock().expect("lock").seen.clear();
@@ -217,5 +276,113 @@ async fn doctor_checks_each_cluster_on_its_own_row() {
     let us = row("kubernetes.prod-us");
     assert_eq!(us["status"], "failed", "{us}");
     assert!(us["detail"].as_str().unwrap_or("").contains("401"), "{us}");
+    // The row names the key refused: this cluster's token, by its reference.
+    assert!(us.to_string().contains("SITREP_TEST_US_TOKEN"), "{us}");
     assert!(!stdout.contains("not-the-us-token"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_saved_session_its_report_and_history_name_the_cluster() {
+    let (eu, us) = (cluster(EU_TOKEN), cluster(US_TOKEN));
+    let eu_server = support::kubernetes(eu.clone()).await;
+    let us_server = support::kubernetes(us.clone()).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[integrations.kubernetes]\n\
+             [[integrations.kubernetes.clusters]]\nname = \"prod-eu\"\nserver = \"{}\"\ntoken = \"env:SITREP_TEST_EU_TOKEN\"\n\
+             [[integrations.kubernetes.clusters]]\nname = \"prod-us\"\nserver = \"{}\"\ntoken = \"env:SITREP_TEST_US_TOKEN\"\n",
+            eu_server.url, us_server.url
+        ),
+    )
+    .expect("config");
+    let alert = dir.path().join("alert.json");
+    let text = json!({"version": "4", "status": "firing", "alerts": [{
+        "status": "firing",
+        "labels": {"alertname": "KubePodCrashLooping", "severity": "critical",
+            "namespace": "payments", "deployment": "payments-api", "cluster": "prod-us"},
+        "annotations": {"summary": "payments-api is crash looping"},
+        "startsAt": "2026-04-18T10:40:00Z"}]});
+    std::fs::write(&alert, text.to_string()).expect("alert");
+    let sitrep = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sitrep"))
+            .args(args)
+            .env("SITREP_CONFIG", &config)
+            .env("SITREP_DATA_DIR", dir.path())
+            .env("SITREP_TEST_EU_TOKEN", EU_TOKEN)
+            .env("SITREP_TEST_US_TOKEN", US_TOKEN)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run sitrep");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let alert = alert.to_string_lossy().into_owned();
+    sitrep(&[
+        "investigate",
+        "--headless",
+        "--diagnosis-only",
+        "--alert",
+        &alert,
+    ]);
+    assert!(eu.lock().expect("lock").seen.is_empty());
+    assert!(!us.lock().expect("lock").seen.is_empty());
+    let sessions = dir.path().join("sessions");
+    let files = support::session_files(&sessions);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let saved = std::fs::read_to_string(&files[0]).expect("session");
+    assert!(!saved.contains(US_TOKEN) && !saved.contains(EU_TOKEN));
+
+    let report = sitrep(&["export", &files[0].to_string_lossy()]);
+    assert!(report.contains("| Cluster | prod-us |"), "{report}");
+    assert!(report.contains("| Clusters read | prod-us |"), "{report}");
+    assert!(
+        report.contains("(cluster prod-us)"),
+        "the timeline's subject: {report}"
+    );
+
+    let sessions = sessions.to_string_lossy().into_owned();
+    let history = sitrep(&["history", "--dir", &sessions]);
+    assert!(
+        history.contains("KubePodCrashLooping on Deployment/payments-api in cluster prod-us"),
+        "{history}"
+    );
+    let json = sitrep(&["history", "--json", "--dir", &sessions]);
+    let group: serde_json::Value =
+        serde_json::from_str(json.lines().next().unwrap_or_default()).expect("history json");
+    assert_eq!(group["cluster"], "prod-us", "{group}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_unnamed_cluster_is_reported_as_the_cluster_the_alert_names() {
+    let only = Arc::new(Mutex::new(Cluster::payments()));
+    let server = support::kubernetes(only.clone()).await;
+    let text = format!("[integrations.kubernetes]\nurl = \"{}\"\n", server.url);
+    let config = Config::parse(&text, Path::new("test.toml")).expect("config");
+    let world = Arc::new(World::live(&config).await.expect("world"));
+    assert!(world.clusters().is_empty());
+    let subject_cluster = |events: &[Event]| {
+        events.iter().find_map(|e| match e {
+            Event::Subject { cluster, .. } => Some(cluster.clone()),
+            _ => None,
+        })
+    };
+    let events = run(
+        world.clone(),
+        Trigger::Alert(payload(Some("prod-us"))),
+        None,
+    )
+    .await;
+    assert!(!only.lock().expect("lock").seen.is_empty());
+    assert_eq!(subject_cluster(&events), Some(Some("prod-us".into())));
+    let report = sitrep::session::export::markdown(&folded(&events));
+    assert!(report.contains("| Cluster | prod-us |"), "{report}");
+    // Nothing names a cluster: none is claimed.
+    let events = run(world, Trigger::Alert(payload(None)), None).await;
+    assert_eq!(subject_cluster(&events), Some(None));
+    let report = sitrep::session::export::markdown(&folded(&events));
+    assert!(!report.contains("| Cluster |"), "{report}");
 }

@@ -1009,3 +1009,55 @@ async fn datadog_and_kubernetes_reach_the_verdicts_of_prometheus_and_loki() {
         );
     }
 }
+
+#[test]
+fn a_datadog_page_is_diagnosed_in_the_words_of_its_monitor() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/checkout-datadog-monitor");
+    let out = Process::new(env!("CARGO_BIN_EXE_sitrep"))
+        .args([
+            "investigate",
+            "--headless",
+            "--diagnosis-only",
+            "--no-save",
+            "--case",
+        ])
+        .arg(&case)
+        .env("SITREP_CONFIG", "/dev/null")
+        .env("SITREP_DATA_DIR", dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run sitrep");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let event = |kind: &str| {
+        stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .map(|r| r["event"].clone())
+            .find(|e| e["type"] == kind)
+            .unwrap_or_else(|| panic!("no {kind}: {stdout}"))
+    };
+    let symptom = event("symptom")["symptom"]["detail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        symptom.starts_with(
+            "error ratio of shop/checkout-api is 17% against the monitor's threshold > 5%"
+        ),
+        "{symptom}"
+    );
+    let diagnosis = event("diagnosis");
+    let root = diagnosis["root_cause"].as_str().unwrap_or_default();
+    assert_eq!(diagnosis["category"], "code_defect", "{root}");
+    assert!(root.contains("revision 14"), "{root}");
+    assert!(
+        root.contains("error ratio of shop/checkout-api 0.35% → 19%"),
+        "{root}"
+    );
+    // The monitor's raw query and the series' tags stay in the evidence, not in the sentence.
+    assert!(
+        !root.contains("as_rate()") && !root.contains("datadog_metric"),
+        "{root}"
+    );
+}

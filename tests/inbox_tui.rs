@@ -359,3 +359,57 @@ fn only_new_firing_alerts_count_as_new() {
     ));
     assert_eq!(s.apply(next, now()), 1);
 }
+
+#[test]
+fn each_row_leads_with_the_cluster_its_alert_names() {
+    let crash = |cluster_key: &str, cluster: &str, pod: &str| {
+        alert(
+            Source::Alertmanager,
+            &[
+                ("alertname", "KubePodCrashLooping"),
+                ("severity", "critical"),
+                ("namespace", "payments"),
+                ("pod", pod),
+                (cluster_key, cluster),
+            ],
+            AlertState::Firing,
+            5,
+        )
+    };
+    let snapshot = Snapshot {
+        alerts: vec![
+            crash("cluster", "prod-eu", "payments-api-eu"),
+            crash("kube_cluster_name", "prod-us", "payments-api-us"),
+        ],
+        health: vec![],
+    };
+    let mut s = state(200, 24);
+    let _ = update(&mut s, InboxMsg::Snapshot(snapshot.clone(), now()));
+    let screen = render(&s);
+    for (cluster, label, pod) in [
+        ("prod-eu", "cluster=prod-eu", "payments-api-eu"),
+        ("prod-us", "kube_cluster_name=prod-us", "payments-api-us"),
+    ] {
+        let row = screen
+            .lines()
+            .find(|l| l.contains('●') && l.contains(pod))
+            .unwrap_or_else(|| panic!("no row for {pod}: {screen}"));
+        assert!(row.contains(&format!("[{cluster}]")), "{row}");
+        assert!(!row.contains(label), "the cluster is not repeated: {row}");
+    }
+    // Grouped by cluster, the group's header names it and the rows do not repeat it.
+    let mut s = InboxState::new(
+        Theme::builtin("default").unwrap_or_default(),
+        Keymap::default(),
+        vec!["cluster".into()],
+        "alice".into(),
+    );
+    let _ = update(&mut s, InboxMsg::Resize(200, 24));
+    let _ = update(&mut s, InboxMsg::Snapshot(snapshot, now()));
+    let screen = render(&s);
+    let row = screen
+        .lines()
+        .find(|l| l.contains('●') && l.contains("payments-api-eu"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(!row.contains("[prod-eu]"), "{row}");
+}

@@ -91,6 +91,8 @@ pub struct Diagnosed {
     pub analysis: Analysis,
     pub ctx: serde_json::Value,
     pub runbook_steps: Vec<Result<Finding, String>>,
+    /// The Kubernetes cluster the subject was read in, as the scope names it.
+    pub cluster: Option<String>,
 }
 
 impl Diagnosed {
@@ -127,6 +129,7 @@ impl Diagnosed {
         }));
         out.push(Event::Subject {
             objects: a.subject.clone(),
+            cluster: self.cluster.clone(),
         });
         out.push(Event::Symptom {
             symptom: a.symptom.clone(),
@@ -158,6 +161,7 @@ pub fn diagnose(obs: &Observations, scope: &Scope, runbook: Option<&Runbook>) ->
         analysis,
         ctx,
         runbook_steps,
+        cluster: scope.cluster.clone(),
     }
 }
 

@@ -176,6 +176,12 @@ pub fn build(tool: &str, params: &Params, output: &ToolOutput, chart: &Chart) ->
         ToolOutput::Postgres(v) => postgres_evidence(tool, v),
         ToolOutput::Cloud(v) => super::cloud::evidence(tool, params, v),
     };
+    // Whatever the shape of a Kubernetes answer, its title says which cluster gave it.
+    let title = if on.is_empty() || title.ends_with(&on) || title.contains(&format!("{on},")) {
+        title
+    } else {
+        format!("{title}{on}")
+    };
     Draft { kind, title, body }
 }
 
@@ -872,6 +878,50 @@ mod tests {
             panic!("a table")
         };
         assert_eq!(rows.len(), 3);
+    }
+
+    #[test]
+    fn every_kubernetes_title_names_the_cluster_once() {
+        let chart = Chart::default();
+        let cases = [
+            ("kubernetes.pods", ToolOutput::Pods(vec![])),
+            ("kubernetes.events", ToolOutput::Events(vec![])),
+            ("kubernetes.deployments", ToolOutput::Deployments(vec![])),
+            ("kubernetes.replica_sets", ToolOutput::Deployments(vec![])),
+            ("kubernetes.statefulsets", ToolOutput::Workloads(vec![])),
+            ("kubernetes.nodes", ToolOutput::Nodes(vec![])),
+            ("kubernetes.services", ToolOutput::Services(vec![])),
+            ("kubernetes.pod_logs", ToolOutput::Logs(vec![])),
+            ("kubernetes.config_maps", ToolOutput::Changes(vec![])),
+            ("kubernetes.secrets", ToolOutput::Changes(vec![])),
+            ("kubernetes.metrics", ToolOutput::Series(vec![])),
+            ("kubernetes.describe", ToolOutput::Text("kind: Pod".into())),
+            ("kubernetes.other", ToolOutput::Other),
+        ];
+        for (tool, out) in &cases {
+            let p = params([
+                ("namespace", s("shop")),
+                ("pod", s("api-0")),
+                ("cluster", s("prod-eu")),
+            ]);
+            let title = build(tool, &p, out, &chart).title;
+            assert_eq!(title.matches("prod-eu").count(), 1, "{tool}: {title}");
+            assert!(title.contains(" on prod-eu"), "{tool}: {title}");
+            // With no cluster named, none is claimed.
+            let p = params([("namespace", s("shop")), ("pod", s("api-0"))]);
+            let title = build(tool, &p, out, &chart).title;
+            assert!(!title.contains(" on "), "{tool}: {title}");
+        }
+        // Other integrations' titles are theirs: a cluster parameter there is not a Kubernetes one.
+        let p = params([("query", s("up")), ("cluster", s("prod-eu"))]);
+        let title = build(
+            "prometheus.query_range",
+            &p,
+            &ToolOutput::Series(vec![]),
+            &chart,
+        )
+        .title;
+        assert!(!title.contains("prod-eu"), "{title}");
     }
 
     #[test]

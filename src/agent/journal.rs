@@ -157,7 +157,7 @@ fn redact_event(r: &Redactor, event: &mut Event) {
             r.redact_string(&mut finding.summary);
             r.redact_string(&mut finding.detail);
         }
-        Event::Subject { objects } => {
+        Event::Subject { objects, .. } => {
             for o in objects {
                 r.redact_string(&mut o.name);
                 r.redact_string(&mut o.how);

@@ -213,7 +213,8 @@ pub async fn run(
         lock(&journal).emit(Event::Warning { message });
     }
     let mut scope = scope;
-    scope.cluster = cluster.clone();
+    // One unnamed cluster is read as the cluster the alert names, if it names one.
+    scope.cluster = cluster.clone().or(scope.cluster);
     let caller = Caller {
         tools: tools.clone(),
         journal: journal.clone(),

@@ -116,9 +116,19 @@ pub fn plan(config: &Config, options: &Options) -> Vec<Planned> {
                 };
                 let config = config.clone();
                 Planned::run(&format!("kubernetes.{}", c.name), async move {
-                    match check(&config, &one, read_only).await {
+                    let mut f = match check(&config, &one, read_only).await {
                         Ok(f) | Err(f) => f,
+                    };
+                    // A refused token is this cluster's own `token`, not an `auth` table: say so.
+                    if let Some(reference) = &c.token
+                        && (f.detail.starts_with("401") || f.detail.starts_with("403"))
+                    {
+                        f.fix = Some(format!(
+                            "the API server refused cluster {}'s token ({reference}): check the token that reference holds, or the cluster's RBAC for it",
+                            c.name
+                        ));
                     }
+                    f
                 })
             })
             .collect();

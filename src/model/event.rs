@@ -146,6 +146,10 @@ pub enum Event {
     /// Diagnosis step 1: the objects the alert or problem is about, and how each was found.
     Subject {
         objects: Vec<SubjectObject>,
+        /// The Kubernetes cluster the objects were read in, when several are configured or the
+        /// alert names one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cluster: Option<String>,
     },
     /// Diagnosis step 2: what the alert claims, measured.
     Symptom {

@@ -221,6 +221,9 @@ pub struct Incident {
     /// Diagnosis step 1: what the alert or problem is about.
     #[serde(default)]
     pub subject: Vec<SubjectObject>,
+    /// The Kubernetes cluster the subject was read in, when the session names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     /// Diagnosis step 2: the symptom as measured.
     #[serde(default)]
     pub symptom: Option<Symptom>,
@@ -506,15 +509,19 @@ impl Incident {
                     format!("● {} ({:.0}%)", finding.summary, finding.confidence * 100.0),
                 );
             }
-            Event::Subject { objects } => {
+            Event::Subject { objects, cluster } => {
                 self.subject = objects.clone();
+                self.cluster = cluster.clone();
                 let named: Vec<String> = objects.iter().map(|o| o.reference()).collect();
-                let text = if named.is_empty() {
+                let mut text = if named.is_empty() {
                     "subject: nothing resolved from the alert's labels or the problem's words"
                         .to_string()
                 } else {
                     format!("subject: {}", named.join(", "))
                 };
+                if let Some(c) = cluster {
+                    text.push_str(&format!(" (cluster {c})"));
+                }
                 push(self, TimelineKind::Hypotheses, text);
             }
             Event::Symptom { symptom } => {

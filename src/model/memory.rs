@@ -63,6 +63,9 @@ pub struct PastIncident {
     pub labels: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subject: Vec<SubjectObject>,
+    /// The Kubernetes cluster the subject was read in, when the session names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<Category>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -146,6 +149,7 @@ impl PastIncident {
                 .unwrap_or_default(),
             labels: alert.map(|a| a.labels.clone()).unwrap_or_default(),
             subject: inc.subject.clone(),
+            cluster: inc.cluster.clone(),
             category: inc.diagnosis.as_ref().map(|d| d.0),
             root_cause: inc
                 .diagnosis

@@ -91,6 +91,13 @@ fn write_markdown(out: &mut String, inc: &Incident, outcome: Option<Outcome>) ->
     if let Some(problem) = &inc.problem {
         writeln!(out, "| Problem | {} |", cell(problem))?;
     }
+    if let Some(cluster) = &inc.cluster {
+        writeln!(out, "| Cluster | {} |", cell(cluster))?;
+    }
+    let read = clusters_read(inc);
+    if !read.is_empty() {
+        writeln!(out, "| Clusters read | {} |", cell(&read.join(", ")))?;
+    }
     writeln!(out)?;
 
     writeln!(out, "## Summary")?;
@@ -902,6 +909,22 @@ fn line_skeleton(text: &str) -> String {
         }
     }
     out
+}
+
+/// The Kubernetes clusters the session's reads named, in the order first asked.
+fn clusters_read(inc: &Incident) -> Vec<&str> {
+    let mut read: Vec<&str> = Vec::new();
+    let named = inc
+        .tools
+        .iter()
+        .filter(|t| t.tool.starts_with("kubernetes."))
+        .filter_map(|t| t.params.get("cluster").and_then(|c| c.as_str()));
+    for c in named {
+        if !read.contains(&c) {
+            read.push(c);
+        }
+    }
+    read
 }
 
 fn clock(started: Option<DateTime<Utc>>, t: f64) -> String {

@@ -10,7 +10,7 @@ use serde::Serialize;
 pub struct Filter {
     /// The alert's name, exactly (case-insensitive).
     pub alert: Option<String>,
-    /// Text anywhere in a subject object's `Kind/name`, its namespace, or the title.
+    /// Text anywhere in a subject object's `Kind/name`, its namespace, its cluster, or the title.
     pub subject: Option<String>,
     /// Only sessions started at or after this.
     pub since: Option<DateTime<Utc>>,
@@ -29,7 +29,10 @@ impl Filter {
                 || s.subject.iter().any(|o| {
                     o.reference().to_lowercase().contains(&t)
                         || o.namespace.to_lowercase().contains(&t)
-                });
+                })
+                || s.cluster
+                    .as_ref()
+                    .is_some_and(|c| c.to_lowercase().contains(&t));
             if !hit {
                 return false;
             }
@@ -53,6 +56,9 @@ pub struct Group {
     pub alert: String,
     /// The main subject object (`Deployment/checkout-api`), or empty.
     pub subject: String,
+    /// The Kubernetes cluster the subject was read in, or empty when the sessions name none.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub cluster: String,
     pub occurrences: usize,
     pub first: DateTime<Utc>,
     pub last: DateTime<Utc>,
@@ -88,11 +94,12 @@ pub fn main_subject(s: &PastIncident) -> String {
         .unwrap_or_default()
 }
 
-/// Group `sessions` (newest first) by alert and main subject; groups with the newest
+/// Group `sessions` (newest first) by alert, main subject and cluster (the same Deployment in
+/// two clusters is two histories); groups with the newest
 /// occurrence first.
 pub fn group(sessions: &[PastIncident], filter: &Filter) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
-    let mut at: std::collections::HashMap<(String, String), usize> = Default::default();
+    let mut at: std::collections::HashMap<(String, String, String), usize> = Default::default();
     let mut durations: Vec<f64> = Vec::new();
     for s in sessions.iter().filter(|s| filter.admits(s)) {
         let alert = if s.alertname.is_empty() && s.subject.is_empty() {
@@ -101,11 +108,16 @@ pub fn group(sessions: &[PastIncident], filter: &Filter) -> Vec<Group> {
         } else {
             s.alertname.clone()
         };
-        let key = (alert, main_subject(s));
+        let key = (
+            alert,
+            main_subject(s),
+            s.cluster.clone().unwrap_or_default(),
+        );
         let i = *at.entry(key.clone()).or_insert_with(|| {
             groups.push(Group {
                 alert: key.0.clone(),
                 subject: key.1.clone(),
+                cluster: key.2.clone(),
                 occurrences: 0,
                 first: s.started,
                 last: s.started,
@@ -245,6 +257,32 @@ mod tests {
                 .sum::<usize>(),
             2
         );
+    }
+
+    #[test]
+    fn the_same_subject_in_two_clusters_is_two_groups_each_naming_its_cluster() {
+        let in_cluster = |id: &str, hours: i64, cluster: &str| PastIncident {
+            cluster: Some(cluster.into()),
+            ..past(id, hours, "Down", "checkout", false)
+        };
+        let all = vec![
+            in_cluster("u2", 2, "prod-us"),
+            in_cluster("e", 1, "prod-eu"),
+            in_cluster("u1", 0, "prod-us"),
+        ];
+        let groups = group(&all, &Filter::default());
+        let named: Vec<(&str, usize)> = groups
+            .iter()
+            .map(|g| (g.cluster.as_str(), g.occurrences))
+            .collect();
+        assert_eq!(named, [("prod-us", 2), ("prod-eu", 1)]);
+        let json = serde_json::to_string(&groups[0]).expect("json");
+        assert!(json.contains("\"cluster\":\"prod-us\""), "{json}");
+        let only = Filter {
+            subject: Some("prod-eu".into()),
+            ..Filter::default()
+        };
+        assert_eq!(group(&all, &only)[0].sessions, ["e"]);
     }
 
     #[test]

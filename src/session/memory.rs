@@ -343,6 +343,7 @@ mod tests {
                     namespace: "shop".into(),
                     how: "test".into(),
                 }],
+                cluster: None,
             },
             Event::Diagnosis {
                 category: Category::ConfigurationError,

@@ -33,6 +33,14 @@ pub fn render(state: &AppState, ui: &ApprovalUi, frame: &mut Frame, area: Rect) 
         label("target"),
         Span::raw(sanitize(&act.target).into_owned()),
     ]));
+    // The cluster the action runs against has its own line: with several clusters, approving
+    // the right change in the wrong cluster is the mistake to rule out.
+    if let Some(cluster) = act.params.get("cluster").and_then(|c| c.as_str()) {
+        lines.push(Line::from(vec![
+            label("cluster"),
+            Span::styled(sanitize(cluster).into_owned(), th.get(Role::Title)),
+        ]));
+    }
     let op = if act.operation.is_empty() {
         "(not stated)".to_string()
     } else {

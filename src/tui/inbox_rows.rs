@@ -5,6 +5,7 @@ use super::inbox::{age, severity_role};
 use super::inbox_state::InboxState;
 use super::sanitize::sanitize;
 use super::theme::Role;
+use crate::agent::specialists::CLUSTER_KEYS;
 use crate::inbox::{AlertState, Group, InboxAlert};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -104,6 +105,18 @@ pub(super) fn alert_line(
         ),
         Span::styled(format!("{:<4} ", short_source(a)), sel(th.get(Role::Dim))),
     ];
+    // "Which cluster?" is the first question on a page: the cluster leads the row (unless the
+    // rows are grouped by it), before the markers, and is not repeated among the labels.
+    let cluster_key = CLUSTER_KEYS
+        .iter()
+        .find(|k| a.labels.get(**k).is_some_and(|v| !v.is_empty()))
+        .filter(|k| !state.group_by.iter().any(|g| g == **k));
+    if let Some(c) = cluster_key.and_then(|k| a.labels.get(*k)) {
+        spans.push(Span::styled(
+            format!("[{}] ", sanitize(c)),
+            sel(th.get(Role::Title)),
+        ));
+    }
     for (m, role) in markers(a) {
         spans.push(Span::styled(format!("[{m}] "), sel(th.get(role))));
     }
@@ -128,7 +141,9 @@ pub(super) fn alert_line(
         .iter()
         // Name and severity have their own columns; group labels are in the group's header.
         .filter(|(k, _)| {
-            !matches!(k.as_str(), "alertname" | "severity") && !state.group_by.contains(k)
+            !matches!(k.as_str(), "alertname" | "severity")
+                && !state.group_by.contains(k)
+                && cluster_key != Some(&k.as_str())
         })
         .map(|(k, v)| format!("{k}={v}"))
         .collect();

@@ -256,9 +256,17 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
             || s.name.contains(&lhs)
             || ctx.obs.metrics.len() == 1
     };
+    // A Datadog monitor's query, in its words.
+    let monitor = ctx
+        .obs
+        .alert
+        .as_ref()
+        .and_then(|a| a.monitor_query())
+        .and_then(|_| super::monitor::describe(&lhs));
     let is_ratio = parsed
         .as_ref()
-        .is_some_and(|p| p.counts_errors() && p.base.contains('/'));
+        .is_some_and(|p| p.counts_errors() && p.base.contains('/'))
+        || monitor.as_ref().is_some_and(|m| m.1);
     let show = |v: f64| if is_ratio { pct(v) } else { fmt(v) };
     let evidence = ctx.ev(&["metrics", "alert_rules"]);
     let mut out = Vec::new();
@@ -288,7 +296,9 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                     .collect();
                 format!("{} {{{}}}", error_label(p), subject.join(","))
             }
-            _ => series_label(s),
+            _ => monitor
+                .as_ref()
+                .map_or_else(|| series_label(s), |m| m.0.clone()),
         };
         if th.breached(last) {
             let since = breaches.first().map(|(t, _)| hhmm(*t)).unwrap_or_default();
@@ -308,9 +318,15 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
             };
             let metric = match &parsed {
                 Some(p) if p.counts_errors() => error_label(p),
+                _ if monitor.is_some() => name.clone(),
                 _ => metric_name(&lhs).unwrap_or_else(|| name.clone()),
             };
             let scope = ctx.scope_name("the service");
+            let whose = if monitor.is_some() {
+                "the monitor's"
+            } else {
+                "the alert"
+            };
             let mut mechanism = mechanism_for(&text, &scope);
             if is_cpu(&text) {
                 mechanism.push_str(&cpu_limits(ctx));
@@ -333,7 +349,7 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 // Breaching now is a live failure even when no mechanism is known: never health.
                 cause: Some(if category != Category::Unknown {
                     format!(
-                        "{scope}: {metric} is at {} against the alert threshold {op} {} since {since} (peak {}); {mechanism}",
+                        "{scope}: {metric} is at {} against {whose} threshold {op} {} since {since} (peak {}); {mechanism}",
                         show(last),
                         show(th.value),
                         show(peak.unwrap_or(last))
@@ -897,7 +913,7 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
                 true,
             ),
             (_, Some(p)) if is_base && p.counts_errors() => (error_label(p), base_is_ratio),
-            _ => (series_label(s), false),
+            _ => super::monitor::series_words(ctx, s).unwrap_or_else(|| (series_label(s), false)),
         };
         let show = |v: f64| if ratio { pct(v) } else { fmt(v) };
         let category = match role {
