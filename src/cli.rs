@@ -253,8 +253,8 @@ pub fn pick_model(
     reasoner: Reasoner,
     case: Option<&Path>,
     record: Option<PathBuf>,
-) -> anyhow::Result<Option<crate::reason::llm::Model>> {
-    use crate::reason::llm::{Model, RECORDED_FILE};
+) -> anyhow::Result<Option<crate::agent::llm::Model>> {
+    use crate::agent::llm::{Model, RECORDED_FILE};
     match (reasoner, &config.llm) {
         (Reasoner::Rules, _) | (Reasoner::Auto, None) => Ok(None),
         (Reasoner::Llm, None) if case.is_some_and(|d| d.join(RECORDED_FILE).is_file()) => {
@@ -1499,7 +1499,7 @@ fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
         args.case.as_deref(),
         args.record
             .as_ref()
-            .map(|d| d.join(crate::reason::llm::RECORDED_FILE)),
+            .map(|d| d.join(crate::agent::llm::RECORDED_FILE)),
     )?;
     let rt = runtime()?;
     rt.block_on(async {

@@ -307,7 +307,7 @@ struct Dispatch {
     runbooks: Arc<Vec<Runbook>>,
     token: CancellationToken,
     interrupted: Arc<AtomicBool>,
-    model: Option<crate::reason::llm::Model>,
+    model: Option<crate::agent::llm::Model>,
     hand: Caller,
     redactor: crate::policy::redact::Redactor,
     credentials: Arc<super::credentials::CredentialGate>,
