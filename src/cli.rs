@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod demo_list;
+mod link;
+
 /// A terminal incident console: investigates an alert stage by stage, asks before acting, keeps
 /// every step in a replayable session file.
 #[derive(Parser, Debug)]
@@ -639,7 +642,7 @@ fn follow(
         },
         None => None,
     };
-    let remote = server.map(|url| crate::tui::follow::Remote {
+    let remote = server.map(|url| crate::agent::follow::Remote {
         url: url.to_string(),
         token,
         session_id: path
@@ -647,7 +650,9 @@ fn follow(
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default(),
     });
-    runtime()?.block_on(crate::tui::run_follow(path, remote, ui_options(&config)))
+    runtime()?.block_on(async {
+        crate::tui::run_live(link::followed(path, remote), ui_options(&config)).await
+    })
 }
 
 fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
@@ -814,13 +819,28 @@ fn inbox(cli: &Cli) -> anyhow::Result<()> {
         let live = Arc::new(crate::world::World::live(&config).await?);
         let start = |payload: crate::model::WebhookPayload,
                      proposals: Vec<crate::model::Action>|
-         -> anyhow::Result<AgentHandle> {
+         -> anyhow::Result<crate::tui::Link> {
             let mut opts = agent_options(&config, RunMode::Live, None, true, false);
             opts.proposals = proposals;
             opts.model = model.clone();
-            Ok(agent::spawn(live.clone(), Trigger::Alert(payload), opts))
+            Ok(link::local(agent::spawn(
+                live.clone(),
+                Trigger::Alert(payload),
+                opts,
+            )))
         };
-        crate::tui::run_inbox(sources, config.inbox.clone(), ui_options(&config), start).await
+        let (updates, poller) = crate::inbox::watch::watch(sources, config.inbox.poll_secs);
+        let result = crate::tui::run_inbox(
+            updates,
+            config.inbox.clone(),
+            crate::agent::approve::current_user(),
+            ui_options(&config),
+            start,
+            link::reopen,
+        )
+        .await;
+        poller.abort();
+        result
     })
 }
 
@@ -901,6 +921,7 @@ fn ui_options(config: &Config) -> crate::tui::UiOptions {
         theme: Some(config.ui.theme.clone()),
         keys: config.keys.clone(),
         read_only: config.policy.read_only,
+        save_report: Some(link::save_report()),
         ..crate::tui::UiOptions::default()
     }
 }
@@ -916,7 +937,7 @@ async fn drive_with(
         eprintln!("sitrep: session ended: {}", outcome.name());
         Ok(())
     } else {
-        crate::tui::run_live(handle, opts).await
+        crate::tui::run_live(link::local(handle), opts).await
     }
 }
 
@@ -991,7 +1012,9 @@ fn demo(
         None if !cli.headless => {
             // No name at a terminal: let the operator pick, in the console session that then runs it.
             let entries = crate::tui::chooser_state::Entry::builtin();
-            return runtime()?.block_on(crate::tui::run_demo_chooser(entries, opts, start));
+            return runtime()?.block_on(crate::tui::run_demo_chooser(entries, opts, |name| {
+                start(name).map(link::local)
+            }));
         }
         None => match crate::world::demo::names().first() {
             Some(n) => {

@@ -9,6 +9,7 @@ pub mod credentials;
 pub mod datadog;
 pub mod diagnose;
 pub mod evidence;
+pub mod follow;
 mod journal;
 pub mod llm;
 mod model;
