@@ -1618,6 +1618,12 @@ pub fn data_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".sitrep"))
 }
 
+/// The text of a theme file the operator named (`[ui] theme`, `--theme`, `:theme`): settings,
+/// like config.toml, so read here rather than by the console.
+pub fn read_theme(path: &Path) -> std::io::Result<String> {
+    std::fs::read_to_string(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
