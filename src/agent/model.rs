@@ -20,6 +20,10 @@ struct Tools {
 }
 
 impl Toolbox for Tools {
+    fn catalog(&self) -> crate::model::catalog::Catalog {
+        self.caller.tools.catalog()
+    }
+
     fn read<'a>(
         &'a self,
         tool: &'a str,
