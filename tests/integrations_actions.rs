@@ -514,13 +514,13 @@ async fn every_kind_analyzers_and_runbooks_propose_is_executable() {
         }
         let params = serde_json::Value::Object(params);
         let target = catalog::target_of(
-            entry.name,
+            &entry.name,
             &serde_json::from_value(params.clone()).expect("params"),
         )
         .unwrap_or_default();
-        assert!(world::is_executable(entry.name), "{}", entry.name);
+        assert!(world::is_executable(&entry.name), "{}", entry.name);
         let e = world
-            .execute(&action(entry.name, &target, params))
+            .execute(&action(&entry.name, &target, params))
             .await
             .expect_err("nothing is configured");
         assert_eq!(e.kind, ErrorKind::NotConfigured, "{}: {e}", entry.name);

@@ -7,10 +7,10 @@ mod fake_openai;
 
 use fake_openai::{calls_stream, cited, text_stream, tool_results};
 use serde_json::{Value, json};
+use sitrep::agent::llm::{Model, RECORDED_FILE};
 use sitrep::agent::{self, AgentOptions};
 use sitrep::integrations::llm::{Client, ClientConfig, Provider};
 use sitrep::model::Event;
-use sitrep::reason::llm::{Model, RECORDED_FILE};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;

@@ -6,10 +6,10 @@
 use axum::body::{Body, Bytes};
 use axum::response::Response;
 use serde_json::{Value, json};
+use sitrep::agent::llm::Model;
 use sitrep::agent::{self, AgentHandle, AgentOptions, Trigger};
 use sitrep::integrations::llm::{Client, ClientConfig, Provider};
 use sitrep::model::{Category, ChatRole, Command, Event, Incident, Record};
-use sitrep::reason::llm::Model;
 use sitrep::world::demo;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -372,7 +372,7 @@ async fn a_recorded_llm_investigation_replays_and_evaluates_offline() {
         &case,
     );
     let mut cfg = ClientConfig::new(Provider::Openai, &base, "fake");
-    cfg.record = Some(case.join(sitrep::reason::llm::RECORDED_FILE));
+    cfg.record = Some(case.join(sitrep::agent::llm::RECORDED_FILE));
     let live = collect(start(Model::new(Client::new(cfg).unwrap(), 8), false), None).await;
     let sent = bodies.lock().unwrap().len();
     assert_eq!(sent, 3);

@@ -7,10 +7,10 @@ mod fake_openai;
 
 use fake_openai::{calls_stream, cited, text_stream, tool_results};
 use serde_json::{Value, json};
+use sitrep::agent::llm::Model;
 use sitrep::agent::{self, AgentOptions, Trigger};
 use sitrep::integrations::llm::{Client, ClientConfig, Provider};
 use sitrep::model::Event;
-use sitrep::reason::llm::Model;
 use sitrep::world::demo;
 use std::sync::Arc;
 use std::time::Duration;

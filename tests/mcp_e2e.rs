@@ -9,11 +9,11 @@ mod fake_openai;
 
 use fake_openai::{calls_stream, cited, offered, text_stream, tool_results};
 use serde_json::{Value, json};
+use sitrep::agent::llm::Model;
 use sitrep::agent::{self, AgentHandle, AgentOptions, Trigger};
 use sitrep::config::{Config, McpServer};
 use sitrep::integrations::llm::{Client, ClientConfig, Provider};
-use sitrep::model::{Command, Event, Incident, Record, Risk, catalog};
-use sitrep::reason::llm::Model;
+use sitrep::model::{Command, Event, Incident, Record, Risk};
 use sitrep::world::World;
 use std::sync::Arc;
 use std::time::Duration;
@@ -150,9 +150,11 @@ async fn mcp_tools_join_the_catalog_run_for_model_and_operator_and_replay_offlin
     config.mcp.servers.push(time_server(&py, "clock"));
     let (base, bodies) = fake_openai::serve(script).await;
 
-    let world = World::record(&config, &case_dir, "what time is it in Paris", None)
-        .await
-        .expect("world with the clock server");
+    let world = Arc::new(
+        World::record(&config, &case_dir, "what time is it in Paris", None)
+            .await
+            .expect("world with the clock server"),
+    );
     let opts = AgentOptions {
         model: Some(model(&base)),
         session_path: Some(session.clone()),
@@ -161,7 +163,7 @@ async fn mcp_tools_join_the_catalog_run_for_model_and_operator_and_replay_offlin
     };
     let records = drive(
         agent::spawn(
-            Arc::new(world),
+            world.clone(),
             Trigger::Problem("what time is it in Paris".into()),
             opts,
         ),
@@ -171,17 +173,30 @@ async fn mcp_tools_join_the_catalog_run_for_model_and_operator_and_replay_offlin
     let incident = fold(&records);
 
     // Joined the catalog: read-only unless listed, a listed one mutating with a medium floor.
-    let read = catalog::lookup("mcp.clock.get_current_time").expect("registered");
+    let catalog = world.catalog();
+    let read = catalog
+        .lookup("mcp.clock.get_current_time")
+        .expect("registered");
     assert!(!read.mutating);
     assert_eq!(read.integration, "mcp");
     assert_eq!(
-        read.json_schema()["properties"]["timezone"]["type"],
+        catalog.json_schema(read)["properties"]["timezone"]["type"],
         "string"
     );
-    let convert = catalog::lookup("mcp.clock.convert_time").expect("registered");
+    let convert = catalog
+        .lookup("mcp.clock.convert_time")
+        .expect("registered");
     assert!(convert.mutating && convert.floor >= Risk::Medium);
-    assert!(catalog::reads().any(|e| e.name == "mcp.clock.get_current_time"));
-    assert!(catalog::actions().any(|e| e.name == "mcp.clock.convert_time"));
+    assert!(
+        catalog
+            .reads()
+            .any(|e| e.name == "mcp.clock.get_current_time")
+    );
+    assert!(
+        catalog
+            .actions()
+            .any(|e| e.name == "mcp.clock.convert_time")
+    );
 
     // The server is a step on the timeline.
     let step = incident
@@ -334,8 +349,8 @@ async fn a_mutating_mcp_tool_runs_through_the_world_after_approval_only() {
     let world = World::live(&config).await.unwrap();
     let reg = world.mcp().register("clock2").await.unwrap();
     assert!(reg.tools.contains(&"mcp.clock2.convert_time".to_string()));
-    assert!(sitrep::world::is_executable("mcp.clock2.convert_time"));
-    assert!(!sitrep::world::is_executable("mcp.clock2.get_current_time"));
+    assert!(world.is_executable("mcp.clock2.convert_time"));
+    assert!(!world.is_executable("mcp.clock2.get_current_time"));
     // A read is refused as an action; the approved action is carried out by the server.
     let tools = sitrep::agent::WorldTools(Arc::new(world));
     use sitrep::agent::Tools;
@@ -359,7 +374,7 @@ async fn a_mutating_mcp_tool_runs_through_the_world_after_approval_only() {
         blast_radius: String::new(),
         evidence: Vec::new(),
     };
-    catalog::settle(&mut action);
+    tools.catalog().settle(&mut action);
     assert_eq!(action.risk, Risk::Medium, "raised to the floor");
     let out = tools.execute(&action).await.expect("executed");
     assert!(out.contains("Asia/Tokyo"), "{out}");

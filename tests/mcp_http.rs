@@ -8,11 +8,11 @@ mod fake_openai;
 
 use fake_openai::{calls_stream, cited, offered, text_stream, tool_results};
 use serde_json::{Value, json};
+use sitrep::agent::llm::Model;
 use sitrep::agent::{self, AgentOptions, Trigger};
 use sitrep::config::{Config, McpServer};
 use sitrep::integrations::llm::{Client, ClientConfig, Provider};
 use sitrep::model::{Event, Incident, Risk};
-use sitrep::reason::llm::Model;
 use sitrep::world::World;
 use std::sync::Arc;
 use std::time::Duration;

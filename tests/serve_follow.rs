@@ -4,8 +4,8 @@
 
 mod support;
 
+use sitrep::agent::follow::{self, Remote};
 use sitrep::model::{Command, Event, Risk};
-use sitrep::tui::follow::{self, Remote};
 use std::path::Path;
 use std::time::Duration;
 use support::{sitrep_serve, terminate, wait_for_sessions};

@@ -7,7 +7,7 @@
 use super::Decider;
 use super::approve;
 use super::pipeline::{Cancelled, Run};
-use crate::model::{Action, ActionStatus, Command, Event, Incident, Risk, catalog};
+use crate::model::{Action, ActionStatus, Command, Event, Incident, Risk};
 use crate::policy::{self, PolicyConfig, Rule};
 use chrono::Utc;
 use std::collections::{BTreeMap, BTreeSet};
@@ -186,8 +186,9 @@ impl Run {
         let mut approved: Vec<(usize, Action)> = Vec::new();
         let mut pending: Vec<Pending> = Vec::new();
         let mut approvals_dir: Option<PathBuf> = None;
+        let catalog = self.caller.tools.catalog();
         for (n, a) in actions.iter().enumerate() {
-            let rule = policy::rule(&a.kind, a.risk, &cfg);
+            let rule = policy::rule_in(&catalog, &a.kind, a.risk, &cfg);
             if matches!(rule, Rule::Approve { .. }) && approvals_dir.is_none() {
                 approvals_dir = self.prepare_approvals_dir();
             }
@@ -425,7 +426,8 @@ impl Run {
                 if let Some(edits) = params {
                     let mut edited = pending[i].action.clone();
                     edited.params.extend(edits);
-                    let problems = catalog::check_params(&edited.kind, &edited.params, true);
+                    let catalog = self.caller.tools.catalog();
+                    let problems = catalog.check_params(&edited.kind, &edited.params, true);
                     if !problems.is_empty() {
                         self.emit(Event::Warning {
                             message: format!(
@@ -435,7 +437,7 @@ impl Run {
                         });
                         return;
                     }
-                    catalog::settle(&mut edited);
+                    catalog.settle(&mut edited);
                     if edited.digest() != current || edited.risk != pending[i].action.risk {
                         self.edit(i, edited, &by, pending, cfg);
                         return;
@@ -467,7 +469,8 @@ impl Run {
             action: edited.clone(),
             by: by.name.clone(),
         });
-        let mut rule = policy::rule(&edited.kind, edited.risk, cfg);
+        let mut rule =
+            policy::rule_in(&self.caller.tools.catalog(), &edited.kind, edited.risk, cfg);
         if matches!(rule, Rule::Run) {
             // An edit is a change the operator has not yet seen approved: never run unasked.
             rule = Rule::Approve { approvals: 1 };
@@ -498,13 +501,17 @@ impl Run {
     /// that operator's decision, before the credential is read.
     fn allow_credentials(&self, action: &Action, by: &str) {
         use super::credentials::Ask;
-        let Some(integration) = catalog::lookup(&action.kind).map(|e| e.integration) else {
+        let tools = &self.caller.tools;
+        let Some(integration) = tools
+            .catalog()
+            .lookup(&action.kind)
+            .map(|e| e.integration.to_string())
+        else {
             return;
         };
-        let tools = &self.caller.tools;
         let gate = &self.caller.credentials;
         let mut seen: Vec<String> = Vec::new();
-        while let Some(reference) = tools.pending_credential(integration) {
+        while let Some(reference) = tools.pending_credential(&integration) {
             if seen.contains(&reference) {
                 return;
             }
@@ -765,13 +772,13 @@ mod tests {
         let mut a = action();
         a.params.insert("namespace".into(), json!("kube-system"));
         a.params.insert("deployment".into(), json!("coredns"));
-        catalog::settle(&mut a);
+        crate::model::catalog::settle(&mut a);
         assert_eq!(a.target, "deployment/coredns");
         assert_eq!(a.risk, Risk::Critical);
         assert!(a.operation.contains("-n kube-system"), "{}", a.operation);
         let mut low = action();
         low.risk = Risk::Critical;
-        catalog::settle(&mut low);
+        crate::model::catalog::settle(&mut low);
         assert_eq!(low.risk, Risk::Critical);
     }
 

@@ -3,7 +3,7 @@
 use super::evidence::Chart;
 use super::specialists::{Caller, lock};
 use crate::model::commands::{self, Cmd};
-use crate::model::{ActionStatus, ChatRole, Event, Incident, StageStatus, catalog};
+use crate::model::{ActionStatus, ChatRole, Event, Incident, StageStatus};
 use crate::reason::Observations;
 use crate::runbook::{Runbook, Step};
 use std::sync::Mutex;
@@ -123,11 +123,13 @@ pub(super) async fn run_tool(caller: Caller, text: String) {
 
 async fn run_tool_reply(caller: &Caller, kind: &str, args: &str) -> String {
     let usage = "usage: /tool KIND {\"param\": \"value\"}";
+    // The run's catalog: the built-in kinds and the tools its world registered.
+    let catalog = caller.tools.catalog();
     if kind.is_empty() {
-        let reads: Vec<&str> = catalog::reads().map(|e| e.name).collect();
+        let reads: Vec<&str> = catalog.reads().map(|e| e.name.as_ref()).collect();
         return format!("{usage}; read tools: {}", reads.join(", "));
     }
-    let Some(entry) = catalog::lookup(kind) else {
+    let Some(entry) = catalog.lookup(kind) else {
         return format!("no tool named {kind} (`?` lists them)");
     };
     if entry.mutating {
@@ -143,7 +145,7 @@ async fn run_tool_reply(caller: &Caller, kind: &str, args: &str) -> String {
             Err(e) => return format!("{kind}: params must be a JSON object ({e}); {usage}"),
         }
     };
-    let problems = catalog::check_params(kind, &params, false);
+    let problems = catalog.check_params(kind, &params, false);
     if !problems.is_empty() {
         return format!("{kind}: {}", problems.join("; "));
     }

@@ -9,7 +9,9 @@ pub mod credentials;
 pub mod datadog;
 pub mod diagnose;
 pub mod evidence;
+pub mod follow;
 mod journal;
+pub mod llm;
 mod model;
 pub mod observe;
 mod pipeline;
@@ -80,7 +82,7 @@ pub struct AgentOptions {
     /// running when its veto countdown ends.
     pub unattended: bool,
     /// The model that reasons after the analyzers and answers chat; `None` is the rules alone.
-    pub model: Option<crate::reason::llm::Model>,
+    pub model: Option<crate::agent::llm::Model>,
     /// The Kubernetes cluster to read and act on (`--context NAME`), over the alert's own label.
     pub cluster: Option<String>,
 }

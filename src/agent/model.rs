@@ -4,10 +4,10 @@
 use super::evidence::Chart;
 use super::journal::Journal;
 use super::specialists::{Caller, lock};
+use crate::agent::llm::{self, Brief, Model, Params, ToolResult, Toolbox};
 use crate::integrations::llm::{ChatRequest, Message};
 use crate::model::{ChatRole, Event, EvidenceId, Finding, Hypothesis, Incident};
 use crate::policy::redact::Redactor;
-use crate::reason::llm::{self, Brief, Model, Params, ToolResult, Toolbox};
 use crate::reason::{Analysis, Observations};
 use futures::future::BoxFuture;
 use std::collections::BTreeSet;
@@ -20,6 +20,10 @@ struct Tools {
 }
 
 impl Toolbox for Tools {
+    fn catalog(&self) -> crate::model::catalog::Catalog {
+        self.caller.tools.catalog()
+    }
+
     fn read<'a>(
         &'a self,
         tool: &'a str,

@@ -9,7 +9,7 @@ use super::{
     AgentOptions, Attributed, Decider, Trigger, chat, diagnose, recommend, report, runbook_steps,
     verify,
 };
-use crate::model::{Action, Command, Event, Outcome, Record, Stage, catalog};
+use crate::model::{Action, Command, Event, Outcome, Record, Stage};
 use crate::reason::Observations;
 use crate::runbook::{self, Runbook};
 use chrono::Utc;
@@ -308,7 +308,7 @@ struct Dispatch {
     runbooks: Arc<Vec<Runbook>>,
     token: CancellationToken,
     interrupted: Arc<AtomicBool>,
-    model: Option<crate::reason::llm::Model>,
+    model: Option<crate::agent::llm::Model>,
     hand: Caller,
     redactor: crate::policy::redact::Redactor,
     credentials: Arc<super::credentials::CredentialGate>,
@@ -645,7 +645,11 @@ impl Run {
             runbook.as_ref(),
             &diagnosed.ctx,
             &obs,
-            (&self.opts.proposals, self.caller.cluster.as_deref()),
+            (
+                &self.opts.proposals,
+                self.caller.cluster.as_deref(),
+                &self.tools.catalog(),
+            ),
         );
         self.finish(
             Stage::Recommend,
@@ -912,10 +916,13 @@ impl Run {
             }
             // A credential by reference is read only once the operator approved it, for an
             // action as for a read.
-            let integration = catalog::lookup(&action.kind)
-                .map(|e| e.integration)
+            let integration = self
+                .tools
+                .catalog()
+                .lookup(&action.kind)
+                .map(|e| e.integration.to_string())
                 .unwrap_or_default();
-            if let Err(error) = guard(&self.token, self.caller.credentials_for(integration))
+            if let Err(error) = guard(&self.token, self.caller.credentials_for(&integration))
                 .await
                 .unwrap_or_else(|_| Err("cancelled before it ran".into()))
             {

@@ -6,6 +6,7 @@
 use super::journal::Journal;
 use super::runbook_steps;
 use super::specialists::lock;
+use crate::model::catalog::Catalog;
 use crate::model::{Action, Category, Event, Finding, Incident, Outcome, PastIncident, catalog};
 use crate::reason::{Analysis, Observations};
 use crate::runbook::Runbook;
@@ -20,8 +21,9 @@ pub fn propose(
     runbook: Option<&Runbook>,
     ctx: &serde_json::Value,
     obs: &Observations,
-    // The operator's own proposals, and the cluster Kubernetes actions run against.
-    (proposals, cluster): (&[Action], Option<&str>),
+    // The operator's own proposals, the cluster Kubernetes actions run against, and the run's
+    // kinds (the built-in table and the tools its world registered).
+    (proposals, cluster, catalog): (&[Action], Option<&str>, &Catalog),
 ) -> Vec<Action> {
     // The operator's own proposals (from the inbox) come first.
     let mut out: Vec<Action> = proposals.to_vec();
@@ -35,7 +37,7 @@ pub fn propose(
     }
     for a in &analysis.suggested_actions {
         let mut a = a.clone();
-        match catalog::admit(&a.kind, &a.target, &mut a.params) {
+        match catalog.admit(&a.kind, &a.target, &mut a.params) {
             Ok(()) => out.push(a),
             Err(e) => lock(journal).emit(Event::Warning {
                 message: format!("not proposing {} {}: {e}", a.kind, a.target),
@@ -64,7 +66,7 @@ pub fn propose(
             }
             None => {
                 let mut params = fix.params.clone();
-                match catalog::admit(&fix.kind, &fix.target, &mut params) {
+                match catalog.admit(&fix.kind, &fix.target, &mut params) {
                     Ok(()) => out.insert(
                         at.min(out.len()),
                         Action {
@@ -113,7 +115,7 @@ pub fn propose(
         }
         // A runbook or an analyzer may raise an action's risk, never take it below the floor;
         // target and operation text are the catalog's reading of the params.
-        catalog::settle(a);
+        catalog.settle(a);
         j.emit(Event::ActionProposed { action: a.clone() });
     }
     out

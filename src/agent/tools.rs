@@ -41,6 +41,11 @@ pub trait Tools: Send + Sync {
     fn extend_catalog(&self) -> BoxFuture<'_, Extensions> {
         Box::pin(async { Vec::new() })
     }
+    /// The kinds this run knows: the built-in table, and the tools [`Tools::extend_catalog`]
+    /// registered.
+    fn catalog(&self) -> crate::model::catalog::Catalog {
+        crate::model::catalog::Catalog::default()
+    }
     /// The credential reference `integration` needs before it can be asked anything, when the
     /// operator has not decided on it yet.
     fn pending_credential(&self, _integration: &str) -> Option<String> {

@@ -31,12 +31,13 @@ impl WorldTools {
         // The cluster a Kubernetes read names, else the default one.
         let kube = || w.kubernetes_in(p_str(params, "cluster"));
         // Only catalog reads run here; actions go through policy and `execute`.
-        let read = match catalog::lookup(tool).map(|entry| entry.handler) {
+        let catalog = w.catalog();
+        let read = match catalog.lookup(tool).map(|entry| entry.handler) {
             Some(Handler::Read(r)) => r,
             Some(Handler::Act(_)) => {
                 return Err(format!("{tool} changes the world: propose it as an action"));
             }
-            Some(Handler::External) if catalog::is_mutating(tool) => {
+            Some(Handler::External) if catalog.is_mutating(tool) => {
                 return Err(format!("{tool} changes the world: propose it as an action"));
             }
             Some(Handler::External) => {
@@ -258,6 +259,10 @@ impl Tools for WorldTools {
             }
             out
         })
+    }
+
+    fn catalog(&self) -> catalog::Catalog {
+        self.0.catalog()
     }
 
     fn pending_credential(&self, integration: &str) -> Option<String> {

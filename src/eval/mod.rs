@@ -21,7 +21,7 @@ pub struct EvalOptions {
     /// Print a row per case (and the totals) to stdout as cases finish.
     pub print: bool,
     /// The model that reasons after the rules (`--reasoner llm`); `None` is the rules alone.
-    pub model: Option<crate::reason::llm::Model>,
+    pub model: Option<crate::agent::llm::Model>,
     /// Each case's model answers from its recorded exchanges (`llm.ndjson`), offline.
     pub replay_llm: bool,
 }

@@ -179,7 +179,7 @@ async fn investigate(
         None => Trigger::Problem(case.title.clone()),
     };
     let model = if opts.replay_llm {
-        Some(crate::reason::llm::Model::replaying(dir, 200).map_err(|e| {
+        Some(crate::agent::llm::Model::replaying(dir, 200).map_err(|e| {
             anyhow::anyhow!(
                 "--reasoner llm with no [llm] section replays each case's recorded exchanges: {e}"
             )

@@ -6,6 +6,7 @@ pub mod filter;
 pub mod group;
 pub mod sessions;
 pub mod sources;
+pub mod watch;
 
 pub use dedup::{Claim, Deduper, fingerprint};
 pub use filter::{Filter, FilterError, Matcher};

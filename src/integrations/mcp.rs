@@ -378,11 +378,24 @@ pub struct Registered {
 #[derive(Clone)]
 pub struct McpClient {
     transport: Arc<dyn Transport>,
+    /// The built-in kinds and the tools registered through this client, for the world it serves.
+    catalog: Arc<std::sync::RwLock<catalog::Catalog>>,
 }
 
 impl McpClient {
     pub fn new(transport: Arc<dyn Transport>) -> McpClient {
-        McpClient { transport }
+        McpClient {
+            transport,
+            catalog: Arc::default(),
+        }
+    }
+
+    /// The kinds this client's world knows: the built-in table and the tools registered so far.
+    pub fn catalog(&self) -> catalog::Catalog {
+        self.catalog
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// List a server's tools and register them in the catalog: read-only unless the config
@@ -406,13 +419,16 @@ impl McpClient {
             };
             let destructive = t["annotations"]["destructiveHint"].as_bool() == Some(true)
                 && t["annotations"]["readOnlyHint"].as_bool() != Some(true);
-            catalog::register_external(ExternalTool {
-                name: spec.name.clone(),
-                integration: INTEGRATION.into(),
-                mutating: mutating.contains(&name) || destructive,
-                summary: spec.description,
-                schema: spec.parameters,
-            });
+            self.catalog
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .register(ExternalTool {
+                    name: spec.name.clone(),
+                    integration: INTEGRATION.into(),
+                    mutating: mutating.contains(&name) || destructive,
+                    summary: spec.description,
+                    schema: spec.parameters,
+                });
             tools.push(spec.name);
         }
         Ok(Registered {

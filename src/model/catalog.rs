@@ -5,12 +5,16 @@
 
 mod external;
 
-pub use external::{ExternalTool, register as register_external};
+pub use external::ExternalTool;
 
 use super::Risk;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
+
+/// Text of the catalog: borrowed from the built-in table, owned for kinds registered at run time.
+pub type Text = Cow<'static, str>;
 
 /// Parameters of a tool call or an action, as they travel in events.
 pub type Params = BTreeMap<String, Value>;
@@ -283,7 +287,7 @@ pub enum Handler {
 pub struct Op<'a> {
     pub target: &'a str,
     pub params: &'a Params,
-    pub entry: &'static Entry,
+    pub entry: &'a Entry,
 }
 
 impl Op<'_> {
@@ -354,20 +358,21 @@ impl Op<'_> {
 }
 
 /// One tool or action kind.
+#[derive(Clone)]
 pub struct Entry {
     /// `<integration>.<verb>`.
-    pub name: &'static str,
-    pub integration: &'static str,
+    pub name: Text,
+    pub integration: Text,
     /// Changes the world: needs policy's approval; refused in read-only mode.
     pub mutating: bool,
     /// The lowest risk an action of this kind may carry; declarations below it are raised to it.
     pub floor: Risk,
     /// One line: what it does.
-    pub summary: &'static str,
+    pub summary: Text,
     pub params: &'static [Param],
     pub target: Target,
     /// The operation text in general form, for help and tool schemas.
-    pub usage: &'static str,
+    pub usage: Text,
     /// The operation text for concrete params, as the approval modal shows it.
     pub render: fn(&Op) -> String,
     pub handler: Handler,
@@ -385,11 +390,11 @@ impl fmt::Debug for Entry {
 
 impl Entry {
     /// The verb after the integration: `rollout_undo`.
-    pub fn verb(&self) -> &'static str {
+    pub fn verb(&self) -> &str {
         self.name
             .split_once('.')
             .map(|(_, v)| v)
-            .unwrap_or(self.name)
+            .unwrap_or(&self.name)
     }
 
     pub fn param(&self, name: &str) -> Option<&'static Param> {
@@ -410,11 +415,6 @@ impl Entry {
 
     /// A JSON Schema object for the params, as a model's tool definition carries it.
     pub fn json_schema(&self) -> Value {
-        if self.handler == Handler::External
-            && let Some(schema) = external::schema(self.name)
-        {
-            return schema;
-        }
         let properties: serde_json::Map<String, Value> = self
             .params
             .iter()
@@ -477,15 +477,15 @@ const fn read(
     usage: &'static str,
 ) -> Entry {
     Entry {
-        name,
-        integration,
+        name: Cow::Borrowed(name),
+        integration: Cow::Borrowed(integration),
         mutating: false,
         // Reads change nothing, so they never wait for anyone.
         floor: Risk::Low,
-        summary,
+        summary: Cow::Borrowed(summary),
         params,
         target: Target::None,
-        usage,
+        usage: Cow::Borrowed(usage),
         render: |op| {
             let args: Vec<String> = op
                 .params
@@ -948,41 +948,41 @@ pub static ENTRIES: &[Entry] = &[
         "Performance Insights DescribeDimensionKeys",
     ),
     Entry {
-        name: "kubernetes.rollout_restart",
-        integration: "kubernetes",
+        name: Cow::Borrowed("kubernetes.rollout_restart"),
+        integration: Cow::Borrowed("kubernetes"),
         mutating: true,
         floor: Risk::Medium,
-        summary: "restart every pod of a deployment, one by one",
+        summary: Cow::Borrowed("restart every pod of a deployment, one by one"),
         params: &[NS_ACT, DEPLOYMENT],
         target: Target::Named {
             prefix: "deployment",
             param: "deployment",
         },
-        usage: "kubectl -n NS rollout restart deployment/NAME",
+        usage: Cow::Borrowed("kubectl -n NS rollout restart deployment/NAME"),
         render: |op| format!("kubectl{} rollout restart {}", op.ns(), op.target()),
         handler: Handler::Act(ActionKind::RolloutRestart),
     },
     Entry {
-        name: "kubernetes.rollout_undo",
-        integration: "kubernetes",
+        name: Cow::Borrowed("kubernetes.rollout_undo"),
+        integration: Cow::Borrowed("kubernetes"),
         mutating: true,
         floor: Risk::High,
-        summary: "roll a deployment back to its previous revision",
+        summary: Cow::Borrowed("roll a deployment back to its previous revision"),
         params: &[NS_ACT, DEPLOYMENT],
         target: Target::Named {
             prefix: "deployment",
             param: "deployment",
         },
-        usage: "kubectl -n NS rollout undo deployment/NAME",
+        usage: Cow::Borrowed("kubectl -n NS rollout undo deployment/NAME"),
         render: |op| format!("kubectl{} rollout undo {}", op.ns(), op.target()),
         handler: Handler::Act(ActionKind::RolloutUndo),
     },
     Entry {
-        name: "kubernetes.scale",
-        integration: "kubernetes",
+        name: Cow::Borrowed("kubernetes.scale"),
+        integration: Cow::Borrowed("kubernetes"),
         mutating: true,
         floor: Risk::Medium,
-        summary: "set a deployment's replica count",
+        summary: Cow::Borrowed("set a deployment's replica count"),
         params: &[
             NS_ACT,
             DEPLOYMENT,
@@ -992,7 +992,7 @@ pub static ENTRIES: &[Entry] = &[
             prefix: "deployment",
             param: "deployment",
         },
-        usage: "kubectl -n NS scale deployment/NAME --replicas=N",
+        usage: Cow::Borrowed("kubectl -n NS scale deployment/NAME --replicas=N"),
         render: |op| {
             format!(
                 "kubectl{} scale {} --replicas={}",
@@ -1004,11 +1004,11 @@ pub static ENTRIES: &[Entry] = &[
         handler: Handler::Act(ActionKind::Scale),
     },
     Entry {
-        name: "kubernetes.delete_pod",
-        integration: "kubernetes",
+        name: Cow::Borrowed("kubernetes.delete_pod"),
+        integration: Cow::Borrowed("kubernetes"),
         mutating: true,
         floor: Risk::High,
-        summary: "delete one pod (its controller, if any, replaces it)",
+        summary: Cow::Borrowed("delete one pod (its controller, if any, replaces it)"),
         params: &[
             NS_ACT,
             req("pod", Str, "pod name (or given by a pod/NAME target)"),
@@ -1027,7 +1027,7 @@ pub static ENTRIES: &[Entry] = &[
             prefix: "pod",
             param: "pod",
         },
-        usage: "kubectl -n NS delete pod/NAME [--grace-period=N] [--force]",
+        usage: Cow::Borrowed("kubectl -n NS delete pod/NAME [--grace-period=N] [--force]"),
         render: |op| {
             let grace = if op.truthy("force") {
                 " --grace-period=0 --force".to_string()
@@ -1039,11 +1039,13 @@ pub static ENTRIES: &[Entry] = &[
         handler: Handler::Act(ActionKind::DeletePod),
     },
     Entry {
-        name: "kubernetes.set_resources",
-        integration: "kubernetes",
+        name: Cow::Borrowed("kubernetes.set_resources"),
+        integration: Cow::Borrowed("kubernetes"),
         mutating: true,
         floor: Risk::Medium,
-        summary: "change a deployment's container limits or requests (rolling update)",
+        summary: Cow::Borrowed(
+            "change a deployment's container limits or requests (rolling update)",
+        ),
         params: &[
             NS_ACT,
             DEPLOYMENT,
@@ -1067,7 +1069,9 @@ pub static ENTRIES: &[Entry] = &[
             prefix: "deployment",
             param: "deployment",
         },
-        usage: "kubectl -n NS set resources deployment/NAME [-c C] --limits=memory=Q,cpu=Q --requests=...",
+        usage: Cow::Borrowed(
+            "kubectl -n NS set resources deployment/NAME [-c C] --limits=memory=Q,cpu=Q --requests=...",
+        ),
         render: |op| {
             let list = |flat: [(&str, &str); 2], object: &str| {
                 let mut parts: BTreeMap<String, String> = BTreeMap::new();
@@ -1113,11 +1117,11 @@ pub static ENTRIES: &[Entry] = &[
         handler: Handler::Act(ActionKind::SetResources),
     },
     Entry {
-        name: "kubernetes.cordon",
-        integration: "kubernetes",
+        name: Cow::Borrowed("kubernetes.cordon"),
+        integration: Cow::Borrowed("kubernetes"),
         mutating: true,
         floor: Risk::Medium,
-        summary: "mark a node unschedulable; running pods stay",
+        summary: Cow::Borrowed("mark a node unschedulable; running pods stay"),
         params: &[req(
             "node",
             Str,
@@ -1127,7 +1131,7 @@ pub static ENTRIES: &[Entry] = &[
             prefix: "node",
             param: "node",
         },
-        usage: "kubectl cordon NODE",
+        usage: Cow::Borrowed("kubectl cordon NODE"),
         render: |op| {
             let node = op
                 .get("node")
@@ -1137,11 +1141,11 @@ pub static ENTRIES: &[Entry] = &[
         handler: Handler::Act(ActionKind::Cordon),
     },
     Entry {
-        name: "kubernetes.drain",
-        integration: "kubernetes",
+        name: Cow::Borrowed("kubernetes.drain"),
+        integration: Cow::Borrowed("kubernetes"),
         mutating: true,
         floor: Risk::High,
-        summary: "cordon a node and evict every pod on it",
+        summary: Cow::Borrowed("cordon a node and evict every pod on it"),
         params: &[req(
             "node",
             Str,
@@ -1151,7 +1155,7 @@ pub static ENTRIES: &[Entry] = &[
             prefix: "node",
             param: "node",
         },
-        usage: "kubectl drain NODE --ignore-daemonsets --delete-emptydir-data",
+        usage: Cow::Borrowed("kubectl drain NODE --ignore-daemonsets --delete-emptydir-data"),
         render: |op| {
             let node = op
                 .get("node")
@@ -1161,11 +1165,11 @@ pub static ENTRIES: &[Entry] = &[
         handler: Handler::Act(ActionKind::Drain),
     },
     Entry {
-        name: "alertmanager.silence",
-        integration: "alertmanager",
+        name: Cow::Borrowed("alertmanager.silence"),
+        integration: Cow::Borrowed("alertmanager"),
         mutating: true,
         floor: Risk::Medium,
-        summary: "mute notifications for alerts matching the labels",
+        summary: Cow::Borrowed("mute notifications for alerts matching the labels"),
         params: &[
             req(
                 "matchers",
@@ -1186,7 +1190,7 @@ pub static ENTRIES: &[Entry] = &[
             ),
         ],
         target: Target::Alert,
-        usage: "amtool silence add NAME=VALUE... --duration=Nm",
+        usage: Cow::Borrowed("amtool silence add NAME=VALUE... --duration=Nm"),
         render: |op| {
             let matchers = op.matchers("matchers").unwrap_or_else(|| {
                 matchers_of_target(op.target)
@@ -1203,11 +1207,11 @@ pub static ENTRIES: &[Entry] = &[
         handler: Handler::Act(ActionKind::Silence),
     },
     Entry {
-        name: "github.revert_pr",
-        integration: "github",
+        name: Cow::Borrowed("github.revert_pr"),
+        integration: Cow::Borrowed("github"),
         mutating: true,
         floor: Risk::High,
-        summary: "open a pull request that reverts a merged one",
+        summary: Cow::Borrowed("open a pull request that reverts a merged one"),
         params: &[
             REPO,
             req(
@@ -1220,7 +1224,7 @@ pub static ENTRIES: &[Entry] = &[
             prefix: "pull",
             param: "pull",
         },
-        usage: "gh pr revert N --repo OWNER/NAME",
+        usage: Cow::Borrowed("gh pr revert N --repo OWNER/NAME"),
         render: |op| {
             let pull = op
                 .get("pull")
@@ -1231,11 +1235,11 @@ pub static ENTRIES: &[Entry] = &[
     },
     // Ending a silence lets its alerts page again: medium, a visible countdown, like creating one.
     Entry {
-        name: "alertmanager.expire_silence",
-        integration: "alertmanager",
+        name: Cow::Borrowed("alertmanager.expire_silence"),
+        integration: Cow::Borrowed("alertmanager"),
         mutating: true,
         floor: Risk::Medium,
-        summary: "end a silence now, so its alerts notify again",
+        summary: Cow::Borrowed("end a silence now, so its alerts notify again"),
         params: &[req(
             "silence_id",
             Str,
@@ -1245,17 +1249,17 @@ pub static ENTRIES: &[Entry] = &[
             prefix: "silence",
             param: "silence_id",
         },
-        usage: "amtool silence expire ID",
+        usage: Cow::Borrowed("amtool silence expire ID"),
         render: |op| format!("amtool silence expire {}", op.must("silence_id")),
         handler: Handler::Act(ActionKind::ExpireSilence),
     },
     // Acknowledging stops the escalation policy from paging the next responder: medium.
     Entry {
-        name: "pagerduty.acknowledge",
-        integration: "pagerduty",
+        name: Cow::Borrowed("pagerduty.acknowledge"),
+        integration: Cow::Borrowed("pagerduty"),
         mutating: true,
         floor: Risk::Medium,
-        summary: "acknowledge a PagerDuty incident (stops its escalation)",
+        summary: Cow::Borrowed("acknowledge a PagerDuty incident (stops its escalation)"),
         params: &[req(
             "incident_id",
             Str,
@@ -1265,7 +1269,9 @@ pub static ENTRIES: &[Entry] = &[
             prefix: "incident",
             param: "incident_id",
         },
-        usage: "PUT /incidents/ID {status: acknowledged} (From: the configured email)",
+        usage: Cow::Borrowed(
+            "PUT /incidents/ID {status: acknowledged} (From: the configured email)",
+        ),
         render: |op| {
             format!(
                 "PUT /incidents/{} status=acknowledged",
@@ -1276,11 +1282,11 @@ pub static ENTRIES: &[Entry] = &[
     },
     // Resolving closes the page for everyone on it; if the problem is not over, nobody is paged.
     Entry {
-        name: "pagerduty.resolve",
-        integration: "pagerduty",
+        name: Cow::Borrowed("pagerduty.resolve"),
+        integration: Cow::Borrowed("pagerduty"),
         mutating: true,
         floor: Risk::High,
-        summary: "resolve a PagerDuty incident",
+        summary: Cow::Borrowed("resolve a PagerDuty incident"),
         params: &[req(
             "incident_id",
             Str,
@@ -1290,18 +1296,18 @@ pub static ENTRIES: &[Entry] = &[
             prefix: "incident",
             param: "incident_id",
         },
-        usage: "PUT /incidents/ID {status: resolved} (From: the configured email)",
+        usage: Cow::Borrowed("PUT /incidents/ID {status: resolved} (From: the configured email)"),
         render: |op| format!("PUT /incidents/{} status=resolved", op.must("incident_id")),
         handler: Handler::Act(ActionKind::PagerDutyResolve),
     },
     // A note changes nobody's pager, but it is written where every responder reads it: like any
     // write to the outside world, it gets a visible veto window.
     Entry {
-        name: "pagerduty.add_note",
-        integration: "pagerduty",
+        name: Cow::Borrowed("pagerduty.add_note"),
+        integration: Cow::Borrowed("pagerduty"),
         mutating: true,
         floor: Risk::Medium,
-        summary: "add a note to a PagerDuty incident's timeline",
+        summary: Cow::Borrowed("add a note to a PagerDuty incident's timeline"),
         params: &[
             req(
                 "incident_id",
@@ -1314,52 +1320,54 @@ pub static ENTRIES: &[Entry] = &[
             prefix: "incident",
             param: "incident_id",
         },
-        usage: "POST /incidents/ID/notes {content} (From: the configured email)",
+        usage: Cow::Borrowed("POST /incidents/ID/notes {content} (From: the configured email)"),
         render: |op| format!("POST /incidents/{}/notes", op.must("incident_id")),
         handler: Handler::Act(ActionKind::PagerDutyAddNote),
     },
     // Cancelling stops one statement; the client sees an error and may retry. The session and
     // its other work stay.
     Entry {
-        name: "postgres.cancel_backend",
-        integration: "postgres",
+        name: Cow::Borrowed("postgres.cancel_backend"),
+        integration: Cow::Borrowed("postgres"),
         mutating: true,
         floor: Risk::Medium,
-        summary: "cancel a PostgreSQL backend's running statement",
+        summary: Cow::Borrowed("cancel a PostgreSQL backend's running statement"),
         params: PG_SIGNAL,
         target: Target::Named {
             prefix: "backend",
             param: "pid",
         },
-        usage: "SELECT pg_cancel_backend(PID)",
+        usage: Cow::Borrowed("SELECT pg_cancel_backend(PID)"),
         render: |op| pg_signal(op, "pg_cancel_backend"),
         handler: Handler::Act(ActionKind::PostgresCancelBackend),
     },
     // Terminating ends the session: its open transaction rolls back, whatever it had written in
     // it is lost, and the application sees a dropped connection.
     Entry {
-        name: "postgres.terminate_backend",
-        integration: "postgres",
+        name: Cow::Borrowed("postgres.terminate_backend"),
+        integration: Cow::Borrowed("postgres"),
         mutating: true,
         floor: Risk::High,
-        summary: "terminate a PostgreSQL backend (its open transaction rolls back)",
+        summary: Cow::Borrowed("terminate a PostgreSQL backend (its open transaction rolls back)"),
         params: PG_SIGNAL,
         target: Target::Named {
             prefix: "backend",
             param: "pid",
         },
-        usage: "SELECT pg_terminate_backend(PID)",
+        usage: Cow::Borrowed("SELECT pg_terminate_backend(PID)"),
         render: |op| pg_signal(op, "pg_terminate_backend"),
         handler: Handler::Act(ActionKind::PostgresTerminateBackend),
     },
     // A ticket changes nothing running, but it is written where other teams read and act on it,
     // under the configured account: like any write to the outside world, a visible veto window.
     Entry {
-        name: "jira.create_issue",
-        integration: "jira",
+        name: Cow::Borrowed("jira.create_issue"),
+        integration: Cow::Borrowed("jira"),
         mutating: true,
         floor: Risk::Medium,
-        summary: "open a Jira issue with the investigation's summary, verdict, evidence and actions",
+        summary: Cow::Borrowed(
+            "open a Jira issue with the investigation's summary, verdict, evidence and actions",
+        ),
         params: &[
             req("summary", Str, "the issue's title (at most 255 characters)"),
             req(
@@ -1383,7 +1391,9 @@ pub static ENTRIES: &[Entry] = &[
             prefix: "project",
             param: "project",
         },
-        usage: "POST /rest/api/3/issue {fields: project, issuetype, summary, description, labels}",
+        usage: Cow::Borrowed(
+            "POST /rest/api/3/issue {fields: project, issuetype, summary, description, labels}",
+        ),
         render: |op| {
             let project = op
                 .get("project")
@@ -1398,11 +1408,13 @@ pub static ENTRIES: &[Entry] = &[
     },
     // Same as a Jira issue: another team's queue, written under the configured account.
     Entry {
-        name: "servicenow.create_incident",
-        integration: "servicenow",
+        name: Cow::Borrowed("servicenow.create_incident"),
+        integration: Cow::Borrowed("servicenow"),
         mutating: true,
         floor: Risk::Medium,
-        summary: "open a ServiceNow incident with the investigation's summary, verdict, evidence and actions",
+        summary: Cow::Borrowed(
+            "open a ServiceNow incident with the investigation's summary, verdict, evidence and actions",
+        ),
         params: &[
             req(
                 "short_description",
@@ -1422,7 +1434,9 @@ pub static ENTRIES: &[Entry] = &[
             prefix: "category",
             param: "category",
         },
-        usage: "POST /api/now/table/incident {short_description, description, urgency, impact, category}",
+        usage: Cow::Borrowed(
+            "POST /api/now/table/incident {short_description, description, urgency, impact, category}",
+        ),
         render: |op| {
             format!(
                 "POST /api/now/table/incident category={} urgency={} impact={}: {}",
@@ -1538,189 +1552,308 @@ fn target_from(entry: &Entry, params: &Params) -> Option<String> {
     }
 }
 
-/// The catalog entry for `kind`.
+/// The built-in kinds alone: what the free functions below answer from.
+static BUILTIN: Catalog = Catalog {
+    external: Vec::new(),
+};
+
+/// The built-in catalog entry for `kind` (a run's [`Catalog`] also knows the kinds it registered).
 pub fn lookup(kind: &str) -> Option<&'static Entry> {
-    ENTRIES
-        .iter()
-        .find(|e| e.name == kind)
-        .or_else(|| external::lookup(kind))
+    BUILTIN.lookup(kind)
 }
 
-/// Whether `kind` was registered at run time (an MCP server's tool).
+/// [`Catalog::is_external`] over the built-in kinds.
 pub fn is_external(kind: &str) -> bool {
-    lookup(kind).is_some_and(|e| e.handler == Handler::External)
+    BUILTIN.is_external(kind)
 }
 
-/// The lowest risk an action of `kind` may carry. Unknown kinds get the highest floor: whatever
-/// they are, nobody has said they are safe.
+/// [`Catalog::risk_floor`] over the built-in kinds.
 pub fn risk_floor(kind: &str) -> Risk {
-    lookup(kind).map(|e| e.floor).unwrap_or(Risk::Critical)
+    BUILTIN.risk_floor(kind)
 }
 
-/// The floor for these params: the kind's floor, raised where the params make it worse
-/// (scaling to zero replicas is an outage, not a capacity change).
+/// [`Catalog::risk_for`] over the built-in kinds.
 pub fn risk_for(kind: &str, params: &Params) -> Risk {
-    let floor = risk_floor(kind);
-    let zero = |k: &str| match params.get(k) {
-        Some(Value::Number(n)) => n.as_f64() == Some(0.0),
-        Some(Value::String(s)) => s.trim().parse::<f64>().ok() == Some(0.0),
-        _ => false,
-    };
-    if kind == "kubernetes.scale" && zero("replicas") {
-        return floor.max(Risk::High);
-    }
-    // Changing the cluster's own machinery can take every workload down with it.
-    let system_namespace = matches!(
-        params.get("namespace").and_then(Value::as_str),
-        Some("kube-system" | "kube-public" | "kube-node-lease")
-    );
-    if kind.starts_with("kubernetes.") && is_mutating(kind) && system_namespace {
-        return floor.max(Risk::Critical);
-    }
-    floor
+    BUILTIN.risk_for(kind, params)
 }
 
-/// The risk an action runs at: what was declared, never below the floor for its kind and params.
+/// [`Catalog::effective_risk`] over the built-in kinds.
 pub fn effective_risk(kind: &str, declared: Risk, params: &Params) -> Risk {
-    declared.max(risk_for(kind, params))
+    BUILTIN.effective_risk(kind, declared, params)
 }
 
-/// Whether `kind` changes the world. Unknown kinds are mutating, so a new kind cannot slip past
-/// read-only mode.
+/// [`Catalog::is_mutating`] over the built-in kinds.
 pub fn is_mutating(kind: &str) -> bool {
-    lookup(kind).is_none_or(|e| e.mutating)
+    BUILTIN.is_mutating(kind)
 }
 
-/// The exact operation an action performs, as the approval modal shows it.
+/// [`Catalog::operation`] over the built-in kinds.
 pub fn operation(kind: &str, target: &str, params: &Params) -> String {
-    match lookup(kind) {
-        Some(entry) => (entry.render)(&Op {
-            target,
-            params,
-            entry,
-        }),
-        None => format!("{kind} {target} (no such action in the catalog)"),
-    }
+    BUILTIN.operation(kind, target, params)
 }
 
-/// The target an action's params name (`deployment/web` from `deployment: web`); `None` when the
-/// kind is unknown or the params do not name one.
+/// [`Catalog::target_of`] over the built-in kinds.
 pub fn target_of(kind: &str, params: &Params) -> Option<String> {
-    target_from(lookup(kind)?, params)
+    BUILTIN.target_of(kind, params)
 }
 
-/// Fill the target's name param from the target when it is missing, so target and params agree
-/// (`deployment/web` -> `deployment: web`). Err when the two name different objects.
+/// [`Catalog::reconcile`] over the built-in kinds.
 pub fn reconcile(kind: &str, target: &str, params: &mut Params) -> Result<(), String> {
-    let Some(entry) = lookup(kind) else {
-        return Ok(());
-    };
-    match entry.target {
-        Target::None => Ok(()),
-        Target::Named { prefix, param } => {
-            let from_target = match target.split_once('/') {
-                Some((k, n)) if k == prefix || k == format!("{prefix}s") => n,
-                Some((k, _)) => {
-                    return Err(format!("{kind} targets a {prefix}, not a {k} ({target})"));
-                }
-                None => target,
-            }
-            .trim()
-            .trim_start_matches('#');
-            match target_from(entry, params) {
-                Some(t) if from_target.is_empty() || name_of(&t) == from_target => Ok(()),
-                Some(t) => Err(format!(
-                    "target {target} and param {param} ({t}) name different objects"
-                )),
-                None if from_target.is_empty() => Err(format!(
-                    "{kind} needs a {prefix}: a `{param}` param or a {prefix}/NAME target"
-                )),
-                None => {
-                    let value = match entry.param(param).map(|p| p.ty) {
-                        Some(ParamType::Integer) => from_target
-                            .parse::<u64>()
-                            .map(Value::from)
-                            .map_err(|_| format!("{kind}: `{from_target}` is not a number"))?,
-                        _ => Value::from(from_target),
-                    };
-                    params.insert(param.to_string(), value);
-                    Ok(())
-                }
-            }
-        }
-        Target::Alert => {
-            if params.get("matchers").is_some_and(Value::is_object) {
-                return Ok(());
-            }
-            let pairs = matchers_of_target(target);
-            if pairs.is_empty() {
-                return Err(format!(
-                    "{kind} needs `matchers` or a NAME=VALUE,... target, not {target:?}"
-                ));
-            }
-            let m: serde_json::Map<String, Value> = pairs
-                .into_iter()
-                .map(|(k, v)| (k, Value::from(v)))
-                .collect();
-            params.insert("matchers".into(), Value::Object(m));
-            Ok(())
-        }
-    }
+    BUILTIN.reconcile(kind, target, params)
 }
 
-/// Ready an action's params for proposal: the target's name param filled in from the target
-/// ([`reconcile`]), then every param checked against the schema ([`check_params`]). Err says
-/// what is wrong, in one line.
+/// [`Catalog::admit`] over the built-in kinds.
 pub fn admit(kind: &str, target: &str, params: &mut Params) -> Result<(), String> {
-    reconcile(kind, target, params)?;
-    let problems = check_params(kind, params, true);
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems.join("; "))
-    }
+    BUILTIN.admit(kind, target, params)
 }
 
-/// After an action's params change (an edit): its target follows the params when they name one,
-/// its risk is raised to the floor for the new params (never lowered), and its operation text is
-/// rebuilt. The approval flow shows the result again before anyone approves it.
+/// [`Catalog::settle`] over the built-in kinds.
 pub fn settle(action: &mut super::Action) {
-    if let Some(t) = target_of(&action.kind, &action.params) {
-        action.target = t;
-    }
-    action.risk = effective_risk(&action.kind, action.risk, &action.params);
-    action.operation = operation(&action.kind, &action.target, &action.params);
+    BUILTIN.settle(action)
 }
 
-/// Problems with `params` for `kind`: unknown names, wrong types, missing required ones (a
-/// target's name param counts as given when `has_target`).
+/// [`Catalog::check_params`] over the built-in kinds.
 pub fn check_params(kind: &str, params: &Params, has_target: bool) -> Vec<String> {
-    let Some(entry) = lookup(kind) else {
-        return vec![format!("{kind} is not in the catalog")];
-    };
-    if entry.handler == Handler::External {
-        return external::check(entry, params);
+    BUILTIN.check_params(kind, params, has_target)
+}
+
+/// Built-in read tools, in catalog order.
+pub fn reads() -> impl Iterator<Item = &'static Entry> {
+    BUILTIN.reads()
+}
+
+/// Built-in mutating actions, in catalog order.
+pub fn actions() -> impl Iterator<Item = &'static Entry> {
+    BUILTIN.actions()
+}
+
+/// The kinds one run knows: the built-in table, then the kinds registered at run time (an MCP
+/// server's tools), which the run's world hands to whoever checks, prices or offers a kind.
+#[derive(Clone, Debug, Default)]
+pub struct Catalog {
+    external: Vec<external::External>,
+}
+
+impl Catalog {
+    /// Add (or replace) a kind a server published.
+    pub fn register(&mut self, tool: ExternalTool) {
+        let added = external::External::new(tool);
+        self.external.retain(|x| x.entry.name != added.entry.name);
+        self.external.push(added);
     }
-    let mut out = Vec::new();
-    for (k, v) in params {
-        match entry.param(k) {
-            None => out.push(format!(
-                "{k} is not a parameter of {kind} (expected one of {})",
-                param_names(entry)
-            )),
-            Some(p) if !p.ty.accepts(v) => {
-                out.push(format!("{k} must be of type {} for {kind}", p.ty.name()))
+
+    /// The JSON Schema of `entry`'s params as a model's tool definition carries it: a server's
+    /// own schema for its tools, else built from the params.
+    pub fn json_schema(&self, entry: &Entry) -> Value {
+        self.external
+            .iter()
+            .find(|x| x.entry.name == entry.name)
+            .map(|x| x.schema.clone())
+            .unwrap_or_else(|| entry.json_schema())
+    }
+
+    /// The catalog entry for `kind`.
+    pub fn lookup(&self, kind: &str) -> Option<&Entry> {
+        ENTRIES.iter().find(|e| e.name == kind).or_else(|| {
+            self.external
+                .iter()
+                .find(|x| x.entry.name == kind)
+                .map(|x| &x.entry)
+        })
+    }
+
+    /// Whether `kind` was registered at run time (an MCP server's tool).
+    pub fn is_external(&self, kind: &str) -> bool {
+        self.lookup(kind)
+            .is_some_and(|e| e.handler == Handler::External)
+    }
+
+    /// The lowest risk an action of `kind` may carry. Unknown kinds get the highest floor: whatever
+    /// they are, nobody has said they are safe.
+    pub fn risk_floor(&self, kind: &str) -> Risk {
+        self.lookup(kind).map(|e| e.floor).unwrap_or(Risk::Critical)
+    }
+
+    /// The floor for these params: the kind's floor, raised where the params make it worse
+    /// (scaling to zero replicas is an outage, not a capacity change).
+    pub fn risk_for(&self, kind: &str, params: &Params) -> Risk {
+        let floor = self.risk_floor(kind);
+        let zero = |k: &str| match params.get(k) {
+            Some(Value::Number(n)) => n.as_f64() == Some(0.0),
+            Some(Value::String(s)) => s.trim().parse::<f64>().ok() == Some(0.0),
+            _ => false,
+        };
+        if kind == "kubernetes.scale" && zero("replicas") {
+            return floor.max(Risk::High);
+        }
+        // Changing the cluster's own machinery can take every workload down with it.
+        let system_namespace = matches!(
+            params.get("namespace").and_then(Value::as_str),
+            Some("kube-system" | "kube-public" | "kube-node-lease")
+        );
+        if kind.starts_with("kubernetes.") && self.is_mutating(kind) && system_namespace {
+            return floor.max(Risk::Critical);
+        }
+        floor
+    }
+
+    /// The risk an action runs at: what was declared, never below the floor for its kind and params.
+    pub fn effective_risk(&self, kind: &str, declared: Risk, params: &Params) -> Risk {
+        declared.max(self.risk_for(kind, params))
+    }
+
+    /// Whether `kind` changes the world. Unknown kinds are mutating, so a new kind cannot slip past
+    /// read-only mode.
+    pub fn is_mutating(&self, kind: &str) -> bool {
+        self.lookup(kind).is_none_or(|e| e.mutating)
+    }
+
+    /// The exact operation an action performs, as the approval modal shows it.
+    pub fn operation(&self, kind: &str, target: &str, params: &Params) -> String {
+        match self.lookup(kind) {
+            Some(entry) => (entry.render)(&Op {
+                target,
+                params,
+                entry,
+            }),
+            None => format!("{kind} {target} (no such action in the catalog)"),
+        }
+    }
+
+    /// The target an action's params name (`deployment/web` from `deployment: web`); `None` when the
+    /// kind is unknown or the params do not name one.
+    pub fn target_of(&self, kind: &str, params: &Params) -> Option<String> {
+        target_from(self.lookup(kind)?, params)
+    }
+
+    /// Fill the target's name param from the target when it is missing, so target and params agree
+    /// (`deployment/web` -> `deployment: web`). Err when the two name different objects.
+    pub fn reconcile(&self, kind: &str, target: &str, params: &mut Params) -> Result<(), String> {
+        let Some(entry) = self.lookup(kind) else {
+            return Ok(());
+        };
+        match entry.target {
+            Target::None => Ok(()),
+            Target::Named { prefix, param } => {
+                let from_target = match target.split_once('/') {
+                    Some((k, n)) if k == prefix || k == format!("{prefix}s") => n,
+                    Some((k, _)) => {
+                        return Err(format!("{kind} targets a {prefix}, not a {k} ({target})"));
+                    }
+                    None => target,
+                }
+                .trim()
+                .trim_start_matches('#');
+                match target_from(entry, params) {
+                    Some(t) if from_target.is_empty() || name_of(&t) == from_target => Ok(()),
+                    Some(t) => Err(format!(
+                        "target {target} and param {param} ({t}) name different objects"
+                    )),
+                    None if from_target.is_empty() => Err(format!(
+                        "{kind} needs a {prefix}: a `{param}` param or a {prefix}/NAME target"
+                    )),
+                    None => {
+                        let value = match entry.param(param).map(|p| p.ty) {
+                            Some(ParamType::Integer) => from_target
+                                .parse::<u64>()
+                                .map(Value::from)
+                                .map_err(|_| format!("{kind}: `{from_target}` is not a number"))?,
+                            _ => Value::from(from_target),
+                        };
+                        params.insert(param.to_string(), value);
+                        Ok(())
+                    }
+                }
             }
-            Some(_) => {}
+            Target::Alert => {
+                if params.get("matchers").is_some_and(Value::is_object) {
+                    return Ok(());
+                }
+                let pairs = matchers_of_target(target);
+                if pairs.is_empty() {
+                    return Err(format!(
+                        "{kind} needs `matchers` or a NAME=VALUE,... target, not {target:?}"
+                    ));
+                }
+                let m: serde_json::Map<String, Value> = pairs
+                    .into_iter()
+                    .map(|(k, v)| (k, Value::from(v)))
+                    .collect();
+                params.insert("matchers".into(), Value::Object(m));
+                Ok(())
+            }
         }
     }
-    for p in entry.params.iter().filter(|p| p.required) {
-        let by_target = has_target && entry.target_param() == Some(p.name);
-        if !params.contains_key(p.name) && !by_target {
-            out.push(format!("{kind} needs `{}` ({})", p.name, p.description));
+
+    /// Ready an action's params for proposal: the target's name param filled in from the target
+    /// ([`reconcile`]), then every param checked against the schema ([`check_params`]). Err says
+    /// what is wrong, in one line.
+    pub fn admit(&self, kind: &str, target: &str, params: &mut Params) -> Result<(), String> {
+        self.reconcile(kind, target, params)?;
+        let problems = self.check_params(kind, params, true);
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
         }
     }
-    out
+
+    /// After an action's params change (an edit): its target follows the params when they name one,
+    /// its risk is raised to the floor for the new params (never lowered), and its operation text is
+    /// rebuilt. The approval flow shows the result again before anyone approves it.
+    pub fn settle(&self, action: &mut super::Action) {
+        if let Some(t) = self.target_of(&action.kind, &action.params) {
+            action.target = t;
+        }
+        action.risk = self.effective_risk(&action.kind, action.risk, &action.params);
+        action.operation = self.operation(&action.kind, &action.target, &action.params);
+    }
+
+    /// Problems with `params` for `kind`: unknown names, wrong types, missing required ones (a
+    /// target's name param counts as given when `has_target`).
+    pub fn check_params(&self, kind: &str, params: &Params, has_target: bool) -> Vec<String> {
+        let Some(entry) = self.lookup(kind) else {
+            return vec![format!("{kind} is not in the catalog")];
+        };
+        if let Some(x) = self.external.iter().find(|x| x.entry.name == kind) {
+            return x.check(params);
+        }
+        let mut out = Vec::new();
+        for (k, v) in params {
+            match entry.param(k) {
+                None => out.push(format!(
+                    "{k} is not a parameter of {kind} (expected one of {})",
+                    param_names(entry)
+                )),
+                Some(p) if !p.ty.accepts(v) => {
+                    out.push(format!("{k} must be of type {} for {kind}", p.ty.name()))
+                }
+                Some(_) => {}
+            }
+        }
+        for p in entry.params.iter().filter(|p| p.required) {
+            let by_target = has_target && entry.target_param() == Some(p.name);
+            if !params.contains_key(p.name) && !by_target {
+                out.push(format!("{kind} needs `{}` ({})", p.name, p.description));
+            }
+        }
+        out
+    }
+
+    /// Read tools, in catalog order.
+    pub fn reads(&self) -> impl Iterator<Item = &Entry> {
+        self.all().filter(|e| !e.mutating)
+    }
+
+    /// Mutating actions, in catalog order.
+    pub fn actions(&self) -> impl Iterator<Item = &Entry> {
+        self.all().filter(|e| e.mutating)
+    }
+
+    /// The static table, then the kinds registered at run time.
+    fn all(&self) -> impl Iterator<Item = &Entry> {
+        ENTRIES.iter().chain(self.external.iter().map(|x| &x.entry))
+    }
 }
 
 /// `namespace, deployment, replicas`.
@@ -1731,21 +1864,6 @@ pub fn param_names(entry: &Entry) -> String {
         .map(|p| p.name)
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Read tools, in catalog order.
-pub fn reads() -> impl Iterator<Item = &'static Entry> {
-    all().filter(|e| !e.mutating)
-}
-
-/// Mutating actions, in catalog order.
-pub fn actions() -> impl Iterator<Item = &'static Entry> {
-    all().filter(|e| e.mutating)
-}
-
-/// The static table, then the kinds registered at run time.
-fn all() -> impl Iterator<Item = &'static Entry> {
-    ENTRIES.iter().chain(external::entries())
 }
 
 /// The entry whose executor is `handler`.
@@ -1766,7 +1884,7 @@ mod tests {
     fn names_are_unique_and_integration_dot_verb() {
         let mut seen = std::collections::BTreeSet::new();
         for e in ENTRIES {
-            assert!(seen.insert(e.name), "{} listed twice", e.name);
+            assert!(seen.insert(e.name.as_ref()), "{} listed twice", e.name);
             let (integration, verb) = e.name.split_once('.').unwrap();
             assert_eq!(integration, e.integration, "{}", e.name);
             assert_eq!(verb, e.verb());

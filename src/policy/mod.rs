@@ -3,7 +3,7 @@
 pub mod redact;
 
 use crate::model::Risk;
-use crate::model::catalog::{is_mutating, risk_floor};
+use crate::model::catalog::Catalog;
 use std::collections::BTreeSet;
 
 /// The default medium-risk veto countdown, in seconds.
@@ -47,9 +47,15 @@ pub enum Rule {
     Refuse { reason: String },
 }
 
-/// The rule for an action of `risk` and `kind` under `cfg`.
+/// The rule for an action of `risk` and a built-in `kind` under `cfg`.
 pub fn rule(kind: &str, risk: Risk, cfg: &PolicyConfig) -> Rule {
-    if is_mutating(kind) && cfg.read_only {
+    rule_in(&Catalog::default(), kind, risk, cfg)
+}
+
+/// The rule for an action of `risk` and `kind` under `cfg`, with `catalog`'s reading of the kind
+/// (a run's catalog also knows the tools its world registered).
+pub fn rule_in(catalog: &Catalog, kind: &str, risk: Risk, cfg: &PolicyConfig) -> Rule {
+    if catalog.is_mutating(kind) && cfg.read_only {
         return Rule::Refuse {
             reason: "read-only mode refuses every mutating action".into(),
         };
@@ -60,7 +66,7 @@ pub fn rule(kind: &str, risk: Risk, cfg: &PolicyConfig) -> Rule {
         };
     }
     // The catalog's floor holds even when a caller forgot to apply it to the proposal.
-    match risk.max(risk_floor(kind)) {
+    match risk.max(catalog.risk_floor(kind)) {
         Risk::Low => Rule::Run,
         Risk::Medium if cfg.unattended => Rule::Approve { approvals: 1 },
         Risk::Medium => Rule::Veto {

@@ -17,7 +17,6 @@ mod checks;
 pub mod conventions;
 mod coverage;
 pub mod discover;
-pub mod llm;
 pub mod promql;
 mod rank;
 mod steps;

@@ -405,7 +405,10 @@ fn validate(file: &Path, rb: &Runbook) -> Vec<RunbookError> {
 
 /// `a, b, c` from catalog entries.
 fn names<'a>(entries: impl Iterator<Item = &'a catalog::Entry>) -> String {
-    entries.map(|e| e.name).collect::<Vec<_>>().join(", ")
+    entries
+        .map(|e| e.name.as_ref())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Every param must be in the kind's schema; required ones must be there (an action's target

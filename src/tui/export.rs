@@ -22,19 +22,30 @@ pub fn report_path(state: &AppState) -> PathBuf {
     }
 }
 
-pub(crate) fn export_report(state: &mut AppState) {
+/// Hands the report to the writer the console was given; how it went arrives on `done` as a
+/// status line (and whether it is an error).
+pub(crate) fn export_report(
+    state: &mut AppState,
+    done: &tokio::sync::mpsc::UnboundedSender<(String, bool)>,
+) {
     let path = report_path(state);
-    let md = crate::session::export::markdown(state.incident());
-    let res = path
-        .parent()
-        .map(std::fs::create_dir_all)
-        .unwrap_or(Ok(()))
-        .and_then(|_| std::fs::write(&path, md));
-    match res {
-        Ok(()) => state.set_status(format!("report written to {}", path.display()), false),
-        Err(e) => state.set_status(
-            format!("cannot write the report to {}: {e}", path.display()),
+    let Some(save) = state.save_report.clone() else {
+        state.set_status(
+            "this console cannot write files; `sitrep export SESSION` writes the report",
             true,
-        ),
-    }
+        );
+        return;
+    };
+    let md = crate::session::export::markdown(state.incident());
+    let done = done.clone();
+    tokio::spawn(async move {
+        let status = match save(path.clone(), md).await {
+            Ok(()) => (format!("report written to {}", path.display()), false),
+            Err(e) => (
+                format!("cannot write the report to {}: {e}", path.display()),
+                true,
+            ),
+        };
+        let _ = done.send(status);
+    });
 }

@@ -66,7 +66,7 @@ pub fn lines(state: &AppState) -> Vec<Line<'static>> {
                 format!("{:<9}", e.floor.name()),
                 th.get(Role::for_risk(e.floor)),
             ),
-            Span::raw(e.summary),
+            Span::raw(e.summary.as_ref()),
         ]));
     }
     out.push(Line::raw(""));
@@ -77,7 +77,7 @@ pub fn lines(state: &AppState) -> Vec<Line<'static>> {
     for e in catalog::reads() {
         out.push(Line::from(vec![
             Span::styled(format!("  {:<27}", e.name), th.get(Role::KeyhintKey)),
-            Span::raw(e.summary),
+            Span::raw(e.summary.as_ref()),
         ]));
     }
     out

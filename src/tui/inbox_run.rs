@@ -2,20 +2,21 @@
 
 use super::*;
 
-/// Open the alert inbox: what is firing in every configured source, polled in the background.
-/// `start` begins an investigation of the chosen alerts (with the operator's proposed actions); it
-/// runs in the same terminal session, and quitting it comes back here.
-pub async fn run_inbox<F>(
-    sources: crate::inbox::Sources,
+/// Open the alert inbox: what is firing in every configured source, as `updates` bring it.
+/// `start` begins an investigation of the chosen alerts (with the operator's proposed actions) and
+/// `reopen` opens a session an alert already has; either runs in the same terminal session, and
+/// quitting it comes back here.
+pub async fn run_inbox<F, R>(
+    mut snapshots: UnboundedReceiver<crate::inbox::watch::Update>,
     config: crate::config::Inbox,
+    user: String,
     opts: UiOptions,
     start: F,
+    reopen: R,
 ) -> anyhow::Result<()>
 where
-    F: Fn(
-        crate::model::WebhookPayload,
-        Vec<crate::model::Action>,
-    ) -> anyhow::Result<crate::agent::AgentHandle>,
+    F: Fn(crate::model::WebhookPayload, Vec<crate::model::Action>) -> anyhow::Result<Link>,
+    R: Fn(&std::path::Path) -> anyhow::Result<Reopened>,
 {
     use inbox_state::{InboxChoice, InboxMsg, InboxState, update};
     let base = opts.build_state()?;
@@ -23,32 +24,10 @@ where
         base.theme.clone(),
         base.keymap.clone(),
         config.group_by.clone(),
-        crate::agent::approve::current_user(),
+        user,
     );
-    let (tx, mut snapshots) = tokio::sync::mpsc::unbounded_channel();
-    let backoff = crate::inbox::Backoff {
-        interval: Duration::from_secs(config.poll_secs.max(1)),
-        max: Duration::from_secs(300),
-    };
-    let poller = tokio::spawn(async move {
-        let mut poller = crate::inbox::sources::Poller::new(sources, backoff);
-        let dir = crate::session::sessions_dir();
-        loop {
-            let snap = poller.poll_due().await;
-            // Sessions others run (`sitrep serve`) or ran, by the alert they started from.
-            let dir = dir.clone();
-            let sessions =
-                tokio::task::spawn_blocking(move || crate::inbox::sessions::by_fingerprint(&dir))
-                    .await
-                    .unwrap_or_default();
-            if tx.send((snap, chrono::Utc::now(), sessions)).is_err() {
-                break;
-            }
-            tokio::time::sleep_until(tokio::time::Instant::from_std(poller.next_due())).await;
-        }
-    });
     let mut screen = Screen::enter()?;
-    let result = async {
+    async {
         loop {
             let size = screen.terminal.size()?;
             let _ = update(&mut state, InboxMsg::Resize(size.width, size.height));
@@ -84,49 +63,33 @@ where
                     proposals,
                     fingerprints,
                 } => {
-                    let handle = match start(*payload, proposals) {
-                        Ok(h) => h,
+                    let link = match start(*payload, proposals) {
+                        Ok(l) => l,
                         Err(e) => {
                             state.status = Some(format!("cannot start the investigation: {e:#}"));
                             continue;
                         }
                     };
-                    if let Some(path) = &handle.session_path {
+                    if let Some(path) = &link.session_path {
                         for fp in fingerprints {
                             state.sessions.insert(fp, path.clone());
                         }
                     }
-                    live_on(&mut screen, opts.build_state()?, handle).await?;
+                    live_on(&mut screen, opts.build_state()?, link).await?;
                 }
-                InboxChoice::Reopen(path) => match crate::session::read_file(&path) {
-                    // Still running elsewhere: follow it live; approvals go through its approvals directory.
-                    Ok(log)
-                        if !log
-                            .records
-                            .iter()
-                            .any(|r| matches!(r.event, crate::model::Event::SessionEnded { .. })) =>
-                    {
+                InboxChoice::Reopen(path) => match reopen(&path) {
+                    // Still running elsewhere: followed live.
+                    Ok(Reopened::Live(link)) => {
                         let mut app = opts.build_state()?;
                         app.session_path = Some(path.clone());
-                        let (records_tx, records) = tokio::sync::mpsc::unbounded_channel();
-                        let (commands, commands_rx) = tokio::sync::mpsc::unbounded_channel();
-                        let tailer =
-                            follow::tail(path.clone(), records_tx.clone(), Duration::from_millis(200));
-                        let forwarder =
-                            tokio::spawn(follow::forward(commands_rx, path, None, records_tx));
-                        let r = event_loop(&mut screen, app, Some(records), Some(commands), None).await;
-                        tailer.abort();
-                        forwarder.abort();
-                        r?;
+                        live_on(&mut screen, app, link).await?;
                     }
-                    Ok(log) => {
-                        let mut app = AppState::new_replay(
-                            state.theme.clone(),
-                            state.keymap.clone(),
-                            log.records,
-                        );
-                        app.session_id = Some(log.header.id.clone());
+                    Ok(Reopened::Ended { id, records }) => {
+                        let mut app =
+                            AppState::new_replay(state.theme.clone(), state.keymap.clone(), records);
+                        app.session_id = Some(id);
                         app.session_path = Some(path);
+                        app.save_report = opts.save_report.clone();
                         event_loop(&mut screen, app, None, None, None).await?;
                     }
                     Err(e) => state.status = Some(format!("cannot open the session: {e}")),
@@ -134,9 +97,7 @@ where
             }
         }
     }
-    .await;
-    poller.abort();
-    result
+    .await
 }
 
 /// New firing alerts ring the bell; the terminal title carries the firing count (each can be turned off).

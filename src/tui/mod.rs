@@ -12,7 +12,6 @@ pub mod colour;
 pub mod details;
 pub mod evidence;
 mod export;
-pub mod follow;
 pub mod header;
 pub mod help;
 pub mod highlight;
@@ -23,6 +22,7 @@ pub mod inbox_state;
 pub mod index;
 pub mod keymap;
 pub mod layout;
+pub mod link;
 pub mod list_screen;
 pub mod palette;
 pub mod palette_state;
@@ -49,12 +49,12 @@ use crossterm::event::{Event as TermEvent, KeyEventKind};
 use export::export_report;
 pub use export::report_path;
 use futures::StreamExt;
+pub use link::{Carriers, Link, Reopened, SaveReport};
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, BorderType, Borders};
 pub use screen::draw;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use terminal::{Screen, draw_frame, draw_with};
 use theme::{Role, Theme};
@@ -78,6 +78,8 @@ pub struct UiOptions {
     pub no_color: Option<bool>,
     /// A paced demo: drops the pacing so the rest answers at once (the skip-ahead key).
     pub skip_ahead: Option<state::SkipAhead>,
+    /// Writes `:export`'s report; without it the console says it cannot.
+    pub save_report: Option<SaveReport>,
 }
 
 impl UiOptions {
@@ -93,6 +95,7 @@ impl UiOptions {
         state.read_only = self.read_only;
         state.session_id = self.session_id.clone();
         state.skip_ahead = self.skip_ahead.clone();
+        state.save_report = self.save_report.clone();
         Ok(state)
     }
 }
@@ -138,34 +141,27 @@ pub(crate) fn centered(area: Rect, w: u16, h: u16) -> Rect {
     }
 }
 
-/// Run the console over a live investigation until the operator quits or a signal arrives.
-pub async fn run_live(handle: crate::agent::AgentHandle, opts: UiOptions) -> anyhow::Result<()> {
+/// Run the console over a session until the operator quits or a signal arrives.
+pub async fn run_live(link: Link, opts: UiOptions) -> anyhow::Result<()> {
     let state = opts.build_state()?;
     let mut screen = Screen::enter()?;
-    live_on(&mut screen, state, handle).await
+    live_on(&mut screen, state, link).await
 }
 
-async fn live_on(
-    screen: &mut Screen,
-    mut state: AppState,
-    handle: crate::agent::AgentHandle,
-) -> anyhow::Result<()> {
-    let crate::agent::AgentHandle {
+async fn live_on(screen: &mut Screen, mut state: AppState, link: Link) -> anyhow::Result<()> {
+    let Link {
         records,
         commands,
-        task,
+        finished,
         session_path,
-        ..
-    } = handle;
-    state.session_path = session_path;
-    let task = tokio::spawn(async move {
-        match task.await {
-            Ok(Ok(outcome)) => Ok(outcome.name().to_string()),
-            Ok(Err(e)) => Err(format!("{e:#}")),
-            Err(e) => Err(format!("the investigation task stopped: {e}")),
-        }
-    });
-    event_loop(screen, state, Some(records), Some(commands), Some(task)).await
+        carriers,
+    } = link;
+    if session_path.is_some() {
+        state.session_path = session_path;
+    }
+    let result = event_loop(screen, state, Some(records), Some(commands), finished).await;
+    drop(carriers);
+    result
 }
 
 /// Open the console on a scenario chooser; the chosen scenario is handed to `start` and its
@@ -176,7 +172,7 @@ pub async fn run_demo_chooser<F>(
     start: F,
 ) -> anyhow::Result<()>
 where
-    F: FnOnce(&str) -> anyhow::Result<crate::agent::AgentHandle>,
+    F: FnOnce(&str) -> anyhow::Result<Link>,
 {
     if entries.is_empty() {
         anyhow::bail!("this build has no demo scenarios");
@@ -188,8 +184,8 @@ where
     let Some(name) = choose(&mut screen, chooser).await? else {
         return Ok(());
     };
-    let handle = start(&name)?;
-    live_on(&mut screen, state, handle).await
+    let link = start(&name)?;
+    live_on(&mut screen, state, link).await
 }
 
 /// The chooser's loop: keys and resizes in, a frame after each; the chosen name out.
@@ -227,6 +223,7 @@ pub async fn run_replay(log: crate::session::OpenedReplay, opts: UiOptions) -> a
     let id = log.header.id.clone();
     let mut state_r = AppState::new_replay(state.theme.clone(), state.keymap.clone(), log.replay);
     state_r.session_id = state.session_id.take().or(Some(id));
+    state_r.save_report = state.save_report.clone();
     if let Some(tear) = &log.tear {
         state_r.set_status(
             format!(
@@ -272,6 +269,8 @@ async fn event_loop(
     let size = terminal.size()?;
     update_effects(&mut state, Msg::Resize(size.width, size.height));
     let (wake_tx, mut wake_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    // Reports are written off the UI thread; how it went comes back here as a status line.
+    let (saved_tx, mut saved_rx) = tokio::sync::mpsc::unbounded_channel::<(String, bool)>();
     highlight::preload(move || {
         let _ = wake_tx.send(());
     });
@@ -349,6 +348,7 @@ async fn event_loop(
                 effects = app::update(&mut state, Msg::AgentFinished(res.err()));
             }
             Some(()) = wake_rx.recv() => effects = app::update(&mut state, Msg::SyntaxReady),
+            Some((status, error)) = saved_rx.recv() => state.set_status(status, error),
             _ = tokio::time::sleep_until(tick_at), if tick_in.is_some() => {
                 let now = Instant::now();
                 let dt = now.duration_since(last_tick).min(MAX_TICK).as_secs_f64();
@@ -371,7 +371,7 @@ async fn event_loop(
                         state.set_status("the investigation has ended; nothing is listening", true)
                     }
                 },
-                Effect::ExportReport => export_report(&mut state),
+                Effect::ExportReport => export_report(&mut state, &saved_tx),
                 Effect::SkipAhead => match &state.skip_ahead {
                     Some(skip) if !state.agent_done => {
                         skip();
@@ -414,33 +414,4 @@ async fn join(task: &mut Option<TaskResult>) -> Result<String, String> {
 
 fn update_effects(state: &mut AppState, msg: Msg) {
     let _ = app::update(state, msg);
-}
-
-/// Follow a session another process is running (`sitrep serve`): the live console over its file,
-/// with approvals and denials sent back through `remote` (or the approvals directory without one).
-pub async fn run_follow(
-    path: PathBuf,
-    remote: Option<follow::Remote>,
-    opts: UiOptions,
-) -> anyhow::Result<()> {
-    let mut state = opts.build_state()?;
-    state.session_path = Some(path.clone());
-    let (records_tx, records) = tokio::sync::mpsc::unbounded_channel();
-    let (commands, commands_rx) = tokio::sync::mpsc::unbounded_channel();
-    // A session on this host is tailed from its file; one only the server has (another
-    // replica's, or another host's), through the server's API.
-    let poll = Duration::from_millis(200);
-    let tailer = match &remote {
-        Some(r) if !path.is_file() => follow::tail_remote(r.clone(), records_tx.clone(), poll),
-        _ => follow::tail(path.clone(), records_tx.clone(), poll),
-    };
-    let forwarder = tokio::spawn(follow::forward(commands_rx, path, remote, records_tx));
-    let result = async {
-        let mut screen = Screen::enter()?;
-        event_loop(&mut screen, state, Some(records), Some(commands), None).await
-    }
-    .await;
-    tailer.abort();
-    forwarder.abort();
-    result
 }

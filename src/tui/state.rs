@@ -136,6 +136,8 @@ pub struct AppState {
     pub agent_done: bool,
     /// Set in a paced demo until used.
     pub skip_ahead: Option<SkipAhead>,
+    /// Writes `:export`'s report, off the UI thread.
+    pub save_report: Option<super::link::SaveReport>,
 }
 
 impl AppState {
@@ -173,6 +175,7 @@ impl AppState {
             replay: None,
             agent_done: false,
             skip_ahead: None,
+            save_report: None,
         }
     }
 

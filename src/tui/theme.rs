@@ -237,7 +237,7 @@ impl Theme {
 
     pub fn from_file(path: &Path) -> Result<Theme, ThemeError> {
         let file = path.display().to_string();
-        let src = std::fs::read_to_string(path).map_err(|cause| ThemeError::Read {
+        let src = crate::config::read_theme(path).map_err(|cause| ThemeError::Read {
             file: file.clone(),
             cause,
         })?;

@@ -110,7 +110,11 @@ const DEFAULT_NAMESPACE: &str = "default";
 /// an executor arm (the dispatch matches [`ActionKind`] exhaustively); anything else is answered
 /// with an [`ErrorKind::Manual`] error saying what the operator should run instead.
 pub fn is_executable(kind: &str) -> bool {
-    match catalog::lookup(kind) {
+    executable(catalog::lookup(kind))
+}
+
+fn executable(entry: Option<&catalog::Entry>) -> bool {
+    match entry {
         Some(e) => {
             matches!(e.handler, Handler::Act(_)) || (e.handler == Handler::External && e.mutating)
         }
@@ -473,6 +477,14 @@ impl World {
     pub fn mcp(&self) -> &crate::integrations::mcp::McpClient {
         &self.mcp
     }
+    /// The kinds this world knows: the built-in table and the MCP tools registered so far.
+    pub fn catalog(&self) -> catalog::Catalog {
+        self.mcp.catalog()
+    }
+    /// [`is_executable`], knowing the MCP tools this world registered.
+    pub fn is_executable(&self, kind: &str) -> bool {
+        executable(self.catalog().lookup(kind))
+    }
     /// The MCP servers this world reaches (configured, or recorded in the case).
     pub fn mcp_servers(&self) -> &[String] {
         &self.mcp_servers
@@ -543,7 +555,9 @@ impl World {
             .split_once('.')
             .map(|(i, _)| i)
             .unwrap_or(action.kind.as_str());
-        if catalog::lookup(&action.kind)
+        let catalog = self.catalog();
+        if catalog
+            .lookup(&action.kind)
             .is_some_and(|e| e.handler == Handler::External && e.mutating)
         {
             let args = Value::Object(action.params.clone().into_iter().collect());

@@ -8,7 +8,8 @@ use crate::config;
 use crate::integrations::llm::{
     ChatRequest, Client, ClientConfig, Exchange, Message, Provider, ToolCall, ToolSpec,
 };
-use crate::model::{Action, Event, EvidenceId, Finding, Hypothesis, RuledOut, catalog};
+use crate::model::catalog::Catalog;
+use crate::model::{Action, Event, EvidenceId, Finding, Hypothesis, RuledOut};
 use futures::future::BoxFuture;
 use secrecy::SecretString;
 use std::collections::{BTreeMap, BTreeSet};
@@ -117,12 +118,12 @@ impl Model {
         }
     }
 
-    fn is_mutating(&self, tool: &str) -> bool {
-        catalog::lookup(tool).is_some_and(|e| e.mutating) || self.extra_mutating.contains(tool)
+    fn is_mutating(&self, catalog: &Catalog, tool: &str) -> bool {
+        catalog.lookup(tool).is_some_and(|e| e.mutating) || self.extra_mutating.contains(tool)
     }
 
-    fn is_read(&self, tool: &str) -> bool {
-        catalog::lookup(tool).is_some_and(|e| !e.mutating)
+    fn is_read(&self, catalog: &Catalog, tool: &str) -> bool {
+        catalog.lookup(tool).is_some_and(|e| !e.mutating)
             || (self.extra_tools.iter().any(|t| t.name == tool)
                 && !self.extra_mutating.contains(tool))
     }
@@ -148,6 +149,10 @@ pub trait Toolbox: Send + Sync {
     fn evidence_ids(&self) -> BTreeSet<EvidenceId>;
     /// Mask secrets in text bound for the model.
     fn redact(&self, text: &str) -> String;
+    /// The kinds this run knows, including those its world registered (MCP servers' tools).
+    fn catalog(&self) -> Catalog {
+        Catalog::default()
+    }
 }
 
 /// What the analyzers already concluded, and the evidence so far.
@@ -201,7 +206,8 @@ pub async fn investigate(
     brief: &Brief<'_>,
     tb: &dyn Toolbox,
 ) -> Result<Outcome, String> {
-    let tools = prompt::tool_specs(&model.extra_tools);
+    let catalog = tb.catalog();
+    let tools = prompt::tool_specs(&catalog, &model.extra_tools);
     let opening = prompt::brief(
         &brief.trigger,
         brief.findings,
@@ -248,7 +254,7 @@ pub async fn investigate(
         tokens_out += reply.tokens_out;
         if reply.tool_calls.is_empty() || last {
             let known = tb.evidence_ids();
-            match answer::check(&reply.text, &known, &model.extra_mutating) {
+            match answer::check(&catalog, &reply.text, &known, &model.extra_mutating) {
                 Ok(c) if c.problems.is_empty() || corrected || last => {
                     for p in &c.problems {
                         tb.emit(Event::Warning {
@@ -289,7 +295,15 @@ pub async fn investigate(
             reply.text.clone(),
             reply.tool_calls.clone(),
         ));
-        let results = run_calls(model, tb, &reply.tool_calls, &mut cache, &mut proposals).await;
+        let results = run_calls(
+            model,
+            &catalog,
+            tb,
+            &reply.tool_calls,
+            &mut cache,
+            &mut proposals,
+        )
+        .await;
         for (call, text) in reply.tool_calls.iter().zip(results) {
             let text = tb.redact(&text);
             let remaining = model.context_budget.saturating_sub(spent);
@@ -309,6 +323,7 @@ pub async fn investigate(
 /// into proposals; one result text per call, in order.
 async fn run_calls(
     model: &Model,
+    catalog: &Catalog,
     tb: &dyn Toolbox,
     calls: &[ToolCall],
     cache: &mut BTreeMap<String, String>,
@@ -330,9 +345,9 @@ async fn run_calls(
                 continue;
             }
         };
-        if model.is_mutating(&c.name) {
-            plans.push(Plan::Done(propose(c, params, proposals)));
-        } else if !model.is_read(&c.name) {
+        if model.is_mutating(catalog, &c.name) {
+            plans.push(Plan::Done(propose(catalog, c, params, proposals)));
+        } else if !model.is_read(catalog, &c.name) {
             plans.push(Plan::Done(format!("error: no tool named {}", c.name)));
         } else if let Some(earlier) = cache.get(&key) {
             plans.push(Plan::Done(format!(
@@ -368,17 +383,22 @@ async fn run_calls(
 
 /// A mutating call: admitted by the catalog and kept as a proposal; the model is told it did
 /// not run.
-fn propose(c: &ToolCall, mut params: Params, proposals: &mut Vec<Action>) -> String {
-    let in_catalog = catalog::lookup(&c.name).is_some();
-    if in_catalog && let Err(e) = catalog::admit(&c.name, "", &mut params) {
+fn propose(
+    catalog: &Catalog,
+    c: &ToolCall,
+    mut params: Params,
+    proposals: &mut Vec<Action>,
+) -> String {
+    let in_catalog = catalog.lookup(&c.name).is_some();
+    if in_catalog && let Err(e) = catalog.admit(&c.name, "", &mut params) {
         return format!("error: {e}");
     }
     let action = Action {
         id: String::new(),
         kind: c.name.clone(),
-        target: catalog::target_of(&c.name, &params).unwrap_or_else(|| {
+        target: catalog.target_of(&c.name, &params).unwrap_or_else(|| {
             // A tool of an MCP server names no object of ours: its arguments tell proposals apart.
-            if catalog::is_external(&c.name) {
+            if catalog.is_external(&c.name) {
                 params
                     .iter()
                     .map(|(k, v)| match v {
@@ -392,7 +412,7 @@ fn propose(c: &ToolCall, mut params: Params, proposals: &mut Vec<Action>) -> Str
             }
         }),
         risk: if in_catalog {
-            catalog::risk_for(&c.name, &params)
+            catalog.risk_for(&c.name, &params)
         } else {
             crate::model::Risk::High
         },

@@ -2,7 +2,8 @@
 //! and evidence bodies as capped text.
 
 use crate::integrations::llm::ToolSpec;
-use crate::model::{Evidence, EvidenceBody, Finding, Hypothesis, RuledOut, catalog};
+use crate::model::catalog::Catalog;
+use crate::model::{Evidence, EvidenceBody, Finding, Hypothesis, RuledOut};
 
 /// Characters of one tool result the model sees; the rest is cut with a visible note.
 pub const TOOL_CAP: usize = 6_000;
@@ -26,21 +27,22 @@ Final answer: one JSON object and nothing else, with keys: \
 \"actions\" ([{\"kind\" (a catalog action such as kubernetes.rollout_undo), \"params\" {}, \"rationale\"}]).";
 
 /// The catalog's tools as function schemas: reads as they are, actions marked as proposals.
-pub fn tool_specs(extra: &[ToolSpec]) -> Vec<ToolSpec> {
-    let mut out: Vec<ToolSpec> = catalog::reads()
+pub fn tool_specs(catalog: &Catalog, extra: &[ToolSpec]) -> Vec<ToolSpec> {
+    let mut out: Vec<ToolSpec> = catalog
+        .reads()
         .map(|e| ToolSpec {
             name: e.name.to_string(),
             description: format!("{} (read-only). {}", e.summary, e.usage),
-            parameters: e.json_schema(),
+            parameters: catalog.json_schema(e),
         })
         .collect();
-    out.extend(catalog::actions().map(|e| ToolSpec {
+    out.extend(catalog.actions().map(|e| ToolSpec {
         name: e.name.to_string(),
         description: format!(
             "{} MUTATING: calling this only proposes it to the operator for approval; it does not run. {}",
             e.summary, e.usage
         ),
-        parameters: e.json_schema(),
+        parameters: catalog.json_schema(e),
     }));
     out.extend(extra.iter().cloned());
     out

@@ -12,236 +12,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A terminal incident console: investigates an alert stage by stage, asks before acting, keeps
-/// every step in a replayable session file.
-#[derive(Parser, Debug)]
-#[command(name = "sitrep", version, about, long_about = None)]
-pub struct Cli {
-    /// No terminal UI: session records go to stdout as NDJSON, commands are read as NDJSON from stdin.
-    #[arg(long, global = true)]
-    pub headless: bool,
-    /// Refuse every mutating action (replay is always read-only).
-    #[arg(long, global = true)]
-    pub read_only: bool,
-    /// Colour theme (overrides `[ui] theme` in the config).
-    #[arg(long, global = true, value_name = "NAME")]
-    pub theme: Option<String>,
-    /// Without a command: the alert inbox when alert sources are configured.
-    #[command(subcommand)]
-    pub command: Option<Cmd>,
-}
+mod args;
+mod demo_list;
+mod export;
+mod headless;
+mod history;
+mod link;
+mod verdict;
 
-#[derive(Subcommand, Debug)]
-pub enum Cmd {
-    /// Investigate a built-in scenario (no network, no cluster needed).
-    Demo {
-        /// Scenario name (see --list); without it a chooser opens (with --headless: the first one).
-        name: Option<String>,
-        /// List the built-in scenarios and exit.
-        #[arg(long)]
-        list: bool,
-        /// Do not write a session file.
-        #[arg(long)]
-        no_save: bool,
-        /// Answer at once instead of at the pace of live systems (always so with --headless).
-        #[arg(long)]
-        fast: bool,
-        /// Extra runbooks directory, on top of the built-in ones (overrides `[paths] runbooks`).
-        #[arg(long, value_name = "DIR")]
-        runbooks: Option<PathBuf>,
-        /// Who reasons: the rules, the configured model after them, or the model when `[llm]` is
-        /// configured (the scenario's systems stay recorded while the model is live).
-        #[arg(long, value_enum, default_value_t = Reasoner::Auto)]
-        reasoner: Reasoner,
-    },
-    /// Investigate a recorded case or the live systems from the config.
-    Investigate(InvestigateArgs),
-    /// Replay a saved session (pause, speed, step, seek); read-only.
-    Replay {
-        /// Session file (`.ndjson`).
-        file: PathBuf,
-    },
-    /// List saved sessions: when, title, outcome, duration.
-    Sessions {
-        /// Sessions directory (default: `<data dir>/sessions`).
-        #[arg(long)]
-        dir: Option<PathBuf>,
-    },
-    /// Past incidents grouped by alert and subject: how often, the last verdict, what fixed them
-    /// and how long they took.
-    History {
-        /// Only this alert (its alertname).
-        #[arg(long, value_name = "NAME")]
-        alert: Option<String>,
-        /// Only subjects (or titles) containing this text, e.g. `checkout-api`.
-        #[arg(long, value_name = "TEXT")]
-        subject: Option<String>,
-        /// Only sessions started within this long, e.g. `7d`, `24h`, `30m`.
-        #[arg(long, value_name = "DURATION")]
-        since: Option<String>,
-        /// One JSON object a line.
-        #[arg(long)]
-        json: bool,
-        /// Sessions directory (default: `<data dir>/sessions`).
-        #[arg(long)]
-        dir: Option<PathBuf>,
-    },
-    /// Write a postmortem of a session: summary, timeline, evidence, hypotheses, actions, verification.
-    Export {
-        /// Session file (`.ndjson`).
-        file: PathBuf,
-        #[arg(long, value_enum, default_value_t = Format::Markdown)]
-        format: Format,
-        /// Write to this file instead of stdout.
-        #[arg(short = 'o', long, value_name = "OUT")]
-        output: Option<PathBuf>,
-    },
-    /// Re-run the reasoning on a saved session's recorded facts and print the verdict: category,
-    /// confidence, root cause, findings with the evidence they cite, what was ruled out.
-    Diagnose {
-        /// Session file (`.ndjson`); a torn file is diagnosed up to the tear.
-        file: PathBuf,
-        /// Print the verdict as JSON.
-        #[arg(long)]
-        json: bool,
-        /// Extra runbooks directory, on top of the built-in ones (to find the session's runbook).
-        #[arg(long, value_name = "DIR")]
-        runbooks: Option<PathBuf>,
-    },
-    /// Approve a pending critical action of a running session as the second operator (another OS
-    /// user than the session's operator); exits non-zero when the approval is refused.
-    Approve {
-        /// Session file, or its id / file name from `sitrep sessions`.
-        session: String,
-        /// Action id, as shown in the approval modal.
-        action: String,
-    },
-    /// Score investigations of case directories against their expect.toml.
-    Eval {
-        /// Case directories, or directories holding them.
-        #[arg(required = true)]
-        dirs: Vec<PathBuf>,
-        /// Seconds one case may take.
-        #[arg(long, default_value_t = 120)]
-        timeout: u64,
-        /// Who reasons: the rules, the configured model after them, or the model when `[llm]`
-        /// is configured.
-        #[arg(long, value_enum, default_value_t = Reasoner::Auto)]
-        reasoner: Reasoner,
-    },
-    /// List what is firing in every configured source (Alertmanager, Prometheus, PagerDuty).
-    Alerts {
-        /// One JSON object a line (source, alertname, title, labels, state, starts_at, fingerprint, ...).
-        #[arg(long)]
-        json: bool,
-        /// Only alerts matching these label matchers, e.g. 'severity=critical service=~"api.*"'.
-        #[arg(long, value_name = "MATCHERS")]
-        filter: Option<String>,
-    },
-    /// Receive Alertmanager and PagerDuty webhooks, investigate new alerts headless, serve the remote API.
-    Serve(ServeArgs),
-    /// Follow a session `sitrep serve` is running, live in the console, and approve or deny there.
-    Follow {
-        /// Session file, or its id / file name from `sitrep sessions`.
-        session: String,
-        /// The server running it (e.g. http://127.0.0.1:9095): approvals and denials go to its API.
-        /// Without it, approvals of high and critical actions go through the approvals directory.
-        #[arg(long, value_name = "URL")]
-        server: Option<String>,
-        /// Environment variable holding the server's bearer token.
-        #[arg(long, value_name = "VAR", requires = "server")]
-        token_env: Option<String>,
-        /// Sessions directory (default: `<data dir>/sessions`).
-        #[arg(long, value_name = "DIR")]
-        sessions_dir: Option<PathBuf>,
-    },
-    /// Check every configured integration: reachable, authenticated, version, latency and the
-    /// permissions sitrep needs; exits 1 when one is not ok.
-    Doctor {
-        /// One JSON object a line (integration, status, detail, version, latency_ms, fix).
-        #[arg(long)]
-        json: bool,
-    },
-    /// Runbook tools.
-    Runbooks {
-        #[command(subcommand)]
-        command: RunbooksCmd,
-    },
-    /// Case tools.
-    Cases {
-        #[command(subcommand)]
-        command: CasesCmd,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-pub enum CasesCmd {
-    /// Convert scenarios of another format into case directories for `sitrep eval`.
-    Import {
-        /// The scenarios' format: `opensre` (OpenSRE's synthetic RDS scenarios).
-        #[arg(value_parser = ["opensre"])]
-        format: String,
-        /// Scenario directories.
-        #[arg(required = true)]
-        scenarios: Vec<PathBuf>,
-        /// Where the case directories are written (one per scenario).
-        #[arg(long, value_name = "DIR")]
-        out: PathBuf,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-pub enum RunbooksCmd {
-    /// Validate runbooks: a file, or every .yaml/.yml in a directory; errors give file:line:col.
-    Check {
-        /// Runbook file or directory.
-        #[arg(default_value = "runbooks")]
-        path: PathBuf,
-    },
-}
-
-#[derive(clap::Args, Debug)]
-pub struct InvestigateArgs {
-    /// A recorded case directory (case.toml, recordings.ndjson, ...) instead of the live systems.
-    #[arg(long, value_name = "DIR")]
-    pub case: Option<PathBuf>,
-    /// An alert to investigate: an Alertmanager webhook payload (version 4), a Datadog monitor
-    /// notification or a CloudWatch alarm notification (JSON).
-    #[arg(long, value_name = "FILE", conflicts_with = "problem")]
-    pub alert: Option<PathBuf>,
-    /// The Kubernetes cluster to investigate, by its configured name, when several are configured
-    /// (over the alert's `cluster` label).
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
-    /// A description of the problem to investigate.
-    #[arg(long, value_name = "TEXT")]
-    pub problem: Option<String>,
-    /// Propose actions but never run them.
-    #[arg(long)]
-    pub diagnosis_only: bool,
-    /// Do not write a session file.
-    #[arg(long)]
-    pub no_save: bool,
-    /// Record every exchange with the live systems into DIR, a case directory that
-    /// `sitrep investigate --case DIR` replays offline to the same evidence.
-    #[arg(long, value_name = "DIR", conflicts_with = "case")]
-    pub record: Option<PathBuf>,
-    /// Who reasons: the rules, the configured model after them, or the model when `[llm]` is
-    /// configured. With `--case`, integrations answer from recordings while the model is live.
-    #[arg(long, value_enum, default_value_t = Reasoner::Auto)]
-    pub reasoner: Reasoner,
-    /// Extra runbooks directory, on top of the built-in ones (overrides `[paths] runbooks`).
-    #[arg(long, value_name = "DIR")]
-    pub runbooks: Option<PathBuf>,
-}
-
-/// `--reasoner`.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reasoner {
-    Rules,
-    Llm,
-    Auto,
-}
+pub use args::*;
+use export::export;
+pub use headless::{parse_command, run_headless};
+use history::{format_duration, history, sessions};
+use verdict::diagnose;
 
 /// The model `--reasoner` asks for: `None` for the rules; `llm` without `[llm]` is an error
 /// naming the missing section.
@@ -253,8 +36,8 @@ pub fn pick_model(
     reasoner: Reasoner,
     case: Option<&Path>,
     record: Option<PathBuf>,
-) -> anyhow::Result<Option<crate::reason::llm::Model>> {
-    use crate::reason::llm::{Model, RECORDED_FILE};
+) -> anyhow::Result<Option<crate::agent::llm::Model>> {
+    use crate::agent::llm::{Model, RECORDED_FILE};
     match (reasoner, &config.llm) {
         (Reasoner::Rules, _) | (Reasoner::Auto, None) => Ok(None),
         (Reasoner::Llm, None) if case.is_some_and(|d| d.join(RECORDED_FILE).is_file()) => {
@@ -273,39 +56,6 @@ pub fn pick_model(
         ),
         (_, Some(llm)) => Ok(Some(Model::from_config(llm, record).context("[llm]")?)),
     }
-}
-
-#[derive(clap::Args, Debug, Clone)]
-pub struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9095")]
-    pub listen: std::net::SocketAddr,
-    /// Environment variable holding the bearer tokens, one of which every request must carry:
-    /// `name=token` pairs (comma or whitespace separated), one per person, whose approvals and
-    /// denials are recorded under that name; or a single token, recorded as `api`. Required unless
-    /// the address is loopback (then decisions are recorded as the caller's OS user).
-    #[arg(long, value_name = "VAR")]
-    pub token_env: Option<String>,
-    /// Sessions directory (default: `<data dir>/sessions`).
-    #[arg(long, value_name = "DIR")]
-    pub sessions_dir: Option<PathBuf>,
-    /// Investigate with recorded case DIR instead of the live systems (tests, demos).
-    #[arg(long, value_name = "DIR")]
-    pub case: Option<PathBuf>,
-    /// The PostgreSQL store shared with other replicas, `postgres://USER@HOST:PORT/DB`
-    /// (overrides `[serve.store] url`).
-    #[arg(long, value_name = "URL")]
-    pub store: Option<String>,
-    /// Who reasons: the rules, the configured model after them, or the model when `[llm]` is
-    /// configured.
-    #[arg(long, value_enum, default_value_t = Reasoner::Auto)]
-    pub reasoner: Reasoner,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    Markdown,
-    Json,
 }
 
 /// Parse the command line and run it. An error is masked and sanitized before it is returned
@@ -639,7 +389,7 @@ fn follow(
         },
         None => None,
     };
-    let remote = server.map(|url| crate::tui::follow::Remote {
+    let remote = server.map(|url| crate::agent::follow::Remote {
         url: url.to_string(),
         token,
         session_id: path
@@ -647,7 +397,9 @@ fn follow(
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default(),
     });
-    runtime()?.block_on(crate::tui::run_follow(path, remote, ui_options(&config)))
+    runtime()?.block_on(async {
+        crate::tui::run_live(link::followed(path, remote), ui_options(&config)).await
+    })
 }
 
 fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
@@ -814,13 +566,28 @@ fn inbox(cli: &Cli) -> anyhow::Result<()> {
         let live = Arc::new(crate::world::World::live(&config).await?);
         let start = |payload: crate::model::WebhookPayload,
                      proposals: Vec<crate::model::Action>|
-         -> anyhow::Result<AgentHandle> {
+         -> anyhow::Result<crate::tui::Link> {
             let mut opts = agent_options(&config, RunMode::Live, None, true, false);
             opts.proposals = proposals;
             opts.model = model.clone();
-            Ok(agent::spawn(live.clone(), Trigger::Alert(payload), opts))
+            Ok(link::local(agent::spawn(
+                live.clone(),
+                Trigger::Alert(payload),
+                opts,
+            )))
         };
-        crate::tui::run_inbox(sources, config.inbox.clone(), ui_options(&config), start).await
+        let (updates, poller) = crate::inbox::watch::watch(sources, config.inbox.poll_secs);
+        let result = crate::tui::run_inbox(
+            updates,
+            config.inbox.clone(),
+            crate::agent::approve::current_user(),
+            ui_options(&config),
+            start,
+            link::reopen,
+        )
+        .await;
+        poller.abort();
+        result
     })
 }
 
@@ -901,6 +668,7 @@ fn ui_options(config: &Config) -> crate::tui::UiOptions {
         theme: Some(config.ui.theme.clone()),
         keys: config.keys.clone(),
         read_only: config.policy.read_only,
+        save_report: Some(link::save_report()),
         ..crate::tui::UiOptions::default()
     }
 }
@@ -916,7 +684,7 @@ async fn drive_with(
         eprintln!("sitrep: session ended: {}", outcome.name());
         Ok(())
     } else {
-        crate::tui::run_live(handle, opts).await
+        crate::tui::run_live(link::local(handle), opts).await
     }
 }
 
@@ -991,7 +759,9 @@ fn demo(
         None if !cli.headless => {
             // No name at a terminal: let the operator pick, in the console session that then runs it.
             let entries = crate::tui::chooser_state::Entry::builtin();
-            return runtime()?.block_on(crate::tui::run_demo_chooser(entries, opts, start));
+            return runtime()?.block_on(crate::tui::run_demo_chooser(entries, opts, |name| {
+                start(name).map(link::local)
+            }));
         }
         None => match crate::world::demo::names().first() {
             Some(n) => {
@@ -1007,421 +777,6 @@ fn demo(
         let handle = start(&name)?;
         drive_with(cli, handle, opts).await
     })
-}
-
-/// One record as one NDJSON line. Returns false when the reader went away (a closed pipe).
-fn write_record(out: &mut impl Write, record: &Record) -> anyhow::Result<bool> {
-    let mut line = escape_json_controls(&serde_json::to_string(record)?).into_owned();
-    line.push('\n');
-    let line = line.into_bytes();
-    match out.write_all(&line).and_then(|()| out.flush()) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
-        Err(e) => Err(e.into()),
-    }
-}
-
-fn sessions(dir: Option<&Path>) -> anyhow::Result<()> {
-    let dir = dir
-        .map(Path::to_path_buf)
-        .unwrap_or_else(session::sessions_dir);
-    let (found, errors) = session::list_sessions(&dir);
-    for e in &errors {
-        eprintln!("sitrep: skipped {}", sanitize(&e.to_string()));
-    }
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    if found.is_empty() {
-        writeln!(
-            out,
-            "no sessions in {}",
-            sanitize(&dir.display().to_string())
-        )?;
-        return Ok(());
-    }
-    let rows: Vec<[String; 5]> = found
-        .iter()
-        .map(|s| {
-            let outcome = match (s.outcome, &s.tear) {
-                (Some(o), _) => o.name().to_string(),
-                (None, Some(_)) => "torn".to_string(),
-                (None, None) => "unfinished".to_string(),
-            };
-            let file = s
-                .path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            // Titles come from alerts and file names from anyone who can write the directory:
-            // neither may carry a terminal escape sequence to the reader's terminal.
-            [
-                s.started.format("%Y-%m-%d %H:%M").to_string(),
-                outcome,
-                format_duration(s.duration),
-                sanitize(&s.title.replace(['\n', '\r'], " ")).into_owned(),
-                sanitize(&file).into_owned(),
-            ]
-        })
-        .collect();
-    let headers = ["WHEN (UTC)", "OUTCOME", "DURATION", "TITLE", "FILE"];
-    let mut widths = headers.map(str::len);
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    widths[3] = widths[3].min(60);
-    // Ten thousand rows: one line buffer, no string per cell.
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
-    let mut line = String::new();
-    let mut print = |out: &mut dyn Write, cells: [&str; 5]| -> std::io::Result<()> {
-        line.clear();
-        for (i, cell) in cells.iter().enumerate() {
-            let mut shown = 0;
-            for c in cell.chars().take(widths[i]) {
-                line.push(c);
-                shown += 1;
-            }
-            if i + 1 < cells.len() {
-                line.extend(std::iter::repeat_n(' ', widths[i] - shown + 2));
-            }
-        }
-        writeln!(out, "{}", line.trim_end())
-    };
-    if quiet_on_closed_pipe(print(&mut out, headers))?.is_none() {
-        return Ok(());
-    }
-    for row in &rows {
-        if quiet_on_closed_pipe(print(&mut out, row.each_ref().map(String::as_str)))?.is_none() {
-            return Ok(());
-        }
-    }
-    quiet_on_closed_pipe(out.flush())?;
-    Ok(())
-}
-
-fn history(
-    alert: Option<String>,
-    subject: Option<String>,
-    since: Option<&str>,
-    json: bool,
-    dir: Option<&Path>,
-) -> anyhow::Result<()> {
-    use session::history::{Filter, group, parse_duration};
-    let dir = dir
-        .map(Path::to_path_buf)
-        .unwrap_or_else(session::sessions_dir);
-    let since = match since {
-        Some(text) => Some(chrono::Utc::now() - parse_duration(text).map_err(anyhow::Error::msg)?),
-        None => None,
-    };
-    let index = session::memory::index(&dir);
-    for w in &index.warnings {
-        eprintln!("sitrep: {}", sanitize(w));
-    }
-    let filter = Filter {
-        alert,
-        subject,
-        since,
-    };
-    let groups = group(&index.sessions, &filter);
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    if json {
-        for g in &groups {
-            serde_json::to_writer(&mut out, g)?;
-            writeln!(out)?;
-        }
-        return Ok(out.flush()?);
-    }
-    if groups.is_empty() {
-        writeln!(
-            out,
-            "no past incidents in {}",
-            sanitize(&dir.display().to_string())
-        )?;
-        return Ok(out.flush()?);
-    }
-    for g in &groups {
-        let mut what = match (g.alert.is_empty(), g.subject.is_empty()) {
-            (false, false) => format!("{} on {}", g.alert, g.subject),
-            (false, true) => g.alert.clone(),
-            (true, _) => g.subject.clone(),
-        };
-        if !g.cluster.is_empty() {
-            what.push_str(&format!(" in cluster {}", g.cluster));
-        }
-        writeln!(
-            out,
-            "{}: {} time(s), {} .. {}, mean {}",
-            sanitize(&what),
-            g.occurrences,
-            g.first.format("%Y-%m-%d %H:%M"),
-            g.last.format("%Y-%m-%d %H:%M"),
-            format_duration(g.mean_duration)
-        )?;
-        let last = match g.last_category {
-            Some(c) => format!("{c}: {}", g.last_root_cause),
-            None => "no verdict".into(),
-        };
-        writeln!(out, "  last verdict: {}", sanitize(&last))?;
-        if g.verdicts.len() > 1 {
-            let all: Vec<String> = g
-                .verdicts
-                .iter()
-                .map(|(c, n)| format!("{c} x{n}"))
-                .collect();
-            writeln!(out, "  verdicts: {}", all.join(", "))?;
-        }
-        for f in &g.fixes {
-            let when = f
-                .last_verified
-                .map(|t| format!(", last verified {}", t.format("%Y-%m-%d %H:%M")))
-                .unwrap_or_default();
-            writeln!(
-                out,
-                "  fixed by {} ({} time(s){when})",
-                sanitize(&f.action),
-                f.times
-            )?;
-        }
-        if g.fixes.is_empty() {
-            writeln!(out, "  no verified fix")?;
-        }
-        for n in &g.notes {
-            writeln!(out, "  note: {}", sanitize(n))?;
-        }
-    }
-    Ok(out.flush()?)
-}
-
-fn format_duration(secs: f64) -> String {
-    let total = secs.max(0.0).round() as u64;
-    if total < 60 {
-        format!("{total}s")
-    } else if total < 3600 {
-        format!("{}m{:02}s", total / 60, total % 60)
-    } else {
-        format!("{}h{:02}m", total / 3600, (total % 3600) / 60)
-    }
-}
-
-fn export(file: &Path, format: Format, output: Option<&Path>) -> anyhow::Result<()> {
-    // Folded while reading: the records are never all in memory at once, and markdown, which
-    // shows a text body as its line count, folds only the bodies' line structure.
-    // JSON keeps text bodies in the file, copying each out as it is written.
-    let (folded, bodies) = match format {
-        Format::Markdown => (
-            session::fold_file_with(file, session::export::markdown_input)?,
-            None,
-        ),
-        Format::Json => {
-            let (folded, bodies) = session::export::fold_file_for_json(file)?;
-            (folded, Some(bodies))
-        }
-    };
-    if let Some(tear) = &folded.tear {
-        // A crash leaves a torn last line, and the postmortem of everything before it is whole;
-        // a damaged or invalid record elsewhere would make it silently incomplete.
-        if !tear.is_torn_write() {
-            bail!(
-                "{}: cannot export: {}",
-                sanitize(&file.display().to_string()),
-                sanitize(&tear.to_string())
-            );
-        }
-        eprintln!(
-            "sitrep: {}: stopped reading at {}; showing the {} records before it",
-            sanitize(&file.display().to_string()),
-            sanitize(&tear.to_string()),
-            folded.records
-        );
-    }
-    let incident = folded.incident;
-    let write = |out: &mut dyn Write| -> std::io::Result<()> {
-        match format {
-            Format::Markdown => out.write_all(session::export::markdown(&incident).as_bytes())?,
-            Format::Json => {
-                match &bodies {
-                    Some(bodies) => {
-                        session::export::write_json_streamed(&mut *out, &incident, bodies)?
-                    }
-                    None => session::export::write_json(&mut *out, &incident)?,
-                }
-                out.write_all(b"\n")?;
-            }
-        }
-        out.flush()
-    };
-    match output {
-        Some(path) => {
-            let f = std::fs::File::create(path)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            write(&mut std::io::BufWriter::new(f))
-                .with_context(|| format!("cannot write {}", path.display()))?
-        }
-        None => {
-            let stdout = std::io::stdout();
-            let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-            quiet_on_closed_pipe(write(&mut out))?;
-        }
-    }
-    Ok(())
-}
-
-fn diagnose(file: &Path, json: bool, runbooks: Option<&Path>) -> anyhow::Result<()> {
-    let mut reader = session::open_file(file)?;
-    let (books, book_errors) = crate::runbook::load(runbooks);
-    for e in &book_errors {
-        eprintln!("sitrep: runbook skipped: {e}");
-    }
-    // Read, diagnosed and folded in one pass; evidence bodies, which neither the reasoning nor
-    // the verdict reads, are folded as their line structure only.
-    let mut incident = crate::model::Incident::new();
-    let mut records = 0usize;
-    let events = reader.by_ref().map(|r| {
-        let event = session::export::markdown_input(r.event);
-        incident.apply(r.t, &event);
-        records += 1;
-        event
-    });
-    let re = agent::rediagnose_stream(events, &books);
-    let tear = reader.tear().cloned();
-    let torn = tear.as_ref().map(|t| {
-        format!("the file is torn at {t}: diagnosed from the {records} records before it")
-    });
-    let re = re.map_err(|e| match &torn {
-        Some(t) => anyhow::anyhow!("{}: {e} ({t})", file.display()),
-        None => anyhow::anyhow!("{}: {e}", file.display()),
-    })?;
-    let text = if json {
-        let mut s = serde_json::to_string_pretty(&serde_json::json!({
-            "file": file.display().to_string(),
-            "verdict": re.verdict,
-            "matches_recorded": re.matches_recorded(),
-            "recorded": re.recorded,
-            "facts": re.facts,
-            "evidence": re.evidence,
-            "notes": re.notes,
-            "reasoner": re.reasoner,
-            "tear": tear.as_ref().map(|t| serde_json::json!({
-                "line": t.line, "byte_offset": t.byte_offset, "reason": t.reason,
-            })),
-        }))?;
-        s.push('\n');
-        s
-    } else {
-        verdict_text(&re, &incident, torn.as_deref())
-    };
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush())
-        && e.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        return Err(e.into());
-    }
-    Ok(())
-}
-
-/// The re-diagnosis as an engineer reads it: every citation resolved to the evidence's title.
-fn verdict_text(
-    re: &agent::Rediagnosis,
-    incident: &crate::model::Incident,
-    torn: Option<&str>,
-) -> String {
-    let v = &re.verdict;
-    let cite = |ids: &[String]| -> String {
-        ids.iter()
-            .map(|id| match incident.evidence.iter().find(|e| &e.id == id) {
-                Some(e) => format!("{id} {} [{}]", e.title, e.kind),
-                None => format!("{id} (not in this session)"),
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
-    let mut out = String::new();
-    if let Some(t) = torn {
-        out.push_str(&format!("note: {t}\n"));
-    }
-    out.push_str(&format!(
-        "verdict:    {} ({:.0}% confidence)\nroot cause: {}\n",
-        v.category,
-        v.confidence * 100.0,
-        v.root_cause
-    ));
-    out.push_str(&format!(
-        "from {} facts records over {} evidence items\nreasoner:   {}\n",
-        re.facts, re.evidence, re.reasoner
-    ));
-    out.push_str(&crate::model::steps_text(
-        &v.subject,
-        v.symptom.as_ref(),
-        &v.checks,
-    ));
-    out.push_str("\nfindings:\n");
-    if v.findings.is_empty() {
-        out.push_str("  (none)\n");
-    }
-    for f in &v.findings {
-        out.push_str(&format!(
-            "  - {} [{} {}, {:.0}%]\n",
-            f.summary,
-            f.analyzer,
-            f.category,
-            f.confidence * 100.0
-        ));
-        if !f.detail.is_empty() {
-            out.push_str(&format!("    {}\n", f.detail));
-        }
-        out.push_str(&format!(
-            "    evidence: {}\n",
-            if f.evidence.is_empty() {
-                "none cited".to_string()
-            } else {
-                cite(&f.evidence)
-            }
-        ));
-    }
-    if !v.hypotheses.is_empty() {
-        out.push_str("\nhypotheses:\n");
-        for (n, h) in v.hypotheses.iter().enumerate() {
-            out.push_str(&format!(
-                "  {}. {} [{}, {:.0}%]\n",
-                n + 1,
-                h.statement,
-                h.category,
-                h.confidence * 100.0
-            ));
-        }
-    }
-    out.push_str("\nruled out:\n");
-    if v.ruled_out.is_empty() {
-        out.push_str("  (nothing)\n");
-    }
-    for r in &v.ruled_out {
-        out.push_str(&format!("  - {}: {}\n", r.statement, r.reason));
-        if !r.evidence.is_empty() {
-            out.push_str(&format!("    evidence: {}\n", cite(&r.evidence)));
-        }
-    }
-    out.push('\n');
-    out.push_str(match (&re.recorded, re.matches_recorded()) {
-        (_, true) => "same as the verdict recorded in the session\n",
-        (Some(_), false) => "DIFFERS from the verdict recorded in the session\n",
-        (None, _) => "the session recorded no verdict (it stopped before Diagnose)\n",
-    });
-    if let Some(r) = re.recorded.as_ref().filter(|_| !re.matches_recorded()) {
-        out.push_str(&format!(
-            "recorded:   {} ({:.0}% confidence): {}\n",
-            r.category,
-            r.confidence * 100.0,
-            r.root_cause
-        ));
-    }
-    for n in &re.notes {
-        out.push_str(&format!("note: {n}\n"));
-    }
-    out
 }
 
 /// Exits non-zero with the reason when the approval is refused (same user as the operator, an
@@ -1502,7 +857,7 @@ fn investigate(cli: &Cli, args: &InvestigateArgs) -> anyhow::Result<()> {
         args.case.as_deref(),
         args.record
             .as_ref()
-            .map(|d| d.join(crate::reason::llm::RECORDED_FILE)),
+            .map(|d| d.join(crate::agent::llm::RECORDED_FILE)),
     )?;
     let rt = runtime()?;
     rt.block_on(async {
@@ -1616,102 +971,6 @@ fn use_runbooks(config: &mut Config, flag: Option<&Path>) -> anyhow::Result<()> 
         );
     }
     Ok(())
-}
-
-/// Drive an investigation without a terminal UI: every record goes to stdout as one NDJSON line;
-/// stdin is read as NDJSON `Command`s (a bad line is reported on stderr and skipped).
-pub async fn run_headless(handle: AgentHandle) -> anyhow::Result<Outcome> {
-    let AgentHandle {
-        mut records,
-        commands,
-        task,
-        ..
-    } = handle;
-    let signals = end_on_signals(commands.clone())?;
-    // Blocking stdin reads live on their own thread so they never hold up the records.
-    std::thread::spawn(move || {
-        let stdin = std::io::stdin();
-        for (n, line) in stdin.lock().lines().enumerate() {
-            let line = match line {
-                Ok(l) => l,
-                Err(e) => {
-                    eprintln!("sitrep: stdin: {e}");
-                    break;
-                }
-            };
-            if line.trim().is_empty() {
-                continue;
-            }
-            match parse_command(&line) {
-                Ok(cmd) => {
-                    if commands.send(cmd).is_err() {
-                        break;
-                    }
-                }
-                // The message can quote the line, which may hold anything the operator pasted.
-                Err(e) => eprintln!(
-                    "sitrep: stdin line {}: {}",
-                    n + 1,
-                    sanitize(&crate::policy::redact::Redactor::new().redact(&e))
-                ),
-            }
-        }
-    });
-    let stdout = std::io::stdout();
-    let mut reader_gone = false;
-    while let Some(record) = records.recv().await {
-        if !reader_gone {
-            let mut out = stdout.lock();
-            reader_gone = !write_record(&mut out, &record)?;
-        }
-    }
-    signals.abort();
-    task.await.context("the investigation task panicked")?
-}
-
-/// SIGINT, SIGTERM, SIGHUP and SIGQUIT (ctrl-c, a service stop, an SSH drop) end a headless run
-/// as `interrupted`, its end record written and nothing pending decided, instead of killing the
-/// process mid-session. Later signals are absorbed while it ends.
-fn end_on_signals(
-    commands: tokio::sync::mpsc::UnboundedSender<Command>,
-) -> anyhow::Result<tokio::task::JoinHandle<()>> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let on = |kind: SignalKind, name: &str| {
-        signal(kind).with_context(|| format!("cannot listen for {name}"))
-    };
-    let mut int = on(SignalKind::interrupt(), "SIGINT")?;
-    let mut term = on(SignalKind::terminate(), "SIGTERM")?;
-    let mut hup = on(SignalKind::hangup(), "SIGHUP")?;
-    let mut quit = on(SignalKind::quit(), "SIGQUIT")?;
-    Ok(tokio::spawn(async move {
-        let mut first = true;
-        loop {
-            let name = tokio::select! {
-                _ = int.recv() => "SIGINT",
-                _ = term.recv() => "SIGTERM",
-                _ = hup.recv() => "SIGHUP",
-                _ = quit.recv() => "SIGQUIT",
-            };
-            if std::mem::take(&mut first) {
-                eprintln!("sitrep: {name}: ending the session as interrupted");
-                let _ = commands.send(Command::Interrupt {
-                    reason: name.into(),
-                });
-            }
-        }
-    }))
-}
-
-/// One NDJSON command line, with a message that says what a command looks like.
-pub fn parse_command(line: &str) -> Result<Command, String> {
-    serde_json::from_str::<Command>(line).map_err(|e| {
-        format!(
-            "not a command ({e}); expected e.g. {{\"type\":\"approve\",\"action_id\":\"a1\"}}, \
-             {{\"type\":\"deny\",\"action_id\":\"a1\",\"reason\":\"...\"}}, \
-             {{\"type\":\"approve_credential\",\"ref\":\"op://...\"}}, \
-             {{\"type\":\"chat\",\"text\":\"...\"}} or {{\"type\":\"cancel\"}}"
-        )
-    })
 }
 
 #[cfg(test)]

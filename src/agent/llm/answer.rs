@@ -1,6 +1,7 @@
 //! The model's final answer: parsed from its text, validated against the evidence ids and the
 //! catalog, with what failed validation listed so it can be sent back once, then dropped.
 
+use crate::model::catalog::Catalog;
 use crate::model::{Action, Category, EvidenceId, Risk, RuledOut, catalog};
 use serde::Deserialize;
 use serde_json::Value;
@@ -66,6 +67,7 @@ fn json_of(text: &str) -> Option<&str> {
 
 /// Parse the answer; a text that is no answer at all is an error to send back.
 pub fn check(
+    catalog: &Catalog,
     text: &str,
     known: &BTreeSet<EvidenceId>,
     extra_actions: &BTreeSet<String>,
@@ -109,14 +111,14 @@ pub fn check(
     let mut actions = Vec::new();
     for a in raw.actions {
         let known_kind =
-            catalog::lookup(&a.kind).is_some_and(|e| e.mutating) || extra_actions.contains(&a.kind);
+            catalog.lookup(&a.kind).is_some_and(|e| e.mutating) || extra_actions.contains(&a.kind);
         if !known_kind {
             problems.push(format!("action kind {} is not a catalog action", a.kind));
             continue;
         }
         let mut params: catalog::Params = a.params.into_iter().collect();
-        if catalog::lookup(&a.kind).is_some()
-            && let Err(e) = catalog::admit(&a.kind, "", &mut params)
+        if catalog.lookup(&a.kind).is_some()
+            && let Err(e) = catalog.admit(&a.kind, "", &mut params)
         {
             problems.push(format!("action {}: {e}", a.kind));
             continue;
@@ -124,9 +126,9 @@ pub fn check(
         actions.push(Action {
             id: String::new(),
             kind: a.kind.clone(),
-            target: catalog::target_of(&a.kind, &params).unwrap_or_default(),
-            risk: if catalog::lookup(&a.kind).is_some() {
-                catalog::risk_for(&a.kind, &params)
+            target: catalog.target_of(&a.kind, &params).unwrap_or_default(),
+            risk: if catalog.lookup(&a.kind).is_some() {
+                catalog.risk_for(&a.kind, &params)
             } else {
                 // Outside the catalog (an MCP tool listed as mutating): no floor known, so high.
                 Risk::High
@@ -165,7 +167,7 @@ mod tests {
             \"evidence\":[\"ev-1\",\"ev-7\"],\"ruled_out\":[{\"statement\":\"node\",\"reason\":\"ready\",\"evidence\":[\"ev-0\"]}],\
             \"actions\":[{\"kind\":\"kubernetes.rollout_undo\",\"params\":{\"deployment\":\"api\",\"namespace\":\"p\"},\"rationale\":\"r\"},\
             {\"kind\":\"shell.nuke\",\"params\":{}}]}\n```";
-        let c = check(text, &known(), &BTreeSet::new()).unwrap();
+        let c = check(&Catalog::default(), text, &known(), &BTreeSet::new()).unwrap();
         assert_eq!(c.answer.category, Category::CodeDefect);
         assert_eq!(c.answer.evidence, vec!["ev-1"]);
         assert_eq!(c.answer.ruled_out[0].evidence, vec!["ev-0"]);
@@ -178,9 +180,26 @@ mod tests {
 
     #[test]
     fn no_json_or_wrong_shape_is_an_error() {
-        assert!(check("I think it is the database.", &known(), &BTreeSet::new()).is_err());
-        assert!(check("{\"cause\": 1}", &known(), &BTreeSet::new()).is_err());
+        assert!(
+            check(
+                &Catalog::default(),
+                "I think it is the database.",
+                &known(),
+                &BTreeSet::new()
+            )
+            .is_err()
+        );
+        assert!(
+            check(
+                &Catalog::default(),
+                "{\"cause\": 1}",
+                &known(),
+                &BTreeSet::new()
+            )
+            .is_err()
+        );
         let c = check(
+            &Catalog::default(),
             "{\"category\":\"bogus\",\"root_cause\":\"x\"}",
             &known(),
             &BTreeSet::new(),
@@ -193,6 +212,7 @@ mod tests {
     #[test]
     fn read_tools_are_not_actions() {
         let c = check(
+            &Catalog::default(),
             "{\"category\":\"unknown\",\"root_cause\":\"x\",\"actions\":[{\"kind\":\"kubernetes.pods\"}]}",
             &known(),
             &BTreeSet::new(),

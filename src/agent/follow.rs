@@ -244,7 +244,7 @@ pub async fn forward(
             None => match &cmd {
                 Command::Approve { action_id, .. } => {
                     let path = session_path.to_string_lossy().into_owned();
-                    if let Err(e) = crate::agent::approve::submit(&path, action_id) {
+                    if let Err(e) = super::approve::submit(&path, action_id) {
                         warn(format!("approval not recorded: {e}"));
                     }
                 }
