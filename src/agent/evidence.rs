@@ -894,9 +894,11 @@ mod tests {
             ("kubernetes.pod_logs", ToolOutput::Logs(vec![])),
             ("kubernetes.config_maps", ToolOutput::Changes(vec![])),
             ("kubernetes.secrets", ToolOutput::Changes(vec![])),
-            ("kubernetes.metrics", ToolOutput::Series(vec![])),
-            ("kubernetes.describe", ToolOutput::Text("kind: Pod".into())),
-            ("kubernetes.other", ToolOutput::Other),
+            // Outputs of shapes a listing's title does not expect (an MCP tool's text, series,
+            // or nothing known) still name the cluster.
+            ("kubernetes.daemonsets", ToolOutput::Series(vec![])),
+            ("kubernetes.jobs", ToolOutput::Text("kind: Pod".into())),
+            ("kubernetes.cronjobs", ToolOutput::Other),
         ];
         for (tool, out) in &cases {
             let p = params([

@@ -135,13 +135,7 @@ fn common_namespace_word(w: &str) -> bool {
         )
 }
 
-/// Labels (or Datadog tags) an alert names its Kubernetes cluster by.
-pub const CLUSTER_KEYS: &[&str] = &[
-    "cluster",
-    "cluster_name",
-    "kube_cluster_name",
-    "k8s_cluster_name",
-];
+pub use crate::model::CLUSTER_KEYS;
 
 fn first_of(map: &std::collections::BTreeMap<String, String>, keys: &[&str]) -> Option<String> {
     keys.iter()

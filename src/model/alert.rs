@@ -12,6 +12,14 @@ pub enum AlertStatus {
     Resolved,
 }
 
+/// Labels (or Datadog tags) an alert names its Kubernetes cluster by.
+pub const CLUSTER_KEYS: &[&str] = &[
+    "cluster",
+    "cluster_name",
+    "kube_cluster_name",
+    "k8s_cluster_name",
+];
+
 /// One alert, as carried in a webhook payload.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]

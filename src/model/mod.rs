@@ -15,7 +15,9 @@ pub mod text;
 mod types;
 
 pub use alarm::{is_alarm as is_cloudwatch_alarm, parse as parse_cloudwatch_alarm};
-pub use alert::{Alert, AlertStatus, PayloadError, WebhookPayload, label_fingerprint};
+pub use alert::{
+    Alert, AlertStatus, CLUSTER_KEYS, PayloadError, WebhookPayload, label_fingerprint,
+};
 pub use cloud::{CloudFact, MetricQuery, MetricSeries, PiKey, PiSeries, RdsEvent, RdsInstance};
 pub use diagnosis::{Check, CheckStatus, SubjectObject, Symptom, SymptomState, steps_text};
 pub use event::{Command, Event, Outcome, Record, RunMode, SessionHeader};

@@ -5,8 +5,8 @@ use super::inbox::{age, severity_role};
 use super::inbox_state::InboxState;
 use super::sanitize::sanitize;
 use super::theme::Role;
-use crate::agent::specialists::CLUSTER_KEYS;
 use crate::inbox::{AlertState, Group, InboxAlert};
+use crate::model::CLUSTER_KEYS;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
