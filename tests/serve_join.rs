@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use sitrep::model::Event;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use support::postgres::{ADMIN, Pg};
+use support::postgres::Pg;
 use support::sitrep_serve;
 
 /// The case's page renamed `name` in group `group`, with `extra` labels.
@@ -52,15 +52,8 @@ async fn related_alerts_join_the_investigation_another_replica_runs() {
             return;
         }
     };
-    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/checkout-bad-deploy");
-    let base: Value =
-        serde_json::from_str(&std::fs::read_to_string(case.join("alert.json")).expect("alert"))
-            .expect("payload");
-    let config = format!(
-        "[serve.store]\nurl = \"postgres://{ADMIN}@127.0.0.1:{}/postgres?sslmode=disable\"\n",
-        pg.port
-    );
-    let case = case.to_string_lossy().to_string();
+    let (case, base) = support::checkout_case();
+    let config = pg.store_config("", "");
     let (dir_a, dir_b) = (
         tempfile::tempdir().expect("tempdir"),
         tempfile::tempdir().expect("tempdir"),

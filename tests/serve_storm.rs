@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::postgres::{ADMIN, Pg};
+use support::postgres::Pg;
 use support::sitrep_serve;
 
 const ALERTS: usize = 400;
@@ -79,17 +79,13 @@ async fn a_storm_split_over_two_replicas_starts_one_session_per_alert_listed_by_
             return;
         }
     };
-    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/checkout-bad-deploy");
-    let base: Value =
-        serde_json::from_str(&std::fs::read_to_string(case.join("alert.json")).expect("alert"))
-            .expect("payload");
+    let (case, base) = support::checkout_case();
     // Read-only, so each investigation ends on its own; few slots, so the receivers keep the
     // CPU, and a queue long enough that no delivery is refused.
-    let config = format!(
-        "[policy]\nread_only = true\n[serve]\nmax_concurrent = 2\nqueue = 4096\n\n[serve.store]\nurl = \"postgres://{ADMIN}@127.0.0.1:{}/postgres?sslmode=disable\"\n",
-        pg.port
+    let config = pg.store_config(
+        "[policy]\nread_only = true\n[serve]\nmax_concurrent = 2\nqueue = 4096\n",
+        "",
     );
-    let case = case.to_string_lossy().to_string();
     let (dir_a, dir_b) = (
         tempfile::tempdir().expect("tempdir"),
         tempfile::tempdir().expect("tempdir"),

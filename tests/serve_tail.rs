@@ -76,15 +76,11 @@ async fn records_a_kill_kept_from_the_store_reach_it_when_the_replica_comes_back
             return;
         }
     };
-    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/checkout-bad-deploy");
-    let base: Value =
-        serde_json::from_str(&std::fs::read_to_string(case.join("alert.json")).expect("alert"))
-            .expect("payload");
-    let config = format!(
-        "[serve]\nmax_concurrent = {ALERTS}\n\n[serve.store]\nurl = \"postgres://{ADMIN}@127.0.0.1:{}/postgres?sslmode=disable\"\nlease_secs = 3\n",
-        pg.port
+    let (case, base) = support::checkout_case();
+    let config = pg.store_config(
+        &format!("[serve]\nmax_concurrent = {ALERTS}\n"),
+        "lease_secs = 3\n",
     );
-    let case = case.to_string_lossy().to_string();
     let dir = tempfile::tempdir().expect("tempdir");
     let extra = ["--case", case.as_str()];
     let mut a = sitrep_serve(0, dir.path(), &config, &extra, &[]).await;

@@ -24,6 +24,16 @@ pub const CANARY_PASSWORD: &str = "canary-pw-5512aa";
 pub const CANARY_JWT: &str = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjYW5hcnkifQ.c2lnbmF0dXJlY2FuYXJ5";
 pub const ALL_CANARIES: [&str; 4] = [CANARY_TOKEN, CANARY_AWS, CANARY_PASSWORD, CANARY_JWT];
 
+/// The built-in checkout case, as a `--case` argument, and the Alertmanager payload it is paged
+/// with: what the serve tests deliver.
+pub fn checkout_case() -> (String, Value) {
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/checkout-bad-deploy");
+    let payload: Value =
+        serde_json::from_str(&std::fs::read_to_string(case.join("alert.json")).expect("alert"))
+            .expect("payload");
+    (case.to_string_lossy().to_string(), payload)
+}
+
 /// A free loopback port (bound then released).
 pub fn free_port() -> u16 {
     StdListener::bind("127.0.0.1:0")

@@ -35,6 +35,15 @@ fn is_root() -> bool {
 }
 
 impl Pg {
+    /// The `[serve.store]` section a replica on this store is configured with, after `before`
+    /// (the config's other sections) and with `store` (more `[serve.store]` keys) at its end.
+    pub fn store_config(&self, before: &str, store: &str) -> String {
+        format!(
+            "{before}\n[serve.store]\nurl = \"postgres://{ADMIN}@127.0.0.1:{}/postgres?sslmode=disable\"\n{store}",
+            self.port
+        )
+    }
+
     fn cmd(&self, program: &str) -> Command {
         let path = self.bin.join(program);
         match &self.run_as {
