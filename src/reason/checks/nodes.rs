@@ -67,10 +67,24 @@ pub(crate) fn node_not_ready(ctx: &Ctx) -> Vec<Signal> {
             .map(|m| format!(": {m}"))
             .unwrap_or_default();
         let pods = pods_on(ctx, &n.name);
+        // The workload each belongs to, by its owner links (what the page is about): read from
+        // the controllers, which the check then cites.
+        let mut owners_read = false;
         let affected: Vec<String> = pods
             .iter()
             .filter(|p| !p.ready())
-            .map(|p| format!("{} (phase {})", p.name, p.phase))
+            .map(|p| match ctx.workload_of(p) {
+                Some((kind, name)) => {
+                    owners_read = true;
+                    format!(
+                        "{} ({} {name}, phase {})",
+                        p.name,
+                        kind.to_lowercase(),
+                        p.phase
+                    )
+                }
+                None => format!("{} (phase {})", p.name, p.phase),
+            })
             .collect();
         let in_scope =
             ctx.focus_nodes.contains(&n.name) || pods.iter().any(|p| ctx.pod_in_scope(p));
@@ -112,7 +126,10 @@ pub(crate) fn node_not_ready(ctx: &Ctx) -> Vec<Signal> {
         } else {
             format!("; pods on it are unreachable: {}", list_names(&affected, 3))
         };
-        let evidence = ctx.ev(&["kubernetes/nodes", "kubernetes/pods", "kubernetes/events"]);
+        let mut evidence = ctx.ev(&["kubernetes/nodes", "kubernetes/pods", "kubernetes/events"]);
+        if owners_read {
+            evidence.extend(ctx.ev(&["kubernetes/deployments", "kubernetes/workloads"]));
+        }
         let mut sig = Signal {
             analyzer: "node_not_ready",
             summary: format!("node {} is NotReady (Ready={status}{why})", n.name),
