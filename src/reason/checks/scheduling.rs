@@ -285,12 +285,12 @@ fn claim_detail(ctx: &Ctx) -> String {
     // The claims themselves, as read from the API: what they say when their events expired.
     let mut claims = claims;
     for p in ctx.pods().into_iter().filter(|p| ctx.pod_in_scope(p)) {
-        for (_, _, statement) in p.claims.iter().filter_map(super::claims::fault) {
-            let named = p
-                .claims
-                .iter()
-                .any(|c| statement.contains(&c.name) && claims.iter().any(|x| x.contains(&c.name)));
-            if !named && !claims.contains(&statement) {
+        for c in &p.claims {
+            // A claim its own events already explain is told once.
+            if claims.iter().any(|x| x.contains(&c.name)) {
+                continue;
+            }
+            if let Some((_, _, statement)) = super::claims::fault(c) {
                 claims.push(statement);
             }
         }

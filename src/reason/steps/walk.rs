@@ -98,7 +98,8 @@ pub(crate) fn walk(ctx: &Ctx, symptom: &Symptom, signals: &mut [Signal]) {
         .collect();
     for (s, on_subject) in signals.iter_mut().zip(edged) {
         let mut w = s.own_links();
-        if s.unrelated || s.explained {
+        // A failure over before a cleared symptom is history: shown, never outweighing.
+        if s.unrelated || s.explained || (s.history && !s.benign) {
             w = w.min(1);
         } else if s.cause.is_some() {
             if on_subject {
@@ -139,7 +140,6 @@ fn ended(ctx: &Ctx, symptom: &Symptom, signals: &mut [Signal]) {
             && symptom.cleared_at.is_none_or(|c| until <= c + quiet)
         {
             s.history = true;
-            s.explained = true;
         }
     }
 }
