@@ -3,7 +3,7 @@
 
 use super::evidence::Chart;
 use super::specialists::{Caller, Scope};
-use super::tools::{Params, ToolOutput, p_f64, p_str, p_time, params, s};
+use super::tools::{Params, ToolOutput, p_f64, p_list, p_str, p_time, params, s};
 use crate::integrations::aws;
 use crate::integrations::transport::Transport;
 use crate::model::catalog::ReadTool;
@@ -68,17 +68,6 @@ pub fn metric_queries(instance: &str, replicas: &[String], only: &[String]) -> V
     out
 }
 
-fn list_param(params: &Params, key: &str) -> Vec<String> {
-    p_str(params, key)
-        .map(|v| {
-            v.split(',')
-                .map(|x| x.trim().to_string())
-                .filter(|x| !x.is_empty())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Runs one AWS read of the catalog against the world's transport.
 pub async fn read(
     t: &dyn Transport,
@@ -111,8 +100,8 @@ pub async fn read(
             let instance = need("instance")?;
             let queries = metric_queries(
                 &instance,
-                &list_param(params, "replicas"),
-                &list_param(params, "metrics"),
+                &p_list(params, "replicas"),
+                &p_list(params, "metrics"),
             );
             let period = p_f64(params, "period")
                 .map(|p| p.clamp(1.0, 86_400.0) as u32)

@@ -3,24 +3,13 @@
 
 use super::evidence::Chart;
 use super::specialists::{Caller, Scope, split_threshold};
-use super::tools::{Params, ToolOutput, p_f64, p_str, p_time, params, s};
+use super::tools::{Params, ToolOutput, p_f64, p_list, p_str, p_time, params, s};
 use crate::integrations::datadog::{self, DatadogClient};
 use crate::model::catalog::ReadTool;
 use crate::model::{Marker, monitor};
 use crate::reason::Observations;
 use chrono::{DateTime, Duration, Utc};
 use std::sync::Mutex;
-
-fn list_param(params: &Params, key: &str) -> Vec<String> {
-    p_str(params, key)
-        .map(|v| {
-            v.split(',')
-                .map(|x| x.trim().to_string())
-                .filter(|x| !x.is_empty())
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 /// Runs one Datadog read of the catalog with the world's client.
 pub async fn read(
@@ -45,7 +34,7 @@ pub async fn read(
             let monitors = match p_str(params, "id").filter(|i| !i.trim().is_empty()) {
                 Some(id) => vec![client.monitor(id.trim()).await.map_err(e)?],
                 None => client
-                    .monitors(&list_param(params, "tags"), p_str(params, "name"))
+                    .monitors(&p_list(params, "tags"), p_str(params, "name"))
                     .await
                     .map_err(e)?,
             };
@@ -53,7 +42,7 @@ pub async fn read(
         }
         ReadTool::DatadogEvents => ToolOutput::Changes(
             client
-                .events(start, end, &list_param(params, "tags"))
+                .events(start, end, &p_list(params, "tags"))
                 .await
                 .map_err(e)?,
         ),

@@ -69,6 +69,18 @@ pub fn p_str<'a>(params: &'a Params, key: &str) -> Option<&'a str> {
         .filter(|s| !s.is_empty())
 }
 
+/// Read a comma-separated list param (`"a, b,c"`), empty items dropped.
+pub fn p_list(params: &Params, key: &str) -> Vec<String> {
+    p_str(params, key)
+        .map(|v| {
+            v.split(',')
+                .map(|x| x.trim().to_string())
+                .filter(|x| !x.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Read a numeric param (numbers or numeric strings, as templated runbook params are strings).
 pub fn p_f64(params: &Params, key: &str) -> Option<f64> {
     match params.get(key)? {
