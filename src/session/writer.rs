@@ -20,14 +20,31 @@ impl Writer {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
-        let file = OpenOptions::new().write(true).create_new(true).open(path)?;
-        let mut writer = Writer {
+        // The header is written and synced under a hidden name, then linked into place: a reader
+        // listing the directory never sees a session file without its header, and `hard_link`
+        // refuses an existing name as `create_new` would.
+        let name = path.file_name().map(|n| n.to_string_lossy().to_string());
+        let staging = path.with_file_name(format!(".{}.new", name.unwrap_or_default()));
+        let mut line = serde_json::to_vec(header).map_err(io::Error::other)?;
+        line.push(b'\n');
+        {
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&staging)?;
+            file.write_all(&line)?;
+            file.sync_data()?;
+        }
+        let linked = std::fs::hard_link(&staging, path);
+        let _ = std::fs::remove_file(&staging);
+        linked?;
+        let file = OpenOptions::new().append(true).open(path)?;
+        let writer = Writer {
             out: BufWriter::new(file),
             path: path.to_path_buf(),
-            lines: 0,
+            lines: 1,
         };
-        writer.write_line(header)?;
-        writer.sync()?;
         // The new directory entry must survive a crash too, or the fsynced file is unreachable.
         #[cfg(unix)]
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -1400,7 +1400,14 @@ pub async fn wait_for_sessions(dir: &Path, n: usize) -> Vec<PathBuf> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let files = session_files(dir);
-        if files.len() >= n {
+        // A session file is created before its header line is written: wait
+        // until every one has at least its first whole line.
+        let headed = files.iter().all(|f| {
+            std::fs::read(f)
+                .map(|b| b.contains(&b'\n'))
+                .unwrap_or(false)
+        });
+        if files.len() >= n && headed {
             return files;
         }
         assert!(
