@@ -253,6 +253,9 @@ pub struct NodeFacts {
     /// Condition type -> status, e.g. `Ready` -> `False`, `MemoryPressure` -> `True`.
     pub conditions: BTreeMap<String, String>,
     pub condition_messages: BTreeMap<String, String>,
+    /// Condition type -> when it last changed status (its `lastTransitionTime`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub condition_since: BTreeMap<String, DateTime<Utc>>,
     pub unschedulable: bool,
     pub taints: Vec<String>,
     pub allocatable_cpu: Option<String>,

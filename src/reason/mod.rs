@@ -474,6 +474,10 @@ impl<'a> Ctx<'a> {
     pub(crate) fn scope_name(&self, fallback: &str) -> String {
         self.focus_deployment
             .clone()
+            .or_else(|| {
+                let space = self.subject.application.as_ref()?;
+                Some(format!("the workloads of namespace {space}"))
+            })
             .or_else(|| self.subject.workloads.first().map(|(_, n)| n.clone()))
             .or_else(|| self.subject.named_pods.first().cloned())
             .or_else(|| self.subject.nodes.first().cloned())

@@ -756,12 +756,19 @@ pub fn node_facts(node: &Node) -> NodeFacts {
         // Ready is healthy when True; the pressure conditions when False.
         |kind, status| (kind == "Ready") != (status == "True"),
     );
+    let condition_since = status
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|c| Some((c.type_.clone(), time(c.last_transition_time.as_ref()?)?)))
+        .collect();
     let spec = node.spec.as_ref();
     let alloc = status.and_then(|s| s.allocatable.as_ref());
     NodeFacts {
         name: meta.name.clone().unwrap_or_default(),
         conditions,
         condition_messages,
+        condition_since,
         unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
         taints: spec
             .and_then(|s| s.taints.as_ref())

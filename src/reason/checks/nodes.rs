@@ -126,6 +126,11 @@ pub(crate) fn node_not_ready(ctx: &Ctx) -> Vec<Signal> {
         } else {
             format!("; pods on it are unreachable: {}", list_names(&affected, 3))
         };
+        // The condition's own transition time is the onset (the kubelet's last heartbeat lost).
+        let since = n.condition_since.get("Ready").copied();
+        let since_txt = since
+            .map(|t| format!(" since {}", t.format("%H:%M UTC")))
+            .unwrap_or_default();
         let mut evidence = ctx.ev(&["kubernetes/nodes", "kubernetes/pods", "kubernetes/events"]);
         if owners_read {
             evidence.extend(ctx.ev(&["kubernetes/deployments", "kubernetes/workloads"]));
@@ -143,9 +148,10 @@ pub(crate) fn node_not_ready(ctx: &Ctx) -> Vec<Signal> {
             links: if in_scope { 2 } else { 1 },
             evidence: evidence.clone(),
             cause: Some(format!(
-                "Node {} is NotReady (Ready={status}{why}): {heartbeat}{press_txt}{affected_txt}{evict_txt}{elsewhere}",
+                "Node {} is NotReady{since_txt} (Ready={status}{why}): {heartbeat}{press_txt}{affected_txt}{evict_txt}{elsewhere}",
                 n.name
             )),
+            since,
             objects: vec![format!("node/{}", n.name)],
             ..Signal::default()
         };
@@ -223,6 +229,8 @@ pub(crate) fn node_pressure(ctx: &Ctx) -> Vec<Signal> {
                 if msgs.is_empty() { String::new() } else { format!(" ({})", msgs.join("; ")) }
             )),
             actions: vec![actions::cordon(&n.name, format!("keep new pods off node {} while it is under pressure", n.name), evidence)],
+            // The earliest of the pressures' onsets.
+            since: press.iter().filter_map(|p| n.condition_since.get(*p)).min().copied(),
             objects: vec![format!("node/{}", n.name)],
             ..Signal::default()
         });
@@ -255,6 +263,8 @@ mod tests {
             "Ready".into(),
             "Kubelet stopped posting node status.".into(),
         );
+        let lost = chrono::Utc::now() - chrono::Duration::minutes(12);
+        bad.condition_since.insert("Ready".into(), lost);
         let obs = Observations {
             nodes: vec![node("worker-a", "True", &[]), bad],
             pods: vec![PodFacts {
@@ -275,6 +285,12 @@ mod tests {
             "{cause}"
         );
         assert!(cause.contains("worker-a"), "{cause}");
+        // The onset is the Ready condition's own transition.
+        assert_eq!(sigs[0].since, Some(lost));
+        assert!(
+            cause.contains(&format!("NotReady since {}", lost.format("%H:%M UTC"))),
+            "{cause}"
+        );
         assert_eq!(sigs[0].category, Category::Infrastructure);
         let kinds: Vec<&str> = sigs[0].actions.iter().map(|a| a.kind.as_str()).collect();
         assert_eq!(

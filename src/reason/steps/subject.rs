@@ -106,6 +106,8 @@ pub(crate) struct Subject {
     pub named_pods: Vec<String>,
     pub nodes: Vec<String>,
     pub containers: Vec<String>,
+    /// The namespace named as a whole application, every workload of it the subject.
+    pub application: Option<String>,
     /// False when nothing could be resolved: then every object is in scope, as an unscoped look.
     pub resolved: bool,
 }
@@ -458,6 +460,54 @@ fn whole_name_in(text: &str, name: &str) -> bool {
     false
 }
 
+/// The namespace of a listed pod or controller whose name's words (split at `-`) the text says
+/// as a run of two or more consecutive words, with the run's length; the longest run wins, and a
+/// tie between namespaces names neither.
+fn namespace_phrase(obs: &Observations, text: &str) -> Option<(String, usize)> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let mut spaces: Vec<&str> = obs
+        .pods
+        .iter()
+        .map(|p| p.namespace.as_str())
+        .chain(obs.deployments.iter().map(|d| d.namespace.as_str()))
+        .filter(|n| !n.is_empty())
+        .collect();
+    spaces.sort_unstable();
+    spaces.dedup();
+    let mut best: Option<(&str, usize)> = None;
+    let mut tied = false;
+    for space in spaces {
+        let parts: Vec<&str> = space.split('-').filter(|p| !p.is_empty()).collect();
+        let mut run = 0;
+        for start in 0..parts.len() {
+            for (i, _) in words.iter().enumerate() {
+                let n = parts[start..]
+                    .iter()
+                    .zip(&words[i..])
+                    .take_while(|(p, w)| **p == w.as_str())
+                    .count();
+                run = run.max(n);
+            }
+        }
+        if run < 2 {
+            continue;
+        }
+        match best {
+            Some((_, b)) if b > run => {}
+            Some((_, b)) if b == run => tied = true,
+            _ => {
+                best = Some((space, run));
+                tied = false;
+            }
+        }
+    }
+    best.filter(|_| !tied).map(|(s, n)| (s.to_string(), n))
+}
+
 /// Resolve the subject of the alert or problem.
 pub(crate) fn resolve(obs: &Observations) -> Subject {
     let mut s = Subject::default();
@@ -639,7 +689,48 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
             .filter(|(_, n)| mentions(&text, n))
             .collect();
         named.sort_by_key(|(_, n)| std::cmp::Reverse(n.len()));
-        if let Some((kind, name)) = named.first().cloned() {
+        // An application named by its namespace's words ("the hotel reservation app" for
+        // `test-hotel-reservation`): a phrase longer than any workload name the words also
+        // match makes the whole namespace the subject, so one of its words is not taken for
+        // the one workload that shares it.
+        let phrase = if s.namespace.is_none() {
+            namespace_phrase(obs, &text)
+        } else {
+            None
+        };
+        let longest_workload = named
+            .iter()
+            .map(|(_, n)| n.split(['-', '_', '.']).count())
+            .max()
+            .unwrap_or(0);
+        if let Some((space, words)) = phrase.filter(|(_, w)| *w > longest_workload) {
+            add(
+                &mut s,
+                "Namespace",
+                &space,
+                "",
+                format!("{words} words of its name, in a row, in the text"),
+            );
+            let every: Vec<(String, String)> = obs
+                .deployments
+                .iter()
+                .filter(|d| d.namespace == space)
+                .map(|d| ("Deployment".to_string(), d.name.clone()))
+                .chain(
+                    obs.workloads
+                        .iter()
+                        .filter(|w| w.namespace == space && w.kind != "Job")
+                        .map(|w| (w.kind.clone(), w.name.clone())),
+                )
+                .collect();
+            s.namespace = Some(space.clone());
+            s.application = Some(space);
+            for w in every {
+                if !s.workloads.contains(&w) {
+                    s.workloads.push(w);
+                }
+            }
+        } else if let Some((kind, name)) = named.first().cloned() {
             let how = if obs.problem.is_some() {
                 "named in the problem"
             } else {
@@ -701,7 +792,11 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
             _ => "selector and ownerReferences",
         };
         for p in &pods {
-            if !taken.contains(&p.name) && pod_belongs(&owners, obs, p, &kind, &name) {
+            let in_scope = s
+                .namespace
+                .as_deref()
+                .is_none_or(|n| same_ns(n, &p.namespace));
+            if in_scope && !taken.contains(&p.name) && pod_belongs(&owners, obs, p, &kind, &name) {
                 taken.insert(p.name.clone());
                 s.pods.push(p.name.clone());
                 add(
@@ -899,6 +994,60 @@ mod tests {
         let s = resolve(&obs);
         assert_eq!(s.pods, vec!["checkout-6f7c9-abcde".to_string()]);
         assert!(s.covers("deployment/checkout") && !s.covers("pod/checkout-worker-5d4c3-zzzzz"));
+    }
+
+    #[test]
+    fn an_application_named_by_its_namespace_words_is_every_workload_of_it() {
+        use crate::model::DeploymentFacts;
+        let dep = |name: &str, ns: &str| DeploymentFacts {
+            name: name.into(),
+            namespace: ns.into(),
+            selector: BTreeMap::from([("app".to_string(), name.to_string())]),
+            ..DeploymentFacts::default()
+        };
+        let in_ns = |name: &str, ns: &str| {
+            let mut p = pod(
+                &format!("{name}-6f7c9-abcde"),
+                &format!("ReplicaSet/{name}-6f7c9"),
+                &[("app", name), ("pod-template-hash", "6f7c9")],
+            );
+            p.namespace = ns.into();
+            p
+        };
+        let mut obs = Observations {
+            problem: Some("The hotel reservation application returns errors to users".into()),
+            pods: vec![
+                in_ns("frontend", "test-hotel-reservation"),
+                in_ns("reservation", "test-hotel-reservation"),
+                in_ns("reservation", "staging"),
+            ],
+            deployments: vec![
+                dep("frontend", "test-hotel-reservation"),
+                dep("reservation", "test-hotel-reservation"),
+                dep("reservation", "staging"),
+            ],
+            ..Observations::default()
+        };
+        let s = resolve(&obs);
+        assert_eq!(s.application.as_deref(), Some("test-hotel-reservation"));
+        assert_eq!(s.workloads.len(), 2, "{:?}", s.workloads);
+        assert!(s.covers("deployment/frontend") && s.covers("deployment/reservation"));
+        assert_eq!(s.pods.len(), 2, "{:?}", s.pods);
+        // One word of the namespace is no phrase: the workload it names is the subject.
+        obs.problem = Some("The reservation service returns errors".into());
+        let s = resolve(&obs);
+        assert!(s.application.is_none());
+        assert_eq!(
+            s.workloads,
+            vec![("Deployment".to_string(), "reservation".to_string())]
+        );
+        // A workload name as long as the phrase wins over the namespace.
+        obs.problem = Some("hotel-reservation errors".into());
+        obs.deployments
+            .push(dep("hotel-reservation", "test-hotel-reservation"));
+        let s = resolve(&obs);
+        assert!(s.application.is_none());
+        assert!(s.covers("deployment/hotel-reservation"));
     }
 
     #[test]
