@@ -30,9 +30,18 @@ impl Transport for Api {
                         {"metadata": {"name": "data-keys-0", "namespace": "vault"},
                          "spec": {"storageClassName": "premium-rwo"}, "status": {"phase": "Pending"}},
                         {"metadata": {"name": "data-keys-1", "namespace": "vault"},
-                         "spec": {"storageClassName": "gp3"}, "status": {"phase": "Bound"}}
+                         "spec": {"storageClassName": "gp3"}, "status": {"phase": "Bound"}},
+                        {"metadata": {"name": "data-keys-3", "namespace": "vault"},
+                         "spec": {"storageClassName": "gp3", "volumeName": "pvc-0a1b"},
+                         "status": {"phase": "Bound"}}
                     ]})
                 }
+                "/api/v1/persistentvolumes/pvc-0a1b" => json!({
+                    "kind": "PersistentVolume", "metadata": {"name": "pvc-0a1b"},
+                    "spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["eu-west-1a"]}
+                    ]}]}}}
+                }),
                 "/apis/storage.k8s.io/v1/storageclasses" => {
                     json!({"kind": "StorageClassList", "items": [
                         {"metadata": {"name": "gp3"}, "provisioner": "ebs.csi.aws.com"}
@@ -81,6 +90,7 @@ async fn a_pending_pods_claims_are_read_with_the_class_they_ask_for() {
             pod("keys-0", "Pending", "data-keys-0"),
             pod("keys-1", "Running", "data-keys-1"),
             pod("keys-2", "Pending", "data-keys-2"),
+            pod("keys-3", "Pending", "data-keys-3"),
         ],
         true,
     );
@@ -101,6 +111,22 @@ async fn a_pending_pods_claims_are_read_with_the_class_they_ask_for() {
     // A claim its namespace does not list is missing; a running pod's claim is not read.
     assert!(claims("keys-2")[0].missing);
     assert!(!claims("keys-1")[0].read);
+    // A held pod's bound volume is read for where it may be used (its zone).
+    let bound = claims("keys-3");
+    assert_eq!(bound[0].volume.as_deref(), Some("pvc-0a1b"));
+    assert_eq!(
+        bound[0].volume_affinity,
+        vec!["topology.kubernetes.io/zone in (eu-west-1a)".to_string()]
+    );
+    let asked = api.asked.lock().map(|a| a.clone()).unwrap_or_default();
+    assert_eq!(
+        asked
+            .iter()
+            .filter(|p| p.contains("persistentvolumes/"))
+            .count(),
+        1,
+        "{asked:?}"
+    );
 }
 
 #[tokio::test]

@@ -3,9 +3,11 @@
 //! one Pending on a StorageClass the cluster lacks, one Lost), so a healthy cluster costs no
 //! request.
 
-use super::kubernetes::KubernetesClient;
+use super::error::{ErrorKind, IntegrationError};
+use super::kubernetes::{KubernetesClient, check_name, one};
+use super::transport::Request;
 use crate::model::{ClaimFacts, PodFacts};
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PodSpec};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, PodSpec};
 use k8s_openapi::api::storage::v1::StorageClass;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -63,6 +65,8 @@ impl KubernetesClient {
                 claims.insert(ns, v);
             }
         }
+        // Each bound volume once, however many pods share it.
+        let mut volumes: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for p in pods.iter_mut().filter(|p| held(p)) {
             let Some(listed) = claims.get(&p.namespace) else {
                 continue;
@@ -72,8 +76,44 @@ impl KubernetesClient {
                     .iter()
                     .find(|pvc| pvc.metadata.name.as_deref() == Some(c.name.as_str()));
                 *c = claim_facts(&c.name, found, classes.as_ref());
+                let Some(volume) = c.volume.clone() else {
+                    continue;
+                };
+                if !volumes.contains_key(&volume) {
+                    let affinity = self.volume_affinity(&volume).await.unwrap_or_default();
+                    volumes.insert(volume.clone(), affinity);
+                }
+                c.volume_affinity = volumes.get(&volume).cloned().unwrap_or_default();
             }
         }
+    }
+
+    /// A PersistentVolume's required node affinity, one `key in (values)` a term: where a pod
+    /// that mounts it may run. A held pod's bound volume pinned where no node can take it is
+    /// what the scheduler calls a "volume node affinity conflict".
+    async fn volume_affinity(&self, name: &str) -> Result<Vec<String>, IntegrationError> {
+        let req = Request::get(
+            &self.integration,
+            format!("/api/v1/persistentvolumes/{name}"),
+        );
+        check_name(&req, "persistentvolume", name)?;
+        let (req, v) = self.get_json(req).await?;
+        let pv: PersistentVolume =
+            one(v, "PersistentVolume").map_err(|m| req.error(ErrorKind::Decode(m)))?;
+        let terms = pv
+            .spec
+            .and_then(|s| s.node_affinity)
+            .and_then(|a| a.required)
+            .map(|r| r.node_selector_terms)
+            .unwrap_or_default();
+        Ok(terms
+            .iter()
+            .flat_map(|t| t.match_expressions.iter().flatten())
+            .map(|e| {
+                let values = e.values.clone().unwrap_or_default().join(", ");
+                format!("{} {} ({values})", e.key, e.operator.to_lowercase())
+            })
+            .collect())
     }
 }
 
@@ -104,6 +144,12 @@ fn claim_facts(
             .as_ref()
             .and_then(|s| s.phase.clone())
             .unwrap_or_default(),
+        volume: pvc
+            .spec
+            .as_ref()
+            .and_then(|s| s.volume_name.clone())
+            .filter(|v| !v.is_empty()),
+        volume_affinity: Vec::new(),
         class_exists: match (&storage_class, classes) {
             (Some(c), Some(all)) => Some(all.contains(c)),
             _ => None,

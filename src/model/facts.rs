@@ -43,6 +43,11 @@ pub struct ContainerFacts {
     /// An init container (runs to completion before the others start); only unfinished or failed ones are listed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub init: bool,
+    /// Flags that size the runtime's memory (`-Xmx3g`, `--max-old-space-size=4096`,
+    /// `GOMEMLIMIT=3GiB`), each with where it was set (`NODE_OPTIONS: ...`, `args: ...`); only
+    /// those tokens are kept from the environment and the command line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_flags: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
@@ -99,6 +104,13 @@ pub struct ClaimFacts {
     /// Whether the cluster has that StorageClass; `None` when the classes could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub class_exists: Option<bool>,
+    /// The PersistentVolume it is bound to, when bound.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub volume: Option<String>,
+    /// Where that volume can be used: its required node affinity, one `key in (values)` a term
+    /// (a zone, a node); empty when it can go anywhere or was not read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub volume_affinity: Vec<String>,
 }
 
 impl PodFacts {

@@ -424,10 +424,9 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
     // The failing pod versus its siblings.
     if let Some(pod) = failing_pod {
         let rs = pod_rs(pod);
-        let same: Vec<String> = ctx
-            .siblings(pod)
+        let same: Vec<String> = super::checks::pods::unaffected_siblings(ctx, pod)
             .into_iter()
-            .filter(|p| p.ready() && !p.deleting && pod_rs(p) == rs)
+            .filter(|p| pod_rs(p) == rs)
             .map(|p| p.name.clone())
             .collect();
         if !same.is_empty() {

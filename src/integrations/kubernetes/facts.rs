@@ -190,6 +190,52 @@ pub(super) fn probe_port(probe: &k8s_openapi::api::core::v1::Probe) -> Option<St
         .or_else(|| probe.grpc.as_ref().map(|g| g.port.to_string()))
 }
 
+/// Whether a command-line token sizes a runtime's heap: the JVM's `-Xmx` and `MaxHeapSize`,
+/// Node's `--max-old-space-size`.
+fn sizes_memory(token: &str) -> bool {
+    [
+        "-Xmx",
+        "-XX:MaxHeapSize=",
+        "--max-old-space-size=",
+        "--max_old_space_size=",
+    ]
+    .iter()
+    .filter_map(|p| token.strip_prefix(p))
+    .any(|size| {
+        size.starts_with(|c: char| c.is_ascii_digit())
+            && size.chars().all(|c| c.is_ascii_alphanumeric())
+    })
+}
+
+/// The memory-sizing flags a container sets, from its literal environment values, command and
+/// arguments. Only the flag tokens are kept: an environment value may hold anything else.
+fn memory_flags(spec: &Container) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in spec.env.iter().flatten() {
+        let Some(value) = e.value.as_deref() else {
+            continue;
+        };
+        if e.name == "GOMEMLIMIT" {
+            let v = value.trim();
+            if !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric()) {
+                out.push(format!("GOMEMLIMIT={v}"));
+            }
+            continue;
+        }
+        for token in value.split_whitespace().filter(|t| sizes_memory(t)) {
+            out.push(format!("{}: {token}", e.name));
+        }
+    }
+    for (place, words) in [("command", &spec.command), ("args", &spec.args)] {
+        for word in words.iter().flatten() {
+            for token in word.split_whitespace().filter(|t| sizes_memory(t)) {
+                out.push(format!("{place}: {token}"));
+            }
+        }
+    }
+    out
+}
+
 pub(super) fn container_facts_of(spec: &Container, pod: &Pod, init: bool) -> ContainerFacts {
     let resources = spec.resources.as_ref();
     let q =
@@ -219,6 +265,7 @@ pub(super) fn container_facts_of(spec: &Container, pod: &Pod, init: bool) -> Con
             c.port_names.insert(name.clone(), port);
         }
     }
+    c.memory_flags = memory_flags(spec);
     for (kind, probe) in [
         ("liveness", &spec.liveness_probe),
         ("readiness", &spec.readiness_probe),

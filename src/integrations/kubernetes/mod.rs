@@ -49,12 +49,12 @@ pub struct KubernetesClient {
     default_ns: String,
     /// The integration its requests name: `kubernetes`, or `kubernetes@<cluster>` when several
     /// clusters are configured.
-    integration: String,
+    pub(super) integration: String,
 }
 
 /// Kubernetes names are DNS labels/subdomains; checking them keeps a bad parameter from becoming a
 /// different path.
-fn check_name(req: &Request, what: &str, name: &str) -> Result<(), IntegrationError> {
+pub(super) fn check_name(req: &Request, what: &str, name: &str) -> Result<(), IntegrationError> {
     let ok = !name.is_empty()
         && name.len() <= 253
         && name
@@ -91,7 +91,7 @@ fn items<T: DeserializeOwned>(v: Value, kind: &str) -> Result<Vec<T>, String> {
         .collect()
 }
 
-fn one<T: DeserializeOwned>(v: Value, kind: &str) -> Result<T, String> {
+pub(super) fn one<T: DeserializeOwned>(v: Value, kind: &str) -> Result<T, String> {
     serde_json::from_value(v).map_err(|e| format!("not a {kind}: {e}"))
 }
 
@@ -165,7 +165,10 @@ impl KubernetesClient {
         &self.default_ns
     }
 
-    async fn get_json(&self, req: Request) -> Result<(Request, Value), IntegrationError> {
+    pub(super) async fn get_json(
+        &self,
+        req: Request,
+    ) -> Result<(Request, Value), IntegrationError> {
         let v = self.transport.send(&req).await?.json(&req)?;
         Ok((req, v))
     }
@@ -1087,6 +1090,34 @@ mod tests {
             pod_facts(&parse::<Pod>(json!({"metadata": {"name": "q"}}))).owner,
             None
         );
+    }
+
+    #[test]
+    fn memory_flags_are_kept_and_nothing_else_of_the_environment() {
+        let pod: Pod = parse(json!({
+            "metadata": {"name": "bff-1"},
+            "spec": {"containers": [{"name": "bff", "image": "bff:9",
+                "command": ["java", "-Xmx3g", "-jar", "app.jar"],
+                "args": ["--max-old-space-size=1024 --trace-warnings"],
+                "env": [
+                    {"name": "NODE_OPTIONS", "value": "--enable-source-maps --max-old-space-size=4096"},
+                    {"name": "DB_PASSWORD", "value": "hunter2 -Xmx"},
+                    {"name": "GOMEMLIMIT", "value": "3GiB"},
+                    {"name": "JAVA_OPTS", "valueFrom": {"configMapKeyRef": {"name": "jvm", "key": "opts"}}}
+                ]}]}
+        }));
+        let f = pod_facts(&pod);
+        assert_eq!(
+            f.containers[0].memory_flags,
+            vec![
+                "NODE_OPTIONS: --max-old-space-size=4096",
+                "GOMEMLIMIT=3GiB",
+                "command: -Xmx3g",
+                "args: --max-old-space-size=1024",
+            ]
+        );
+        let text = serde_json::to_string(&f).unwrap_or_default();
+        assert!(!text.contains("hunter2"), "{text}");
     }
 
     #[test]

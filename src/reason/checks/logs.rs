@@ -110,7 +110,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Cert,
-            r"(?i)x509:|certificate (?:has )?expired|certificate is not yet valid|certificate verify failed|unable to verify the first certificate|ssl certificate problem|tls: (?:bad|expired|unknown) certificate",
+            r"(?i)x509:|certificate (?:has )?expired|certificate_expired|certificateexpiredexception|\b(?:bad_certificate|certificate_unknown|unknown_ca)\b|pkix path (?:building|validation) failed|ssl handshake failed|sslhandshakeexception|certificate is not yet valid|certificate verify failed|unable to verify the first certificate|ssl certificate problem|tls: (?:bad|expired|unknown) certificate",
         ),
         (
             Sig::NoSuchName,
@@ -170,7 +170,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Config,
-            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))|flag provided but not defined|unknown (?:flag|option|shorthand flag|command line option)|unrecognized (?:option|argument|arguments)|invalid (?:option|argument|flag)|read-only file system|erofs|\(13: permission denied\)|: permission denied$|eacces|exec format error|operation not permitted",
+            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))|flag provided but not defined|unknown (?:flag|option|shorthand flag|command line option)|unrecognized (?:option|argument|arguments)|invalid (?:option|argument|flag)|read-only file system|erofs|\(13: permission denied\)|: permission denied$|eacces|exec format error|operation not permitted|\byaml: (?:line \d+|unmarshal errors)|\btoml: line \d+|(?:error|failed|unable|cannot|could not) (?:to )?(?:parse|parsing|load|loading|read|reading|decode|decoding|unmarshal) (?:the )?config|(?:loading|parsing|reading|decoding) (?:the )?config(?:uration)?(?: file)?\b.{0,120}\berror",
         ),
     ];
     table
@@ -1035,6 +1035,9 @@ mod tests {
             "nginx: [emerg] open() \"/var/run/nginx.pid\" failed (13: Permission denied)",
             "exec /usr/local/bin/sweeper: exec format error",
             "error: unrecognized arguments: --workers=4",
+            r#"{"level":"fatal","msg":"loading config","file":"/etc/app/config.yaml","error":"yaml: line 42: mapping values are not allowed in this context"}"#,
+            "Error: failed to parse config file /etc/app/settings.toml: toml: line 7: expected key",
+            "level=fatal msg=\"could not load config\" err=\"yaml: unmarshal errors: cannot unmarshal !!str into int\"",
         ] {
             assert!(classify(line).contains(&Sig::Config), "{line}");
         }

@@ -178,10 +178,89 @@ fn live_pods<'a>(ctx: &Ctx<'a>) -> Vec<&'a PodFacts> {
 }
 
 /// Sibling pods that are Running and Ready, for "the fault is specific to this pod" reasoning.
-fn healthy_siblings(ctx: &Ctx, pod: &PodFacts) -> Vec<String> {
+/// Restarts that keep a rhythm: the container restarted at least [`RECURRING_RESTARTS`] times
+/// over its pod's life and its last restart is more recent than twice their mean interval, so
+/// Ready now is a pause before the next one, not a recovery. The mean interval, in minutes.
+pub(crate) fn restarts_recur(ctx: &Ctx, pod: &PodFacts, c: &ContainerFacts) -> Option<f64> {
+    let (last, born) = (c.last_finished_at?, pod.created_at?);
+    if c.restart_count < RECURRING_RESTARTS || last <= born {
+        return None;
+    }
+    let every = (last - born).num_seconds() as f64 / 60.0 / f64::from(c.restart_count);
+    (ctx.minutes_ago(last) < 2.0 * every).then_some(every)
+}
+
+/// The bytes a memory-sizing flag (as read into `memory_flags`) lets the runtime's heap grow to:
+/// the JVM's `-Xmx4g` (k, m, g, t: binary), Node's `--max-old-space-size` (MiB), Go's
+/// `GOMEMLIMIT` (B, KiB, MiB, GiB, TiB).
+pub(crate) fn flag_bytes(flag: &str) -> Option<f64> {
+    // `NAME: token` or `args: token`; GOMEMLIMIT is kept as `GOMEMLIMIT=value`.
+    let token = flag.rsplit(' ').next().unwrap_or(flag);
+    let (value, default_unit) = if let Some(v) = token.strip_prefix("GOMEMLIMIT=") {
+        (v.trim_end_matches('B'), 1.0)
+    } else if let Some(v) = token
+        .strip_prefix("--max-old-space-size=")
+        .or_else(|| token.strip_prefix("--max_old_space_size="))
+    {
+        (v, 1024.0 * 1024.0)
+    } else {
+        let v = token
+            .strip_prefix("-Xmx")
+            .or_else(|| token.strip_prefix("-XX:MaxHeapSize="))?;
+        (v, 1.0)
+    };
+    let at = value
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(value.len());
+    let n: f64 = value[..at].parse().ok()?;
+    let mult = match value[at..].to_ascii_uppercase().trim_end_matches('I') {
+        "" => default_unit,
+        "K" => 1024.0,
+        "M" => 1024.0 * 1024.0,
+        "G" => 1024f64.powi(3),
+        "T" => 1024f64.powi(4),
+        _ => return None,
+    };
+    Some(n * mult)
+}
+
+/// A runtime heap flag that leaves the process no room under its memory limit: the heap may
+/// grow to 90% of the limit or more, so the kernel kills it before the runtime collects.
+fn heap_over_limit<'a>(c: &'a ContainerFacts, limit: Option<&str>) -> Option<(&'a str, f64)> {
+    let limit = parse_bytes(limit?)?;
+    c.memory_flags
+        .iter()
+        .filter_map(|f| Some((f.as_str(), flag_bytes(f)?)))
+        .filter(|(_, b)| *b >= 0.9 * limit)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// Restarts of one container that make a rhythm: fewer are a start-up stumble.
+const RECURRING_RESTARTS: u32 = 3;
+
+/// Why a pod's containers last stopped (OOMKilled, Error, ...), for those that restarted.
+fn failure_reasons(pod: &PodFacts) -> Vec<&str> {
+    pod.containers
+        .iter()
+        .filter(|c| c.restart_count > 0)
+        .filter_map(|c| c.last_reason.as_deref().or(c.reason.as_deref()))
+        .collect()
+}
+
+/// The pod's siblings that are Ready and never failed the way it did: the ones that show a
+/// fault is the pod's own. A Ready sibling that was killed for the same reason shares it.
+pub(crate) fn unaffected_siblings<'a>(ctx: &Ctx<'a>, pod: &PodFacts) -> Vec<&'a PodFacts> {
+    let reasons = failure_reasons(pod);
     ctx.siblings(pod)
         .into_iter()
         .filter(|p| p.ready() && !p.deleting)
+        .filter(|p| !failure_reasons(p).iter().any(|r| reasons.contains(r)))
+        .collect()
+}
+
+fn healthy_siblings(ctx: &Ctx, pod: &PodFacts) -> Vec<String> {
+    unaffected_siblings(ctx, pod)
+        .into_iter()
         .map(|p| p.name.clone())
         .collect()
 }
@@ -647,7 +726,13 @@ pub(crate) fn oom_killed(ctx: &Ctx) -> Vec<Signal> {
                 .map(|u| format!(" (memory use reached {u} just before the kill)"))
                 .unwrap_or_default();
             let siblings = healthy_siblings(ctx, pod);
-            let scope = if siblings.is_empty() {
+            let heap = heap_over_limit(c, limit.as_deref());
+            let scope = if let Some((flag, bytes)) = heap {
+                format!(
+                    "; its runtime is told its heap may grow to {} ({flag}), which leaves it no room under {limit_txt}: the heap setting is wrong for the limit, and raising the limit alone moves the kill",
+                    format_bytes(bytes)
+                )
+            } else if siblings.is_empty() {
                 String::new()
             } else {
                 format!(
@@ -671,22 +756,32 @@ pub(crate) fn oom_killed(ctx: &Ctx) -> Vec<Signal> {
                 detail: format!(
                     "the kernel cgroup OOM killer sent SIGKILL (exit code {code}){usage}"
                 ),
-                category: Category::ResourceExhaustion,
+                category: if heap.is_some() {
+                    Category::ConfigurationError
+                } else {
+                    Category::ResourceExhaustion
+                },
                 basis: Basis::Stated,
                 // The limit it hit, read from the spec, is two more links: what and why.
                 links: if limit.is_some() { 2 } else { 0 },
                 evidence: evidence.clone(),
                 cause: Some(format!(
-                    "Memory exhaustion: container {} of {} is OOMKilled with exit code {code} when its memory use hits {limit_txt}{usage}; the kernel kills the process and kubelet restarts it into CrashLoopBackOff ({} restarts){scope}",
+                    "{}: container {} of {} is OOMKilled with exit code {code} when its memory use hits {limit_txt}{usage}; the kernel kills the process and kubelet restarts it into CrashLoopBackOff ({} restarts){scope}",
+                    if heap.is_some() {
+                        "Heap sized past the memory limit"
+                    } else {
+                        "Memory exhaustion"
+                    },
                     c.name,
                     owner_phrase(pod),
                     c.restart_count
                 )),
                 objects: vec![format!("pod/{}", pod.name)],
-                // Running and Ready again since the kill: the episode ended with it.
-                until: c
-                    .last_finished_at
-                    .filter(|_| c.ready && c.state == "running"),
+                // Running and Ready again since the kill: the episode ended with it, unless
+                // the kills keep a rhythm and the next one is due.
+                until: c.last_finished_at.filter(|_| {
+                    c.ready && c.state == "running" && restarts_recur(ctx, pod, c).is_none()
+                }),
                 ..Signal::default()
             };
             if let Some(d) = pod_deployment(pod) {
@@ -1176,6 +1271,7 @@ mod tests {
     use super::*;
     use crate::model::{K8sEventFacts, LogLine};
     use crate::reason::Observations;
+    use chrono::Utc;
     use std::collections::BTreeMap;
 
     pub(crate) fn pod(name: &str, rs: &str, ready: bool, c: ContainerFacts) -> PodFacts {
@@ -1334,6 +1430,81 @@ mod tests {
         );
         // The crash-loop analyzer defers to the OOM one.
         assert!(crash_loop(&ctx).iter().all(|s| s.cause.is_none()));
+    }
+
+    #[test]
+    fn heap_flags_are_read_in_their_runtime_units() {
+        let gi = 1024f64.powi(3);
+        for (flag, bytes) in [
+            ("NODE_OPTIONS: --max-old-space-size=4096", 4.0 * gi),
+            ("JAVA_OPTS: -Xmx3g", 3.0 * gi),
+            ("args: -Xmx1536M", 1.5 * gi),
+            ("args: -XX:MaxHeapSize=2G", 2.0 * gi),
+            ("GOMEMLIMIT=3GiB", 3.0 * gi),
+            ("GOMEMLIMIT=1073741824", gi),
+        ] {
+            assert_eq!(flag_bytes(flag), Some(bytes), "{flag}");
+        }
+        assert_eq!(flag_bytes("JAVA_OPTS: -Xmxlots"), None);
+    }
+
+    #[test]
+    fn a_heap_set_past_the_limit_is_the_configuration_and_siblings_killed_alike_share_it() {
+        let started = Utc::now() - chrono::Duration::hours(33);
+        let killed = |flags: &[&str]| ContainerFacts {
+            name: "app".into(),
+            image: "shop:1".into(),
+            ready: true,
+            state: "running".into(),
+            last_reason: Some("OOMKilled".into()),
+            last_exit_code: Some(137),
+            last_finished_at: Some(Utc::now() - chrono::Duration::minutes(23)),
+            restart_count: 11,
+            memory_limit: Some("2Gi".into()),
+            memory_flags: flags.iter().map(|f| f.to_string()).collect(),
+            ..ContainerFacts::default()
+        };
+        let mut pods = vec![
+            pod(
+                "cart-abc12-x1",
+                "cart-abc12",
+                true,
+                killed(&["NODE_OPTIONS: --max-old-space-size=4096"]),
+            ),
+            pod(
+                "cart-abc12-x2",
+                "cart-abc12",
+                true,
+                killed(&["NODE_OPTIONS: --max-old-space-size=4096"]),
+            ),
+        ];
+        for p in &mut pods {
+            p.created_at = Some(started);
+        }
+        let obs = Observations {
+            now: Utc::now(),
+            pods,
+            evidence: evidence(),
+            ..Observations::default()
+        };
+        let ctx = Ctx::new(&obs);
+        let sigs = oom_killed(&ctx);
+        assert_eq!(sigs[0].category, Category::ConfigurationError);
+        let cause = sigs[0].cause.clone().unwrap_or_default();
+        assert!(
+            cause.contains("--max-old-space-size=4096") && cause.contains("4Gi"),
+            "{cause}"
+        );
+        // Killed every three hours, the last 23 minutes ago: the next is due, nothing ended.
+        assert!(sigs[0].until.is_none());
+        assert!(restarts_recur(&ctx, &obs.pods[0], &obs.pods[0].containers[0]).is_some());
+        // The sibling was OOMKilled too: it does not show the fault is this pod's own.
+        assert!(unaffected_siblings(&ctx, &obs.pods[0]).is_empty());
+        // A heap well under the limit leaves the limit as what was exhausted.
+        let mut obs = obs.clone();
+        obs.pods[0].containers[0].memory_flags = vec!["JAVA_OPTS: -Xmx1g".into()];
+        let sigs = oom_killed(&Ctx::new(&obs));
+        assert_eq!(sigs[0].category, Category::ResourceExhaustion);
     }
 
     #[test]

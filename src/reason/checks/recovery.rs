@@ -115,6 +115,14 @@ fn restarted_long_ago(ctx: &Ctx) -> Vec<Signal> {
         if ago.is_none() && pod.restarts() > 3 {
             continue;
         }
+        // Restarts that keep a rhythm are paused, not over.
+        if pod
+            .containers
+            .iter()
+            .any(|c| crate::reason::checks::pods::restarts_recur(ctx, pod, c).is_some())
+        {
+            continue;
+        }
         let when = match (last, ago) {
             (Some(t), Some(m)) => format!("last at {} ({m:.0} min ago)", t.format("%H:%M")),
             _ => "time unknown".into(),

@@ -1,8 +1,8 @@
 //! Scheduling analyzers: FailedScheduling (insufficient cpu/memory, taints, affinity) and exceeded quotas.
 
 use super::{Basis, Decl, Role};
-use crate::model::Category;
-use crate::reason::{Ctx, Signal, actions, list_names, object_name, rs_deployment};
+use crate::model::{Category, ContainerFacts, NodeFacts, PodFacts};
+use crate::reason::{Ctx, Signal, actions, list_names, object_name, parse_bytes, rs_deployment};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -105,6 +105,185 @@ fn classify(msg: &str) -> (Category, String) {
     )
 }
 
+/// The scheduler's per-node reasons: `0/5 nodes are available: 2 node(s) had untolerated taint
+/// {gpu: present}, 3 Insufficient cpu. preemption: ...` -> [(2, "node(s) had untolerated taint
+/// {gpu: present}"), (3, "Insufficient cpu")].
+fn node_reasons(msg: &str) -> Vec<(u32, String)> {
+    let Some((_, rest)) = msg.split_once("nodes are available: ") else {
+        return Vec::new();
+    };
+    let rest = rest.split(". preemption:").next().unwrap_or(rest);
+    rest.trim_end_matches('.')
+        .split(", ")
+        .filter_map(|item| {
+            let (n, reason) = item.trim().split_once(' ')?;
+            Some((n.parse().ok()?, reason.trim().to_string()))
+        })
+        .collect()
+}
+
+/// CPU cores of a quantity (`500m`, `2`, `3920m`).
+fn cores(q: &str) -> Option<f64> {
+    match q.strip_suffix('m') {
+        Some(milli) => milli.parse::<f64>().ok().map(|m| m / 1000.0),
+        None => q.parse().ok(),
+    }
+}
+
+/// The zone a node is in, from its well-known topology label.
+fn zone(n: &NodeFacts) -> Option<&str> {
+    n.labels
+        .get("topology.kubernetes.io/zone")
+        .or_else(|| n.labels.get("failure-domain.beta.kubernetes.io/zone"))
+        .map(String::as_str)
+}
+
+/// What the scheduler's reasons say beyond their first word, read against the pods and nodes:
+/// nodes that would fit but for a taint the pod does not tolerate, a request no node could ever
+/// hold, a bound volume pinned where no node is. `None` when the message says no more.
+fn refine(ctx: &Ctx, pods: &[String], msg: &str) -> Option<(Category, String)> {
+    let reasons = node_reasons(msg);
+    let pending: Vec<&PodFacts> = ctx
+        .pods()
+        .into_iter()
+        .filter(|p| pods.contains(&p.name))
+        .collect();
+    if reasons
+        .iter()
+        .any(|(_, r)| r.contains("volume node affinity conflict"))
+    {
+        let pinned: Vec<String> = pending
+            .iter()
+            .flat_map(|p| p.claims.iter())
+            .filter(|c| !c.volume_affinity.is_empty())
+            .map(|c| {
+                format!(
+                    "claim {}'s volume {} may only be used where {}",
+                    c.name,
+                    c.volume.as_deref().unwrap_or("?"),
+                    c.volume_affinity.join(" and ")
+                )
+            })
+            .collect();
+        let mut zones: Vec<&str> = ctx
+            .obs
+            .nodes
+            .iter()
+            .filter(|n| n.ready() && !n.unschedulable)
+            .filter_map(zone)
+            .collect();
+        zones.sort_unstable();
+        zones.dedup();
+        let nodes_at = if zones.is_empty() {
+            String::new()
+        } else {
+            format!("; the schedulable nodes are in {}", zones.join(", "))
+        };
+        let pinned = if pinned.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", list_names(&pinned, 2))
+        };
+        return Some((
+            Category::Infrastructure,
+            format!(
+                "its bound PersistentVolume is pinned (node affinity, a zone) to where no schedulable node runs{pinned}{nodes_at}; a node there is needed, or the volume moved"
+            ),
+        ));
+    }
+    // Nodes excluded only by a taint the pod does not tolerate would run it with a toleration:
+    // the taint decides, whatever the other nodes lack. A node condition's taint (not-ready,
+    // unreachable, pressure) is the node's state, not a choice.
+    let tainted = reasons.iter().find(|(_, r)| {
+        r.contains("untolerated taint")
+            && !r.contains("node.kubernetes.io/")
+            && !r.contains("node.cloudprovider")
+    });
+    if let Some((n, r)) = tainted
+        && reasons.iter().any(|(_, o)| o.starts_with("Insufficient"))
+    {
+        let taint = r
+            .split_once("taint")
+            .map(|(_, t)| t.trim())
+            .unwrap_or_default();
+        return Some((
+            Category::ConfigurationError,
+            format!(
+                "the {n} node(s) that could hold it carry taint {taint}, which the pod does not tolerate, and the others lack capacity ({}); the pod needs a toleration for that taint",
+                reasons
+                    .iter()
+                    .filter(|(_, o)| o.starts_with("Insufficient"))
+                    .map(|(k, o)| format!("{k} {o}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    // Insufficient cpu or memory on every node, for a request larger than any node's whole
+    // allocatable: no amount of waiting or evicting fits it, a larger node or request must.
+    let all_short =
+        !reasons.is_empty() && reasons.iter().all(|(_, r)| r.starts_with("Insufficient"));
+    if !all_short || ctx.obs.nodes.is_empty() {
+        return None;
+    }
+    ["cpu", "memory"]
+        .into_iter()
+        .filter(|r| {
+            reasons
+                .iter()
+                .any(|(_, x)| *x == format!("Insufficient {r}"))
+        })
+        .find_map(|r| beyond_every_node(ctx, &pending, r))
+        // Still capacity the cluster lacks for what is asked, as the scheduler counts it; the
+        // mechanism says which side to change.
+        .map(|m| (Category::ResourceExhaustion, m))
+}
+
+/// A pending pod's request of `resource` (`cpu`, `memory`) larger than the largest node's whole
+/// allocatable, told with both quantities as written.
+fn beyond_every_node(ctx: &Ctx, pending: &[&PodFacts], resource: &str) -> Option<String> {
+    let parse = |q: &str| match resource {
+        "cpu" => cores(q),
+        _ => parse_bytes(q),
+    };
+    let request = |c: &ContainerFacts| match resource {
+        "cpu" => c.cpu_request.clone(),
+        _ => c.memory_request.clone(),
+    };
+    let allocatable = |n: &NodeFacts| match resource {
+        "cpu" => n.allocatable_cpu.clone(),
+        _ => n.allocatable_memory.clone(),
+    };
+    let (node_text, node_max) = ctx
+        .obs
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            let a = allocatable(n)?;
+            let v = parse(&a)?;
+            Some((a, v))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let (total, text) = pending
+        .iter()
+        .map(|p| {
+            let asked: Vec<String> = p
+                .containers
+                .iter()
+                .filter(|c| !c.init)
+                .filter_map(request)
+                .collect();
+            let total: f64 = asked.iter().filter_map(|q| parse(q)).sum();
+            (total, asked.join(" + "))
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0))?;
+    (total > node_max).then(|| {
+        format!(
+            "the pod requests {text} {resource}, more than the largest node's whole allocatable {resource} ({node_text}): no node can ever hold it, so the request is wrong or a larger node type is needed (Insufficient {resource})"
+        )
+    })
+}
+
 /// The nodeSelector labels of the pending pods that no node carries, quoted.
 fn selector_detail(ctx: &Ctx, pods: &[String]) -> String {
     let mut wanted: Vec<(String, String)> = Vec::new();
@@ -200,7 +379,12 @@ pub(crate) fn failed_scheduling(ctx: &Ctx) -> Vec<Signal> {
     let Some(latest) = events.iter().max_by_key(|e| e.last_seen) else {
         return Vec::new();
     };
-    let (category, mut mechanism) = classify(&latest.message);
+    let names_now: Vec<String> = events
+        .iter()
+        .map(|e| object_name(&e.object).to_string())
+        .collect();
+    let (category, mut mechanism) =
+        refine(ctx, &names_now, &latest.message).unwrap_or_else(|| classify(&latest.message));
     if latest
         .message
         .to_lowercase()
@@ -504,6 +688,114 @@ mod tests {
                 .as_deref()
                 .unwrap_or("")
                 .contains("Insufficient memory")
+        );
+    }
+
+    fn pending(name: &str, cpu: &str, claim: Option<crate::model::ClaimFacts>) -> PodFacts {
+        PodFacts {
+            name: name.into(),
+            namespace: "ml".into(),
+            phase: "Pending".into(),
+            containers: vec![ContainerFacts {
+                name: "app".into(),
+                cpu_request: Some(cpu.into()),
+                ..ContainerFacts::default()
+            }],
+            claims: claim.into_iter().collect(),
+            ..PodFacts::default()
+        }
+    }
+
+    fn node(name: &str, cpu: &str, zone: &str) -> NodeFacts {
+        NodeFacts {
+            name: name.into(),
+            conditions: [("Ready".to_string(), "True".to_string())].into(),
+            allocatable_cpu: Some(cpu.into()),
+            labels: [("topology.kubernetes.io/zone".to_string(), zone.to_string())].into(),
+            ..NodeFacts::default()
+        }
+    }
+
+    fn scheduled(pod: PodFacts, msg: &str) -> Signal {
+        let obs = Observations {
+            events: vec![ev("FailedScheduling", &format!("Pod/{}", pod.name), msg)],
+            pods: vec![pod],
+            nodes: vec![
+                node("n1", "3920m", "eu-west-1b"),
+                node("n2", "3920m", "eu-west-1c"),
+            ],
+            ..Observations::default()
+        };
+        let mut sigs = failed_scheduling(&Ctx::new(&obs));
+        assert_eq!(sigs.len(), 1, "{sigs:?}");
+        sigs.remove(0)
+    }
+
+    #[test]
+    fn the_schedulers_reasons_are_read_against_the_pods_and_nodes() {
+        assert_eq!(
+            node_reasons(
+                "0/5 nodes are available: 2 node(s) had untolerated taint {gpu: present}, 3 Insufficient cpu. preemption: 0/5 nodes are available: 5 No preemption victims found for incoming pod."
+            ),
+            vec![
+                (
+                    2,
+                    "node(s) had untolerated taint {gpu: present}".to_string()
+                ),
+                (3, "Insufficient cpu".to_string())
+            ]
+        );
+        // Nodes that fit but for a taint: the missing toleration decides.
+        let s = scheduled(
+            pending("asr-1", "1", None),
+            "0/5 nodes are available: 2 node(s) had untolerated taint {nvidia.com/gpu: present}, 3 Insufficient nvidia.com/gpu.",
+        );
+        assert_eq!(s.category, Category::ConfigurationError);
+        assert!(
+            s.cause
+                .unwrap_or_default()
+                .contains("toleration for that taint")
+        );
+        // A node condition's taint is the node's state, not the pod's configuration.
+        let s = scheduled(
+            pending("asr-1", "1", None),
+            "0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, 2 Insufficient cpu.",
+        );
+        assert!(!s.cause.unwrap_or_default().contains("toleration"));
+        // A request no node could ever hold is named with both quantities.
+        let s = scheduled(
+            pending("tiles-1", "6", None),
+            "0/2 nodes are available: 2 Insufficient cpu.",
+        );
+        assert_eq!(s.category, Category::ResourceExhaustion);
+        let cause = s.cause.unwrap_or_default();
+        assert!(
+            cause.contains("requests 6 cpu") && cause.contains("(3920m)"),
+            "{cause}"
+        );
+        let s = scheduled(
+            pending("tiles-1", "2", None),
+            "0/2 nodes are available: 2 Insufficient cpu.",
+        );
+        assert!(!s.cause.unwrap_or_default().contains("can ever hold"));
+        // A volume pinned to a zone no node is in.
+        let claim = crate::model::ClaimFacts {
+            name: "data-kafka-0".into(),
+            read: true,
+            phase: "Bound".into(),
+            volume: Some("pvc-3333".into()),
+            volume_affinity: vec!["topology.kubernetes.io/zone in (eu-west-1a)".into()],
+            ..crate::model::ClaimFacts::default()
+        };
+        let s = scheduled(
+            pending("kafka-0", "1", Some(claim)),
+            "0/2 nodes are available: 2 node(s) had volume node affinity conflict.",
+        );
+        assert_eq!(s.category, Category::Infrastructure);
+        let cause = s.cause.unwrap_or_default();
+        assert!(
+            cause.contains("zone in (eu-west-1a)") && cause.contains("eu-west-1b, eu-west-1c"),
+            "{cause}"
         );
     }
 

@@ -227,18 +227,39 @@ pub(crate) fn service_endpoints(ctx: &Ctx) -> Vec<Signal> {
             if served {
                 continue;
             }
+            // A named targetPort is matched against the ports' names, so those are what to show.
+            let by_name = target.parse::<u16>().is_err();
             let mut declared: Vec<String> = declaring
                 .iter()
-                .flat_map(|p| p.containers.iter().flat_map(|c| c.ports.iter()))
-                .map(u16::to_string)
+                .flat_map(|p| p.containers.iter())
+                .flat_map(|c| {
+                    let named: Vec<String> = c
+                        .port_names
+                        .iter()
+                        .map(|(n, p)| format!("{n} ({p})"))
+                        .collect();
+                    if by_name && !named.is_empty() {
+                        named
+                    } else {
+                        c.ports.iter().map(u16::to_string).collect()
+                    }
+                })
                 .collect();
             declared.sort();
             declared.dedup();
-            let summary = format!(
-                "Service {} sends port {port} to targetPort {target}, which its pods do not serve (they declare {})",
-                svc.name,
-                declared.join(", ")
-            );
+            let summary = if by_name {
+                format!(
+                    "Service {} sends port {port} to the port named {target}, which no port of its pods is called (they declare {})",
+                    svc.name,
+                    declared.join(", ")
+                )
+            } else {
+                format!(
+                    "Service {} sends port {port} to targetPort {target}, which its pods do not serve (they declare {})",
+                    svc.name,
+                    declared.join(", ")
+                )
+            };
             out.push(Signal {
                 analyzer: "service_port",
                 summary: summary.clone(),
@@ -355,6 +376,21 @@ mod tests {
             "{cause}"
         );
         let o = obs(service("checkout-v2", "8080"), true);
+        assert!(service_endpoints(&Ctx::new(&o)).is_empty());
+        // A named targetPort is compared with the ports' names, and those are shown.
+        let mut o = obs(service("checkout-v2", "http"), true);
+        o.pods[0].containers[0]
+            .port_names
+            .insert("http-web".into(), 8080);
+        let sigs = service_endpoints(&Ctx::new(&o));
+        let cause = sigs[0].cause.clone().unwrap_or_default();
+        assert!(
+            cause.contains("the port named http, which no port of its pods is called (they declare http-web (8080))"),
+            "{cause}"
+        );
+        o.pods[0].containers[0]
+            .port_names
+            .insert("http".into(), 8080);
         assert!(service_endpoints(&Ctx::new(&o)).is_empty());
     }
 }

@@ -692,6 +692,37 @@ fn measure_restarts(ctx: &Ctx, s: &mut Symptom) -> bool {
         s.detail = format!("restarting now: {}", crate::reason::list_names(&looping, 3));
         return true;
     }
+    // Restarts that recur: a container restarted several times over its pod's life whose last
+    // restart is more recent than twice its usual interval is not over, its next one is due.
+    let mut recurring = Vec::new();
+    for p in &pods {
+        for c in &p.containers {
+            if let Some(every) = crate::reason::checks::pods::restarts_recur(ctx, p, c) {
+                let (born, last) = (
+                    p.created_at.unwrap_or_default(),
+                    c.last_finished_at.unwrap_or_default(),
+                );
+                recurring.push(format!(
+                    "{}/{} ({} restarts since {}, about every {}; the last at {})",
+                    p.name,
+                    c.name,
+                    c.restart_count,
+                    hhmm(born),
+                    crate::model::human_duration(every * 60.0),
+                    hhmm(last)
+                ));
+            }
+        }
+    }
+    if !recurring.is_empty() {
+        s.state = SymptomState::Confirmed;
+        s.onset = last_restart;
+        s.detail = format!(
+            "restarts recur, the quiet since the last is shorter than their interval: {}",
+            crate::reason::list_names(&recurring, 3)
+        );
+        return true;
+    }
     if pods.is_empty() {
         s.state = SymptomState::Cleared;
         s.detail = format!(
