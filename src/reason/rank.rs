@@ -95,6 +95,19 @@ pub(crate) fn relation(ctx: &Ctx, object: &str) -> Option<&'static str> {
     if super::subject::mentions(ctx.alert_names(), name) {
         return Some("dependency named by the alert");
     }
+    // The cluster's DNS, when the subject's own lookups fail: its pods answer every name the
+    // subject resolves.
+    if kind.eq_ignore_ascii_case("pod")
+        && ctx
+            .pods()
+            .into_iter()
+            .any(|p| p.name == name && super::checks::cluster_dns::is_cluster_dns(p))
+        && super::logs::scan(ctx.recent_subject_lines().iter().copied())
+            .iter()
+            .any(|h| h.sig == super::logs::Sig::Dns)
+    {
+        return Some("cluster DNS the subject's lookups fail against");
+    }
     None
 }
 

@@ -57,6 +57,27 @@ fn refusal(message: &str) -> Option<(Category, String)> {
             }
         }
     }
+    // The API could not ask an admission webhook at all: the webhook's own backend is down (no
+    // endpoints, refused, timed out), a cluster component every pod creation waits on.
+    if m.contains("failed calling webhook") {
+        let webhook = quoted("webhook");
+        let service = quoted("no endpoints available for service");
+        let down = if !service.is_empty() {
+            format!("its Service {service} has no ready endpoints")
+        } else if m.contains("connection refused") {
+            "it refuses connections".to_string()
+        } else if m.contains("timeout") || m.contains("deadline exceeded") {
+            "it does not answer in time".to_string()
+        } else {
+            "it cannot be reached".to_string()
+        };
+        return Some((
+            Category::Infrastructure,
+            format!(
+                "the admission webhook {webhook} the API server must call for every pod is down ({down}); restore the webhook's pods, or relax its failurePolicy, and the controller creates the pods"
+            ),
+        ));
+    }
     if m.contains("podsecurity") || m.contains("admission webhook") || m.contains("denied") {
         return Some((
             Category::ConfigurationError,
@@ -110,9 +131,13 @@ pub(crate) fn create_refused(ctx: &Ctx) -> Vec<Signal> {
         basis: Basis::Stated,
         links: 1,
         evidence: ctx.ev(&["kubernetes/events", "kubernetes/deployments"]),
-        cause: Some(format!(
-            "{summary}, so no pod of it runs; create the missing object or correct the template"
-        )),
+        cause: Some(if category == Category::Infrastructure {
+            format!("{summary}, so its pods are not created")
+        } else {
+            format!(
+                "{summary}, so no pod of it runs; create the missing object or correct the template"
+            )
+        }),
         objects: vec![e.object.to_lowercase()],
         since: e.first_seen.or(e.last_seen),
         ..Signal::default()
@@ -122,6 +147,22 @@ pub(crate) fn create_refused(ctx: &Ctx) -> Vec<Signal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_webhook_that_cannot_be_called_is_the_clusters_fault() {
+        let (c, why) = refusal(r#"Error creating: Internal error occurred: failed calling webhook "mpod.elbv2.k8s.aws": failed to call webhook: Post "https://aws-load-balancer-webhook-service.kube-system.svc:443/mutate-v1-pod?timeout=10s": no endpoints available for service "aws-load-balancer-webhook-service""#)
+            .unwrap_or((Category::Unknown, String::new()));
+        assert_eq!(c, Category::Infrastructure);
+        assert!(
+            why.contains("mpod.elbv2.k8s.aws")
+                && why.contains("Service aws-load-balancer-webhook-service has no ready endpoints"),
+            "{why}"
+        );
+        // A webhook that answered and said no is a policy on the template.
+        let (c, _) = refusal(r#"Error creating: admission webhook "validate.kyverno.svc" denied the request: policy require-run-as-nonroot"#)
+            .unwrap_or((Category::Unknown, String::new()));
+        assert_eq!(c, Category::ConfigurationError);
+    }
 
     #[test]
     fn refusals_are_read_and_quotas_left_to_their_check() {

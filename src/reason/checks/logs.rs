@@ -118,7 +118,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Dns,
-            r"(?i)could not resolve (?:name|address|dns|the name)|temporary failure in name resolution|getaddrinfo eai_again|eai_again|dns lookup failed|servfail|i/o timeout.*:53\b|server misbehaving",
+            r"(?i)could not resolve (?:name|address|dns|the name)|temporary failure in name resolution|getaddrinfo eai_again|eai_again|dns lookup failed|servfail|i/o timeout.*:53\b|server misbehaving|lookup \S+ on \S+:53: .*(?:timeout|refused|unreachable|no route)",
         ),
         (
             Sig::ConnRefused,
@@ -806,6 +806,8 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             summary: format!("{} {} in logs{dep}{when}", h.count, h.sig.label()),
             detail: format!("template: {template}; example: {}", h.example),
             category: h.sig.category(),
+            // Lookups that time out are what a resolver down looks like from its clients.
+            symptom_of: (h.sig == Sig::Dns).then_some(Category::Infrastructure),
             basis,
             links,
             since: times().min(),

@@ -134,7 +134,9 @@ fn mechanism_for(text: &str, scope: &str) -> String {
         )
     } else if t.contains("memory") {
         format!("{scope} is running out of memory headroom against its limits")
-    } else if t.contains("disk") || t.contains("filesystem") {
+    } else if t.contains("volume_stats") {
+        "the volume is filling up: writes to it fail once it is full".to_string()
+    } else if t.contains("disk") || t.contains("filesystem") || t.contains("free_bytes") {
         "the disk is filling up".to_string()
     } else if ["latency", "duration"].iter().any(|k| t.contains(k)) {
         format!("{scope} answers slowly, which points at a slow downstream dependency")
@@ -178,6 +180,10 @@ fn category_for(name: &str) -> Category {
         "disk",
         "filesystem",
         "saturation",
+        "volume_stats",
+        "available_bytes",
+        "free_bytes",
+        "inodes",
     ]
     .iter()
     .any(|k| n.contains(k))
@@ -328,6 +334,11 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                 "the alert"
             };
             let mut mechanism = mechanism_for(&text, &scope);
+            // A volume's series names its claim: that is what fills.
+            if let Some(claim) = s.labels.get("persistentvolumeclaim") {
+                mechanism =
+                    mechanism.replacen("the volume", &format!("the volume of claim {claim}"), 1);
+            }
             if is_cpu(&text) {
                 mechanism.push_str(&cpu_limits(ctx));
             }

@@ -5,6 +5,7 @@ pub(crate) mod autoscaler;
 pub(crate) mod changes;
 pub(crate) mod claims;
 pub mod cloud;
+pub(crate) mod cluster_dns;
 pub(crate) mod config;
 pub(crate) mod cpu_limit;
 pub(crate) mod create_refused;
@@ -24,6 +25,7 @@ pub(crate) mod scheduling;
 pub(crate) mod service_endpoints;
 pub(crate) mod slow_calls;
 pub(crate) mod storm;
+pub(crate) mod volume;
 
 /// How a check knows the failure it reports: the strength of its own evidence, before the verdict's
 /// walk adds the links it finds between checks (an edge to the subject, an onset before the
@@ -127,6 +129,8 @@ const ALL: &[&[Decl]] = &[
     create_refused::DECLARED,
     service_endpoints::DECLARED,
     scaled_to_zero::DECLARED,
+    cluster_dns::DECLARED,
+    volume::DECLARED,
     eviction::DECLARED,
     claims::DECLARED,
     dependencies::DECLARED,

@@ -589,6 +589,24 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
     for (key, kind) in OTHER_KEYS {
         if let Some(v) = value(key) {
             add(&mut s, kind, v, &ns, format!("label {key}={v}"));
+            // A claim is what its pods write to: the pods mounting it are the subject too, by
+            // their volumes or, for a StatefulSet's, its claim naming `<template>-<pod>`.
+            if *kind == "PersistentVolumeClaim" {
+                let mounts = |p: &PodFacts| {
+                    p.claims.iter().any(|c| &c.name == v)
+                        || (p
+                            .owner
+                            .as_deref()
+                            .is_some_and(|o| o.starts_with("StatefulSet/"))
+                            && v.ends_with(&format!("-{}", p.name)))
+                };
+                for p in pods.iter().filter(|p| mounts(p)) {
+                    if !s.named_pods.contains(&p.name) {
+                        s.named_pods.push(p.name.clone());
+                        add(&mut s, "Pod", &p.name, &ns, format!("mounts claim {v}"));
+                    }
+                }
+            }
         }
     }
     if let Some((key, c)) = get(obs, CONTAINER_KEYS) {
