@@ -233,7 +233,7 @@ pub(super) fn mark_interrupted(path: &Path) -> anyhow::Result<bool> {
             let markdown =
                 session::export::markdown_ending(&folded.incident, Some(Outcome::Interrupted));
             let beside = path.with_extension("md");
-            if let Err(e) = std::fs::write(&beside, &markdown) {
+            if let Err(e) = session::atomic::write_all(&beside, markdown.as_bytes()) {
                 tracing::warn!("cannot rewrite the report {}: {e}", beside.display());
             }
             Some(crate::model::Event::Report { markdown })

@@ -37,6 +37,11 @@ pub fn write(
     Ok(())
 }
 
+/// Replaces `path` with `bytes`, as [`write`] does.
+pub fn write_all(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write(path, |out| out.write_all(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
