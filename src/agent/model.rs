@@ -274,26 +274,12 @@ impl ModelTrace {
     /// Look at the next event; `fold` is the incident folded up to, not including, it.
     pub fn observe(&mut self, event: &Event, fold: &Incident) {
         match event {
-            Event::ModelExchange {
-                purpose,
-                provider,
-                model,
-                request,
-                raw,
-                error,
-                ..
-            } if purpose == "investigate" => {
+            Event::ModelExchange { purpose, .. } if purpose == "investigate" => {
                 if self.before.is_none() {
                     self.before = Some(fold.clone());
                 }
-                self.recorded.push(crate::integrations::llm::Recorded {
-                    provider: serde_json::from_value(serde_json::Value::String(provider.clone()))
-                        .unwrap_or_default(),
-                    model: model.clone(),
-                    request: request.clone(),
-                    raw: raw.clone(),
-                    error: error.clone(),
-                });
+                self.recorded
+                    .extend(crate::integrations::llm::Recorded::from_event(event));
             }
             Event::Diagnosis { .. } if self.before.is_some() && self.at_answer.is_none() => {
                 self.at_answer = Some(fold.clone());
@@ -449,22 +435,7 @@ pub(super) async fn chat(
         })
         .await;
     let mut j = lock(&journal);
-    let (tokens_in, tokens_out) = ex
-        .reply
-        .as_ref()
-        .map(|r| (r.tokens_in, r.tokens_out))
-        .unwrap_or((0, 0));
-    j.emit(Event::ModelExchange {
-        purpose: "chat".into(),
-        step: 1,
-        provider: ex.provider.name().into(),
-        model: ex.model.clone(),
-        request: ex.request.clone(),
-        raw: ex.raw.clone(),
-        error: ex.reply.as_ref().err().cloned(),
-        tokens_in,
-        tokens_out,
-    });
+    j.emit(crate::integrations::llm::event("chat", 1, &ex));
     let answer = match ex.reply {
         Ok(r) if !r.text.trim().is_empty() => r.text,
         Ok(_) => format!("The model gave an empty answer. From the rules: {rules}"),

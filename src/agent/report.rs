@@ -14,7 +14,7 @@ pub fn write(journal: &Mutex<Journal>, session_path: Option<&Path>, outcome: Out
     let markdown = crate::session::export::markdown_ending(&j.incident, Some(outcome));
     if let Some(path) = session_path {
         let file = path.with_extension("md");
-        if let Err(e) = std::fs::write(&file, &markdown) {
+        if let Err(e) = crate::session::atomic::write_all(&file, markdown.as_bytes()) {
             j.emit(Event::Warning {
                 message: format!("report not written to {}: {e}", file.display()),
             });

@@ -90,7 +90,7 @@ pub fn save_report() -> SaveReport {
                 if let Some(dir) = path.parent() {
                     std::fs::create_dir_all(dir)?;
                 }
-                std::fs::write(&path, text)
+                crate::session::atomic::write_all(&path, text.as_bytes())
             })
             .await
             .map_err(|e| e.to_string())?

@@ -1,5 +1,6 @@
-//! `[integrations.*]`: each vendor's section as config.toml spells it.
+//! `[integrations.*]`: each vendor's section as config.toml spells it, and the checks its values pass.
 
+use super::validate::Check;
 use super::*;
 
 /// `[integrations.<name>]`: each is present only when configured.
@@ -38,6 +39,18 @@ pub struct Endpoint {
     pub auth: Option<Auth>,
 }
 
+impl Endpoint {
+    /// `name` is the section (`prometheus`, `alertmanager`).
+    pub(super) fn validate(&self, c: &Check, name: &str) -> Result<(), ConfigError> {
+        c.url(&format!("integrations.{name}.url"), &self.url)?;
+        c.timeout(
+            &format!("integrations.{name}.timeout_secs"),
+            self.timeout_secs,
+        )?;
+        c.auth(&format!("integrations.{name}"), &self.auth)
+    }
+}
+
 /// `[integrations.kubernetes]`: either a kubeconfig (and context) or an explicit API server URL.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -64,6 +77,55 @@ pub struct Kubernetes {
     /// `[[integrations.kubernetes.clusters]]`: several clusters, each by context or by server.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clusters: Vec<KubeCluster>,
+}
+
+impl Kubernetes {
+    pub(super) fn validate(&self, c: &Check) -> Result<(), ConfigError> {
+        if let Some(url) = &self.url {
+            c.url("integrations.kubernetes.url", url)?;
+        }
+        c.timeout("integrations.kubernetes.timeout_secs", self.timeout_secs)?;
+        c.auth("integrations.kubernetes", &self.auth)?;
+        let mut names: Vec<String> = Vec::new();
+        for (i, cluster) in self.named_clusters().iter().enumerate() {
+            let key = format!("integrations.kubernetes.clusters[{i}]");
+            let ok = !cluster.name.is_empty()
+                && cluster
+                    .name
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch));
+            if !ok {
+                return Err(c.invalid(
+                    &format!("{key}.name"),
+                    "a cluster name (letters, digits, -, _ and .)",
+                    format!("{:?}", cluster.name),
+                ));
+            }
+            if names.contains(&cluster.name) {
+                return Err(c.invalid(
+                    &format!("{key}.name"),
+                    "a name no other cluster has",
+                    format!("{:?} twice", cluster.name),
+                ));
+            }
+            names.push(cluster.name.clone());
+            match (&cluster.context, &cluster.server) {
+                (Some(_), None) => {}
+                (None, Some(url)) => c.url(&format!("{key}.server"), url)?,
+                _ => {
+                    return Err(c.invalid(
+                        &key,
+                        "either `context` or `server`",
+                        format!("cluster {:?}", cluster.name),
+                    ));
+                }
+            }
+            if let Some(t) = &cluster.token {
+                c.credential(&format!("{key}.token"), t)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One cluster of several: a kubeconfig `context`, or a `server` URL with a `token` reference.
@@ -99,6 +161,14 @@ pub struct Loki {
     pub org_id: Option<String>,
 }
 
+impl Loki {
+    pub(super) fn validate(&self, c: &Check) -> Result<(), ConfigError> {
+        c.url("integrations.loki.url", &self.url)?;
+        c.timeout("integrations.loki.timeout_secs", self.timeout_secs)?;
+        c.auth("integrations.loki", &self.auth)
+    }
+}
+
 pub(super) fn default_github_url() -> String {
     "https://api.github.com".into()
 }
@@ -115,6 +185,23 @@ pub struct GitHub {
     pub timeout_secs: u64,
     #[serde(default)]
     pub auth: Option<Auth>,
+}
+
+impl GitHub {
+    pub(super) fn validate(&self, c: &Check) -> Result<(), ConfigError> {
+        c.url("integrations.github.url", &self.url)?;
+        c.timeout("integrations.github.timeout_secs", self.timeout_secs)?;
+        c.auth("integrations.github", &self.auth)?;
+        let parts: Vec<&str> = self.repo.split('/').collect();
+        if parts.len() != 2 || parts.iter().any(|p| p.is_empty()) {
+            return Err(c.invalid(
+                "integrations.github.repo",
+                "\"owner/name\"",
+                format!("{:?}", self.repo),
+            ));
+        }
+        Ok(())
+    }
 }
 
 pub(super) fn default_application_name() -> String {
@@ -138,6 +225,40 @@ pub struct Postgres {
     /// Connect timeout and `statement_timeout`, in seconds.
     #[serde(default = "default_timeout")]
     pub timeout_secs: u64,
+}
+
+impl Postgres {
+    pub(super) fn validate(&self, c: &Check) -> Result<(), ConfigError> {
+        if !(self.url.starts_with("postgres://") || self.url.starts_with("postgresql://")) {
+            return Err(c.invalid(
+                "integrations.postgres.url",
+                "a postgres:// or postgresql:// URL",
+                format!("a value of {} characters", self.url.chars().count()),
+            ));
+        }
+        c.timeout("integrations.postgres.timeout_secs", self.timeout_secs)?;
+        if let Some(pw) = &self.password
+            && (!is_secret_reference(pw) || pw.contains(char::is_whitespace))
+        {
+            return Err(c.invalid(
+                "integrations.postgres.password",
+                "a reference such as \"env:PGPASSWORD\", \"op://vault/item/field\" or \"vault://secret/app#password\", not the password itself",
+                format!("a value of {} characters", pw.chars().count()),
+            ));
+        }
+        let name = &self.application_name;
+        if name.is_empty()
+            || name.len() > 63
+            || !name.chars().all(|c| c.is_ascii_graphic() || c == ' ')
+        {
+            return Err(c.invalid(
+                "integrations.postgres.application_name",
+                "1 to 63 printable ASCII characters",
+                format!("{name:?}"),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// `[integrations.aws]`: RDS instances and events, CloudWatch metrics, Performance Insights.
@@ -167,6 +288,70 @@ pub struct Aws {
     pub session_token: Option<String>,
     #[serde(default = "default_timeout")]
     pub timeout_secs: u64,
+}
+
+impl Aws {
+    pub(super) fn validate(&self, c: &Check) -> Result<(), ConfigError> {
+        let region_ok = !self.region.is_empty()
+            && self
+                .region
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !region_ok {
+            return Err(c.invalid(
+                "integrations.aws.region",
+                "an AWS region such as \"eu-west-1\"",
+                format!("{:?}", self.region),
+            ));
+        }
+        if let Some(url) = &self.endpoint_url {
+            c.url("integrations.aws.endpoint_url", url)?;
+        }
+        c.timeout("integrations.aws.timeout_secs", self.timeout_secs)?;
+        if let Some(p) = &self.profile
+            && (p.is_empty() || p.contains(|c: char| c.is_whitespace() || c == ']'))
+        {
+            return Err(c.invalid(
+                "integrations.aws.profile",
+                "a profile name of ~/.aws/config",
+                format!("{p:?}"),
+            ));
+        }
+        for (key, value) in [
+            ("secret_access_key", &self.secret_access_key),
+            ("session_token", &self.session_token),
+        ] {
+            if let Some(v) = value
+                && (!is_secret_reference(v) || v.contains(char::is_whitespace))
+            {
+                return Err(c.invalid(
+                    &format!("integrations.aws.{key}"),
+                    "a reference such as \"env:AWS_SECRET_ACCESS_KEY\", \"op://vault/item/field\" or \"vault://secret/aws#key\", not the secret itself",
+                    format!("a value of {} characters", v.chars().count()),
+                ));
+            }
+        }
+        if let Some(id) = &self.access_key_id
+            && (!is_secret_reference(id) || id.contains(char::is_whitespace))
+            && (id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric()))
+        {
+            return Err(c.invalid(
+                "integrations.aws.access_key_id",
+                "an access key ID (letters and digits) or a reference",
+                format!("a value of {} characters", id.chars().count()),
+            ));
+        }
+        if self.access_key_id.is_some() != self.secret_access_key.is_some()
+            || (self.session_token.is_some() && self.secret_access_key.is_none())
+        {
+            return Err(c.invalid(
+                "integrations.aws",
+                "access_key_id and secret_access_key together (session_token only with them)",
+                "one of them alone".into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Whether a config value is written as a credential reference rather than a bare environment
@@ -200,6 +385,29 @@ pub struct PagerDuty {
     pub webhook_secret: Option<String>,
 }
 
+impl PagerDuty {
+    pub(super) fn validate(&self, c: &Check) -> Result<(), ConfigError> {
+        c.url("integrations.pagerduty.url", &self.url)?;
+        c.timeout("integrations.pagerduty.timeout_secs", self.timeout_secs)?;
+        c.auth("integrations.pagerduty", &self.auth)?;
+        if let Some(reference) = &self.webhook_secret {
+            let ok = reference.strip_prefix("env:").is_some_and(|v| {
+                !v.is_empty()
+                    && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    && !v.starts_with(|c: char| c.is_ascii_digit())
+            });
+            if !ok {
+                return Err(c.invalid(
+                    "integrations.pagerduty.webhook_secret",
+                    "a reference such as \"env:PAGERDUTY_WEBHOOK_SECRET\", not the secret itself",
+                    format!("a value of {} characters", reference.chars().count()),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 pub(super) fn default_issue_type() -> String {
     "Task".into()
 }
@@ -231,6 +439,36 @@ pub struct Jira {
     pub timeout_secs: u64,
 }
 
+impl Jira {
+    pub(super) fn validate(&self, c: &Check) -> Result<(), ConfigError> {
+        c.url("integrations.jira.url", &self.url)?;
+        c.timeout("integrations.jira.timeout_secs", self.timeout_secs)?;
+        c.text(
+            "integrations.jira.email",
+            &self.email,
+            "the Atlassian account's email",
+        )?;
+        c.reference("integrations.jira.api_token", &self.api_token)?;
+        let key_ok = !self.project.is_empty()
+            && self
+                .project
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !key_ok {
+            return Err(c.invalid(
+                "integrations.jira.project",
+                "a project key such as \"OPS\"",
+                format!("{:?}", self.project),
+            ));
+        }
+        c.text(
+            "integrations.jira.issue_type",
+            &self.issue_type,
+            "an issue type name",
+        )
+    }
+}
+
 pub(super) fn default_datadog_site() -> String {
     "datadoghq.com".into()
 }
@@ -257,6 +495,31 @@ pub struct Datadog {
     pub timeout_secs: u64,
 }
 
+impl Datadog {
+    pub(super) fn validate(&self, c: &Check) -> Result<(), ConfigError> {
+        let site_ok = !self.site.is_empty()
+            && self
+                .site
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
+        if !site_ok {
+            return Err(c.invalid(
+                "integrations.datadog.site",
+                "a Datadog site such as \"datadoghq.com\" or \"datadoghq.eu\"",
+                format!("{:?}", self.site),
+            ));
+        }
+        if let Some(url) = &self.url {
+            c.url("integrations.datadog.url", url)?;
+        }
+        c.timeout("integrations.datadog.timeout_secs", self.timeout_secs)?;
+        for (field, v) in [("api_key", &self.api_key), ("app_key", &self.app_key)] {
+            c.credential(&format!("integrations.datadog.{field}"), v)?;
+        }
+        Ok(())
+    }
+}
+
 /// `[serve.datadog]`: Datadog webhooks `sitrep serve` accepts.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -264,6 +527,12 @@ pub struct ServeDatadog {
     /// Where the shared secret the webhook sends in `X-Sitrep-Secret` is (`env:VAR`, `op://...`,
     /// `vault://...`); never the secret itself.
     pub secret: String,
+}
+
+impl ServeDatadog {
+    pub(super) fn validate(&self, c: &Check) -> Result<(), ConfigError> {
+        c.credential("serve.datadog.secret", &self.secret)
+    }
 }
 
 pub(super) fn default_servicenow_category() -> String {
@@ -287,6 +556,24 @@ pub struct ServiceNow {
     pub category: String,
     #[serde(default = "default_timeout")]
     pub timeout_secs: u64,
+}
+
+impl ServiceNow {
+    pub(super) fn validate(&self, c: &Check) -> Result<(), ConfigError> {
+        c.url("integrations.servicenow.url", &self.url)?;
+        c.timeout("integrations.servicenow.timeout_secs", self.timeout_secs)?;
+        c.text(
+            "integrations.servicenow.username",
+            &self.username,
+            "a user name",
+        )?;
+        c.reference("integrations.servicenow.password", &self.password)?;
+        c.text(
+            "integrations.servicenow.category",
+            &self.category,
+            "a category",
+        )
+    }
 }
 
 impl Integrations {

@@ -9,12 +9,22 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+mod inbox;
 mod integrations;
+mod llm;
+mod mcp;
 mod notify;
+mod policy;
+mod ui;
 mod validate;
 
+pub use inbox::*;
 pub use integrations::*;
+pub use llm::*;
+pub use mcp::*;
 pub use notify::*;
+pub use policy::*;
+pub use ui::*;
 
 /// Environment variable that points at the config file to use instead of the default one.
 pub const CONFIG_ENV: &str = "SITREP_CONFIG";
@@ -95,18 +105,6 @@ pub struct Paths {
     pub runbooks: Option<PathBuf>,
 }
 
-fn default_poll_secs() -> u64 {
-    15
-}
-
-fn default_group_by() -> Vec<String> {
-    vec!["alertname".into()]
-}
-
-fn default_true() -> bool {
-    true
-}
-
 /// `[serve]`: how much work `sitrep serve` takes on at once.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -163,35 +161,6 @@ impl Default for Serve {
             metrics_token: None,
             store: None,
             datadog: None,
-        }
-    }
-}
-
-/// `[inbox]`: the alert inbox.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Inbox {
-    /// Seconds between polls of each source (a failing source backs off from there).
-    #[serde(default = "default_poll_secs")]
-    pub poll_secs: u64,
-    /// Labels whose values form a group, karma-style.
-    #[serde(default = "default_group_by")]
-    pub group_by: Vec<String>,
-    /// Ring the terminal bell when a new alert fires.
-    #[serde(default = "default_true")]
-    pub bell: bool,
-    /// Show the number of firing alerts in the terminal title.
-    #[serde(default = "default_true")]
-    pub title: bool,
-}
-
-impl Default for Inbox {
-    fn default() -> Self {
-        Inbox {
-            poll_secs: default_poll_secs(),
-            group_by: default_group_by(),
-            bell: true,
-            title: true,
         }
     }
 }
@@ -267,137 +236,8 @@ impl Auth {
     }
 }
 
-fn default_veto_secs() -> u64 {
-    30
-}
-
-fn default_approval_timeout() -> u64 {
-    600
-}
-
-/// `[policy]`: approval rules. Risk levels themselves are fixed in code.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Policy {
-    /// Medium-risk actions run after this many seconds unless vetoed.
-    #[serde(default = "default_veto_secs")]
-    pub veto_secs: u64,
-    /// Refuse every mutating action (the `--read-only` flag sets this too).
-    #[serde(default)]
-    pub read_only: bool,
-    /// A high or critical approval request lapses after this many seconds without a decision.
-    #[serde(default = "default_approval_timeout")]
-    pub approval_timeout_secs: u64,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Policy {
-            veto_secs: default_veto_secs(),
-            read_only: false,
-            approval_timeout_secs: default_approval_timeout(),
-        }
-    }
-}
-
-fn default_max_steps() -> u32 {
-    20
-}
-
-/// The providers `[llm] provider` accepts.
-pub const LLM_PROVIDERS: [&str; 3] = ["openai", "anthropic", "ollama"];
-
-/// `[llm]`.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Llm {
-    /// `openai` (any OpenAI-compatible /v1), `anthropic`, or `ollama` (native /api/chat).
-    pub provider: String,
-    /// openai: POST {base_url}/chat/completions; anthropic: POST {base_url}/v1/messages;
-    /// ollama: POST {base_url}/api/chat.
-    pub base_url: String,
-    pub model: String,
-    /// The API key: an environment variable (`VAR` or `env:VAR`), or an `op://`/`vault://`
-    /// reference read after approval; its value stays in memory only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_key_env: Option<String>,
-    /// Model turns per investigation.
-    #[serde(default = "default_max_steps")]
-    pub max_steps: u32,
-}
-
-/// `[mcp]`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Mcp {
-    #[serde(default)]
-    pub servers: Vec<McpServer>,
-}
-
-impl Mcp {
-    pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
-    }
-}
-
-fn default_mcp_timeout() -> u64 {
-    30
-}
-
-/// `[[mcp.servers]]`: one MCP server, started over stdio (`command`) or reached over streamable
-/// HTTP (`url`). Its tools join the catalog as `mcp.<name>.<tool>`, read-only unless listed in
-/// `mutating`.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct McpServer {
-    /// Letters, digits, `-` and `_`: it becomes part of the tool names.
-    pub name: String,
-    /// stdio: the program to start.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub args: Vec<String>,
-    /// stdio: extra environment for the program.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub env: BTreeMap<String, String>,
-    /// Streamable HTTP: the server's endpoint (e.g. `http://127.0.0.1:8000/mcp`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    /// Tools (by their server-side name) that change the world: the model can only propose them,
-    /// and they run after approval like every action.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub mutating: Vec<String>,
-    /// Seconds to start the server and per call.
-    #[serde(default = "default_mcp_timeout")]
-    pub timeout_secs: u64,
-}
-
-fn default_theme() -> String {
-    "default".into()
-}
-
-/// `[ui]`.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Ui {
-    /// Theme name (`themes/<name>.toml`); `NO_COLOR` forces `mono`.
-    #[serde(default = "default_theme")]
-    pub theme: String,
-}
-
-impl Default for Ui {
-    fn default() -> Self {
-        Ui {
-            theme: default_theme(),
-        }
-    }
-}
-
+/// The longest timeout or interval a section may set, in seconds.
 const MAX_TIMEOUT_SECS: u64 = 3600;
-
-/// An approval request lapses after at most a week: a larger value would leave a headless run
-/// waiting for ever (and past ~2^63 overflow the clock it waits on).
-pub const MAX_APPROVAL_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
 
 impl Config {
     /// The current values of every configured credential (the environment variables the `auth`
@@ -482,58 +322,6 @@ impl Config {
     }
 }
 
-/// Named keys accepted in `[keys]`, besides single characters and `f1`..`f12`.
-pub const NAMED_KEYS: &[&str] = &[
-    "enter",
-    "return",
-    "esc",
-    "escape",
-    "tab",
-    "backtab",
-    "space",
-    "backspace",
-    "delete",
-    "del",
-    "insert",
-    "up",
-    "down",
-    "left",
-    "right",
-    "home",
-    "end",
-    "pageup",
-    "pgup",
-    "pagedown",
-    "pgdown",
-];
-
-/// Whether `spec` is a key the keymap understands: optional `ctrl-`/`alt-`/`shift-` (or `ctrl+`...) prefixes,
-/// then one character, a named key or `f1`..`f12`.
-pub fn is_key_spec(spec: &str) -> bool {
-    let mut rest = spec;
-    loop {
-        let lower = rest.to_ascii_lowercase();
-        let stripped = ["ctrl-", "alt-", "shift-", "ctrl+", "alt+", "shift+"]
-            .iter()
-            .find(|p| lower.starts_with(**p) && rest.len() > p.len());
-        match stripped {
-            Some(p) => rest = &rest[p.len()..],
-            None => break,
-        }
-    }
-    if rest.chars().count() == 1 {
-        return !rest.chars().any(char::is_whitespace);
-    }
-    let lower = rest.to_ascii_lowercase();
-    if NAMED_KEYS.contains(&lower.as_str()) {
-        return true;
-    }
-    lower
-        .strip_prefix('f')
-        .and_then(|n| n.parse::<u8>().ok())
-        .is_some_and(|n| (1..=12).contains(&n))
-}
-
 /// Turn a toml error into one readable message that names the key (as a dotted path) and
 /// the line, followed by what was expected.
 fn describe_toml_error(text: &str, err: &toml::de::Error) -> String {
@@ -601,12 +389,6 @@ pub fn data_dir() -> PathBuf {
     project_dirs()
         .map(|d| d.data_dir().to_path_buf())
         .unwrap_or_else(|| PathBuf::from(".sitrep"))
-}
-
-/// The text of a theme file the operator named (`[ui] theme`, `--theme`, `:theme`): settings,
-/// like config.toml, so read here rather than by the console.
-pub fn read_theme(path: &Path) -> std::io::Result<String> {
-    std::fs::read_to_string(path)
 }
 
 #[cfg(test)]

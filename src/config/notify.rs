@@ -1,5 +1,6 @@
 //! `[notify]`: where `sitrep serve` tells people about its investigations, and its checks.
 
+use super::validate::Check;
 use super::*;
 
 /// `[notify]`: where `sitrep serve` tells people about its investigations.
@@ -59,15 +60,12 @@ impl Notify {
 }
 
 impl Notify {
-    pub(super) fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+    pub(super) fn validate(&self, c: &Check) -> Result<(), ConfigError> {
         let Some(s) = &self.slack else {
             return Ok(());
         };
-        let invalid = |key: &str, expected: &str, found: String| ConfigError::Invalid {
-            path: path.to_path_buf(),
-            key: format!("notify.slack.{key}"),
-            expected: expected.to_string(),
-            found,
+        let invalid = |key: &str, expected: &str, found: String| {
+            c.invalid(&format!("notify.slack.{key}"), expected, found)
         };
         let reference = |key: &str, v: &Option<String>| match v {
             Some(v) if !is_secret_reference(v) || v.contains(char::is_whitespace) => Err(invalid(
@@ -104,13 +102,7 @@ impl Notify {
             }
             _ => {}
         }
-        if !(s.api_url.starts_with("http://") || s.api_url.starts_with("https://")) {
-            return Err(invalid(
-                "api_url",
-                "an http:// or https:// URL",
-                format!("{:?}", s.api_url),
-            ));
-        }
+        c.url("notify.slack.api_url", &s.api_url)?;
         if let Some(bad) = s.on.iter().find(|e| !SLACK_EVENTS.contains(&e.as_str())) {
             return Err(invalid(
                 "on",
@@ -140,13 +132,6 @@ impl Notify {
                 ));
             }
         }
-        if !(1..=MAX_TIMEOUT_SECS).contains(&s.timeout_secs) {
-            return Err(invalid(
-                "timeout_secs",
-                "a timeout between 1 and 3600 seconds",
-                s.timeout_secs.to_string(),
-            ));
-        }
-        Ok(())
+        c.timeout("notify.slack.timeout_secs", s.timeout_secs)
     }
 }

@@ -4,8 +4,8 @@
 use super::credentials;
 use super::{Finding, Options, Planned, request_timeout};
 use crate::config::{Aws, Config};
-use crate::integrations::aws::{AwsBackend, AwsSettings};
 use crate::secrets::{Decision, Keyring, SecretRef};
+use crate::world::clients;
 use std::sync::Arc;
 
 pub fn plan(config: &Config, _: &Options) -> Vec<Planned> {
@@ -62,18 +62,11 @@ async fn check(a: &Aws) -> Result<Finding, Finding> {
         ));
     }
     let timeout = request_timeout(a.timeout_secs);
-    let mut settings = AwsSettings::new(a.region.clone());
-    settings.endpoint_url = a.endpoint_url.clone();
-    settings.profile = a.profile.clone();
-    settings.access_key_id = a.access_key_id.clone();
-    settings.secret_access_key = a.secret_access_key.clone();
-    settings.session_token = a.session_token.clone();
-    settings.timeout = timeout;
     let where_ = a
         .endpoint_url
         .clone()
         .unwrap_or_else(|| format!("AWS {}", a.region));
-    let backend = AwsBackend::new(settings, keyring)
+    let backend = clients::aws_backend(a, timeout, keyring)
         .map_err(|e| Finding::failed(e, "correct [integrations.aws]"))?;
     let call = |service: &'static str, version: &'static str, action: &'static str| {
         let backend = &backend;

@@ -6,6 +6,7 @@ use super::credentials::{self, Credential};
 use super::{Finding, Options, Planned, request_timeout};
 use crate::config::{Config, Kubernetes};
 use crate::integrations::transport::{Endpoint, LiveTransport, Request, RequestBody, Transport};
+use crate::world::{WorldError, clients};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -254,37 +255,18 @@ async fn check(config: &Config, k: &Kubernetes, read_only: bool) -> Result<Findi
     )
 }
 
-/// A kube client from the kubeconfig (file and context as configured), or the in-cluster account.
+/// The world's kube client; a kubeconfig that cannot be read is a failed finding naming it.
 async fn kube_client(k: &Kubernetes, timeout: Duration) -> Result<kube::Client, Finding> {
-    let fail = |e: String| {
+    clients::kube_client(k, timeout).await.map_err(|e| {
+        let detail = match e {
+            WorldError::Kube(m) => m,
+            other => other.to_string(),
+        };
         Finding::failed(
-            format!("kubeconfig: {e}"),
+            format!("kubeconfig: {detail}"),
             "check `kubeconfig`/`context` in [integrations.kubernetes], or set `url`",
         )
-    };
-    let options = kube::config::KubeConfigOptions {
-        context: k.context.clone(),
-        ..Default::default()
-    };
-    let cfg = match &k.kubeconfig {
-        Some(path) => {
-            let kubeconfig = kube::config::Kubeconfig::read_from(path)
-                .map_err(|e| fail(format!("{}: {e}", path.display())))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
-                .await
-                .map_err(|e| fail(e.to_string()))?
-        }
-        None if k.context.is_some() => kube::Config::from_kubeconfig(&options)
-            .await
-            .map_err(|e| fail(e.to_string()))?,
-        None => kube::Config::infer()
-            .await
-            .map_err(|e| fail(e.to_string()))?,
-    };
-    let mut cfg = cfg;
-    cfg.read_timeout = Some(timeout);
-    cfg.connect_timeout = Some(timeout);
-    kube::Client::try_from(cfg).map_err(|e| fail(e.to_string()))
+    })
 }
 
 #[cfg(test)]

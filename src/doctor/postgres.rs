@@ -6,8 +6,8 @@ use super::{Finding, Options, Planned, request_timeout};
 use crate::config::{Config, Postgres};
 use crate::integrations::postgres::SQL_METHOD;
 use crate::integrations::transport::{Body, Request};
-use crate::integrations::{PostgresBackend, PostgresSettings};
 use crate::secrets::{Decision, Keyring, SecretRef};
+use crate::world::clients;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -82,17 +82,8 @@ async fn check(pg: &Postgres) -> Result<Finding, Finding> {
         ));
     }
     let timeout = request_timeout(pg.timeout_secs);
-    let backend = PostgresBackend::new(
-        PostgresSettings {
-            url: pg.url.clone(),
-            application_name: pg.application_name.clone(),
-            password,
-            statement_timeout: timeout,
-            connect_timeout: timeout,
-        },
-        keyring,
-    )
-    .map_err(|e| Finding::failed(e, "correct integrations.postgres.url"))?;
+    let backend = clients::postgres_backend(pg, password, timeout, keyring)
+        .map_err(|e| Finding::failed(e, "correct integrations.postgres.url"))?;
     let req = Request::new("postgres", SQL_METHOD, CHECK_SQL);
     let resp = backend.send(&req).await.map_err(|e| {
         let mut f = Finding::from_error(&e, &place);

@@ -187,23 +187,13 @@ pub(super) fn recover(dir: &Path) -> Recovered {
 
 pub(super) fn rewrite_journal(dir: &Path, entries: &[JournalEntry]) -> std::io::Result<()> {
     use std::io::Write;
-    let path = journal_path(dir);
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let result = (|| {
-        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+    crate::session::atomic::write(&journal_path(dir), |out| {
         for e in entries {
-            serde_json::to_writer(&mut out, e).map_err(std::io::Error::other)?;
+            serde_json::to_writer(&mut *out, e).map_err(std::io::Error::other)?;
             out.write_all(b"\n")?;
         }
-        out.flush()?;
-        out.get_ref().sync_data()?;
-        drop(out);
-        std::fs::rename(&tmp, &path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+        Ok(())
+    })
 }
 
 /// Ends a session that has no end record as `interrupted`, after a warning saying why; a torn
@@ -243,7 +233,7 @@ pub(super) fn mark_interrupted(path: &Path) -> anyhow::Result<bool> {
             let markdown =
                 session::export::markdown_ending(&folded.incident, Some(Outcome::Interrupted));
             let beside = path.with_extension("md");
-            if let Err(e) = std::fs::write(&beside, &markdown) {
+            if let Err(e) = session::atomic::write_all(&beside, markdown.as_bytes()) {
                 tracing::warn!("cannot rewrite the report {}: {e}", beside.display());
             }
             Some(crate::model::Event::Report { markdown })

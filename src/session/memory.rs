@@ -222,26 +222,16 @@ fn read(path: &Path) -> HashMap<String, Line> {
 }
 
 fn write(path: &Path, lines: &[Line]) -> std::io::Result<()> {
-    static WRITES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
-    let result = (|| {
-        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+    super::atomic::write(path, |out| {
         writeln!(out, "{MAGIC}")?;
         for l in lines {
-            serde_json::to_writer(&mut out, &l.stamp)?;
+            serde_json::to_writer(&mut *out, &l.stamp)?;
             out.write_all(b"\t")?;
-            serde_json::to_writer(&mut out, &l.name)?;
+            serde_json::to_writer(&mut *out, &l.name)?;
             writeln!(out, "\t{}", l.body)?;
         }
-        out.flush()?;
-        drop(out);
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+        Ok(())
+    })
 }
 
 /// What a recall looks for.

@@ -3,6 +3,7 @@
 //! A session file is `<data dir>/sessions/<start>-<slug>.ndjson`: a [`SessionHeader`] line, then one
 //! [`crate::model::Record`] a line (`t` is seconds since the start).
 
+pub mod atomic;
 pub mod export;
 pub mod history;
 mod large_line;
@@ -414,25 +415,14 @@ mod cache {
     /// Replace the cache in `path` whole (written aside, then renamed), so a reader never sees
     /// half of it.
     pub fn write(path: &Path, cache: &Cache) -> std::io::Result<()> {
-        // Unique per write: a server lists sessions from several requests at once.
-        static WRITES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
-        let result = (|| {
-            let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        crate::session::atomic::write(path, |out| {
             writeln!(out, "{MAGIC}")?;
             for e in cache.0.values() {
-                serde_json::to_writer(&mut out, e)?;
+                serde_json::to_writer(&mut *out, e)?;
                 out.write_all(b"\n")?;
             }
-            out.flush()?;
-            drop(out);
-            std::fs::rename(&tmp, path)
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        result
+            Ok(())
+        })
     }
 }
 

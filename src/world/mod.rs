@@ -1,6 +1,7 @@
 //! What a run talks to: the live world built from config, or a recorded case directory.
 
 pub mod case;
+pub mod clients;
 pub mod demo;
 pub mod inflate;
 
@@ -13,9 +14,8 @@ use crate::integrations::transport::{
 };
 use crate::integrations::{
     AlertmanagerClient, DatadogClient, ErrorKind, GitHubClient, IntegrationError, JiraClient,
-    KubernetesClient, LokiClient, NewIncident, NewIssue, PagerDutyClient, PostgresBackend,
-    PostgresClient, PostgresSettings, PrometheusClient, ResourceChange, ServiceNowClient,
-    SilenceSpec,
+    KubernetesClient, LokiClient, NewIncident, NewIssue, PagerDutyClient, PostgresClient,
+    PrometheusClient, ResourceChange, ServiceNowClient, SilenceSpec,
 };
 use crate::model::catalog::{self, ActionKind, Handler};
 use crate::model::{Action, WebhookPayload};
@@ -1075,34 +1075,15 @@ async fn live_transport(
             None => None,
         };
         let timeout = Duration::from_secs(pg.timeout_secs.max(1));
-        let backend = PostgresBackend::new(
-            PostgresSettings {
-                url: pg.url.clone(),
-                application_name: pg.application_name.clone(),
-                password,
-                statement_timeout: timeout,
-                connect_timeout: timeout,
-            },
-            keyring.clone(),
-        )
-        .map_err(WorldError::Config)?;
+        let backend = clients::postgres_backend(pg, password, timeout, keyring.clone())
+            .map_err(WorldError::Config)?;
         t = t.with_postgres(backend);
     }
     if let Some(a) = &int.aws {
         // References are registered with the keyring here and read once approved.
-        let backend = crate::integrations::aws::AwsBackend::new(
-            crate::integrations::aws::AwsSettings {
-                region: a.region.clone(),
-                endpoint_url: a.endpoint_url.clone(),
-                profile: a.profile.clone(),
-                access_key_id: a.access_key_id.clone(),
-                secret_access_key: a.secret_access_key.clone(),
-                session_token: a.session_token.clone(),
-                timeout: Duration::from_secs(a.timeout_secs.max(1)),
-            },
-            keyring.clone(),
-        )
-        .map_err(WorldError::Config)?;
+        let timeout = Duration::from_secs(a.timeout_secs.max(1));
+        let backend =
+            clients::aws_backend(a, timeout, keyring.clone()).map_err(WorldError::Config)?;
         t = t.with_aws(backend);
     }
     let mut repo = None;
@@ -1152,7 +1133,7 @@ async fn live_transport(
                 (None, context) => {
                     let mut one = k.clone();
                     one.context = context.clone();
-                    let client = kube_client(&one).await?;
+                    let client = clients::kube_client(&one, timeout).await?;
                     t = t.with_kube_for(&integration, client, timeout);
                 }
             }
@@ -1166,7 +1147,7 @@ async fn live_transport(
         if let Some(url) = &k.url {
             t = t.with_endpoint("kubernetes", endpoint(url, k.timeout_secs, auth, lazy));
         } else {
-            let client = kube_client(k).await?;
+            let client = clients::kube_client(k, timeout).await?;
             namespace = client.default_namespace().to_string();
             t = t.with_kube(client, timeout);
         }
@@ -1185,33 +1166,6 @@ fn cluster_names(config: &Config) -> Vec<String> {
         .as_ref()
         .map(|k| k.named_clusters().into_iter().map(|c| c.name).collect())
         .unwrap_or_default()
-}
-
-/// A kube client from the kubeconfig (file and context as configured) or, with neither given and no
-/// kubeconfig found, the in-cluster service account.
-async fn kube_client(k: &crate::config::Kubernetes) -> Result<kube::Client, WorldError> {
-    let options = kube::config::KubeConfigOptions {
-        context: k.context.clone(),
-        ..Default::default()
-    };
-    let cfg = match &k.kubeconfig {
-        Some(path) => {
-            let kubeconfig = kube::config::Kubeconfig::read_from(path)
-                .map_err(|e| WorldError::Kube(format!("{}: {e}", path.display())))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
-                .await
-                .map_err(|e| WorldError::Kube(e.to_string()))?
-        }
-        None if k.context.is_some() => kube::Config::from_kubeconfig(&options)
-            .await
-            .map_err(|e| WorldError::Kube(e.to_string()))?,
-        None => kube::Config::infer()
-            .await
-            .map_err(|e| WorldError::Kube(e.to_string()))?,
-    };
-    let mut cfg = cfg;
-    cfg.read_timeout = Some(Duration::from_secs(k.timeout_secs.max(1)));
-    kube::Client::try_from(cfg).map_err(|e| WorldError::Kube(e.to_string()))
 }
 
 /// The repository a recorded case talked to (`/repos/OWNER/NAME/...`), so a replay asks for the

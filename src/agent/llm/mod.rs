@@ -6,7 +6,7 @@ pub mod prompt;
 
 use crate::config;
 use crate::integrations::llm::{
-    ChatRequest, Client, ClientConfig, Exchange, Message, Provider, ToolCall, ToolSpec,
+    ChatRequest, Client, ClientConfig, Message, Provider, ToolCall, ToolSpec,
 };
 use crate::model::catalog::Catalog;
 use crate::model::{Action, Event, EvidenceId, Finding, Hypothesis, RuledOut};
@@ -177,25 +177,6 @@ pub struct Outcome {
     pub dropped: Vec<String>,
 }
 
-fn record(tb: &dyn Toolbox, purpose: &str, step: u32, ex: &Exchange) {
-    let (tokens_in, tokens_out) = ex
-        .reply
-        .as_ref()
-        .map(|r| (r.tokens_in, r.tokens_out))
-        .unwrap_or((0, 0));
-    tb.emit(Event::ModelExchange {
-        purpose: purpose.into(),
-        step,
-        provider: ex.provider.name().into(),
-        model: ex.model.clone(),
-        request: ex.request.clone(),
-        raw: ex.raw.clone(),
-        error: ex.reply.as_ref().err().cloned(),
-        tokens_in,
-        tokens_out,
-    });
-}
-
 fn call_key(c: &ToolCall) -> String {
     format!("{} {}", c.name, c.arguments)
 }
@@ -234,7 +215,7 @@ pub async fn investigate(
             max_tokens: 4096,
         };
         let ex = model.client.chat(&req, &mut |_| {}).await;
-        record(tb, "investigate", step, &ex);
+        tb.emit(crate::integrations::llm::event("investigate", step, &ex));
         let reply = match ex.reply {
             Ok(r) => r,
             Err(e) => {

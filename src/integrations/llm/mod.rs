@@ -5,9 +5,11 @@ mod anthropic;
 mod names;
 mod ollama;
 mod openai;
+mod record;
 mod stream;
 
 pub use names::ToolNames;
+pub use record::{Recorded, event, load_recorded};
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
@@ -243,31 +245,6 @@ pub struct KeyRef {
     pub reference: String,
 }
 
-/// One recorded exchange as a case directory's `llm.ndjson` holds it.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct Recorded {
-    pub provider: Provider,
-    pub model: String,
-    pub request: Value,
-    pub raw: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// Read a `llm.ndjson` file.
-pub fn load_recorded(path: &std::path::Path) -> Result<Vec<Recorded>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(n, l)| {
-            serde_json::from_str(l)
-                .map_err(|e| format!("{}:{}: not a recorded exchange: {e}", path.display(), n + 1))
-        })
-        .collect()
-}
-
 /// A model client for one provider, live or answering from recorded exchanges in order.
 #[derive(Clone)]
 pub struct Client {
@@ -457,20 +434,13 @@ impl Client {
             reply,
             attempts,
         };
-        if let Some(path) = &self.cfg.record {
-            let line = Recorded {
-                provider: ex.provider,
-                model: ex.model.clone(),
-                request: ex.request.clone(),
-                raw: ex.raw.clone(),
-                error: ex.reply.as_ref().err().cloned(),
-            };
-            if let Err(e) = append_line(path, &line) {
-                tracing::warn!(
-                    "cannot record the model exchange to {}: {e}",
-                    path.display()
-                );
-            }
+        if let Some(path) = &self.cfg.record
+            && let Err(e) = record::append(path, &ex)
+        {
+            tracing::warn!(
+                "cannot record the model exchange to {}: {e}",
+                path.display()
+            );
         }
         ex
     }
@@ -618,16 +588,6 @@ fn redact_strings(r: &crate::policy::redact::Redactor, v: &mut Value) {
         Value::Object(o) => o.values_mut().for_each(|x| redact_strings(r, x)),
         _ => {}
     }
-}
-
-fn append_line(path: &std::path::Path, line: &Recorded) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
-    let text = serde_json::to_string(line).map_err(std::io::Error::other)?;
-    writeln!(f, "{text}")
 }
 
 /// `retry-after` as seconds (the form rate limiters send) or an HTTP date.
