@@ -165,6 +165,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(pods::start_blocked(&ctx));
     signals.extend(nodes::node_not_ready(&ctx));
     signals.extend(nodes::node_pressure(&ctx));
+    signals.extend(nodes::drain_blocked(&ctx));
     signals.extend(rollout::rollout_stuck(&ctx));
     signals.extend(rollout::recent_changes(&ctx));
     signals.extend(config::changed_before_onset(&ctx));

@@ -442,7 +442,15 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
             .filter(|p| pod_rs(p) == rs)
             .map(|p| p.name.clone())
             .collect();
-        if !same.is_empty() {
+        // Ruled out only when the healthy siblings are at least as many as the pods of that
+        // ReplicaSet that are not: one Ready pod of five does not make the failure the pod's own.
+        let failing_alike = ctx
+            .siblings(pod)
+            .into_iter()
+            .filter(|p| pod_rs(p) == rs && !p.deleting && !same.contains(&p.name))
+            .count()
+            + 1;
+        if !same.is_empty() && same.len() >= failing_alike {
             let dep = pod_deployment(pod).unwrap_or_default();
             out.push(RuledOut {
                 statement: format!("Deployment-wide failure of {dep}"),

@@ -15,6 +15,15 @@ pub(crate) const DECLARED: &[Decl] = &[
         role: Role::Failure,
         reads: &[],
     },
+    // The node ran low because the subject's own container used far past what it asked for:
+    // the container is what filled it.
+    Decl {
+        id: "evicted_own_usage",
+        title: "pods evicted for their own use of a node's resource",
+        concern: "eviction",
+        role: Role::Failure,
+        reads: &[],
+    },
     // The node's shortage is the failure (its pressure condition, when still reported); the
     // evictions are what it did to the subject.
     Decl {
@@ -48,6 +57,21 @@ fn own_limit(message: &str) -> bool {
         || m.contains("exceeded its limit")
 }
 
+/// kubelet's ranking on a node low on a resource: `Container C was using 31457280Ki, request
+/// is 0`. The container, its use and its request, when its use is at least a GiB and ten times
+/// what it requested: the tenant that filled the node.
+fn hog(message: &str) -> Option<(String, String, String)> {
+    static USING: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"Container (\S+) was using (\S+?), request is (\S+?)[,.]").ok()
+    });
+    let c = USING.as_ref()?.captures(message)?;
+    let (name, used, asked) = (c.get(1)?.as_str(), c.get(2)?.as_str(), c.get(3)?.as_str());
+    let used_bytes = crate::reason::parse_bytes(used)?;
+    let asked_bytes = crate::reason::parse_bytes(asked).unwrap_or(0.0);
+    (used_bytes >= 1024f64.powi(3) && used_bytes >= 10.0 * asked_bytes)
+        .then(|| (name.to_string(), used.to_string(), asked.to_string()))
+}
+
 /// Check: were the subject's pods evicted? Failing when kubelet evicted one or more of them; the
 /// message names the resource, and whose limit it was.
 pub(crate) fn evictions(ctx: &Ctx) -> Vec<Signal> {
@@ -74,7 +98,13 @@ pub(crate) fn evictions(ctx: &Ctx) -> Vec<Signal> {
         names.len(),
         list_names(&names, 3)
     );
-    let whose = if own {
+    let hogged = (!own).then(|| hog(&message)).flatten();
+    let whose = if let Some((container, used, asked)) = &hogged {
+        format!(
+            "its own container {container} was using {} against a request of {asked}, far past what it asked for, so the node's shortage is its doing; bound what it writes (a limit, a volume of its own) or request what it uses",
+            crate::reason::format_bytes(crate::reason::parse_bytes(used).unwrap_or_default())
+        )
+    } else if own {
         "its containers reached their own storage or memory limit; raise the limit or have it write less"
             .to_string()
     } else {
@@ -88,23 +118,53 @@ pub(crate) fn evictions(ctx: &Ctx) -> Vec<Signal> {
     vec![Signal {
         analyzer: if own {
             "evicted_at_own_limit"
+        } else if hogged.is_some() {
+            "evicted_own_usage"
         } else {
             "evicted_node_low"
         },
         summary: summary.clone(),
         detail: "kubelet evicts pods to reclaim a resource; the pod's status says which".into(),
-        category: if own {
+        category: if own || hogged.is_some() {
             Category::ResourceExhaustion
         } else {
             Category::Infrastructure
         },
         basis: Basis::Stated,
         // The resource and whose limit it was, named by kubelet.
-        links: u8::from(!message.is_empty()),
+        links: u8::from(!message.is_empty()) + u8::from(hogged.is_some()),
         evidence: ctx.ev(&["kubernetes/pods", "kubernetes/events"]),
         cause: Some(format!("{summary}: {whose}")),
         objects: names.iter().map(|n| format!("pod/{n}")).collect(),
         since,
         ..Signal::default()
     }]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_container_far_past_its_request_is_the_tenant_that_filled_the_node() {
+        let message = "The node was low on resource: ephemeral-storage. Threshold quantity: 10%, available: 1848552Ki. Container ingest was using 31457280Ki, request is 0, has larger consumption of ephemeral-storage.";
+        assert_eq!(
+            hog(message),
+            Some(("ingest".into(), "31457280Ki".into(), "0".into()))
+        );
+        // A small user, or one using what it asked for, is not what filled the node.
+        assert_eq!(
+            hog(
+                "The node was low on resource: memory. Container web was using 300Mi, request is 0, has larger consumption of memory."
+            ),
+            None
+        );
+        assert_eq!(
+            hog(
+                "The node was low on resource: memory. Container db was using 6Gi, request is 4Gi, has larger consumption of memory."
+            ),
+            None
+        );
+        assert!(!own_limit(message));
+    }
 }

@@ -472,6 +472,26 @@ pub(crate) fn short(s: &str) -> String {
             return format!("{head} ... {tail}");
         }
     }
+    // The words that make the line a known failure, when they lie past the cut: keep the head
+    // and the window around the deepest of them (a chain ends on its cause), so the quote keeps
+    // its decisive detail.
+    let at = PATTERNS
+        .iter()
+        .filter_map(|(_, re)| re.find(s))
+        .max_by_key(|m| m.start());
+    if let Some(m) = at.filter(|m| s[..m.start()].chars().count() > 150) {
+        let boundary = |mut i: usize| {
+            while i > 0 && !s.is_char_boundary(i) {
+                i -= 1;
+            }
+            i
+        };
+        let from = boundary(m.start().saturating_sub(50));
+        let to = boundary((m.end() + 110).min(s.len()));
+        let head: String = s.chars().take(90).collect();
+        let tail = if to < s.len() { "..." } else { "" };
+        return format!("{head} ... {}{tail}", &s[from..to]);
+    }
     let cut: String = s.chars().take(197).collect();
     format!("{cut}...")
 }

@@ -1,4 +1,5 @@
-//! Node analyzers: NotReady (kubelet heartbeat lost) and memory/disk/PID pressure.
+//! Node analyzers: NotReady (kubelet heartbeat lost), memory/disk/PID pressure, and a drain that
+//! a PodDisruptionBudget holds.
 
 use super::{Basis, Decl, Role};
 use crate::model::{Category, NodeFacts, PodFacts};
@@ -16,6 +17,13 @@ pub(crate) const DECLARED: &[Decl] = &[
     Decl {
         id: "node_pressure",
         title: "node under memory, disk or PID pressure",
+        concern: "nodes",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "drain_blocked",
+        title: "node drains",
         concern: "nodes",
         role: Role::Failure,
         reads: &[],
@@ -238,6 +246,76 @@ pub(crate) fn node_pressure(ctx: &Ctx) -> Vec<Signal> {
     out
 }
 
+/// Whether an event says an eviction was refused for a PodDisruptionBudget (the eviction API's
+/// 429, kubectl's and the autoscalers' words for it).
+fn budget_refusal(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("disruption budget")
+        || (m.contains("pdb") && (m.contains("prevents") || m.contains("evict")))
+}
+
+/// Check: does each node of the subject drain? Failing when an eviction from it is refused for a
+/// PodDisruptionBudget: the node stays cordoned, waiting on a pod its budget will not let go.
+pub(crate) fn drain_blocked(ctx: &Ctx) -> Vec<Signal> {
+    let mut out = Vec::new();
+    for n in unique_nodes(ctx)
+        .into_iter()
+        .filter(|n| ctx.focus_nodes.contains(&n.name) || ctx.subject.nodes.contains(&n.name))
+    {
+        let on_node = pods_on(ctx, &n.name);
+        let refusals: Vec<_> = ctx
+            .events()
+            .into_iter()
+            .filter(|e| budget_refusal(&e.message))
+            .filter(|e| {
+                let name = object_name(&e.object);
+                name == n.name || on_node.iter().any(|p| p.name == name)
+            })
+            .collect();
+        let Some(latest) = refusals.iter().max_by_key(|e| e.last_seen) else {
+            continue;
+        };
+        let held: Vec<String> = refusals
+            .iter()
+            .filter(|e| e.object.starts_with("Pod/"))
+            .map(|e| object_name(&e.object).to_string())
+            .collect();
+        let cordoned = if n.unschedulable { "cordoned, " } else { "" };
+        let draining = ctx
+            .events_for(&n.name)
+            .into_iter()
+            .find(|e| e.reason.contains("Drain") || e.message.contains("drain"))
+            .map(|e| format!(" (\"{}\")", e.message))
+            .unwrap_or_default();
+        let summary = format!(
+            "node {} is {cordoned}waiting to drain{draining}: a PodDisruptionBudget refuses to let {} go (\"{}\")",
+            n.name,
+            if held.is_empty() {
+                "its pods".to_string()
+            } else {
+                list_names(&held, 3)
+            },
+            latest.message
+        );
+        out.push(Signal {
+            analyzer: "drain_blocked",
+            summary: summary.clone(),
+            detail: "an eviction that would leave fewer pods than the budget allows is refused, and the drain retries it forever".into(),
+            category: Category::ConfigurationError,
+            basis: Basis::Stated,
+            links: 2,
+            evidence: ctx.ev(&["kubernetes/events", "kubernetes/nodes", "kubernetes/pods"]),
+            cause: Some(format!(
+                "{summary}; the budget admits no disruption with the replicas the workload runs, so the drain never finishes: relax the PodDisruptionBudget (or add a replica) and the eviction goes through"
+            )),
+            since: refusals.iter().filter_map(|e| e.first_seen.or(e.last_seen)).min(),
+            objects: vec![format!("node/{}", n.name)],
+            ..Signal::default()
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,6 +332,58 @@ mod tests {
             conditions,
             ..NodeFacts::default()
         }
+    }
+
+    #[test]
+    fn a_drain_held_by_a_disruption_budget_names_the_pod_and_the_budget() {
+        let mut cordoned = node("worker-c", "True", &[]);
+        cordoned.unschedulable = true;
+        let ev = |object: &str, reason: &str, message: &str| crate::model::K8sEventFacts {
+            event_type: "Warning".into(),
+            reason: reason.into(),
+            message: message.into(),
+            object: object.into(),
+            namespace: "treasury".into(),
+            count: 9,
+            ..crate::model::K8sEventFacts::default()
+        };
+        let mut obs = Observations {
+            problem: Some("node worker-c never finishes draining".into()),
+            nodes: vec![cordoned, node("worker-a", "True", &[])],
+            pods: vec![PodFacts {
+                name: "fx-7f-p0o9i".into(),
+                namespace: "treasury".into(),
+                phase: "Running".into(),
+                node: Some("worker-c".into()),
+                ..PodFacts::default()
+            }],
+            events: vec![
+                ev(
+                    "Node/worker-c",
+                    "FailedDraining",
+                    "Failed to drain node, 1 pods are waiting to be evicted",
+                ),
+                ev(
+                    "Pod/fx-7f-p0o9i",
+                    "DisruptionBlocked",
+                    "Cannot disrupt Node: pdb \"treasury/fx\" prevents pod evictions",
+                ),
+            ],
+            ..Observations::default()
+        };
+        let sigs = drain_blocked(&Ctx::new(&obs));
+        assert_eq!(sigs.len(), 1, "{sigs:?}");
+        assert_eq!(sigs[0].category, Category::ConfigurationError);
+        let cause = sigs[0].cause.clone().unwrap_or_default();
+        assert!(
+            cause.contains("cordoned")
+                && cause.contains("fx-7f-p0o9i")
+                && cause.contains("treasury/fx"),
+            "{cause}"
+        );
+        // No refusal: the drain is not held by a budget.
+        obs.events.pop();
+        assert!(drain_blocked(&Ctx::new(&obs)).is_empty());
     }
 
     #[test]

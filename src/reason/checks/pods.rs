@@ -816,7 +816,12 @@ pub(crate) fn oom_killed(ctx: &Ctx) -> Vec<Signal> {
 
 fn pull_mechanism(msg: &str) -> &'static str {
     let m = msg.to_lowercase();
-    if m.contains("manifest unknown") || m.contains("not found") || m.contains("does not exist") {
+    if m.contains("toomanyrequests") || m.contains("rate limit") || m.contains("429 too many") {
+        "the registry rate-limits the node's pulls (toomanyrequests, pull rate limit reached): authenticated pulls or a mirror lift it"
+    } else if m.contains("manifest unknown")
+        || m.contains("not found")
+        || m.contains("does not exist")
+    {
         "the tag does not exist in the registry (manifest unknown): the deployed image reference is wrong"
     } else if m.contains("unauthorized")
         || m.contains("denied")
@@ -902,7 +907,7 @@ pub(crate) fn image_pull(ctx: &Ctx) -> Vec<Signal> {
             .unwrap_or_default();
         let all = messages.join(" ");
         let mechanism = pull_mechanism(&format!("{all} {reason}"));
-        let category = if mechanism.contains("unreachable") {
+        let category = if mechanism.contains("unreachable") || mechanism.contains("rate-limits") {
             Category::DependencyFailure
         } else {
             Category::ConfigurationError
@@ -1570,6 +1575,13 @@ mod tests {
             "{cause}"
         );
         assert!(oom_killed(&Ctx::new(&obs)).is_empty());
+    }
+
+    #[test]
+    fn a_rate_limited_registry_is_told_apart_from_a_wrong_reference() {
+        let limited = "Failed to pull image \"nginx:1.27\": 429 Too Many Requests - Server message: toomanyrequests: You have reached your pull rate limit.";
+        assert!(pull_mechanism(limited).contains("rate-limits"));
+        assert!(pull_mechanism("manifest unknown").contains("does not exist"));
     }
 
     #[test]

@@ -756,6 +756,12 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
             };
             add(&mut s, &kind, &name, &ns, how.to_string());
             s.workloads.push((kind, name));
+        } else if let Some(n) = obs.nodes.iter().find(|n| mentions(&text, &n.name)) {
+            // A node the words name, when they name no workload: the node is the subject.
+            if !s.nodes.contains(&n.name) {
+                s.nodes.push(n.name.clone());
+                add(&mut s, "Node", &n.name, "", "named in the text".to_string());
+            }
         } else if let Some(p) = pods
             .iter()
             .filter(|p| mentions(&text, &p.name))
