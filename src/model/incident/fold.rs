@@ -30,6 +30,18 @@ impl Incident {
         });
     }
 
+    /// Add a timeline row about an action.
+    fn mark_action(&mut self, when: When, action_id: &str, text: String) {
+        let action_id = action_id.to_string();
+        self.mark(when, TimelineKind::Action { action_id }, text);
+    }
+
+    /// Add a timeline row about a decision on an action.
+    fn mark_decision(&mut self, when: When, action_id: &str, text: String) {
+        let action_id = action_id.to_string();
+        self.mark(when, TimelineKind::Decision { action_id }, text);
+    }
+
     /// The session's start and end.
     pub(super) fn on_session(&mut self, when: When, event: &Event) {
         match event {
@@ -338,11 +350,9 @@ impl Incident {
                     duration_ms: None,
                     verification: None,
                 });
-                self.mark(
+                self.mark_action(
                     when,
-                    TimelineKind::Action {
-                        action_id: action.id.clone(),
-                    },
+                    &action.id,
                     format!("⚑ {} {} [{} risk]", action.kind, action.target, action.risk),
                 );
             }
@@ -354,11 +364,9 @@ impl Incident {
                     a.decisions.clear();
                     a.digest.clear();
                 }
-                self.mark(
+                self.mark_action(
                     when,
-                    TimelineKind::Action {
-                        action_id: action.id.clone(),
-                    },
+                    &action.id,
                     format!(
                         "✎ {} edited by {by}: {} {} [{} risk]",
                         action.id, action.kind, action.target, action.risk
@@ -375,26 +383,14 @@ impl Incident {
                     a.result = Some(Ok(result.clone()));
                     a.duration_ms = Some(*duration_ms);
                 }
-                self.mark(
-                    when,
-                    TimelineKind::Action {
-                        action_id: action_id.clone(),
-                    },
-                    format!("⚙ {action_id} executed: {result}"),
-                );
+                self.mark_action(when, action_id, format!("⚙ {action_id} executed: {result}"));
             }
             Event::ActionFailed { action_id, error } => {
                 if let Some(a) = self.action_mut(action_id) {
                     a.status = ActionStatus::Failed;
                     a.result = Some(Err(error.clone()));
                 }
-                self.mark(
-                    when,
-                    TimelineKind::Action {
-                        action_id: action_id.clone(),
-                    },
-                    format!("✗ {action_id} failed: {error}"),
-                );
+                self.mark_action(when, action_id, format!("✗ {action_id} failed: {error}"));
             }
             Event::ActionSkipped { action_id, reason } => {
                 if let Some(a) = self.action_mut(action_id) {
@@ -402,13 +398,7 @@ impl Incident {
                     a.result = Some(Err(reason.clone()));
                     a.requested_at = None;
                 }
-                self.mark(
-                    when,
-                    TimelineKind::Action {
-                        action_id: action_id.clone(),
-                    },
-                    format!("⊘ {action_id} not run: {reason}"),
-                );
+                self.mark_action(when, action_id, format!("⊘ {action_id} not run: {reason}"));
             }
             Event::Verified { verification } => {
                 if let Some(id) = &verification.action_id
@@ -458,11 +448,9 @@ impl Incident {
                     (Risk::Critical, _) => format!("needs {approvals_needed} distinct operators"),
                     _ => "needs explicit approval".into(),
                 };
-                self.mark(
+                self.mark_decision(
                     when,
-                    TimelineKind::Decision {
-                        action_id: action_id.clone(),
-                    },
+                    action_id,
                     format!("? approval requested for {action_id} ({risk}): {how}"),
                 );
             }
@@ -470,11 +458,9 @@ impl Incident {
                 if let Some(a) = self.action_mut(action_id) {
                     a.veto_paused = true;
                 }
-                self.mark(
+                self.mark_decision(
                     when,
-                    TimelineKind::Decision {
-                        action_id: action_id.clone(),
-                    },
+                    action_id,
                     format!("⏸ {action_id}: countdown paused by {by} until decided"),
                 );
             }
@@ -498,11 +484,9 @@ impl Incident {
                         a.requested_at = None;
                     }
                 }
-                self.mark(
+                self.mark_decision(
                     when,
-                    TimelineKind::Decision {
-                        action_id: action_id.clone(),
-                    },
+                    action_id,
                     format!("✔ {action_id} approved by {by}{}", via_note(via)),
                 );
             }
@@ -524,11 +508,9 @@ impl Incident {
                     a.status = ActionStatus::Denied;
                     a.requested_at = None;
                 }
-                self.mark(
+                self.mark_decision(
                     when,
-                    TimelineKind::Decision {
-                        action_id: action_id.clone(),
-                    },
+                    action_id,
                     format!("✘ {action_id} denied by {by}{}: {reason}", via_note(via)),
                 );
             }
@@ -537,11 +519,9 @@ impl Incident {
                     a.status = ActionStatus::Expired;
                     a.requested_at = None;
                 }
-                self.mark(
+                self.mark_decision(
                     when,
-                    TimelineKind::Decision {
-                        action_id: action_id.clone(),
-                    },
+                    action_id,
                     format!("⌛ approval for {action_id} expired"),
                 );
             }
