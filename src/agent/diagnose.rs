@@ -232,17 +232,17 @@ pub fn rediagnose_stream<E: std::borrow::Borrow<Event>>(
     let mut trace = super::model::ModelTrace::default();
     for e in events {
         let e = e.borrow();
-        log.apply(e);
         trace.observe(e, &incident);
         incident.apply(0.0, e);
+        log.apply(e, &incident);
     }
     if !log.triaged {
         return Err(RediagnoseError::NotTriaged);
     }
-    let scope = log.scope().ok_or(RediagnoseError::NoFacts)?;
-    let obs = log.observations();
+    let scope = log.scope(&incident).ok_or(RediagnoseError::NoFacts)?;
+    let obs = log.observations(&incident);
     let mut notes = Vec::new();
-    let runbook = match &log.runbook {
+    let runbook = match &incident.runbook {
         Some(name) => {
             let found = runbooks.iter().find(|r| &r.name == name);
             if found.is_none() {

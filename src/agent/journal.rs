@@ -87,7 +87,7 @@ impl Journal {
         redact_event(&self.redactor, &mut event);
         let t = (self.elapsed() * 1000.0).round() / 1000.0;
         self.incident.apply(t, &event);
-        self.observations.apply(&event);
+        self.observations.apply(&event, &self.incident);
         let record = Record { t, event };
         if let Err(e) = self.sink.append(&record) {
             self.write_failure(e);

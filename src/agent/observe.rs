@@ -1,10 +1,14 @@
 //! The reasoning's inputs as a fold of the session log: `Observed` facts, grouped by the lane
 //! that gathered them, become the [`Observations`] that Diagnose reads, live and from a file.
+//!
+//! It folds only what the [`Incident`] leaves out: the facts, Triage's clock, integrations and
+//! lane order, and where Diagnose began. The alert, the problem, the tool calls with their
+//! outcomes and the evidence it reads from the incident folded from the same events, so each of
+//! those is derived once.
 
 use super::evidence::TRIGGER_KIND;
 use super::specialists::{self, Scope};
-use super::tools::Params;
-use crate::model::{Alert, Event, EvidenceId, Facts, Stage, ToolCallState};
+use crate::model::{Event, EvidenceId, Facts, Incident, Stage, ToolCallState};
 use crate::reason::Observations;
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
@@ -12,44 +16,45 @@ use std::collections::BTreeMap;
 /// One `Observed` record, resolved to the call that produced it.
 #[derive(Clone, Debug)]
 struct Fact {
-    tool: String,
-    params: Params,
+    /// Position of the call in [`Incident::tools`].
+    call: usize,
     kind: String,
     evidence_id: EvidenceId,
     output: Facts,
 }
 
-/// The fold. Feed it every event in order ([`ObservationLog::apply`]); ask it for the
-/// observations as Diagnose saw them ([`ObservationLog::observations`]).
+/// What the incident held when Diagnose began: later reads (verification) are not inputs.
+#[derive(Clone, Debug, Default)]
+struct Seal {
+    /// Every tool call before Diagnose, with its outcome as it stood: what each integration
+    /// answered.
+    tools: Vec<ToolCallState>,
+    /// How many evidence items had arrived.
+    evidence: usize,
+}
+
+/// The fold. Feed it every event in order, each after the incident beside it has folded that
+/// event ([`ObservationLog::apply`]); ask it, with that incident, for the observations as
+/// Diagnose saw them ([`ObservationLog::observations`]).
 #[derive(Clone, Debug, Default)]
 pub struct ObservationLog {
-    pub alert: Option<Alert>,
-    pub problem: Option<String>,
     /// The world's clock, from `Triaged`; `None` before Triage or in sessions that predate it.
     pub now: Option<DateTime<Utc>>,
     /// Whether `Triaged` was seen at all.
     pub triaged: bool,
-    pub runbook: Option<String>,
     /// Lane order: Triage's specialists, then any other lane (a runbook's) as first seen.
     lanes: Vec<String>,
-    /// call id -> (tool, lane, params).
-    calls: BTreeMap<String, (String, String, Params)>,
-    /// evidence id -> call id.
-    evidence: BTreeMap<EvidenceId, String>,
     /// Facts per lane, in the order each lane learned them.
     facts: BTreeMap<String, Vec<Fact>>,
-    /// The evidence item holding the triggering alert, recorded at Triage.
-    trigger: Option<EvidenceId>,
     /// How many `Observed` records were folded (unknown kinds included).
     pub observed: usize,
     /// Set once Diagnose starts: later reads (verification) are not inputs to the verdict.
     pub sealed: bool,
+    seal: Seal,
     /// `Observed` records that could not be tied to a tool call (a damaged or hand-made log).
     pub orphans: Vec<EvidenceId>,
     /// The integrations the run had configured (from `Triaged`); `None` in older sessions.
     pub integrations: Option<Vec<String>>,
-    /// Every tool call before Diagnose, with its outcome: what each integration answered.
-    tools: Vec<ToolCallState>,
 }
 
 impl ObservationLog {
@@ -57,23 +62,10 @@ impl ObservationLog {
         Self::default()
     }
 
-    /// Fold a whole log.
-    pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> Self {
-        let mut log = Self::new();
-        for e in events {
-            log.apply(e);
-        }
-        log
-    }
-
-    pub fn apply(&mut self, event: &Event) {
+    /// Fold one event; `incident` has already folded it.
+    pub fn apply(&mut self, event: &Event, incident: &Incident) {
         match event {
-            Event::SessionStarted { alert, problem, .. } => {
-                self.alert = alert.clone();
-                self.problem = problem.clone();
-            }
             Event::Triaged {
-                runbook,
                 specialists,
                 now,
                 integrations,
@@ -82,7 +74,6 @@ impl ObservationLog {
                 self.triaged = true;
                 self.now = *now;
                 self.integrations = integrations.clone();
-                self.runbook = runbook.clone();
                 for s in specialists {
                     if !self.lanes.contains(s) {
                         self.lanes.push(s.clone());
@@ -91,38 +82,16 @@ impl ObservationLog {
             }
             Event::StageStarted {
                 stage: Stage::Diagnose,
-            } => self.sealed = true,
-            _ if self.sealed => {}
-            Event::ToolCalled {
-                call_id,
-                tool,
-                specialist,
-                params,
             } => {
-                let lane = specialist.clone().unwrap_or_default();
-                self.calls
-                    .insert(call_id.clone(), (tool.clone(), lane, params.clone()));
-                self.tools.push(ToolCallState {
-                    call_id: call_id.clone(),
-                    tool: tool.clone(),
-                    specialist: specialist.clone(),
-                    params: params.clone(),
-                    ..ToolCallState::default()
-                });
+                if !self.sealed {
+                    self.seal = Seal {
+                        tools: incident.tools.clone(),
+                        evidence: incident.evidence.len(),
+                    };
+                }
+                self.sealed = true;
             }
-            Event::ToolSucceeded {
-                call_id, summary, ..
-            } => self.outcome(call_id, Ok(summary.clone())),
-            Event::ToolFailed { call_id, error, .. } => self.outcome(call_id, Err(error.clone())),
-            Event::EvidenceAdded { evidence } => match &evidence.call_id {
-                Some(call) => {
-                    self.evidence.insert(evidence.id.clone(), call.clone());
-                }
-                None if evidence.kind == TRIGGER_KIND => {
-                    self.trigger = Some(evidence.id.clone());
-                }
-                None => {}
-            },
+            _ if self.sealed => {}
             Event::Observed {
                 evidence_id,
                 kind,
@@ -132,42 +101,43 @@ impl ObservationLog {
                 if matches!(facts, Facts::Text(_) | Facts::Other) {
                     return;
                 }
-                let output = facts.clone();
-                let Some((tool, lane, params)) = self
-                    .evidence
-                    .get(evidence_id)
-                    .and_then(|call| self.calls.get(call))
-                    .cloned()
+                let Some(call) = incident
+                    .evidence(evidence_id)
+                    .and_then(|e| e.call_id.as_deref())
+                    .and_then(|id| incident.tool_index(id))
                 else {
                     self.orphans.push(evidence_id.clone());
                     return;
                 };
+                let lane = incident.tools[call].specialist.clone().unwrap_or_default();
                 if !self.lanes.contains(&lane) {
                     self.lanes.push(lane.clone());
                 }
                 self.facts.entry(lane).or_default().push(Fact {
-                    tool,
-                    params,
+                    call,
                     kind: kind.clone(),
                     evidence_id: evidence_id.clone(),
-                    output,
+                    output: facts.clone(),
                 });
             }
             _ => {}
         }
     }
 
-    fn outcome(&mut self, call_id: &str, outcome: Result<String, String>) {
-        if let Some(t) = self.tools.iter_mut().rev().find(|t| t.call_id == call_id) {
-            t.outcome = Some(outcome);
+    /// The tool calls Diagnose saw: those made before it began, or all of them until it does.
+    fn tools<'a>(&'a self, incident: &'a Incident) -> &'a [ToolCallState] {
+        if self.sealed {
+            &self.seal.tools
+        } else {
+            &incident.tools
         }
     }
 
     /// What Triage worked out, rebuilt from the trigger and the recorded clock; a described
     /// problem is matched again to the firing alerts Triage read, as the live run did.
-    pub fn scope(&self) -> Option<Scope> {
+    pub fn scope(&self, incident: &Incident) -> Option<Scope> {
         let now = self.now?;
-        Some(match (&self.alert, &self.problem) {
+        Some(match (&incident.alert, &incident.problem) {
             (Some(a), _) => Scope::from_alert(a, now),
             (None, Some(p)) => {
                 let read = |tool: &str| -> Vec<&Facts> {
@@ -175,7 +145,7 @@ impl ObservationLog {
                         .get(specialists::TRIAGE_LANE)
                         .into_iter()
                         .flatten()
-                        .filter(|f| f.tool == tool)
+                        .filter(|f| incident.tools[f.call].tool == tool)
                         .map(|f| &f.output)
                         .collect()
                 };
@@ -205,38 +175,50 @@ impl ObservationLog {
 
     /// The observations Diagnose reasons over: each lane's facts folded in the order that lane
     /// learned them, lanes in Triage's order, so the interleaving of parallel lanes in the log
-    /// never changes the verdict.
-    pub fn observations(&self) -> Observations {
+    /// never changes the verdict. `incident` is the fold of the same events.
+    pub fn observations(&self, incident: &Incident) -> Observations {
         let mut obs = Observations::default();
-        if let Some(id) = &self.trigger {
+        let before_seal = if self.sealed {
+            &incident.evidence[..self.seal.evidence.min(incident.evidence.len())]
+        } else {
+            &incident.evidence[..]
+        };
+        // The item holding the triggering alert, recorded at Triage (the latest, should there
+        // be several).
+        if let Some(trigger) = before_seal
+            .iter()
+            .rev()
+            .find(|e| e.call_id.is_none() && e.kind == TRIGGER_KIND)
+        {
             obs.evidence
                 .entry(TRIGGER_KIND.to_string())
                 .or_default()
-                .push(id.clone());
+                .push(trigger.id.clone());
         }
         for lane in &self.lanes {
             for f in self.facts.get(lane).into_iter().flatten() {
+                let call = &incident.tools[f.call];
                 specialists::absorb(
                     &mut obs,
-                    &f.tool,
-                    &f.params,
+                    &call.tool,
+                    &call.params,
                     &f.output,
                     &f.kind,
                     &f.evidence_id,
                 );
             }
         }
-        match self.scope() {
+        match self.scope(incident) {
             // A problem matched to a firing alert is investigated as that alert.
             Some(scope) => {
                 obs.alert = scope.alert;
                 obs.now = scope.now;
             }
-            None => obs.alert = self.alert.clone(),
+            None => obs.alert = incident.alert.clone(),
         }
-        obs.problem = self.problem.clone();
+        obs.problem = incident.problem.clone();
         if let Some(configured) = &self.integrations {
-            obs.coverage = specialists::coverage(configured, &self.tools);
+            obs.coverage = specialists::coverage(configured, self.tools(incident));
         }
         obs
     }
@@ -245,7 +227,19 @@ impl ObservationLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::tools::Params;
     use crate::model::{Evidence, EvidenceBody, PodFacts};
+
+    /// The two folds of `events`, as the journal keeps them.
+    fn fold(events: &[Event]) -> (Incident, ObservationLog) {
+        let mut incident = Incident::new();
+        let mut log = ObservationLog::new();
+        for e in events {
+            incident.apply(0.0, e);
+            log.apply(e, &incident);
+        }
+        (incident, log)
+    }
 
     fn pod(name: &str, phase: &str) -> PodFacts {
         PodFacts {
@@ -308,7 +302,8 @@ mod tests {
         ));
         events.extend(read("a", 2, vec![pod("web-1", "Running")]));
         events.extend(read("a", 3, vec![pod("web-2", "Running")]));
-        let obs = ObservationLog::from_events(&events).observations();
+        let (incident, log) = fold(&events);
+        let obs = log.observations(&incident);
         let names: Vec<(&str, &str)> = obs
             .pods
             .iter()
@@ -363,9 +358,12 @@ mod tests {
             stage: Stage::Diagnose,
         });
         events.extend(read("verify", 2, vec![pod("web-1", "Running")]));
-        let log = ObservationLog::from_events(&events);
+        let (incident, log) = fold(&events);
         assert_eq!(log.observed, 1);
-        assert_eq!(log.observations().pods, vec![pod("web-1", "Pending")]);
+        assert_eq!(
+            log.observations(&incident).pods,
+            vec![pod("web-1", "Pending")]
+        );
     }
 
     #[test]
@@ -385,19 +383,19 @@ mod tests {
             kind: "kubernetes/pods".into(),
             facts: Facts::Pods(vec![pod("web-1", "Running")]),
         };
-        let log = ObservationLog::from_events(&[triaged(&["a"]), event, orphan]);
+        let (incident, log) = fold(&[triaged(&["a"]), event, orphan]);
         assert_eq!(log.observed, 2);
         assert_eq!(log.orphans, vec!["ev-7".to_string()]);
-        assert!(log.observations().pods.is_empty());
+        assert!(log.observations(&incident).pods.is_empty());
     }
 
     #[test]
     fn old_triage_records_have_no_clock_and_no_scope() {
         let old = r#"{"type":"triaged","summary":"s","runbook":"crashloop","specialists":["kubernetes"]}"#;
         let event: Event = serde_json::from_str(old).expect("old Triaged still parses");
-        let log = ObservationLog::from_events(&[event]);
+        let (incident, log) = fold(&[event]);
         assert!(log.triaged);
-        assert!(log.now.is_none() && log.scope().is_none());
+        assert!(log.now.is_none() && log.scope(&incident).is_none());
     }
 
     #[test]

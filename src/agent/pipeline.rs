@@ -581,7 +581,10 @@ impl Run {
         guard(&self.token, self.extend_catalog()).await?;
         guard(&self.token, self.gather(&specialists, runbook.as_ref())).await?;
         // What Diagnose reasons over is what the log holds, not what the lanes returned.
-        let obs = lock(&self.journal).observations.observations();
+        let obs = {
+            let j = lock(&self.journal);
+            j.observations.observations(&j.incident)
+        };
         let (calls, failed) = {
             let j = lock(&self.journal);
             let tools = &j.incident.tools;
