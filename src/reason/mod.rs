@@ -263,22 +263,11 @@ fn also_noticed(ctx: &Ctx) -> Vec<Signal> {
     found
         .into_iter()
         .filter(|s| !s.benign && s.cause.is_some() && !s.objects.is_empty())
-        .filter_map(|mut s| {
-            let relations: Vec<Option<&str>> =
-                s.objects.iter().map(|o| rank::relation(ctx, o)).collect();
-            if relations.iter().all(Option::is_none) {
-                s.set_aside();
-                s.ruled_out.clear();
-                return Some(s);
-            }
-            // A failure outside the subject on something an evidenced edge ties to it (the
-            // cluster DNS its lookups fail against): a candidate cause beside its own checks.
-            // The subject's own pods were judged in scope already.
-            let beside = relations.iter().all(|r| r.is_some_and(|r| r != "subject"));
-            beside.then(|| {
-                s.ruled_out.clear();
-                s
-            })
+        .filter(|s| s.objects.iter().all(|o| rank::relation(ctx, o).is_none()))
+        .map(|mut s| {
+            s.set_aside();
+            s.ruled_out.clear();
+            s
         })
         .collect()
 }

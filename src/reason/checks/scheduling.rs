@@ -191,21 +191,20 @@ fn refine(ctx: &Ctx, pods: &[String], msg: &str) -> Option<(Category, String)> {
             ),
         ));
     }
-    // Nodes excluded only by a taint the pod does not tolerate would run it with a toleration:
-    // the taint decides, whatever the other nodes lack. A node condition's taint (not-ready,
-    // unreachable, pressure) is the node's state, not a choice.
-    let tainted = reasons.iter().find(|(_, r)| {
-        r.contains("untolerated taint")
-            && !r.contains("node.kubernetes.io/")
-            && !r.contains("node.cloudprovider")
+    // Nodes tainted for the very resource the others lack (`nvidia.com/gpu` on the GPU nodes,
+    // while the rest have Insufficient nvidia.com/gpu) would run the pod with a toleration: the
+    // missing toleration decides. A taint for something else (`dedicated: batch`, a node
+    // condition's) keeps the pod off nodes it is not meant for, and the shortage stays the cause.
+    let short: Vec<&str> = reasons
+        .iter()
+        .filter_map(|(_, r)| r.strip_prefix("Insufficient "))
+        .collect();
+    let tainted = reasons.iter().find_map(|(n, r)| {
+        let taint = r.split_once("untolerated taint")?.1.trim();
+        let key = taint.trim_start_matches('{').split(':').next()?.trim();
+        short.contains(&key).then_some((n, taint))
     });
-    if let Some((n, r)) = tainted
-        && reasons.iter().any(|(_, o)| o.starts_with("Insufficient"))
-    {
-        let taint = r
-            .split_once("taint")
-            .map(|(_, t)| t.trim())
-            .unwrap_or_default();
+    if let Some((n, taint)) = tainted {
         return Some((
             Category::ConfigurationError,
             format!(
