@@ -427,3 +427,40 @@ fn a_replica_failure_condition_tells_the_refusal_its_expired_events_told() {
     assert_eq!(a.category, Category::ResourceExhaustion, "{}", a.root_cause);
     assert!(a.root_cause.contains("compute-quota"), "{}", a.root_cause);
 }
+
+#[test]
+fn kills_that_keep_a_rhythm_are_not_over_because_the_pods_are_ready_between_them() {
+    // Created ten hours ago, killed eleven times, the last 23 minutes ago: about once an hour,
+    // so Ready now is the pause before the next kill, and the symptom is present.
+    let mut obs = world();
+    obs.problem = Some("tiles pods keep getting OOMKilled every hour or so".into());
+    obs.deployments = vec![deployment("tiles", 2, 2)];
+    for sfx in ["aaaaa", "bbbbb"] {
+        obs.pods.push(pod(
+            &format!("tiles-5d8f9-{sfx}"),
+            "tiles",
+            11,
+            Some(("OOMKilled", 137, 23)),
+        ));
+    }
+    let a = analyze(&obs);
+    assert_eq!(a.symptom.state, SymptomState::Confirmed, "{:?}", a.symptom);
+    assert!(
+        a.symptom.detail.contains("restarts recur"),
+        "{:?}",
+        a.symptom
+    );
+    assert_eq!(a.category, Category::ResourceExhaustion, "{}", a.root_cause);
+    assert!(
+        !a.checks.iter().any(|c| c.status == CheckStatus::History),
+        "{:#?}",
+        a.checks
+    );
+    // Once, a day ago: a stumble that is over.
+    for p in &mut obs.pods {
+        p.containers[0].restart_count = 1;
+        p.containers[0].last_finished_at = Some(ago(590));
+    }
+    let a = analyze(&obs);
+    assert_eq!(a.symptom.state, SymptomState::Cleared, "{:?}", a.symptom);
+}
