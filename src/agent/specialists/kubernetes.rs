@@ -1,0 +1,284 @@
+//! The Kubernetes specialist: the subject's controllers, pods and events (by selector where it can),
+//! its Services, and the logs of the pods the verdict will be about.
+
+use super::{Caller, Scope};
+use crate::agent::evidence::Chart;
+use crate::agent::selection;
+use crate::agent::tools::{Params, ToolOutput, params, s};
+use crate::model::{EvidenceId, PodFacts};
+use crate::reason::Observations;
+use serde_json::json;
+use std::sync::Mutex;
+
+/// The subject's pods, resolved by the diagnosis's own rules from what the lane has listed so
+/// far (its observations carry the alert and problem, see [`kubernetes`]), so that Gather reads
+/// the logs of the pods the verdict will be about. None when unresolved.
+fn subject_pods(obs: &Mutex<Observations>) -> Option<Vec<String>> {
+    crate::reason::subject_pods(&obs.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Whether a pod deserves a look at its logs.
+fn troubled(p: &PodFacts) -> bool {
+    p.restarts() > 0
+        || !p.ready() && p.phase != "Succeeded"
+        || p.containers
+            .iter()
+            .any(|c| c.reason.is_some() || c.last_reason.is_some())
+}
+
+/// The workload controllers besides Deployments (StatefulSets, DaemonSets, Jobs, CronJobs) in the
+/// namespace pods are read from (all namespaces when none is known), in parallel. Each read that
+/// fails (a cluster without the API, a case without a recording) is one failed step, no more;
+/// true when every one answered.
+async fn workloads(c: &Caller, ns: Option<&str>, obs: &Mutex<Observations>) -> bool {
+    let none = Chart::default();
+    let scoped = || params([("namespace", ns.and_then(s))]);
+    let (a, b, c2, d) = futures::join!(
+        c.call("kubernetes.statefulsets", scoped(), &none, obs),
+        c.call("kubernetes.daemonsets", scoped(), &none, obs),
+        c.call("kubernetes.jobs", scoped(), &none, obs),
+        c.call("kubernetes.cronjobs", scoped(), &none, obs),
+    );
+    a.is_some() && b.is_some() && c2.is_some() && d.is_some()
+}
+
+pub(super) async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>) {
+    // What the subject is resolved from besides the listed objects; lane merges ignore them.
+    {
+        let mut o = obs.lock().unwrap_or_else(|e| e.into_inner());
+        o.alert = scope.alert.clone();
+        o.problem = scope.problem.clone();
+        o.now = scope.now;
+    }
+    let ns = scope.namespace.clone();
+    let none = Chart::default();
+    let in_ns = || params([("namespace", ns.clone().and_then(s))]);
+    // An alert naming a workload in a namespace: its controllers are read first, so that its
+    // pods and their events can be asked for by selector (see [`crate::agent::selection`]).
+    let pods = if scope.alert.is_some() && ns.is_some() && scope.workload.is_some() {
+        let (deployments, _, all_workloads) = futures::join!(
+            c.call("kubernetes.deployments", in_ns(), &none, obs),
+            c.call("kubernetes.nodes", Params::new(), &none, obs),
+            workloads(c, ns.as_deref(), obs),
+        );
+        // Which neighbours are in trouble is read off every controller list: one missing, and
+        // the namespace is read whole.
+        let plan = (deployments.is_some() && all_workloads)
+            .then(|| selection::pod_plan(scope, &obs.lock().unwrap_or_else(|e| e.into_inner())))
+            .flatten();
+        match plan {
+            Some(plan) => selected(c, scope, &plan, obs).await,
+            None => whole_namespace(c, scope, obs).await,
+        }
+    } else {
+        let (pods, _, _, _, _) = futures::join!(
+            c.call("kubernetes.pods", in_ns(), &none, obs),
+            c.call("kubernetes.events", in_ns(), &none, obs),
+            // Every namespace's when none is known: the problem's words may name one of them.
+            c.call("kubernetes.deployments", in_ns(), &none, obs),
+            c.call("kubernetes.nodes", Params::new(), &none, obs),
+            workloads(c, ns.as_deref(), obs),
+        );
+        // A namespace read from a problem's words must be one the cluster has: none of its pods
+        // listed there, every namespace's are read instead.
+        let listed_none =
+            matches!(&pods, Some((ToolOutput::Pods(p), _)) if p.is_empty()) || pods.is_none();
+        let pods = if listed_none && scope.alert.is_none() && ns.is_some() {
+            c.call("kubernetes.pods", Params::new(), &none, obs).await
+        } else {
+            pods
+        };
+        pods_of(pods)
+    };
+    let Some(pods) = pods else {
+        return;
+    };
+    // Logs of the subject's pods, as the diagnosis resolves the subject from what was listed:
+    // those in trouble first, then Running ones, since a latency or error-rate page on Ready
+    // pods shows its cause in their own log (an upstream timing out, errors it serves). At most
+    // three, to keep Gather quick.
+    let subject = subject_pods(obs);
+    let owns = |p: &PodFacts| match &subject {
+        Some(names) => names.contains(&p.name),
+        None => scope.owns_pod(p),
+    };
+    let mut picked: Vec<&PodFacts> = pods.iter().filter(|p| troubled(p) && owns(p)).collect();
+    if picked.len() < 3 && (subject.is_some() || scope.workload.is_some()) {
+        let running = pods
+            .iter()
+            .filter(|p| owns(p) && p.phase == "Running" && !troubled(p))
+            .take(2);
+        picked.extend(running);
+    }
+    if picked.is_empty() {
+        picked = pods.iter().filter(|p| troubled(p)).collect();
+    }
+    if let Some(named) = &scope.pod
+        && let Some(p) = pods.iter().find(|p| &p.name == named)
+        && !picked.iter().any(|q| q.name == *named)
+    {
+        picked.insert(0, p);
+    }
+    // The Services in front of the subject (and what their Endpoints list), in its namespace.
+    let service_ns = ns.clone().or_else(|| {
+        let names = subject.as_ref()?;
+        pods.iter()
+            .find(|p| names.contains(&p.name))
+            .map(|p| p.namespace.clone())
+    });
+    let services = async {
+        if let Some(service_ns) = &service_ns {
+            c.call(
+                "kubernetes.services",
+                params([("namespace", s(service_ns))]),
+                &none,
+                obs,
+            )
+            .await;
+        }
+    };
+    picked.sort_by_key(|p| std::cmp::Reverse(p.restarts()));
+    picked.truncate(3);
+    let none = &none;
+    let calls = picked.iter().map(|p| async move {
+        let restarted = p.restarts() > 0;
+        // A failing init container holds the pod back: its logs first; a container still
+        // waiting for the init phase has none.
+        let container = p
+            .containers
+            .iter()
+            .find(|ct| ct.init && !ct.ready)
+            .or_else(|| {
+                p.containers
+                    .iter()
+                    .find(|ct| !ct.ready && ct.reason.as_deref() != Some("PodInitializing"))
+            })
+            .or(p.containers.first())
+            .map(|ct| ct.name.clone());
+        let logs = |previous: bool| {
+            params([
+                ("namespace", s(&p.namespace)),
+                ("pod", s(&p.name)),
+                ("container", container.clone().and_then(s)),
+                ("previous", Some(json!(previous))),
+                ("tail", Some(json!(200))),
+            ])
+        };
+        let got = if restarted {
+            c.call("kubernetes.pod_logs", logs(true), none, obs).await
+        } else {
+            None
+        };
+        if got.is_none() {
+            c.call("kubernetes.pod_logs", logs(false), none, obs).await;
+        }
+    });
+    futures::join!(futures::future::join_all(calls), services);
+}
+
+fn pods_of(out: Option<(ToolOutput, EvidenceId)>) -> Option<Vec<PodFacts>> {
+    match out {
+        Some((ToolOutput::Pods(p), _)) => Some(p),
+        _ => None,
+    }
+}
+
+/// Every pod and event of the scope's namespace, as the lane reads them when no selector can
+/// narrow them.
+async fn whole_namespace(
+    c: &Caller,
+    scope: &Scope,
+    obs: &Mutex<Observations>,
+) -> Option<Vec<PodFacts>> {
+    let none = Chart::default();
+    let in_ns = || params([("namespace", scope.namespace.clone().and_then(s))]);
+    let (pods, _) = futures::join!(
+        c.call("kubernetes.pods", in_ns(), &none, obs),
+        c.call("kubernetes.events", in_ns(), &none, obs),
+    );
+    pods_of(pods)
+}
+
+/// The subject's pods by its controller's label selector (and those of its neighbours short of
+/// ready), then the events of the subject's objects by field selector beside the namespace's
+/// Warning events. The alert's own pod must be among them, else the namespace is read whole.
+async fn selected(
+    c: &Caller,
+    scope: &Scope,
+    plan: &selection::PodPlan,
+    obs: &Mutex<Observations>,
+) -> Option<Vec<PodFacts>> {
+    let (Some(ns), Some(workload)) = (scope.namespace.as_deref(), scope.workload.as_deref()) else {
+        return whole_namespace(c, scope, obs).await;
+    };
+    let none = Chart::default();
+    let by = |selector: &str| params([("namespace", s(ns)), ("label_selector", s(selector))]);
+    let (subject, neighbours) = futures::join!(
+        c.call("kubernetes.pods", by(&plan.subject), &none, obs),
+        futures::future::join_all(plan.neighbours.iter().map(|sel| c.call(
+            "kubernetes.pods",
+            by(sel),
+            &none,
+            obs
+        ))),
+    );
+    let Some(subject) = pods_of(subject) else {
+        return whole_namespace(c, scope, obs).await;
+    };
+    let nodes = {
+        let o = obs.lock().unwrap_or_else(|e| e.into_inner());
+        selection::troubled_nodes(scope, &subject, &o.nodes)
+    };
+    let on_nodes = futures::future::join_all(nodes.iter().map(|node| {
+        c.call(
+            "kubernetes.pods",
+            params([("namespace", s(ns)), ("node", s(node))]),
+            &none,
+            obs,
+        )
+    }))
+    .await;
+    let mut pods = subject.clone();
+    let mut listed: std::collections::HashSet<String> =
+        subject.iter().map(|p| p.name.clone()).collect();
+    for more in neighbours.into_iter().chain(on_nodes).filter_map(pods_of) {
+        pods.extend(more.into_iter().filter(|p| listed.insert(p.name.clone())));
+    }
+    if scope
+        .pod
+        .as_ref()
+        .is_some_and(|named| !pods.iter().any(|p| &p.name == named))
+    {
+        return whole_namespace(c, scope, obs).await;
+    }
+    let mine: Vec<&PodFacts> = subject.iter().collect();
+    match selection::event_objects(workload, &mine) {
+        Some(names) => {
+            let about = |name: &str| params([("namespace", s(ns)), ("involved", s(name))]);
+            futures::join!(
+                c.call(
+                    "kubernetes.events",
+                    params([("namespace", s(ns)), ("type", s("Warning"))]),
+                    &none,
+                    obs
+                ),
+                futures::future::join_all(names.iter().map(|n| c.call(
+                    "kubernetes.events",
+                    about(n),
+                    &none,
+                    obs
+                ))),
+            );
+        }
+        None => {
+            c.call(
+                "kubernetes.events",
+                params([("namespace", s(ns))]),
+                &none,
+                obs,
+            )
+            .await;
+        }
+    }
+    Some(pods)
+}
