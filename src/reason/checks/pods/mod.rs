@@ -1,11 +1,15 @@
-//! Pod analyzers: CrashLoopBackOff, OOMKilled against memory limits, image pull failures, probe failures.
+//! Pod analyzers: CrashLoopBackOff, failed runs, containers that cannot be created or started,
+//! probe failures; OOM kills (`memory`) and image pulls (`image`) beside them.
+
+mod image;
+mod memory;
+pub(crate) use image::image_pull;
+pub(crate) use memory::oom_killed;
 
 use super::{Basis, Decl, Role};
 use crate::model::{Category, ContainerFacts, PodFacts};
 use crate::reason::logs::{self, Sig};
-use crate::reason::{
-    Ctx, Signal, actions, format_bytes, list_names, parse_bytes, pod_deployment, pod_rs,
-};
+use crate::reason::{Ctx, Signal, actions, pod_deployment};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -72,13 +76,6 @@ pub(crate) const DECLARED: &[Decl] = &[
 static TERMINATION: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?i)reason[=:]\s*([A-Za-z]+),?\s*exit[_ ]code[=:]\s*(-?\d+)").ok()
 });
-static LIMIT_IN_LOG: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:memory[_ ]limit[=: ]+|/\s*)(\d+(?:\.\d+)?(?:Ki|Mi|Gi|Ti))\b").ok()
-});
-static USAGE_IN_LOG: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(\d+(?:\.\d+)?(?:Ki|Mi|Gi))\s*/\s*(\d+(?:\.\d+)?(?:Ki|Mi|Gi))").ok()
-});
-
 /// How a container last ended: (reason, exit code), from its status, else from status or event messages.
 pub(crate) fn last_termination(
     ctx: &Ctx,
@@ -149,11 +146,11 @@ pub(crate) fn is_oom(ctx: &Ctx, pod: &PodFacts, c: &ContainerFacts) -> bool {
     oom_reason || (code == Some(137) && (oom_log || (!other_reason && !probe_killed(ctx, pod))))
 }
 
-fn namespace(pod: &PodFacts) -> &str {
+pub(super) fn namespace(pod: &PodFacts) -> &str {
     crate::reason::namespace_or_default(&pod.namespace)
 }
 
-fn owner_phrase(pod: &PodFacts) -> String {
+pub(super) fn owner_phrase(pod: &PodFacts) -> String {
     match pod_deployment(pod) {
         Some(d) => format!("pod {} (deployment {d})", pod.name),
         None => format!("pod {}", pod.name),
@@ -170,14 +167,13 @@ fn role(c: &ContainerFacts) -> &'static str {
     }
 }
 
-fn live_pods<'a>(ctx: &Ctx<'a>) -> Vec<&'a PodFacts> {
+pub(super) fn live_pods<'a>(ctx: &Ctx<'a>) -> Vec<&'a PodFacts> {
     ctx.pods()
         .into_iter()
         .filter(|p| ctx.pod_in_scope(p) && !p.deleting)
         .collect()
 }
 
-/// Sibling pods that are Running and Ready, for "the fault is specific to this pod" reasoning.
 /// Restarts that keep a rhythm: the container restarted at least [`RECURRING_RESTARTS`] times
 /// over its pod's life and its last restart is more recent than twice their mean interval, so
 /// Ready now is a pause before the next one, not a recovery. The mean interval, in minutes.
@@ -188,51 +184,6 @@ pub(crate) fn restarts_recur(ctx: &Ctx, pod: &PodFacts, c: &ContainerFacts) -> O
     }
     let every = (last - born).num_seconds() as f64 / 60.0 / f64::from(c.restart_count);
     (ctx.minutes_ago(last) < 2.0 * every).then_some(every)
-}
-
-/// The bytes a memory-sizing flag (as read into `memory_flags`) lets the runtime's heap grow to:
-/// the JVM's `-Xmx4g` (k, m, g, t: binary), Node's `--max-old-space-size` (MiB), Go's
-/// `GOMEMLIMIT` (B, KiB, MiB, GiB, TiB).
-pub(crate) fn flag_bytes(flag: &str) -> Option<f64> {
-    // `NAME: token` or `args: token`; GOMEMLIMIT is kept as `GOMEMLIMIT=value`.
-    let token = flag.rsplit(' ').next().unwrap_or(flag);
-    let (value, default_unit) = if let Some(v) = token.strip_prefix("GOMEMLIMIT=") {
-        (v.trim_end_matches('B'), 1.0)
-    } else if let Some(v) = token
-        .strip_prefix("--max-old-space-size=")
-        .or_else(|| token.strip_prefix("--max_old_space_size="))
-    {
-        (v, 1024.0 * 1024.0)
-    } else {
-        let v = token
-            .strip_prefix("-Xmx")
-            .or_else(|| token.strip_prefix("-XX:MaxHeapSize="))?;
-        (v, 1.0)
-    };
-    let at = value
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(value.len());
-    let n: f64 = value[..at].parse().ok()?;
-    let mult = match value[at..].to_ascii_uppercase().trim_end_matches('I') {
-        "" => default_unit,
-        "K" => 1024.0,
-        "M" => 1024.0 * 1024.0,
-        "G" => 1024f64.powi(3),
-        "T" => 1024f64.powi(4),
-        _ => return None,
-    };
-    Some(n * mult)
-}
-
-/// A runtime heap flag that leaves the process no room under its memory limit: the heap may
-/// grow to 90% of the limit or more, so the kernel kills it before the runtime collects.
-fn heap_over_limit<'a>(c: &'a ContainerFacts, limit: Option<&str>) -> Option<(&'a str, f64)> {
-    let limit = parse_bytes(limit?)?;
-    c.memory_flags
-        .iter()
-        .filter_map(|f| Some((f.as_str(), flag_bytes(f)?)))
-        .filter(|(_, b)| *b >= 0.9 * limit)
-        .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 /// Restarts of one container that make a rhythm: fewer are a start-up stumble.
@@ -258,7 +209,9 @@ pub(crate) fn unaffected_siblings<'a>(ctx: &Ctx<'a>, pod: &PodFacts) -> Vec<&'a 
         .collect()
 }
 
-fn healthy_siblings(ctx: &Ctx, pod: &PodFacts) -> Vec<String> {
+/// Sibling pods that are Running and Ready and never failed alike, for "the fault is specific
+/// to this pod" reasoning.
+pub(super) fn healthy_siblings(ctx: &Ctx, pod: &PodFacts) -> Vec<String> {
     unaffected_siblings(ctx, pod)
         .into_iter()
         .map(|p| p.name.clone())
@@ -678,293 +631,6 @@ pub(crate) fn failed_runs(ctx: &Ctx) -> Vec<Signal> {
     out
 }
 
-/// The memory limit in force, from the container spec, else as logged by the process.
-fn memory_limit(ctx: &Ctx, pod: &PodFacts, c: &ContainerFacts) -> Option<String> {
-    c.memory_limit.clone().or_else(|| {
-        let re = LIMIT_IN_LOG.as_ref()?;
-        logs::pod_lines(ctx, &pod.name).iter().find_map(|l| {
-            re.captures(&l.line)
-                .and_then(|cap| cap.get(1))
-                .map(|m| m.as_str().to_string())
-        })
-    })
-}
-
-/// Peak "used / limit" reported in the logs, e.g. `496Mi / 512Mi`.
-fn peak_usage(ctx: &Ctx, pod: &PodFacts) -> Option<String> {
-    let re = USAGE_IN_LOG.as_ref()?;
-    logs::pod_lines(ctx, &pod.name)
-        .iter()
-        .filter_map(|l| {
-            let caps = re.captures(&l.line)?;
-            let used = caps.get(1)?.as_str();
-            Some((
-                parse_bytes(used)?,
-                format!("{used} / {}", caps.get(2)?.as_str()),
-            ))
-        })
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, s)| s)
-}
-
-/// OOMKilled (exit code 137) against the container's memory limit.
-pub(crate) fn oom_killed(ctx: &Ctx) -> Vec<Signal> {
-    let mut out = Vec::new();
-    for pod in live_pods(ctx) {
-        for c in &pod.containers {
-            if !is_oom(ctx, pod, c) {
-                continue;
-            }
-            let (_, code) = last_termination(ctx, pod, c);
-            let code = code.unwrap_or(137);
-            let limit = memory_limit(ctx, pod, c);
-            let limit_txt = limit
-                .as_deref()
-                .map(|l| format!("its memory limit of {l}"))
-                .unwrap_or("its memory limit".into());
-            let usage = peak_usage(ctx, pod)
-                .map(|u| format!(" (memory use reached {u} just before the kill)"))
-                .unwrap_or_default();
-            let siblings = healthy_siblings(ctx, pod);
-            let heap = heap_over_limit(c, limit.as_deref());
-            let scope = if let Some((flag, bytes)) = heap {
-                format!(
-                    "; its runtime is told its heap may grow to {} ({flag}), which leaves it no room under {limit_txt}: the heap setting is wrong for the limit, and raising the limit alone moves the kill",
-                    format_bytes(bytes)
-                )
-            } else if siblings.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "; sibling pods {} stay Ready, so the workload on this replica needs more memory than the limit allows",
-                    list_names(&siblings, 3)
-                )
-            };
-            let evidence = ctx.ev(&[
-                "kubernetes/pods",
-                "kubernetes/events",
-                "kubernetes/pod_logs",
-            ]);
-            let mut sig = Signal {
-                analyzer: "oom_killed",
-                summary: format!(
-                    "{} container {} was OOMKilled (exit code {code}) at {limit_txt}; {} restarts",
-                    owner_phrase(pod),
-                    c.name,
-                    c.restart_count
-                ),
-                detail: format!(
-                    "the kernel cgroup OOM killer sent SIGKILL (exit code {code}){usage}"
-                ),
-                category: if heap.is_some() {
-                    Category::ConfigurationError
-                } else {
-                    Category::ResourceExhaustion
-                },
-                basis: Basis::Stated,
-                // The limit it hit, read from the spec, is two more links: what and why.
-                links: if limit.is_some() { 2 } else { 0 },
-                evidence: evidence.clone(),
-                cause: Some(format!(
-                    "{}: container {} of {} is OOMKilled with exit code {code} when its memory use hits {limit_txt}{usage}; the kernel kills the process and kubelet restarts it into CrashLoopBackOff ({} restarts){scope}",
-                    if heap.is_some() {
-                        "Heap sized past the memory limit"
-                    } else {
-                        "Memory exhaustion"
-                    },
-                    c.name,
-                    owner_phrase(pod),
-                    c.restart_count
-                )),
-                objects: vec![format!("pod/{}", pod.name)],
-                // Running and Ready again since the kill: the episode ended with it, unless
-                // the kills keep a rhythm and the next one is due.
-                until: c.last_finished_at.filter(|_| {
-                    c.ready && c.state == "running" && restarts_recur(ctx, pod, c).is_none()
-                }),
-                ..Signal::default()
-            };
-            if let Some(d) = pod_deployment(pod) {
-                let new_limit = limit
-                    .as_deref()
-                    .and_then(parse_bytes)
-                    .map(|b| format_bytes(b * 2.0))
-                    .unwrap_or_else(|| "1Gi".into());
-                sig.actions.push(actions::set_memory_limit(
-                    namespace(pod),
-                    &d,
-                    &c.name,
-                    &new_limit,
-                    format!(
-                        "{} is killed at {limit_txt}; raising the limit to {new_limit} gives the process headroom while the memory growth is investigated",
-                        c.name
-                    ),
-                    evidence.clone(),
-                ));
-                sig.actions.push(actions::rollout_restart(
-                    namespace(pod),
-                    &d,
-                    format!("restart deployment/{d} pods to clear the crash-loop back-off once the new limit is set"),
-                    evidence,
-                ));
-            }
-            out.push(sig);
-        }
-    }
-    out
-}
-
-fn pull_mechanism(msg: &str) -> &'static str {
-    let m = msg.to_lowercase();
-    if m.contains("toomanyrequests") || m.contains("rate limit") || m.contains("429 too many") {
-        "the registry rate-limits the node's pulls (toomanyrequests, pull rate limit reached): authenticated pulls or a mirror lift it"
-    } else if m.contains("manifest unknown")
-        || m.contains("not found")
-        || m.contains("does not exist")
-    {
-        "the tag does not exist in the registry (manifest unknown): the deployed image reference is wrong"
-    } else if m.contains("unauthorized")
-        || m.contains("denied")
-        || m.contains("authentication required")
-        || m.contains("forbidden")
-    {
-        "the registry refuses the pull (unauthorized): imagePullSecrets or registry credentials are wrong"
-    } else if m.contains("invalidimagename") || m.contains("invalid reference format") {
-        "the image reference is malformed (InvalidImageName)"
-    } else if m.contains("timeout")
-        || m.contains("no such host")
-        || m.contains("connection refused")
-    {
-        "the registry is unreachable from the node"
-    } else {
-        "the image cannot be pulled"
-    }
-}
-
-/// Pods failing to pull one image: (image, pods, messages, state reasons).
-type PullGroup<'a> = (String, Vec<&'a PodFacts>, Vec<String>, Vec<String>);
-
-/// ErrImagePull / ImagePullBackOff, with the image and the registry's answer.
-pub(crate) fn image_pull(ctx: &Ctx) -> Vec<Signal> {
-    const PULL: [&str; 4] = [
-        "ErrImagePull",
-        "ImagePullBackOff",
-        "InvalidImageName",
-        "ErrImageNeverPull",
-    ];
-    // image -> (pods, messages, state reasons)
-    let mut by_image: Vec<PullGroup> = Vec::new();
-    for pod in live_pods(ctx) {
-        for c in &pod.containers {
-            let reason = c.reason.clone().filter(|r| PULL.contains(&r.as_str()));
-            let events: Vec<String> = ctx
-                .events_for(&pod.name)
-                .into_iter()
-                .filter(|e| {
-                    e.message.contains("pull image")
-                        || e.message.contains("pulling image")
-                        || PULL.contains(&e.reason.as_str())
-                })
-                .map(|e| e.message.clone())
-                .collect();
-            if reason.is_none() && (events.is_empty() || c.ready) {
-                continue;
-            }
-            let slot = match by_image.iter().position(|(i, ..)| i == &c.image) {
-                Some(i) => &mut by_image[i],
-                None => {
-                    by_image.push((c.image.clone(), Vec::new(), Vec::new(), Vec::new()));
-                    let last = by_image.len() - 1;
-                    &mut by_image[last]
-                }
-            };
-            if !slot.1.iter().any(|p| p.name == pod.name) {
-                slot.1.push(pod);
-            }
-            slot.2.extend(c.message.iter().cloned());
-            slot.2.extend(events);
-            slot.3.push(reason.unwrap_or_else(|| "ErrImagePull".into()));
-        }
-    }
-    let mut out = Vec::new();
-    for (image, pods, messages, reasons) in by_image {
-        let Some(first) = pods.first() else { continue };
-        let reason = if reasons.iter().any(|r| r == "ImagePullBackOff") {
-            "ImagePullBackOff"
-        } else {
-            reasons[0].as_str()
-        };
-        // The shortest message that still says why (after the image reference) reads best.
-        let message = messages
-            .iter()
-            .filter(|m| {
-                m.rsplit_once("\":")
-                    .is_some_and(|(_, why)| !why.trim().is_empty())
-            })
-            .min_by_key(|m| m.len())
-            .or_else(|| messages.first())
-            .map(|m| logs::short(m))
-            .unwrap_or_default();
-        let all = messages.join(" ");
-        let mechanism = pull_mechanism(&format!("{all} {reason}"));
-        let category = if mechanism.contains("unreachable") || mechanism.contains("rate-limits") {
-            Category::DependencyFailure
-        } else {
-            Category::ConfigurationError
-        };
-        let names: Vec<String> = pods.iter().map(|p| p.name.clone()).collect();
-        let dep = pod_deployment(first);
-        let rs = pod_rs(first);
-        let old_ready: Vec<String> = ctx
-            .siblings(first)
-            .into_iter()
-            .filter(|p| p.ready() && pod_rs(p) != rs)
-            .map(|p| p.name.clone())
-            .collect();
-        let rollout = match (&dep, &rs) {
-            (Some(d), Some(r)) if !old_ready.is_empty() => format!(
-                "; the new ReplicaSet {r} of deployment {d} cannot start any pod while the old ReplicaSet's pods ({}) keep serving, so the rollout is stuck",
-                list_names(&old_ready, 3)
-            ),
-            (Some(d), _) => format!("; deployment {d} cannot bring these replicas up"),
-            _ => String::new(),
-        };
-        let evidence = ctx.ev(&[
-            "kubernetes/pods",
-            "kubernetes/events",
-            "kubernetes/deployments",
-        ]);
-        let mut sig = Signal {
-            analyzer: "image_pull",
-            summary: format!(
-                "{} pod(s) in {reason}: image \"{image}\" cannot be pulled ({message})",
-                pods.len()
-            ),
-            detail: format!("pods: {}", list_names(&names, 5)),
-            category,
-            basis: Basis::Stated,
-            links: 2,
-            evidence: evidence.clone(),
-            cause: Some(format!(
-                "Pods {} are in {reason}: kubelet cannot pull image \"{image}\" because {mechanism} (registry said: {message}){rollout}",
-                list_names(&names, 3)
-            )),
-            objects: names.iter().map(|n| format!("pod/{n}")).collect(),
-            ..Signal::default()
-        };
-        if let Some(d) = dep {
-            sig.actions.push(actions::rollout_undo(
-                namespace(first),
-                &d,
-                format!("deployment/{d} points at image \"{image}\", which cannot be pulled; rolling back restores the last image that ran"),
-                evidence,
-            ));
-        }
-        out.push(sig);
-    }
-    out
-}
-
 /// Liveness / readiness / startup probe failures (Unhealthy events, kubelet restarts).
 /// Warning events older than this are another episode's.
 const STALE_EVENT_MINUTES: f64 = 60.0;
@@ -1273,6 +939,8 @@ pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
 
 #[cfg(test)]
 mod tests {
+    use super::image::pull_mechanism;
+    use super::memory::flag_bytes;
     use super::*;
     use crate::model::{K8sEventFacts, LogLine};
     use crate::reason::Observations;
