@@ -82,6 +82,12 @@ pub fn network_facts(services: &[Service], around: &Around) -> Vec<ServiceFacts>
         .flatten()
         .filter_map(isolation)
         .collect();
+    let egress: Vec<Egress> = around
+        .policies
+        .into_iter()
+        .flatten()
+        .filter_map(egress_of)
+        .collect();
     for svc in out
         .iter_mut()
         .filter(|s| !s.missing && !s.selector.is_empty())
@@ -107,8 +113,85 @@ pub fn network_facts(services: &[Service], around: &Around) -> Vec<ServiceFacts>
         if !admitted {
             svc.denied_by = denying;
         }
+        // Egress: the ports the pods may reach, when every selecting policy limits them by port.
+        let limiting: Vec<&Egress> = egress
+            .iter()
+            .filter(|p| {
+                p.namespace == svc.namespace
+                    && p.labels
+                        .as_ref()
+                        .is_some_and(|l| l.iter().all(|(k, v)| svc.selector.get(k) == Some(v)))
+            })
+            .collect();
+        if !limiting.is_empty() && limiting.iter().all(|p| p.ports.is_some()) {
+            svc.egress_limited_by = limiting.iter().map(|p| p.name.clone()).collect();
+            let mut ports: Vec<u16> = limiting
+                .iter()
+                .flat_map(|p| p.ports.iter().flatten().copied())
+                .collect();
+            ports.sort_unstable();
+            ports.dedup();
+            svc.egress_ports = ports;
+        }
     }
     out
+}
+
+/// What one NetworkPolicy does to egress for the pods it selects.
+struct Egress {
+    namespace: String,
+    name: String,
+    /// The labels it selects pods by (empty: every pod); `None` for a selector with expressions.
+    labels: Option<BTreeMap<String, String>>,
+    /// The only ports its rules let the pods connect to; `None` when a rule leaves ports open
+    /// (no `ports`, or a named port this does not resolve).
+    ports: Option<Vec<u16>>,
+}
+
+/// A policy that applies to egress, with the ports it allows; `None` for one that governs
+/// ingress only.
+fn egress_of(np: &NetworkPolicy) -> Option<Egress> {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    let spec = np.spec.as_ref()?;
+    if !spec
+        .policy_types
+        .as_ref()
+        .is_some_and(|t| t.iter().any(|t| t == "Egress"))
+    {
+        return None;
+    }
+    let selector = spec.pod_selector.as_ref();
+    let expressions = selector
+        .and_then(|s| s.match_expressions.as_ref())
+        .is_some_and(|e| !e.is_empty());
+    let mut ports: Option<Vec<u16>> = Some(Vec::new());
+    for rule in spec.egress.iter().flatten() {
+        match &rule.ports {
+            Some(list) if !list.is_empty() => {
+                for p in list {
+                    match &p.port {
+                        Some(IntOrString::Int(n)) => {
+                            if let (Some(v), Ok(n)) = (ports.as_mut(), u16::try_from(*n)) {
+                                v.push(n);
+                            }
+                        }
+                        _ => ports = None,
+                    }
+                }
+            }
+            _ => ports = None,
+        }
+    }
+    Some(Egress {
+        namespace: np.metadata.namespace.clone().unwrap_or_default(),
+        name: np.metadata.name.clone().unwrap_or_default(),
+        labels: (!expressions).then(|| {
+            selector
+                .and_then(|s| s.match_labels.clone())
+                .unwrap_or_default()
+        }),
+        ports,
+    })
 }
 
 /// Every backend of an Ingress with the rule it serves: `host/path`, `*` for the default.
@@ -262,6 +345,30 @@ mod tests {
         assert_eq!(facts.len(), 2, "{facts:?}");
         let web = &facts[0];
         assert_eq!(web.denied_by, vec!["deny-web".to_string()]);
+        // An egress policy with no rule lets the pods reach nothing; one allowing DNS only
+        // lets them reach port 53; a rule with no ports leaves them unlimited by port.
+        assert_eq!(web.egress_limited_by, vec!["egress-only".to_string()]);
+        assert!(web.egress_ports.is_empty());
+        let mut dns_only = policies.clone();
+        dns_only[2].spec = serde_json::from_value(json!({"podSelector": {}, "policyTypes": ["Egress"],
+            "egress": [{"to": [{"namespaceSelector": {}}], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}]}))
+        .ok();
+        let with = |p: &[NetworkPolicy]| {
+            network_facts(
+                &services,
+                &Around {
+                    policies: Some(p),
+                    ..Around::default()
+                },
+            )
+        };
+        assert_eq!(with(&dns_only)[0].egress_ports, vec![53]);
+        let mut open = policies.clone();
+        open[2].spec = serde_json::from_value(
+            json!({"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]}),
+        )
+        .ok();
+        assert!(with(&open)[0].egress_limited_by.is_empty());
         // A policy admitting ingress to the same pods lifts the isolation.
         let mut admitted = policies.clone();
         admitted[1].spec = serde_json::from_value(

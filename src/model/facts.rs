@@ -532,6 +532,13 @@ pub struct ServiceFacts {
     /// NetworkPolicies that select the pods its selector takes and allow them no ingress.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub denied_by: Vec<String>,
+    /// Egress NetworkPolicies that select the pods its selector takes, when every rule of theirs
+    /// names its ports: the policies and the only ports those pods may connect to (none: no
+    /// egress at all). Empty when nothing limits them by port.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub egress_limited_by: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub egress_ports: Vec<u16>,
 }
 
 /// One Ingress rule's backend: which Ingress, for which host and path, to which port.

@@ -295,6 +295,15 @@ pub(crate) fn is_error(l: &LogLine) -> bool {
 /// 10.0.0.7:5432`) gives both, `db.svc (10.0.0.7:5432)`: the name says which service, the address
 /// which socket refused.
 pub(crate) fn target(line: &str) -> Option<String> {
+    // libpq names the address apart from its port: `connection to server at "db" (10.0.0.5),
+    // port 5432 failed`.
+    static LIBPQ: LazyLock<Option<Regex>> =
+        LazyLock::new(|| Regex::new(r#"server at "([^"]+)"(?: \([^)]*\))?, port (\d+)"#).ok());
+    if let Some(c) = LIBPQ.as_ref().and_then(|re| re.captures(line))
+        && let (Some(host), Some(port)) = (c.get(1), c.get(2))
+    {
+        return Some(format!("{}:{}", host.as_str(), port.as_str()));
+    }
     let all = |re: &Option<Regex>| -> Vec<String> {
         re.as_ref()
             .map(|re| {
@@ -1011,6 +1020,12 @@ mod tests {
         assert_eq!(
             target("request failed: inventory-api:9090 answered 503"),
             Some("inventory-api:9090".to_string())
+        );
+        assert_eq!(
+            target(
+                r#"psycopg2.OperationalError: connection to server at "accounts-pg.accounts.svc" (10.96.88.14), port 5432 failed: Connection timed out"#
+            ),
+            Some("accounts-pg.accounts.svc:5432".to_string())
         );
     }
 

@@ -1,6 +1,7 @@
 //! The way in to the subject: an Ingress rule that routes to a Service that does not exist or to a
 //! port it does not expose, and a NetworkPolicy that selects the pods behind a Service and allows
-//! them no ingress, drop every request however healthy the pods look.
+//! them no ingress, drop every request however healthy the pods look; one that limits the
+//! subject's own egress to other ports drops every connection it opens.
 
 use super::{Basis, Decl, Role};
 use crate::model::{Category, ServiceFacts};
@@ -26,6 +27,13 @@ pub(crate) const DECLARED: &[Decl] = &[
     Decl {
         id: "network_policy",
         title: "NetworkPolicy allows the pods no ingress",
+        concern: "network",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
+        id: "egress_policy",
+        title: "NetworkPolicy lets the subject reach the ports it dials",
         concern: "network",
         role: Role::Failure,
         reads: &[],
@@ -192,6 +200,78 @@ pub(crate) fn network_policies(ctx: &Ctx) -> Vec<Signal> {
     out
 }
 
+/// Check: may the subject's pods open the connections their logs fail on? Failing when egress
+/// NetworkPolicies select them (through a Service in front of them) and allow only other ports,
+/// while their lines time out or are refused dialling a port outside that list.
+pub(crate) fn egress_policies(ctx: &Ctx) -> Vec<Signal> {
+    use crate::reason::logs::{self, Sig};
+    let limited: Vec<&ServiceFacts> = ctx
+        .obs
+        .services
+        .iter()
+        .filter(|s| !s.egress_limited_by.is_empty())
+        .filter(|s| relation(ctx, &format!("service/{}", s.name)) == Some("service of the subject"))
+        .collect();
+    let Some(svc) = limited.first() else {
+        return Vec::new();
+    };
+    let lines = logs::scoped_lines(ctx);
+    let hits = logs::scan(lines.iter().copied());
+    let blocked: Vec<(String, &logs::Hits)> = hits
+        .iter()
+        .filter(|h| matches!(h.sig, Sig::Timeout | Sig::Unreachable | Sig::ConnRefused))
+        .flat_map(|h| h.targets.iter().map(move |t| (t, h)))
+        .filter_map(|(t, h)| {
+            let port: u16 = t.rsplit_once(':')?.1.parse().ok()?;
+            (!svc.egress_ports.contains(&port)).then(|| (t.clone(), h))
+        })
+        .collect();
+    let Some((target, hit)) = blocked.first() else {
+        return Vec::new();
+    };
+    let allowed = if svc.egress_ports.is_empty() {
+        "no egress at all".to_string()
+    } else {
+        format!(
+            "egress only to port {}",
+            svc.egress_ports
+                .iter()
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let who = ctx.scope_name("the subject");
+    let summary = format!(
+        "NetworkPolicy {} selects {who}'s pods (behind Service {}) and allows them {allowed}, but they dial {target}",
+        list_names(&svc.egress_limited_by, 3),
+        svc.name
+    );
+    vec![Signal {
+        analyzer: "egress_policy",
+        summary: summary.clone(),
+        detail: format!(
+            "{} {}: \"{}\"",
+            hit.count,
+            hit.sig.label(),
+            logs::short(&hit.example)
+        ),
+        category: Category::ConfigurationError,
+        basis: Basis::Measured,
+        // The policy's ports read from the API, against the port the lines dial.
+        links: 2,
+        evidence: ctx.ev(&["kubernetes/services", "kubernetes/pod_logs", "logs"]),
+        cause: Some(format!(
+            "{summary}, so the policy drops those connections ({} {}, e.g. \"{}\"); the dependency is not at fault: the policy needs an egress rule for it",
+            hit.count,
+            hit.sig.label(),
+            logs::short(&hit.example)
+        )),
+        objects: vec![format!("service/{}", svc.name)],
+        ..Signal::default()
+    }]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,6 +345,32 @@ mod tests {
             port: port.into(),
             unknown_class: None,
         }
+    }
+
+    #[test]
+    fn an_egress_policy_without_the_port_the_subject_dials_is_the_cause() {
+        let mut svc = web(80);
+        svc.egress_limited_by = vec!["default-deny-egress".into()];
+        svc.egress_ports = vec![53];
+        let mut o = obs(vec![svc]);
+        o.pod_logs = vec![crate::model::LogLine {
+            line: "dial tcp orders-db.shop.svc:5432: i/o timeout".into(),
+            labels: BTreeMap::from([("pod".to_string(), "web-7c9d8-aaaaa".to_string())]),
+            ..crate::model::LogLine::default()
+        }];
+        let sigs = egress_policies(&Ctx::new(&o));
+        assert_eq!(sigs.len(), 1, "{sigs:?}");
+        assert_eq!(sigs[0].category, Category::ConfigurationError);
+        let cause = sigs[0].cause.clone().unwrap_or_default();
+        assert!(
+            cause.contains("default-deny-egress")
+                && cause.contains("egress only to port 53")
+                && cause.contains("orders-db.shop.svc:5432"),
+            "{cause}"
+        );
+        // The port it dials is one the policy lets out: not the policy's doing.
+        o.services[0].egress_ports = vec![53, 5432];
+        assert!(egress_policies(&Ctx::new(&o)).is_empty());
     }
 
     #[test]
