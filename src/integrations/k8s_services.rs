@@ -4,7 +4,7 @@
 
 use crate::model::{IngressRoute, ServiceFacts};
 use k8s_openapi::api::core::v1::{Endpoints, Service};
-use k8s_openapi::api::networking::v1::{Ingress, IngressBackend, NetworkPolicy};
+use k8s_openapi::api::networking::v1::{Ingress, IngressBackend, NetworkPolicy, NetworkPolicySpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
 
@@ -94,20 +94,15 @@ pub fn network_facts(services: &[Service], around: &Around) -> Vec<ServiceFacts>
     {
         // The Service's selector is what its pods carry: a policy whose labels are all among
         // them selects those pods.
-        let selecting = |p: &&Isolation| {
-            p.namespace == svc.namespace
-                && (p.labels.is_none()
-                    || p.labels
-                        .as_ref()
-                        .is_some_and(|l| l.iter().all(|(k, v)| svc.selector.get(k) == Some(v))))
-        };
+        // A policy that selects by expressions is not judged: it may take them, so it counts
+        // as admitting.
         let mut denying = Vec::new();
         let mut admitted = false;
-        for p in policies.iter().filter(selecting) {
-            if p.admits || p.labels.is_none() {
+        for p in policies.iter().filter(|p| p.on.takes(svc) != Some(false)) {
+            if p.admits || p.on.labels.is_none() {
                 admitted = true;
             } else {
-                denying.push(p.name.clone());
+                denying.push(p.on.name.clone());
             }
         }
         if !admitted {
@@ -116,15 +111,10 @@ pub fn network_facts(services: &[Service], around: &Around) -> Vec<ServiceFacts>
         // Egress: the ports the pods may reach, when every selecting policy limits them by port.
         let limiting: Vec<&Egress> = egress
             .iter()
-            .filter(|p| {
-                p.namespace == svc.namespace
-                    && p.labels
-                        .as_ref()
-                        .is_some_and(|l| l.iter().all(|(k, v)| svc.selector.get(k) == Some(v)))
-            })
+            .filter(|p| p.on.takes(svc) == Some(true))
             .collect();
         if !limiting.is_empty() && limiting.iter().all(|p| p.ports.is_some()) {
-            svc.egress_limited_by = limiting.iter().map(|p| p.name.clone()).collect();
+            svc.egress_limited_by = limiting.iter().map(|p| p.on.name.clone()).collect();
             let mut ports: Vec<u16> = limiting
                 .iter()
                 .flat_map(|p| p.ports.iter().flatten().copied())
@@ -139,10 +129,7 @@ pub fn network_facts(services: &[Service], around: &Around) -> Vec<ServiceFacts>
 
 /// What one NetworkPolicy does to egress for the pods it selects.
 struct Egress {
-    namespace: String,
-    name: String,
-    /// The labels it selects pods by (empty: every pod); `None` for a selector with expressions.
-    labels: Option<BTreeMap<String, String>>,
+    on: Selection,
     /// The only ports its rules let the pods connect to; `None` when a rule leaves ports open
     /// (no `ports`, or a named port this does not resolve).
     ports: Option<Vec<u16>>,
@@ -160,10 +147,6 @@ fn egress_of(np: &NetworkPolicy) -> Option<Egress> {
     {
         return None;
     }
-    let selector = spec.pod_selector.as_ref();
-    let expressions = selector
-        .and_then(|s| s.match_expressions.as_ref())
-        .is_some_and(|e| !e.is_empty());
     let mut ports: Option<Vec<u16>> = Some(Vec::new());
     for rule in spec.egress.iter().flatten() {
         match &rule.ports {
@@ -183,13 +166,7 @@ fn egress_of(np: &NetworkPolicy) -> Option<Egress> {
         }
     }
     Some(Egress {
-        namespace: np.metadata.namespace.clone().unwrap_or_default(),
-        name: np.metadata.name.clone().unwrap_or_default(),
-        labels: (!expressions).then(|| {
-            selector
-                .and_then(|s| s.match_labels.clone())
-                .unwrap_or_default()
-        }),
+        on: Selection::of(np, spec),
         ports,
     })
 }
@@ -213,13 +190,46 @@ fn backends(ing: &Ingress) -> Vec<(String, &IngressBackend)> {
     out
 }
 
-/// What one NetworkPolicy does to ingress for the pods it selects.
-struct Isolation {
+/// Which pods a NetworkPolicy selects: its namespace, its name and the labels it selects by
+/// (empty: every pod; `None` for a selector with expressions, which this does not judge).
+struct Selection {
     namespace: String,
     name: String,
-    /// The labels it selects pods by (empty: every pod); `None` for a selector with expressions,
-    /// which this does not judge.
     labels: Option<BTreeMap<String, String>>,
+}
+
+impl Selection {
+    fn of(np: &NetworkPolicy, spec: &NetworkPolicySpec) -> Self {
+        let selector = spec.pod_selector.as_ref();
+        let expressions = selector
+            .and_then(|s| s.match_expressions.as_ref())
+            .is_some_and(|e| !e.is_empty());
+        Selection {
+            namespace: np.metadata.namespace.clone().unwrap_or_default(),
+            name: np.metadata.name.clone().unwrap_or_default(),
+            labels: (!expressions).then(|| {
+                selector
+                    .and_then(|s| s.match_labels.clone())
+                    .unwrap_or_default()
+            }),
+        }
+    }
+
+    /// Whether it selects the pods behind a Service: the Service's selector is what its pods
+    /// carry, so a policy whose labels are all among them selects them. `None` for one that
+    /// selects by expressions in the Service's namespace.
+    fn takes(&self, svc: &ServiceFacts) -> Option<bool> {
+        if self.namespace != svc.namespace {
+            return Some(false);
+        }
+        let labels = self.labels.as_ref()?;
+        Some(labels.iter().all(|(k, v)| svc.selector.get(k) == Some(v)))
+    }
+}
+
+/// What one NetworkPolicy does to ingress for the pods it selects.
+struct Isolation {
+    on: Selection,
     /// Whether it admits some ingress (it has an ingress rule).
     admits: bool,
 }
@@ -233,18 +243,8 @@ fn isolation(np: &NetworkPolicy) -> Option<Isolation> {
     if !(types.is_empty() || types.iter().any(|t| t == "Ingress")) {
         return None;
     }
-    let selector = spec.pod_selector.as_ref();
-    let expressions = selector
-        .and_then(|s| s.match_expressions.as_ref())
-        .is_some_and(|e| !e.is_empty());
     Some(Isolation {
-        namespace: np.metadata.namespace.clone().unwrap_or_default(),
-        name: np.metadata.name.clone().unwrap_or_default(),
-        labels: (!expressions).then(|| {
-            selector
-                .and_then(|s| s.match_labels.clone())
-                .unwrap_or_default()
-        }),
+        on: Selection::of(np, spec),
         admits: spec.ingress.as_ref().is_some_and(|r| !r.is_empty()),
     })
 }

@@ -417,6 +417,16 @@ pub struct PgBackend {
     pub relation: Option<String>,
 }
 
+/// Command-line flags that size a runtime's heap, each with the unit a bare number is in: the
+/// JVM's `-Xmx` and `MaxHeapSize` (bytes), Node's `--max-old-space-size` (MiB). Read into
+/// [`ContainerFacts::memory_flags`] and weighed against the memory limit from the same table.
+pub const HEAP_FLAGS: &[(&str, f64)] = &[
+    ("-Xmx", 1.0),
+    ("-XX:MaxHeapSize=", 1.0),
+    ("--max-old-space-size=", 1024.0 * 1024.0),
+    ("--max_old_space_size=", 1024.0 * 1024.0),
+];
+
 /// `45s`, `5m12s`, `2h03m`, `3d4h`: a duration as an operator reads it.
 pub fn human_duration(secs: f64) -> String {
     if !secs.is_finite() || secs < 0.0 {

@@ -364,6 +364,8 @@ pub(crate) struct Ctx<'a> {
     pub subject: subject::Subject,
     /// Computed once, on first use: see [`Ctx::recent_subject_lines`] and [`Ctx::alert_names`].
     recent_lines: OnceCell<Vec<&'a LogLine>>,
+    /// The known failure signatures of the scoped log lines: see [`Ctx::subject_hits`].
+    hits: OnceCell<Vec<logs::Hits>>,
     alert_text: OnceCell<String>,
     /// The observations indexed by object, owner and node, built once on first use.
     index: OnceCell<Index<'a>>,
@@ -466,6 +468,7 @@ impl<'a> Ctx<'a> {
             subject,
             changes: all_changes(obs),
             recent_lines: OnceCell::new(),
+            hits: OnceCell::new(),
             alert_text: OnceCell::new(),
             index: OnceCell::new(),
             focus_pods,
@@ -486,6 +489,13 @@ impl<'a> Ctx<'a> {
             .or_else(|| self.subject.named_pods.first().cloned())
             .or_else(|| self.subject.nodes.first().cloned())
             .unwrap_or_else(|| fallback.to_string())
+    }
+
+    /// The failure signatures of the scoped log lines ([`logs::scoped_lines`], whose indexes
+    /// `Hits::lines` holds), scanned once however many checks read them.
+    pub(crate) fn subject_hits(&self) -> &[logs::Hits] {
+        self.hits
+            .get_or_init(|| logs::scan(logs::scoped_lines(self).iter().copied()))
     }
 
     /// The subject's latest log lines, newest first: what it talks to now, where the names of
@@ -524,6 +534,7 @@ impl<'a> Ctx<'a> {
             subject: subject::Subject::default(),
             changes: all_changes(obs),
             recent_lines: OnceCell::new(),
+            hits: OnceCell::new(),
             alert_text: OnceCell::new(),
             index: OnceCell::new(),
             focus_pods: Vec::new(),

@@ -99,10 +99,10 @@ pub(crate) fn relation(ctx: &Ctx, object: &str) -> Option<&'static str> {
     // subject resolves.
     if kind.eq_ignore_ascii_case("pod")
         && ctx
-            .pods()
-            .into_iter()
-            .any(|p| p.name == name && super::checks::cluster_dns::is_cluster_dns(p))
-        && super::logs::scan(ctx.recent_subject_lines().iter().copied())
+            .pod_named(name)
+            .is_some_and(super::checks::cluster_dns::is_cluster_dns)
+        && ctx
+            .subject_hits()
             .iter()
             .any(|h| h.sig == super::logs::Sig::Dns)
     {
@@ -587,23 +587,21 @@ fn general_ruled_out(ctx: &Ctx, signals: &[Signal], top: Option<&Signal>) -> Vec
 
     // Dependencies, from logs.
     let lines = logs::scoped_lines(ctx);
-    if top_category != Category::DependencyFailure && !lines.is_empty() {
-        let hits = logs::scan(lines.iter().copied());
-        if !hits.iter().any(|h| {
-            matches!(
-                h.sig,
-                Sig::Dns | Sig::NoSuchName | Sig::ConnRefused | Sig::Unreachable | Sig::Timeout
-            )
-        }) {
-            out.push(RuledOut {
-                statement: "Dependency failure".into(),
-                reason: format!(
-                    "no dependency errors: {} log lines show no DNS failures, connection refused or timeouts",
-                    lines.len()
-                ),
-                evidence: ctx.ev(&["kubernetes/pod_logs", "logs"]),
-            });
-        }
+    let dependency_errors = ctx.subject_hits().iter().any(|h| {
+        matches!(
+            h.sig,
+            Sig::Dns | Sig::NoSuchName | Sig::ConnRefused | Sig::Unreachable | Sig::Timeout
+        )
+    });
+    if top_category != Category::DependencyFailure && !lines.is_empty() && !dependency_errors {
+        out.push(RuledOut {
+            statement: "Dependency failure".into(),
+            reason: format!(
+                "no dependency errors: {} log lines show no DNS failures, connection refused or timeouts",
+                lines.len()
+            ),
+            evidence: ctx.ev(&["kubernetes/pod_logs", "logs"]),
+        });
     }
 
     // Monitors.

@@ -14,6 +14,14 @@ pub struct Writer {
     lines: usize,
 }
 
+/// One record as a whole line, serialized fully first, so a serialization error never leaves
+/// half a line behind.
+fn line_of<T: serde::Serialize>(value: &T) -> io::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(value).map_err(io::Error::other)?;
+    line.push(b'\n');
+    Ok(line)
+}
+
 impl Writer {
     /// Create a new session file (never overwrites an existing one) and write its header.
     pub fn create(path: &Path, header: &SessionHeader) -> io::Result<Writer> {
@@ -25,8 +33,7 @@ impl Writer {
         // refuses an existing name as `create_new` would.
         let name = path.file_name().map(|n| n.to_string_lossy().to_string());
         let staging = path.with_file_name(format!(".{}.new", name.unwrap_or_default()));
-        let mut line = serde_json::to_vec(header).map_err(io::Error::other)?;
-        line.push(b'\n');
+        let line = line_of(header)?;
         {
             let mut file = OpenOptions::new()
                 .write(true)
@@ -59,9 +66,7 @@ impl Writer {
     }
 
     fn write_line<T: serde::Serialize>(&mut self, value: &T) -> io::Result<()> {
-        // Serialize fully first, so a serialization error never leaves half a line behind.
-        let mut line = serde_json::to_vec(value).map_err(io::Error::other)?;
-        line.push(b'\n');
+        let line = line_of(value)?;
         self.out.write_all(&line)?;
         self.out.flush()?;
         self.lines += 1;

@@ -193,18 +193,13 @@ pub(super) fn probe_port(probe: &k8s_openapi::api::core::v1::Probe) -> Option<St
 /// Whether a command-line token sizes a runtime's heap: the JVM's `-Xmx` and `MaxHeapSize`,
 /// Node's `--max-old-space-size`.
 fn sizes_memory(token: &str) -> bool {
-    [
-        "-Xmx",
-        "-XX:MaxHeapSize=",
-        "--max-old-space-size=",
-        "--max_old_space_size=",
-    ]
-    .iter()
-    .filter_map(|p| token.strip_prefix(p))
-    .any(|size| {
-        size.starts_with(|c: char| c.is_ascii_digit())
-            && size.chars().all(|c| c.is_ascii_alphanumeric())
-    })
+    crate::model::HEAP_FLAGS
+        .iter()
+        .filter_map(|(p, _)| token.strip_prefix(p))
+        .any(|size| {
+            size.starts_with(|c: char| c.is_ascii_digit())
+                && size.chars().all(|c| c.is_ascii_alphanumeric())
+        })
 }
 
 /// The memory-sizing flags a container sets, from its literal environment values, command and

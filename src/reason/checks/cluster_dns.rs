@@ -59,9 +59,7 @@ pub(crate) fn cluster_dns(ctx: &Ctx) -> Vec<Signal> {
     if dns.is_empty() || dns.iter().any(|p| p.ready()) {
         return Vec::new();
     }
-    let lines = logs::scoped_lines(ctx);
-    let hits = logs::scan(lines.iter().copied());
-    let Some(h) = hits.iter().find(|h| h.sig == Sig::Dns) else {
+    let Some(h) = ctx.subject_hits().iter().find(|h| h.sig == Sig::Dns) else {
         return Vec::new();
     };
     let who = ctx.scope_name("the subject");

@@ -65,8 +65,7 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
     if !ctx.subject.resolved {
         return Vec::new();
     }
-    let lines = logs::scoped_lines(ctx);
-    let hits = logs::scan(lines.iter().copied());
+    let hits = ctx.subject_hits();
     let refused: Vec<&logs::Hits> = hits
         .iter()
         .filter(|h| {

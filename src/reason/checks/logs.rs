@@ -590,7 +590,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
         .pods()
         .iter()
         .any(|p| ctx.pod_in_scope(p) && p.restarts() > 0);
-    let hits = scan(lines.iter().copied());
+    let hits = ctx.subject_hits();
     // A stack trace whose every line also states a deeper failure (the OutOfMemoryError it
     // reports, a refused connection) is that failure's report, not a defect of its own.
     let restates_deeper = |h: &Hits| {
@@ -602,7 +602,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             })
         })
     };
-    for h in &hits {
+    for h in hits {
         let dep = match (h.sig, h.targets.as_slice()) {
             (_, []) => String::new(),
             (Sig::Config, t) => format!(" (missing {})", list_names(t, 3)),

@@ -215,8 +215,7 @@ pub(crate) fn egress_policies(ctx: &Ctx) -> Vec<Signal> {
     let Some(svc) = limited.first() else {
         return Vec::new();
     };
-    let lines = logs::scoped_lines(ctx);
-    let hits = logs::scan(lines.iter().copied());
+    let hits = ctx.subject_hits();
     let blocked: Vec<(String, &logs::Hits)> = hits
         .iter()
         .filter(|h| matches!(h.sig, Sig::Timeout | Sig::Unreachable | Sig::ConnRefused))

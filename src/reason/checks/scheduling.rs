@@ -378,19 +378,6 @@ pub(crate) fn failed_scheduling(ctx: &Ctx) -> Vec<Signal> {
     let Some(latest) = events.iter().max_by_key(|e| e.last_seen) else {
         return Vec::new();
     };
-    let names_now: Vec<String> = events
-        .iter()
-        .map(|e| object_name(&e.object).to_string())
-        .collect();
-    let (category, mut mechanism) =
-        refine(ctx, &names_now, &latest.message).unwrap_or_else(|| classify(&latest.message));
-    if latest
-        .message
-        .to_lowercase()
-        .contains("persistentvolumeclaim")
-    {
-        mechanism.push_str(&claim_detail(ctx));
-    }
     let names: Vec<String> = {
         let mut n: Vec<String> = events
             .iter()
@@ -399,6 +386,15 @@ pub(crate) fn failed_scheduling(ctx: &Ctx) -> Vec<Signal> {
         n.dedup();
         n
     };
+    let (category, mut mechanism) =
+        refine(ctx, &names, &latest.message).unwrap_or_else(|| classify(&latest.message));
+    if latest
+        .message
+        .to_lowercase()
+        .contains("persistentvolumeclaim")
+    {
+        mechanism.push_str(&claim_detail(ctx));
+    }
     let lower = latest.message.to_lowercase();
     if lower.contains("affinity") || lower.contains("selector") {
         mechanism.push_str(&selector_detail(ctx, &names));

@@ -63,8 +63,7 @@ pub(crate) fn dialled_ports(ctx: &Ctx) -> Vec<Signal> {
         .first()
         .map(|(_, n)| n.clone())
         .unwrap_or_else(|| "the subject".into());
-    let lines = logs::scoped_lines(ctx);
-    let hits = logs::scan(lines.iter().copied());
+    let hits = ctx.subject_hits();
     let mut out = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     for h in hits.iter().filter(|h| {

@@ -697,19 +697,15 @@ fn measure_restarts(ctx: &Ctx, s: &mut Symptom) -> bool {
     let mut recurring = Vec::new();
     for p in &pods {
         for c in &p.containers {
-            if let Some(every) = crate::reason::checks::pods::restarts_recur(ctx, p, c) {
-                let (born, last) = (
-                    p.created_at.unwrap_or_default(),
-                    c.last_finished_at.unwrap_or_default(),
-                );
+            if let Some(r) = crate::reason::checks::pods::restarts_recur(ctx, p, c) {
                 recurring.push(format!(
                     "{}/{} ({} restarts since {}, about every {}; the last at {})",
                     p.name,
                     c.name,
                     c.restart_count,
-                    hhmm(born),
-                    crate::model::human_duration(every * 60.0),
-                    hhmm(last)
+                    hhmm(r.since),
+                    crate::model::human_duration(r.every_minutes * 60.0),
+                    hhmm(r.last)
                 ));
             }
         }

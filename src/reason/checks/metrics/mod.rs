@@ -128,7 +128,7 @@ fn is_cpu(text: &str) -> bool {
     t.contains("cpu") || t.contains("throttl")
 }
 
-fn mechanism_for(text: &str, scope: &str) -> String {
+fn mechanism_for(text: &str, scope: &str, series: &Series) -> String {
     let t = text.to_lowercase();
     if is_cpu(&t) {
         format!(
@@ -137,7 +137,13 @@ fn mechanism_for(text: &str, scope: &str) -> String {
     } else if t.contains("memory") {
         format!("{scope} is running out of memory headroom against its limits")
     } else if t.contains("volume_stats") {
-        "the volume is filling up: writes to it fail once it is full".to_string()
+        // A volume's series names its claim: that is what fills.
+        let of_claim = series
+            .labels
+            .get("persistentvolumeclaim")
+            .map(|c| format!(" of claim {c}"))
+            .unwrap_or_default();
+        format!("the volume{of_claim} is filling up: writes to it fail once it is full")
     } else if t.contains("disk") || t.contains("filesystem") || t.contains("free_bytes") {
         "the disk is filling up".to_string()
     } else if ["latency", "duration"].iter().any(|k| t.contains(k)) {
@@ -335,12 +341,7 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
             } else {
                 "the alert"
             };
-            let mut mechanism = mechanism_for(&text, &scope);
-            // A volume's series names its claim: that is what fills.
-            if let Some(claim) = s.labels.get("persistentvolumeclaim") {
-                mechanism =
-                    mechanism.replacen("the volume", &format!("the volume of claim {claim}"), 1);
-            }
+            let mut mechanism = mechanism_for(&text, &scope, s);
             if is_cpu(&text) {
                 mechanism.push_str(&cpu_limits(ctx));
             }

@@ -24,18 +24,11 @@ static USAGE_IN_LOG: LazyLock<Option<Regex>> = LazyLock::new(|| {
 pub(super) fn flag_bytes(flag: &str) -> Option<f64> {
     // `NAME: token` or `args: token`; GOMEMLIMIT is kept as `GOMEMLIMIT=value`.
     let token = flag.rsplit(' ').next().unwrap_or(flag);
-    let (value, default_unit) = if let Some(v) = token.strip_prefix("GOMEMLIMIT=") {
-        (v.trim_end_matches('B'), 1.0)
-    } else if let Some(v) = token
-        .strip_prefix("--max-old-space-size=")
-        .or_else(|| token.strip_prefix("--max_old_space_size="))
-    {
-        (v, 1024.0 * 1024.0)
-    } else {
-        let v = token
-            .strip_prefix("-Xmx")
-            .or_else(|| token.strip_prefix("-XX:MaxHeapSize="))?;
-        (v, 1.0)
+    let (value, default_unit) = match token.strip_prefix("GOMEMLIMIT=") {
+        Some(v) => (v.trim_end_matches('B'), 1.0),
+        None => crate::model::HEAP_FLAGS
+            .iter()
+            .find_map(|(p, unit)| Some((token.strip_prefix(p)?, *unit)))?,
     };
     let at = value
         .find(|c: char| !c.is_ascii_digit())

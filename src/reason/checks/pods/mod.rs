@@ -176,14 +176,26 @@ pub(super) fn live_pods<'a>(ctx: &Ctx<'a>) -> Vec<&'a PodFacts> {
 
 /// Restarts that keep a rhythm: the container restarted at least [`RECURRING_RESTARTS`] times
 /// over its pod's life and its last restart is more recent than twice their mean interval, so
-/// Ready now is a pause before the next one, not a recovery. The mean interval, in minutes.
-pub(crate) fn restarts_recur(ctx: &Ctx, pod: &PodFacts, c: &ContainerFacts) -> Option<f64> {
-    let (last, born) = (c.last_finished_at?, pod.created_at?);
-    if c.restart_count < RECURRING_RESTARTS || last <= born {
+/// Ready now is a pause before the next one, not a recovery.
+pub(crate) fn restarts_recur(ctx: &Ctx, pod: &PodFacts, c: &ContainerFacts) -> Option<Rhythm> {
+    let (last, since) = (c.last_finished_at?, pod.created_at?);
+    if c.restart_count < RECURRING_RESTARTS || last <= since {
         return None;
     }
-    let every = (last - born).num_seconds() as f64 / 60.0 / f64::from(c.restart_count);
-    (ctx.minutes_ago(last) < 2.0 * every).then_some(every)
+    let every_minutes = (last - since).num_seconds() as f64 / 60.0 / f64::from(c.restart_count);
+    (ctx.minutes_ago(last) < 2.0 * every_minutes).then_some(Rhythm {
+        since,
+        last,
+        every_minutes,
+    })
+}
+
+/// Restarts that keep a rhythm: since when (the pod's creation), the last one, and their mean
+/// interval.
+pub(crate) struct Rhythm {
+    pub since: chrono::DateTime<chrono::Utc>,
+    pub last: chrono::DateTime<chrono::Utc>,
+    pub every_minutes: f64,
 }
 
 /// Restarts of one container that make a rhythm: fewer are a start-up stumble.
