@@ -1,7 +1,8 @@
 //! A known subject is read by selector: its pods by its controller's `labelSelector`
 //! (matchLabels and matchExpressions), its objects' events by `fieldSelector`, against a fake API
 //! server on loopback; `--record` keeps the selected requests, and a recording made without
-//! selectors still answers them, filtered here as the server would have.
+//! selectors still answers them, filtered here as the server would have. A dependency the subject's
+//! lines name and that is down has its own logs read.
 
 mod support;
 
@@ -301,4 +302,89 @@ async fn a_recording_made_without_selectors_answers_them_as_the_server_would() {
     assert_eq!(about.len(), 2, "{about:?}");
     let bad = k.events("payments", None, Some("Warning,x=y")).await;
     assert!(bad.is_err(), "a type that is not a word is refused");
+}
+
+/// `payments-api` crashing on refused connections to `ledger`, a Deployment of its own whose one
+/// pod crash-loops, and why only its own previous log says.
+fn dependent_cluster() -> Cluster {
+    let mut c = Cluster::payments();
+    c.workload_apis = true;
+    let crashing = "payments-api-7f9dd8b6c4-x7gr9";
+    c.pods[0]["status"]["containerStatuses"][0]["lastState"] = json!({"terminated": {
+        "reason": "Error", "exitCode": 1, "finishedAt": "2026-04-18T10:45:30Z"}});
+    c.previous_logs.insert(
+        ("payments".into(), crashing.into()),
+        "2026-04-18T10:45:29Z ERROR could not connect to ledger:5432: connection refused\n".into(),
+    );
+    let mut ledger = c.pods[0].clone();
+    ledger["metadata"]["name"] = json!("ledger-6b7c8d9f5-l1d9r");
+    ledger["metadata"]["labels"] = json!({"app": "ledger", "pod-template-hash": "6b7c8d9f5"});
+    ledger["metadata"]["ownerReferences"][0]["name"] = json!("ledger-6b7c8d9f5");
+    c.pods.push(ledger);
+    c.previous_logs.insert(
+        ("payments".into(), "ledger-6b7c8d9f5-l1d9r".into()),
+        "2026-04-18T10:44:01Z LOG:  starting PostgreSQL 16.3\n\
+         2026-04-18T10:44:02Z FATAL:  could not write lock file \"postmaster.pid\": No space left on device\n"
+            .into(),
+    );
+    let mut deployment = c.deployments[0].clone();
+    deployment["metadata"]["name"] = json!("ledger");
+    deployment["spec"]["replicas"] = json!(1);
+    deployment["spec"]["selector"] = json!({"matchLabels": {"app": "ledger"}});
+    deployment["status"] = json!({"observedGeneration": 4, "replicas": 1, "readyReplicas": 0,
+                                  "updatedReplicas": 1, "unavailableReplicas": 1});
+    c.deployments.push(deployment);
+    c
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dependency_down_is_read_from_its_own_logs() {
+    let shared = Arc::new(Mutex::new(dependent_cluster()));
+    let k8s = support::kubernetes(shared.clone()).await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[integrations.kubernetes]\nurl = \"{}\"\nnamespace = \"payments\"\n",
+            k8s.url
+        ),
+    )
+    .expect("write config");
+    let data = tmp.path().join("data");
+    let live = tokio::task::spawn_blocking(move || {
+        run(
+            &["--problem", "payments-api keeps crashing"],
+            &config,
+            &data,
+        )
+    })
+    .await
+    .expect("live run");
+    let logs_read: Vec<String> = gets(&shared)
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| p.ends_with("/log"))
+        .collect();
+    assert!(
+        logs_read
+            .iter()
+            .any(|p| p == "/api/v1/namespaces/payments/pods/ledger-6b7c8d9f5-l1d9r/log"),
+        "the dependency's own logs are read: {logs_read:?}"
+    );
+    let diagnosis = live
+        .iter()
+        .find(|r| r["event"]["type"] == "diagnosis")
+        .expect("a diagnosis");
+    let cause = diagnosis["event"]["root_cause"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(
+        diagnosis["event"]["category"], "resource_exhaustion",
+        "{diagnosis}"
+    );
+    assert!(
+        cause.contains("ledger") && cause.contains("No space left on device"),
+        "{cause}"
+    );
 }

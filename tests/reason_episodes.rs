@@ -464,3 +464,84 @@ fn kills_that_keep_a_rhythm_are_not_over_because_the_pods_are_ready_between_them
     let a = analyze(&obs);
     assert_eq!(a.symptom.state, SymptomState::Cleared, "{:?}", a.symptom);
 }
+
+/// `ledger` crash-looping on refused connections to `ledger-db:5432`, a StatefulSet with none of
+/// its one replica ready, whose own pod logged `db_lines` (and restarted when `db_died`).
+fn dependency_world(db_lines: &[&str], db_died: bool) -> Observations {
+    let mut obs = world();
+    obs.problem = Some("ledger keeps crashing".into());
+    obs.deployments = vec![deployment("ledger", 1, 0)];
+    let mut p = pod("ledger-5d8f9-aaaaa", "ledger", 6, Some(("Error", 1, 1)));
+    p.conditions.insert("Ready".into(), "False".into());
+    p.containers[0].ready = false;
+    p.containers[0].reason = Some("CrashLoopBackOff".into());
+    obs.pods.push(p);
+    for m in [3, 2, 1] {
+        obs.pod_logs.push(log(
+            "ledger-5d8f9-aaaaa",
+            m,
+            "FATAL: could not connect to ledger-db:5432: connection refused",
+        ));
+    }
+    obs.workloads = vec![sitrep::model::WorkloadFacts {
+        kind: "StatefulSet".into(),
+        name: "ledger-db".into(),
+        namespace: NS.into(),
+        desired: 1,
+        ready: 0,
+        selector: BTreeMap::from([("app".to_string(), "ledger-db".to_string())]),
+        ..Default::default()
+    }];
+    let mut db = pod(
+        "ledger-db-0",
+        "ledger-db",
+        u32::from(db_died) * 9,
+        db_died.then_some(("Error", 1, 2)),
+    );
+    db.owner = Some("StatefulSet/ledger-db".into());
+    db.conditions.insert("Ready".into(), "False".into());
+    db.containers[0].ready = false;
+    if db_died {
+        db.containers[0].reason = Some("CrashLoopBackOff".into());
+    }
+    obs.pods.push(db);
+    for (i, line) in db_lines.iter().enumerate() {
+        obs.pod_logs.push(log("ledger-db-0", 5 - i as i64, line));
+    }
+    obs.evidence
+        .insert("kubernetes/pod_logs".into(), vec!["ev-logs".into()]);
+    obs.evidence
+        .insert("kubernetes/workloads".into(), vec!["ev-workloads".into()]);
+    obs
+}
+
+#[test]
+fn a_dependency_that_died_of_its_own_cause_is_diagnosed_from_its_own_logs() {
+    let disk_full = [
+        "LOG:  starting PostgreSQL 16.3",
+        "PANIC:  could not write to file \"pg_wal/xlogtemp.88\": No space left on device",
+        "LOG:  database system is shut down",
+    ];
+    let a = analyze(&dependency_world(&disk_full, true));
+    assert_eq!(a.category, Category::ResourceExhaustion, "{}", a.root_cause);
+    assert!(
+        a.root_cause.contains("ledger-db") && a.root_cause.contains("No space left on device"),
+        "{}",
+        a.root_cause
+    );
+    // Its own logs say nothing telling: the dependency being down is the cause.
+    let a = analyze(&dependency_world(&["LOG:  database system is ready"], true));
+    assert_eq!(a.category, Category::DependencyFailure, "{}", a.root_cause);
+    assert!(a.root_cause.contains("ledger-db"), "{}", a.root_cause);
+}
+
+#[test]
+fn a_running_dependency_is_not_judged_by_the_warnings_it_logs_about_its_state() {
+    let busy = ["level=warn msg=\"worker pool exhausted\" busy=64/64"];
+    let a = analyze(&dependency_world(&busy, false));
+    assert_eq!(a.category, Category::DependencyFailure, "{}", a.root_cause);
+    // The same pod logging the same at error level is failing of its own cause.
+    let failing = ["level=error msg=\"too many connections\" busy=64/64"];
+    let a = analyze(&dependency_world(&failing, false));
+    assert_eq!(a.category, Category::ResourceExhaustion, "{}", a.root_cause);
+}

@@ -247,6 +247,16 @@ pub fn subject_pods(obs: &Observations) -> Option<Vec<String>> {
     (s.resolved && !s.pods.is_empty()).then_some(s.pods)
 }
 
+/// The pods short of ready of the workloads the subject depends on and that are down (its logs or
+/// alert name them), so that Gather reads why they are down from their own logs.
+pub fn dependency_pods(obs: &Observations) -> Vec<String> {
+    let ctx = Ctx::new(obs);
+    checks::dependencies::down(&ctx)
+        .iter()
+        .flat_map(|d| d.pods_not_ready())
+        .collect()
+}
+
 /// Failures elsewhere in what was gathered, with no evidenced edge to the subject: listed as
 /// findings ("also noticed") so the engineer sees them, never ranked as the cause.
 fn also_noticed(ctx: &Ctx) -> Vec<Signal> {

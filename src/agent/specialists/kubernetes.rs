@@ -139,41 +139,58 @@ pub(super) async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observatio
     };
     picked.sort_by_key(|p| std::cmp::Reverse(p.restarts()));
     picked.truncate(3);
-    let none = &none;
-    let calls = picked.iter().map(|p| async move {
-        let restarted = p.restarts() > 0;
-        // A failing init container holds the pod back: its logs first; a container still
-        // waiting for the init phase has none.
-        let container = p
-            .containers
-            .iter()
-            .find(|ct| ct.init && !ct.ready)
-            .or_else(|| {
-                p.containers
-                    .iter()
-                    .find(|ct| !ct.ready && ct.reason.as_deref() != Some("PodInitializing"))
-            })
-            .or(p.containers.first())
-            .map(|ct| ct.name.clone());
-        let logs = |previous: bool| {
-            params([
-                ("namespace", s(&p.namespace)),
-                ("pod", s(&p.name)),
-                ("container", container.clone().and_then(s)),
-                ("previous", Some(json!(previous))),
-                ("tail", Some(json!(200))),
-            ])
-        };
-        let got = if restarted {
-            c.call("kubernetes.pod_logs", logs(true), none, obs).await
-        } else {
-            None
-        };
-        if got.is_none() {
-            c.call("kubernetes.pod_logs", logs(false), none, obs).await;
-        }
-    });
+    let calls = picked.iter().map(|p| pod_logs(c, p, obs));
     futures::join!(futures::future::join_all(calls), services);
+    // A dependency the subject's lines name and that is down says why in its own logs (a
+    // database out of disk, a broker that cannot parse its configuration): read them too, at
+    // most two of its pods, once the subject's lines have told which dependency it is.
+    let read: Vec<&str> = picked.iter().map(|p| p.name.as_str()).collect();
+    let dependencies = {
+        let o = obs.lock().unwrap_or_else(|e| e.into_inner());
+        crate::reason::dependency_pods(&o)
+    };
+    let more = pods
+        .iter()
+        .filter(|p| dependencies.contains(&p.name) && !read.contains(&p.name.as_str()))
+        .take(2)
+        .map(|p| pod_logs(c, p, obs));
+    futures::future::join_all(more).await;
+}
+
+/// A pod's logs: its last terminated instance's when it restarted (where a crash says why),
+/// else the running one's; of the container holding it back (a failing init container first).
+async fn pod_logs(c: &Caller, p: &PodFacts, obs: &Mutex<Observations>) {
+    let none = Chart::default();
+    let restarted = p.restarts() > 0;
+    // A container still waiting for the init phase has no logs.
+    let container = p
+        .containers
+        .iter()
+        .find(|ct| ct.init && !ct.ready)
+        .or_else(|| {
+            p.containers
+                .iter()
+                .find(|ct| !ct.ready && ct.reason.as_deref() != Some("PodInitializing"))
+        })
+        .or(p.containers.first())
+        .map(|ct| ct.name.clone());
+    let logs = |previous: bool| {
+        params([
+            ("namespace", s(&p.namespace)),
+            ("pod", s(&p.name)),
+            ("container", container.clone().and_then(s)),
+            ("previous", Some(json!(previous))),
+            ("tail", Some(json!(200))),
+        ])
+    };
+    let got = if restarted {
+        c.call("kubernetes.pod_logs", logs(true), &none, obs).await
+    } else {
+        None
+    };
+    if got.is_none() {
+        c.call("kubernetes.pod_logs", logs(false), &none, obs).await;
+    }
 }
 
 fn pods_of(out: Option<(ToolOutput, EvidenceId)>) -> Option<Vec<PodFacts>> {

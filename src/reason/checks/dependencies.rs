@@ -61,32 +61,37 @@ fn trouble_since(ctx: &Ctx, pods: &[&PodFacts]) -> Option<DateTime<Utc>> {
         .min()
 }
 
-pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
+/// A workload the subject depends on (its logs or its alert name it) that has fewer replicas
+/// ready than it wants.
+pub(crate) struct Down<'a> {
+    kind: String,
+    name: String,
+    namespace: String,
+    ready: u32,
+    desired: u32,
+    /// The subject's latest line that names it, when its logs do.
+    named_by: Option<&'a crate::model::LogLine>,
+    pods: Vec<&'a PodFacts>,
+}
+
+impl Down<'_> {
+    /// The names of its pods that are not ready.
+    pub(crate) fn pods_not_ready(&self) -> Vec<String> {
+        self.pods
+            .iter()
+            .filter(|p| !p.ready())
+            .map(|p| p.name.clone())
+            .collect()
+    }
+}
+
+/// The down dependencies along evidenced edges: every Deployment, StatefulSet or DaemonSet short
+/// of ready that the subject's recent lines or its alert name.
+pub(crate) fn down<'a>(ctx: &Ctx<'a>) -> Vec<Down<'a>> {
     if !ctx.subject.resolved {
         return Vec::new();
     }
-    let hits = ctx.subject_hits();
-    let refused: Vec<&logs::Hits> = hits
-        .iter()
-        .filter(|h| {
-            matches!(
-                h.sig,
-                Sig::ConnRefused
-                    | Sig::Unreachable
-                    | Sig::Timeout
-                    | Sig::Dns
-                    | Sig::Reset
-                    | Sig::Http5xx
-            )
-        })
-        .collect();
     let alert_text = ctx.alert_names();
-    let subject_name = ctx
-        .subject
-        .workloads
-        .first()
-        .map(|(_, n)| n.clone())
-        .unwrap_or_else(|| "the subject".into());
     let mut candidates: Vec<(String, String, String, u32, u32)> = ctx
         .obs
         .deployments
@@ -117,16 +122,16 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
             }),
     );
     let mut out = Vec::new();
-    for (kind, name, ns, ready, desired) in candidates {
+    for (kind, name, namespace, ready, desired) in candidates {
         if ctx.subject.covers(&format!("{kind}/{name}")) || desired == 0 || ready >= desired {
             continue;
         }
-        let in_logs = ctx
+        let named_by = ctx
             .recent_subject_lines()
             .iter()
-            .find(|l| subject::line_names(&l.line, &name));
-        let in_alert = subject::mentions(alert_text, &name);
-        if in_logs.is_none() && !in_alert {
+            .find(|l| subject::line_names(&l.line, &name))
+            .copied();
+        if named_by.is_none() && !subject::mentions(alert_text, &name) {
             continue;
         }
         let pods: Vec<&PodFacts> = ctx
@@ -134,12 +139,77 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
             .into_iter()
             .filter(|p| !p.deleting && subject::pod_belongs(ctx.owners(), ctx.obs, p, &kind, &name))
             .collect();
+        out.push(Down {
+            kind,
+            name,
+            namespace,
+            ready,
+            desired,
+            named_by,
+            pods,
+        });
+    }
+    out
+}
+
+/// Why the dependency's own pods fail, as their own logs say: the decisive signature of the
+/// lines read from its pods that are not ready (a database out of disk, a broker out of memory,
+/// a server that cannot parse its configuration). A process that died is read from its last
+/// telling line, as a crash is; one still running but not ready only from lines it logged as
+/// errors, since its warnings describe the state it is in (busy, waiting), not why.
+fn own_failure(ctx: &Ctx, dep: &Down) -> Option<logs::Hits> {
+    dep.pods.iter().filter(|p| !p.ready()).find_map(|p| {
+        let died = p.restarts() > 0;
+        let lines: Vec<_> = logs::pod_lines(ctx, &p.name)
+            .into_iter()
+            .filter(|l| died || logs::is_error(l))
+            .collect();
+        let hits = logs::scan(lines.iter().copied());
+        logs::decisive(&lines, &hits).cloned()
+    })
+}
+
+pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
+    let hits = ctx.subject_hits();
+    let refused: Vec<&logs::Hits> = hits
+        .iter()
+        .filter(|h| {
+            matches!(
+                h.sig,
+                Sig::ConnRefused
+                    | Sig::Unreachable
+                    | Sig::Timeout
+                    | Sig::Dns
+                    | Sig::Reset
+                    | Sig::Http5xx
+            )
+        })
+        .collect();
+    let subject_name = ctx
+        .subject
+        .workloads
+        .first()
+        .map(|(_, n)| n.clone())
+        .unwrap_or_else(|| "the subject".into());
+    let mut out = Vec::new();
+    for dep in down(ctx) {
+        let own = own_failure(ctx, &dep);
+        let Down {
+            ref kind,
+            ref name,
+            ref namespace,
+            ready,
+            desired,
+            named_by,
+            ref pods,
+        } = dep;
+        let in_logs = named_by;
         let troubles: Vec<String> = pods
             .iter()
             .filter(|p| !p.ready())
             .filter_map(|p| pod_trouble(ctx, p).map(|t| format!("{}: {t}", p.name)))
             .collect();
-        let since = trouble_since(ctx, &pods);
+        let since = trouble_since(ctx, pods);
         let target = refused
             .iter()
             .flat_map(|h| h.targets.iter())
@@ -173,6 +243,14 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
         } else {
             format!("the alert names it as {subject_name}'s dependency")
         };
+        // Its own lines say why it is down: that is the cause, and its category is theirs.
+        let (category, own_words) = match &own {
+            Some(h) => (
+                h.sig.category(),
+                format!(": its own logs show {} (\"{}\")", h.sig.label(), h.example),
+            ),
+            None => (Category::DependencyFailure, String::new()),
+        };
         let lower = kind.to_lowercase();
         let evidence = ctx.ev(&[
             "kubernetes/deployments",
@@ -187,25 +265,25 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
             summary: format!(
                 "dependency {lower} {name} has {ready} of {desired} replicas ready{why}"
             ),
-            detail: edge,
-            category: Category::DependencyFailure,
+            detail: format!("{edge}{own_words}"),
+            category,
             basis: if refused.is_empty() {
                 Basis::Logged
             } else {
                 Basis::Stated
             },
-            links: if refused.is_empty() { 0 } else { 1 },
+            links: u8::from(!refused.is_empty()) + u8::from(own.is_some()),
             evidence: evidence.clone(),
             cause: Some(format!(
-                "{name} has {ready} of {desired} replicas ready{why}{when}, so {calls}"
+                "{name} has {ready} of {desired} replicas ready{why}{when}{own_words}, so {calls}"
             )),
             objects: vec![format!("{lower}/{name}")],
             ..Signal::default()
         };
         if kind == "Deployment" {
             sig.actions.push(actions::rollout_restart(
-                crate::reason::namespace_or_default(&ns),
-                &name,
+                crate::reason::namespace_or_default(namespace),
+                name,
                 format!(
                     "{name} has no ready replica to serve {subject_name}; restarting its pods clears a stuck state once the reason above is addressed"
                 ),
