@@ -282,6 +282,10 @@ pub fn service_facts(services: &[Service], endpoints: Option<&[Endpoints]>) -> V
                     })
                     .collect(),
                 endpoints_read: endpoints.is_some(),
+                // `None` (headless) is no address a client dials.
+                cluster_ip: spec
+                    .and_then(|x| x.cluster_ip.clone())
+                    .filter(|ip| ip.parse::<std::net::IpAddr>().is_ok()),
                 ..ServiceFacts::default()
             };
             if let Some(e) = by_name.get(&(ns, name)) {

@@ -533,6 +533,9 @@ pub struct ServiceFacts {
     pub not_ready: Vec<String>,
     /// Whether its Endpoints object was read at all (an unread one says nothing).
     pub endpoints_read: bool,
+    /// `spec.clusterIP`, the address clients dial (none for a headless Service).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_ip: Option<String>,
     /// Ingress rules that send traffic to it: `NAME host/path`, with the port each asks for.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<IngressRoute>,

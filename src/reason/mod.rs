@@ -251,7 +251,7 @@ pub fn subject_pods(obs: &Observations) -> Option<Vec<String>> {
 /// alert name them), so that Gather reads why they are down from their own logs.
 pub fn dependency_pods(obs: &Observations) -> Vec<String> {
     let ctx = Ctx::new(obs);
-    checks::dependencies::down(&ctx)
+    ctx.dependencies_down()
         .iter()
         .flat_map(|d| d.pods_not_ready())
         .collect()
@@ -377,6 +377,8 @@ pub(crate) struct Ctx<'a> {
     /// The known failure signatures of the scoped log lines: see [`Ctx::subject_hits`].
     hits: OnceCell<Vec<logs::Hits>>,
     alert_text: OnceCell<String>,
+    /// The down dependencies along edges: see [`Ctx::dependencies_down`].
+    down: OnceCell<Vec<checks::dependencies::Down<'a>>>,
     /// The observations indexed by object, owner and node, built once on first use.
     index: OnceCell<Index<'a>>,
     /// The changes the integrations listed, and those the observations show (rollbacks,
@@ -480,6 +482,7 @@ impl<'a> Ctx<'a> {
             recent_lines: OnceCell::new(),
             hits: OnceCell::new(),
             alert_text: OnceCell::new(),
+            down: OnceCell::new(),
             index: OnceCell::new(),
             focus_pods,
             focus_nodes,
@@ -503,6 +506,10 @@ impl<'a> Ctx<'a> {
 
     /// The failure signatures of the scoped log lines ([`logs::scoped_lines`], whose indexes
     /// `Hits::lines` holds), scanned once however many checks read them.
+    pub(crate) fn dependencies_down(&self) -> &[checks::dependencies::Down<'a>] {
+        self.down.get_or_init(|| checks::dependencies::down(self))
+    }
+
     pub(crate) fn subject_hits(&self) -> &[logs::Hits] {
         self.hits
             .get_or_init(|| logs::scan(logs::scoped_lines(self).iter().copied()))
@@ -546,6 +553,7 @@ impl<'a> Ctx<'a> {
             recent_lines: OnceCell::new(),
             hits: OnceCell::new(),
             alert_text: OnceCell::new(),
+            down: OnceCell::new(),
             index: OnceCell::new(),
             focus_pods: Vec::new(),
             focus_nodes: Vec::new(),

@@ -54,6 +54,12 @@ pub(crate) enum Sig {
     /// A script or program text that does not parse: the code shipped is broken.
     Syntax,
     Http5xx,
+    /// A runtime or pool reporting that something taken was never given back (connections,
+    /// memory): the code holding them is at fault.
+    Leak,
+    /// A 5xx answer the process received from a peer it called (an HTTP client's error naming
+    /// the status): the peer fails, not the caller.
+    Upstream5xx,
     Oom,
     /// A disk or volume with no room left: writes fail.
     DiskFull,
@@ -78,6 +84,8 @@ impl Sig {
             Sig::Panic => "panics / stack traces",
             Sig::Syntax => "syntax errors",
             Sig::Http5xx => "HTTP 5xx responses",
+            Sig::Upstream5xx => "HTTP 5xx answers from an upstream",
+            Sig::Leak => "resource leak reports",
             Sig::Oom => "out-of-memory messages",
             Sig::DiskFull => "disk-full errors",
             Sig::FileDescriptors => "open-file limit errors",
@@ -92,9 +100,10 @@ impl Sig {
             | Sig::Unreachable
             | Sig::Incompatible
             | Sig::Reset
+            | Sig::Upstream5xx
             | Sig::Timeout => Category::DependencyFailure,
             Sig::Auth => Category::ConfigurationError,
-            Sig::Panic | Sig::Syntax | Sig::Http5xx => Category::CodeDefect,
+            Sig::Panic | Sig::Syntax | Sig::Http5xx | Sig::Leak => Category::CodeDefect,
             Sig::Oom => Category::ResourceExhaustion,
             Sig::Config | Sig::Cert | Sig::NoSuchName => Category::ConfigurationError,
             Sig::Pool | Sig::DiskFull | Sig::FileDescriptors => Category::ResourceExhaustion,
@@ -103,10 +112,10 @@ impl Sig {
 }
 
 static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
-    let table: [(Sig, &str); 17] = [
+    let table: [(Sig, &str); 19] = [
         (
             Sig::Pool,
-            r"(?i)pool (?:is )?exhausted|connection pool (?:is )?(?:full|exhausted)|too many (?:connections|clients)|remaining connection slots|could not acquire (?:a )?connection|timeout acquiring (?:a )?connection|no available connections?|max_connections",
+            r"(?i)pool (?:is )?exhausted|connection pool (?:is )?(?:full|exhausted)|too many (?:connections|clients)|remaining connection slots|could not acquire (?:a )?connection|connection is not available, request timed out|timeout acquiring (?:a )?connection|no available connections?|max_connections",
         ),
         (
             Sig::Cert,
@@ -157,8 +166,16 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
             r"(?i)(?:HTTP/\d(?:\.\d)?\x22?\s+|status(?:code)?[=: ]+|\b(?:GET|POST|PUT|DELETE|PATCH)\s+\S+\s+)5\d\d\b|internal server error|bad gateway|service unavailable",
         ),
         (
+            Sig::Leak,
+            r"(?i)\bleak detected\b|apparent connection leak|possible (?:memory|connection|resource|eventemitter memory) leak|\bleakdetection|connection leak|memory leak detected",
+        ),
+        (
+            Sig::Upstream5xx,
+            r"(?i)\b5\d\d (?:server error|service unavailable|bad gateway|gateway time-?out)\b.{0,40}\bfor url\b|(?:returned|responded with|answered with|received|got)(?: an?)?(?: http)?(?: status)?(?: code)?:? 5\d\d\b|request failed with status code 5\d\d|unexpected (?:http )?status(?: code)?:? 5\d\d|upstream\S* (?:returned|responded|answered)\D{0,20}5\d\d\b|httpservererrorexception",
+        ),
+        (
             Sig::Oom,
-            r"(?i)out of memory|oomkilled|oom-kill|killed process \d+|outofmemoryerror|cannot allocate memory",
+            r"(?i)out of memory|oomkilled|oom-kill|killed process \d+|outofmemoryerror|cannot allocate memory|\boom command not allowed|used memory > 'maxmemory'",
         ),
         (
             Sig::DiskFull,
@@ -170,7 +187,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Config,
-            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))|flag provided but not defined|unknown (?:flag|option|shorthand flag|command line option)|unrecognized (?:option|argument|arguments)|invalid (?:option|argument|flag)|read-only file system|erofs|\(13: permission denied\)|: permission denied$|eacces|exec format error|operation not permitted|\byaml: (?:line \d+|unmarshal errors)|\btoml: line \d+|(?:error|failed|unable|cannot|could not) (?:to )?(?:parse|parsing|load|loading|read|reading|decode|decoding|unmarshal) (?:the )?config|(?:loading|parsing|reading|decoding) (?:the )?config(?:uration)?(?: file)?\b.{0,120}\berror",
+            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))|flag provided but not defined|unknown (?:flag|option|shorthand flag|command line option)|unrecognized (?:option|argument|arguments)|invalid (?:option|argument|flag)|read-only file system|erofs|\(13: permission denied\)|: permission denied$|eacces|exec format error|operation not permitted|\byaml: (?:line \d+|unmarshal errors)|\btoml: line \d+|(?:error|failed|unable|cannot|could not) (?:to )?(?:parse|parsing|load|loading|read|reading|decode|decoding|unmarshal) (?:the )?config|(?:loading|parsing|reading|decoding) (?:the )?config(?:uration)?(?: file)?\b.{0,120}\berror|\bunknown directive\b|\[emerg\].{0,80}\b(?:directive|parameter|in /etc/)|invalid value for parameter|unrecognized configuration parameter|configuration file \S+ contains errors|\bnot (?:in|found in) the (?:peer|server|member|seed) list\b",
         ),
     ];
     table
@@ -221,8 +238,18 @@ pub(crate) fn config_key(line: &str) -> Option<String> {
 fn detail_of(sig: Sig, line: &str) -> Option<String> {
     match sig {
         Sig::Config => config_key(line),
+        // The host of the URL the client called is the peer that answered.
+        Sig::Upstream5xx => url_host(line).or_else(|| target(line)),
         _ => target(line),
     }
+}
+
+/// The host of the first http(s) URL in a line.
+fn url_host(line: &str) -> Option<String> {
+    static URL: LazyLock<Option<Regex>> =
+        LazyLock::new(|| Regex::new(r"https?://([A-Za-z0-9][A-Za-z0-9.-]*(?::\d+)?)").ok());
+    let caps = URL.as_ref()?.captures(line)?;
+    Some(caps.get(1)?.as_str().to_string())
 }
 
 /// The signatures a line shows.
@@ -240,6 +267,11 @@ pub(crate) fn classify(line: &str) -> Vec<Sig> {
     if sigs.contains(&Sig::Unreachable) {
         sigs.retain(|s| *s != Sig::Pool);
     }
+    // A wait for a pooled connection that timed out is the pool running dry, not a peer's
+    // silence.
+    if sigs.contains(&Sig::Pool) {
+        sigs.retain(|s| *s != Sig::Timeout);
+    }
     sigs
 }
 
@@ -253,7 +285,10 @@ fn depth(sig: Sig) -> u8 {
         | Sig::Unreachable
         | Sig::Incompatible
         | Sig::Reset
+        | Sig::Upstream5xx
         | Sig::Timeout => 1,
+        // A leak drains the pool it reports on.
+        Sig::Leak => 1,
         Sig::Oom | Sig::DiskFull | Sig::FileDescriptors | Sig::Pool => 2,
         Sig::Syntax => 3,
         Sig::Panic => 4,
@@ -593,13 +628,23 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
     let hits = ctx.subject_hits();
     // A stack trace whose every line also states a deeper failure (the OutOfMemoryError it
     // reports, a refused connection) is that failure's report, not a defect of its own.
+    // A Python traceback's header states nothing: the exception line closing it does.
+    let stated = |i: usize| -> Option<&str> {
+        let line = lines.get(i)?.line.as_str();
+        if !line
+            .trim_start()
+            .starts_with("Traceback (most recent call last)")
+        {
+            return Some(line);
+        }
+        lines[i + 1..]
+            .iter()
+            .map(|l| l.line.as_str())
+            .find(|l| !l.is_empty() && !l.starts_with([' ', '\t']))
+    };
     let restates_deeper = |h: &Hits| {
         h.lines.iter().all(|&i| {
-            lines.get(i).is_some_and(|l| {
-                classify(&l.line)
-                    .into_iter()
-                    .any(|s| depth(s) < depth(h.sig))
-            })
+            stated(i).is_some_and(|l| classify(l).into_iter().any(|s| depth(s) < depth(h.sig)))
         })
     };
     for h in hits {
@@ -665,6 +710,24 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     },
                 )
             }
+            Sig::Leak => (
+                Some(format!(
+                    "{scope} leaks what it takes: {} {} in its logs, e.g. \"{}\"; connections or memory its code takes are never given back, so the pool or heap runs dry",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                (Basis::Logged, 1),
+            ),
+            Sig::Upstream5xx if h.count >= 2 => (
+                Some(format!(
+                    "{scope}'s calls to a dependency{dep} fail with server errors: {} {} in its logs, e.g. \"{}\"; the dependency answers 5xx, so the failure is the dependency's, not {scope}'s own code",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                (Basis::Logged, 1),
+            ),
             Sig::Syntax => (
                 Some(format!(
                     "{scope}'s own code does not parse: {} {} in its logs, e.g. \"{}\"",
@@ -754,7 +817,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             ),
             Sig::Auth if h.count >= 2 => (
                 Some(format!(
-                    "{scope} is refused by a dependency{dep} on its credentials: {} {} in its logs, e.g. \"{}\"; the credentials it uses are wrong, expired or rotated",
+                    "{scope} is refused by a dependency{dep} on its credentials, with {} {} in its logs, e.g. \"{}\"; the credentials it uses are wrong, expired or rotated",
                     h.count,
                     h.sig.label(),
                     h.example

@@ -508,6 +508,88 @@ fn namespace_phrase(obs: &Observations, text: &str) -> Option<(String, usize)> {
     best.filter(|_| !tied).map(|(s, n)| (s.to_string(), n))
 }
 
+/// Words of workload names that say what kind of thing it is, not which one.
+const GENERIC_WORDS: &[&str] = &[
+    "service",
+    "svc",
+    "api",
+    "app",
+    "server",
+    "srv",
+    "web",
+    "worker",
+    "deployment",
+    "deploy",
+    "main",
+    "backend",
+    "daemon",
+    "job",
+    "cron",
+    "controller",
+    "operator",
+    "pod",
+    "v1",
+    "v2",
+];
+
+/// The workload the text names by its distinctive words when it does not name one whole: "stock
+/// updates failing" for `stock-service`, "the docs portal" for `docs-portal`, "the nightly ledger
+/// export" for the CronJob `ledger-export`. A text word matches a name word as written or with a
+/// plural `s` dropped; a run of consecutive name words counts each word. The one workload with
+/// the most matched words is taken, with the words; a tie names none, so a word two workloads
+/// share decides nothing.
+fn by_words(
+    obs: &Observations,
+    text: &str,
+    in_ns: &dyn Fn(&str) -> bool,
+) -> Option<(String, String, String)> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| w.len() >= 3)
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let said = |part: &str| {
+        words
+            .iter()
+            .any(|w| w == part || w.strip_suffix('s') == Some(part))
+    };
+    let candidates = obs
+        .deployments
+        .iter()
+        .filter(|d| in_ns(&d.namespace))
+        .map(|d| ("Deployment", d.name.as_str()))
+        .chain(
+            obs.workloads
+                .iter()
+                .filter(|w| in_ns(&w.namespace) && w.kind != "Job")
+                .map(|w| (w.kind.as_str(), w.name.as_str())),
+        );
+    let mut best: Option<(usize, (&str, &str, Vec<&str>))> = None;
+    let mut tied = false;
+    for (kind, name) in candidates {
+        let matched: Vec<&str> = name
+            .split(['-', '_', '.'])
+            .filter(|p| p.len() >= 3 && !p.bytes().all(|b| b.is_ascii_digit()))
+            .filter(|p| !GENERIC_WORDS.contains(p))
+            .filter(|p| said(p))
+            .collect();
+        if matched.is_empty() {
+            continue;
+        }
+        let score = matched.len();
+        match &best {
+            Some((b, (_, n, _))) if *b > score || *n == name => {}
+            Some((b, _)) if *b == score => tied = true,
+            _ => {
+                best = Some((score, (kind, name, matched)));
+                tied = false;
+            }
+        }
+    }
+    let (_, (kind, name, matched)) = best.filter(|_| !tied)?;
+    Some((kind.to_string(), name.to_string(), matched.join(" ")))
+}
+
 /// Resolve the subject of the alert or problem.
 pub(crate) fn resolve(obs: &Observations) -> Subject {
     let mut s = Subject::default();
@@ -755,6 +837,22 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
                 "named in the alert's text"
             };
             add(&mut s, &kind, &name, &ns, how.to_string());
+            s.workloads.push((kind, name));
+        } else if let Some((kind, name, words)) = APP_KEYS
+            .iter()
+            .all(|k| value(k).is_none())
+            .then(|| by_words(obs, &text, &in_ns))
+            .flatten()
+        {
+            // An application label names what the alert is about: words that merely share a
+            // part of it are not taken for it.
+            add(
+                &mut s,
+                &kind,
+                &name,
+                &ns,
+                format!("the words \"{words}\" of its name in the text"),
+            );
             s.workloads.push((kind, name));
         } else if let Some(n) = obs.nodes.iter().find(|n| mentions(&text, &n.name)) {
             // A node the words name, when they name no workload: the node is the subject.
