@@ -564,7 +564,9 @@ fn by_words(
                 .filter(|w| in_ns(&w.namespace) && w.kind != "Job")
                 .map(|w| (w.kind.as_str(), w.name.as_str())),
         );
-    let mut best: Option<(usize, (&str, &str, Vec<&str>))> = None;
+    // (matched words, kind, name, the words).
+    type Match<'o> = (usize, &'o str, &'o str, Vec<&'o str>);
+    let mut best: Option<Match> = None;
     let mut tied = false;
     for (kind, name) in candidates {
         let matched: Vec<&str> = name
@@ -578,15 +580,15 @@ fn by_words(
         }
         let score = matched.len();
         match &best {
-            Some((b, (_, n, _))) if *b > score || *n == name => {}
-            Some((b, _)) if *b == score => tied = true,
+            Some((b, _, n, _)) if *b > score || *n == name => {}
+            Some((b, ..)) if *b == score => tied = true,
             _ => {
-                best = Some((score, (kind, name, matched)));
+                best = Some((score, kind, name, matched));
                 tied = false;
             }
         }
     }
-    let (_, (kind, name, matched)) = best.filter(|_| !tied)?;
+    let (_, kind, name, matched) = best.filter(|_| !tied)?;
     Some((kind.to_string(), name.to_string(), matched.join(" ")))
 }
 
