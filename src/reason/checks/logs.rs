@@ -1047,7 +1047,7 @@ mod tests {
     #[test]
     fn every_signature_pattern_compiles() {
         // A pattern the regex crate refuses would be dropped silently.
-        assert_eq!(PATTERNS.len(), 17);
+        assert_eq!(PATTERNS.len(), 19);
         assert_eq!(
             classify("FATAL: unsupported protocol version 3.2 (server requires 3.0)"),
             vec![Sig::Incompatible]
@@ -1291,6 +1291,94 @@ mod tests {
         assert_eq!(s.category, Category::ResourceExhaustion);
         let cause = s.cause.as_deref().unwrap_or_default();
         assert!(cause.contains("no space left on device"), "{cause}");
+    }
+
+    #[test]
+    fn what_a_peer_answered_is_told_apart_from_what_the_process_served() {
+        // A 5xx the client received names the peer that failed.
+        for l in [
+            "requests.exceptions.HTTPError: 503 Server Error: Service Unavailable for url: https://api.carrier.example/v2/rates",
+            "Error: Request failed with status code 502",
+            "upstream returned 504 after 30s",
+            "org.springframework.web.client.HttpServerErrorException$ServiceUnavailable: 503",
+        ] {
+            assert!(classify(l).contains(&Sig::Upstream5xx), "{l}");
+        }
+        assert_eq!(
+            detail_of(
+                Sig::Upstream5xx,
+                "503 Server Error: Service Unavailable for url: https://api.carrier.example/v2/rates"
+            )
+            .as_deref(),
+            Some("api.carrier.example")
+        );
+        // A 5xx the process served is its own.
+        let served = classify("10.1.1.40 - \"POST /v1/quote HTTP/1.1\" 500 12ms");
+        assert!(
+            served.contains(&Sig::Http5xx) && !served.contains(&Sig::Upstream5xx),
+            "{served:?}"
+        );
+        // A traceback that reports a peer's 5xx is that peer's failure, not a defect.
+        let obs = Observations {
+            pod_logs: [
+                "Traceback (most recent call last):",
+                "  File \"/app/rates.py\", line 77, in get_rates",
+                "requests.exceptions.HTTPError: 503 Server Error: Service Unavailable for url: https://api.carrier.example/v2/rates",
+                "Traceback (most recent call last):",
+                "  File \"/app/rates.py\", line 77, in get_rates",
+                "requests.exceptions.HTTPError: 503 Server Error: Service Unavailable for url: https://api.carrier.example/v2/rates",
+            ]
+            .into_iter()
+            .map(line)
+            .collect(),
+            ..Observations::default()
+        };
+        let sigs = signatures(&Ctx::new(&obs));
+        let causes: Vec<(Category, String)> = sigs
+            .iter()
+            .filter_map(|s| Some((s.category, s.cause.clone()?)))
+            .collect();
+        assert!(
+            causes
+                .iter()
+                .all(|(c, _)| *c == Category::DependencyFailure)
+                && causes
+                    .iter()
+                    .any(|(_, t)| t.contains("api.carrier.example")),
+            "{causes:?}"
+        );
+    }
+
+    #[test]
+    fn a_pool_that_leaks_is_the_code_and_a_pool_wait_is_no_network_timeout() {
+        let wait = "HikariPool-1 - Connection is not available, request timed out after 30000ms (total=10, active=10, idle=0, waiting=37)";
+        assert_eq!(classify(wait), vec![Sig::Pool]);
+        assert_eq!(
+            classify(
+                "ProxyLeakTask: Connection leak detection triggered for PgConnection@4f2a on thread http-nio-8080-exec-3"
+            ),
+            vec![Sig::Leak]
+        );
+        assert_eq!(Sig::Leak.category(), Category::CodeDefect);
+        assert!(depth(Sig::Leak) < depth(Sig::Pool));
+    }
+
+    #[test]
+    fn servers_refusing_their_own_settings_or_memory_read_as_such() {
+        for l in [
+            "2026/03/11 14:31:02 [emerg] 1#1: unknown directive \"proxy_pas\" in /etc/nginx/conf.d/default.conf:14",
+            "FATAL:  invalid value for parameter \"shared_buffers\": \"2GBB\"",
+            "LOG:  unrecognized configuration parameter \"max_conections\" in file \"/etc/postgresql/postgresql.conf\" line 12",
+            "java.lang.RuntimeException: My id 0 not in the peer list",
+        ] {
+            assert_eq!(classify(l), vec![Sig::Config], "{l}");
+        }
+        assert_eq!(
+            classify(
+                "redis.exceptions.ResponseError: OOM command not allowed when used memory > 'maxmemory'."
+            ),
+            vec![Sig::Oom]
+        );
     }
 
     #[test]

@@ -1175,6 +1175,56 @@ mod tests {
     }
 
     #[test]
+    fn a_workload_is_named_by_its_distinctive_words_and_a_shared_word_names_none() {
+        use crate::model::{DeploymentFacts, WorkloadFacts};
+        let dep = |name: &str| DeploymentFacts {
+            name: name.into(),
+            namespace: "shop".into(),
+            ..DeploymentFacts::default()
+        };
+        let mut obs = Observations {
+            problem: Some("stock updates failing since the release, reads work".into()),
+            deployments: vec![
+                dep("stock-service"),
+                dep("warehouse-sync"),
+                dep("customer-portal"),
+                dep("portal-bff"),
+            ],
+            workloads: vec![WorkloadFacts {
+                kind: "CronJob".into(),
+                name: "ledger-export".into(),
+                namespace: "shop".into(),
+                ..WorkloadFacts::default()
+            }],
+            ..Observations::default()
+        };
+        assert_eq!(
+            resolve(&obs).workloads,
+            vec![("Deployment".to_string(), "stock-service".to_string())]
+        );
+        obs.problem = Some("the nightly ledger exports did not land".into());
+        assert_eq!(
+            resolve(&obs).workloads,
+            vec![("CronJob".to_string(), "ledger-export".to_string())]
+        );
+        // "portal" is a word of two workloads: neither is taken for it.
+        obs.problem = Some("the portal shows a certificate warning".into());
+        assert!(!resolve(&obs).resolved);
+        // A generic word ("service") names nothing.
+        obs.problem = Some("the service is slow".into());
+        assert!(!resolve(&obs).resolved);
+        // An alert whose application label names something else is not taken for a workload
+        // sharing one of its words.
+        obs.problem = None;
+        obs.alert = Some(alert(&[("alertname", "HighLatency"), ("service", "stock")]));
+        if let Some(a) = obs.alert.as_mut() {
+            a.annotations
+                .insert("summary".into(), "stock latency above 500ms".into());
+        }
+        assert!(!resolve(&obs).covers("deployment/stock-service"));
+    }
+
+    #[test]
     fn kube_state_metrics_scrape_job_is_not_a_job_but_job_name_is() {
         let obs = Observations {
             alert: Some(alert(&[
