@@ -184,6 +184,9 @@ pub struct DeploymentFacts {
     /// The HorizontalPodAutoscaler that scales it, when one does.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub autoscaler: Option<AutoscalerFacts>,
+    /// `spec.paused`: the controller rolls out no change to its template while set.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
 }
 
 /// A HorizontalPodAutoscaler: its bounds, where it stands and what its conditions say.

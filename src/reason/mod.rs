@@ -167,6 +167,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(nodes::node_pressure(&ctx));
     signals.extend(nodes::drain_blocked(&ctx));
     signals.extend(rollout::rollout_stuck(&ctx));
+    signals.extend(rollout::rollout_paused(&ctx));
     signals.extend(rollout::recent_changes(&ctx));
     signals.extend(config::changed_before_onset(&ctx));
     signals.extend(recovery::recovered(&ctx));

@@ -586,6 +586,7 @@ pub fn deployment_facts(d: &Deployment) -> DeploymentFacts {
         owner: controller_owner(meta),
         node_selector: template_node_selector(spec.map(|s| &s.template)),
         autoscaler: None,
+        paused: spec.and_then(|s| s.paused).unwrap_or(false),
     }
 }
 

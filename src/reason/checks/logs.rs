@@ -147,7 +147,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Auth,
-            r"(?i)(?:password )?authentication failed|access denied for|permission denied for|unauthori[sz]ed\b|invalid (?:credentials|api[ _-]?key|token|username or password)|401 unauthorized|403 forbidden|not authorized (?:to|on \S+ to execute)|command \S+ requires authentication|sasl authentication failed|noauth authentication required|wrongpass|token (?:has )?expired|signature (?:is )?invalid|is forbidden: user|cannot (?:get|list|watch|create|update|patch|delete) resource",
+            r"(?i)(?:password )?authentication failed|access denied for|permission denied for|unauthori[sz]ed\b|invalid (?:credentials|api[ _-]?key|token|username or password)|401 unauthorized|403 forbidden|\bnot authorized\b|\b(?:code|status)[=:]? ?40[13]\b|command \S+ requires authentication|sasl authentication failed|noauth authentication required|wrongpass|token (?:has )?expired|signature (?:is )?invalid|is forbidden: user|cannot (?:get|list|watch|create|update|patch|delete) resource",
         ),
         (
             Sig::Timeout,
