@@ -263,3 +263,77 @@ async fn a_statefulsets_new_revision_is_among_the_changes_live_and_replayed() {
         "no revision without its recording"
     );
 }
+
+/// Across all namespaces, in pages: a StatefulSet's revision and a DaemonSet's, each read as a
+/// change to its own owner; a bad namespace name is refused before any request.
+#[tokio::test]
+async fn revisions_of_every_namespace_are_read_page_by_page() {
+    use axum::extract::RawQuery;
+    use axum::http::Uri;
+    use sitrep::integrations::{Endpoint, LiveTransport, Transport};
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = seen.clone();
+    let router = axum::Router::new().fallback(move |uri: Uri, RawQuery(q): RawQuery| {
+        let log = log.clone();
+        async move {
+            let q = q.unwrap_or_default();
+            log.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(format!("{}?{q}", uri.path()));
+            let mut agent = revision(7, "agent:2.4", "2026-04-18T09:00:00Z");
+            agent["metadata"]["namespace"] = json!("monitoring");
+            agent["metadata"]["name"] = json!("node-agent-8f9c7d6b5");
+            agent["metadata"]["ownerReferences"][0]["kind"] = json!("DaemonSet");
+            agent["metadata"]["ownerReferences"][0]["name"] = json!("node-agent");
+            let (items, next) = if q.contains("continue=p2") {
+                (vec![agent], None)
+            } else {
+                (
+                    vec![revision(4, "postgres:16.3", "2026-04-18T10:12:00Z")],
+                    Some("p2"),
+                )
+            };
+            let mut meta = json!({"resourceVersion": "77"});
+            if let Some(t) = next {
+                meta["continue"] = json!(t);
+            }
+            axum::Json(
+                json!({"apiVersion": "apps/v1", "kind": "ControllerRevisionList",
+                              "metadata": meta, "items": items}),
+            )
+        }
+    });
+    let server = support::serve(router).await;
+    let live = LiveTransport::new()
+        .expect("client")
+        .with_endpoint("kubernetes", Endpoint::new(&server.url));
+    let transport: Arc<dyn Transport> = Arc::new(live);
+    let world =
+        sitrep::world::World::with_transport(transport, sitrep::world::Mode::Live, "billing", None);
+    let k = world.kubernetes();
+    let all = k.controller_revisions(None).await.expect("all revisions");
+    let owners: Vec<Option<&str>> = all.iter().map(|r| r.owner.as_deref()).collect();
+    assert_eq!(
+        owners,
+        [Some("StatefulSet/billing-pg"), Some("DaemonSet/node-agent")]
+    );
+    let asked = seen.lock().map(|s| s.clone()).unwrap_or_default();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(
+        asked
+            .iter()
+            .all(|a| a.starts_with("/apis/apps/v1/controllerrevisions?") && a.contains("limit=")),
+        "{asked:?}"
+    );
+    let changes = sitrep::agent::specialists::rollout_changes(&all);
+    let targets: Vec<&str> = changes.iter().map(|c| c.target.as_str()).collect();
+    assert_eq!(targets, ["billing/billing-pg", "monitoring/node-agent"]);
+    assert_eq!(
+        changes[1].title,
+        "DaemonSet node-agent revision 7 (agent:2.4)"
+    );
+
+    let bad = k.controller_revisions("../secrets").await;
+    assert!(bad.is_err(), "{bad:?}");
+    assert_eq!(seen.lock().map(|s| s.len()).unwrap_or_default(), 2);
+}
