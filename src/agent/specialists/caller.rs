@@ -278,12 +278,28 @@ pub fn rollout_changes(rs: &[DeploymentFacts]) -> Vec<Change> {
                 target: format!("{}/{owner}", r.namespace),
                 url: None,
             },
-            None => replica_set_change(r),
+            None => {
+                let mut c = replica_set_change(r);
+                // A revision no StatefulSet or DaemonSet owns (orphaned, not yet adopted) is no
+                // ReplicaSet: it is named for what it is.
+                if r.labels.contains_key(REVISION_HASH) {
+                    c.title = format!(
+                        "ControllerRevision {} revision {} ({})",
+                        r.name,
+                        r.revision.as_deref().unwrap_or("?"),
+                        r.images.join(", ")
+                    );
+                }
+                c
+            }
         })
         .collect();
     out.sort_by_key(|c| std::cmp::Reverse(c.at));
     out
 }
+
+/// The label StatefulSet and DaemonSet controllers put on each ControllerRevision.
+const REVISION_HASH: &str = "controller.kubernetes.io/hash";
 
 fn replica_set_change(r: &DeploymentFacts) -> Change {
     let owner = r
@@ -422,6 +438,21 @@ mod tests {
         assert_eq!(changes[0].id, "revision 4");
         assert_eq!(changes[0].at, new.created_at);
         assert_eq!(changes[1].target, "billing/node-agent");
+
+        // Orphaned (its StatefulSet deleted, the revision kept): still a revision, not a ReplicaSet.
+        let mut orphan = revision("StatefulSet/billing-pg", 2, &["postgres:16.1"], 0);
+        orphan.owner = None;
+        orphan.labels = [
+            ("app".to_string(), "billing-pg".to_string()),
+            (REVISION_HASH.to_string(), "6d5f8c7b2".to_string()),
+        ]
+        .into();
+        let changes = rollout_changes(&[orphan]);
+        assert_eq!(
+            changes[0].title,
+            "ControllerRevision billing-pg-2f8c9d revision 2 (postgres:16.1)"
+        );
+        assert_eq!(changes[0].target, "billing/billing-pg");
 
         // The same images: the config it reads, else its annotations, is what changed.
         let mut conf = new.clone();
