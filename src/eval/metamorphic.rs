@@ -48,6 +48,7 @@ pub fn recording_of_kind(kind: &str, integration: &str, path: &str) -> Option<bo
                 .iter()
                 .any(|r| path.ends_with(r))
         }
+        "kubernetes/revisions" => k8s && path.ends_with("/controllerrevisions"),
         "kubernetes/workloads" => {
             k8s && ["/statefulsets", "/daemonsets", "/jobs", "/cronjobs"]
                 .iter()

@@ -45,6 +45,8 @@ pub struct Observations {
     pub deployments: Vec<DeploymentFacts>,
     /// ReplicaSets, in the same shape as deployments (name, replicas, ready, images, revision, labels).
     pub replica_sets: Vec<DeploymentFacts>,
+    /// ControllerRevisions (StatefulSet and DaemonSet rollout history), in the same shape.
+    pub controller_revisions: Vec<DeploymentFacts>,
     /// StatefulSets, DaemonSets, Jobs and CronJobs.
     pub workloads: Vec<WorkloadFacts>,
     pub nodes: Vec<NodeFacts>,

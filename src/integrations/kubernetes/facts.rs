@@ -624,6 +624,85 @@ pub fn replica_set_facts(rs: &ReplicaSet) -> DeploymentFacts {
     }
 }
 
+/// A ControllerRevision (a StatefulSet's or DaemonSet's stored template) in the shape
+/// ReplicaSets are read in: its revision number, owner, and the images, config references and
+/// annotations of the template it records. `data` is a patch of the owner's spec and may hold
+/// any part of it, or none: what it lacks is left empty, never an error. Nothing else of the
+/// template (env values among it) is kept.
+pub fn controller_revision_facts(r: &ControllerRevision) -> DeploymentFacts {
+    let meta = &r.metadata;
+    let raw = r
+        .data
+        .as_ref()
+        .and_then(|d| d.0.pointer("/spec/template"))
+        .filter(|t| t.is_object());
+    let template: Option<PodTemplateSpec> =
+        raw.and_then(|t| serde_json::from_value(t.clone()).ok());
+    let (images, config_refs, template_annotations) = match (&template, raw) {
+        (Some(t), _) => {
+            let mut images = template_images(Some(t));
+            let init = t.spec.as_ref().and_then(|s| s.init_containers.as_ref());
+            for image in init.into_iter().flatten().filter_map(|c| c.image.as_ref()) {
+                if !images.contains(image) {
+                    images.push(image.clone());
+                }
+            }
+            (
+                images,
+                template_config_refs(Some(t)),
+                template_annotations(Some(t)),
+            )
+        }
+        // A template that does not parse whole (a patch leaves out a container's name) still
+        // says which images it runs and how it is annotated.
+        (None, Some(raw)) => (raw_images(raw), Vec::new(), raw_annotations(raw)),
+        (None, None) => Default::default(),
+    };
+    DeploymentFacts {
+        name: meta.name.clone().unwrap_or_default(),
+        namespace: meta.namespace.clone().unwrap_or_default(),
+        generation: meta.generation.unwrap_or(0),
+        revision: Some(r.revision.to_string()),
+        images,
+        labels: labels(meta),
+        created_at: meta.creation_timestamp.as_ref().and_then(time),
+        config_refs,
+        template_annotations,
+        owner: controller_owner(meta),
+        ..DeploymentFacts::default()
+    }
+}
+
+/// `spec.containers[].image` then `spec.initContainers[].image` of a template as raw JSON.
+fn raw_images(template: &Value) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for list in ["/spec/containers", "/spec/initContainers"] {
+        let images = template
+            .pointer(list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("image").and_then(Value::as_str));
+        for image in images {
+            if !out.iter().any(|i| i == image) {
+                out.push(image.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// `metadata.annotations` of a template as raw JSON, the string-valued ones.
+fn raw_annotations(template: &Value) -> BTreeMap<String, String> {
+    template
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+        .collect()
+}
+
 /// What every workload kind shares: identity, owner, selector, template images and nodeSelector.
 pub(super) fn workload_base(
     kind: &str,

@@ -150,6 +150,7 @@ pub enum ReadTool {
     Events,
     Deployments,
     ReplicaSets,
+    ControllerRevisions,
     Nodes,
     PodLogs,
     PromQuery,
@@ -189,11 +190,12 @@ pub enum ReadTool {
 }
 
 impl ReadTool {
-    pub const ALL: [ReadTool; 40] = [
+    pub const ALL: [ReadTool; 41] = [
         ReadTool::Pods,
         ReadTool::Events,
         ReadTool::Deployments,
         ReadTool::ReplicaSets,
+        ReadTool::ControllerRevisions,
         ReadTool::Nodes,
         ReadTool::PodLogs,
         ReadTool::PromQuery,
