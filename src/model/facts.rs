@@ -40,6 +40,13 @@ pub struct ContainerFacts {
     /// The port each probe targets (`liveness`, `readiness`, `startup` -> `8080` or `http`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub probe_ports: BTreeMap<String, String>,
+    /// `hostPort`s its ports bind on the node: one pod per node may hold each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_ports: Vec<u16>,
+    /// Its memory limit was not in its spec but set by the namespace's LimitRange default (the
+    /// pod's `kubernetes.io/limit-ranger` annotation says so).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub memory_limit_defaulted: bool,
     /// An init container (runs to completion before the others start); only unfinished or failed ones are listed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub init: bool,

@@ -231,6 +231,26 @@ fn memory_flags(spec: &Container) -> Vec<String> {
     out
 }
 
+/// Whether the LimitRanger admission plugin's annotation (`LimitRanger plugin set: cpu, memory
+/// request for container app; cpu, memory limit for container app`) says it set `resource`'s
+/// limit for the container.
+fn limit_ranger_set(annotation: &str, resource: &str, container: &str) -> bool {
+    let text = annotation
+        .strip_prefix("LimitRanger plugin set:")
+        .unwrap_or(annotation);
+    text.split(';').any(|part| {
+        let part = part.trim();
+        let Some((what, whom)) = part.split_once(" limit for ") else {
+            return false;
+        };
+        let named = whom
+            .strip_prefix("init container ")
+            .or_else(|| whom.strip_prefix("container "))
+            .is_some_and(|n| n.trim() == container);
+        named && what.split(',').any(|r| r.trim() == resource)
+    })
+}
+
 pub(super) fn container_facts_of(spec: &Container, pod: &Pod, init: bool) -> ContainerFacts {
     let resources = spec.resources.as_ref();
     let q =
@@ -256,11 +276,20 @@ pub(super) fn container_facts_of(spec: &Container, pod: &Pod, init: bool) -> Con
             continue;
         };
         c.ports.push(port);
+        if let Some(host) = p.host_port.and_then(|h| u16::try_from(h).ok()) {
+            c.host_ports.push(host);
+        }
         if let Some(name) = &p.name {
             c.port_names.insert(name.clone(), port);
         }
     }
     c.memory_flags = memory_flags(spec);
+    c.memory_limit_defaulted = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("kubernetes.io/limit-ranger"))
+        .is_some_and(|v| limit_ranger_set(v, "memory", &spec.name));
     for (kind, probe) in [
         ("liveness", &spec.liveness_probe),
         ("readiness", &spec.readiness_probe),
@@ -926,4 +955,25 @@ pub fn parse_log_text(text: &str, labels: &BTreeMap<String, String>) -> Vec<LogL
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::limit_ranger_set;
+
+    #[test]
+    fn the_limit_ranger_annotation_says_which_limits_it_set_for_which_container() {
+        let a = "LimitRanger plugin set: cpu, memory request for container app; cpu, memory limit for container app; memory limit for init container setup";
+        assert!(limit_ranger_set(a, "memory", "app"));
+        assert!(limit_ranger_set(a, "cpu", "app"));
+        assert!(limit_ranger_set(a, "memory", "setup"));
+        assert!(!limit_ranger_set(a, "cpu", "setup"));
+        assert!(!limit_ranger_set(a, "memory", "sidecar"));
+        // Requests only: no limit was set.
+        assert!(!limit_ranger_set(
+            "LimitRanger plugin set: memory request for container app",
+            "memory",
+            "app"
+        ));
+    }
 }
