@@ -562,6 +562,14 @@ pub struct ServiceFacts {
     pub egress_limited_by: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub egress_ports: Vec<u16>,
+    /// Ingress NetworkPolicies that select its pods and admit only pods carrying given labels:
+    /// the policies, and the label sets admitted, the namespace as its
+    /// `kubernetes.io/metadata.name` label (`app=storefront,kubernetes.io/metadata.name=shop`).
+    /// Empty when any selecting policy admits more widely.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ingress_limited_by: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ingress_from: Vec<String>,
 }
 
 /// One Ingress rule's backend: which Ingress, for which host and path, to which port.

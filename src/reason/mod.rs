@@ -185,6 +185,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(checks::network::ingress_backends(&ctx));
     signals.extend(checks::network::network_policies(&ctx));
     signals.extend(checks::network::egress_policies(&ctx));
+    signals.extend(checks::network::ingress_policies(&ctx));
     signals.extend(checks::autoscaler::autoscaler(&ctx));
     signals.extend(checks::scaled_to_zero::scaled_to_zero(&ctx));
     signals.extend(checks::cluster_dns::cluster_dns(&ctx));

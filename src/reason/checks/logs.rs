@@ -151,7 +151,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Timeout,
-            r"(?i)timed out|deadline exceeded|i/o timeout|etimedout|read timeout|connect timeout|timeout (?:after|exceeded|waiting)|gateway timeout",
+            r"(?i)timed out|deadline exceeded|i/o timeout|etimedout|read timeout|connect timeout|timeout (?:after|exceeded|waiting)|gateway timeout|timeout of \d+ ?m?s exceeded|econnaborted",
         ),
         (
             Sig::Panic,
@@ -240,7 +240,8 @@ fn detail_of(sig: Sig, line: &str) -> Option<String> {
         Sig::Config => config_key(line),
         // The host of the URL the client called is the peer that answered.
         Sig::Upstream5xx => url_host(line).or_else(|| target(line)),
-        _ => target(line),
+        // A client that logs the URL it called rather than the socket names its peer by it.
+        _ => target(line).or_else(|| url_host(line)),
     }
 }
 

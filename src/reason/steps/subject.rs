@@ -440,13 +440,17 @@ fn whole_name_in(text: &str, name: &str) -> bool {
         let end = at + name.len();
         let before = text[..at].chars().next_back();
         let after = text[end..].chars().next();
-        // A trailing dot ends a sentence, not a name.
+        // A trailing dot ends a sentence, not a name; a Service's cluster DNS name
+        // (`name.namespace.svc.cluster.local`) names the Service.
         let after_ok = match after {
             None => true,
-            Some('.') => text[end + 1..]
-                .chars()
-                .next()
-                .is_none_or(|c| !is_name_char(c)),
+            Some('.') => {
+                let rest = &text[end + 1..];
+                let host: &str = rest
+                    .find(|c: char| !is_name_char(c))
+                    .map_or(rest, |i| &rest[..i]);
+                host.is_empty() || host.split('.').nth(1) == Some("svc")
+            }
             Some(c) => !is_name_char(c),
         };
         if before.is_none_or(|c| !is_name_char(c)) && after_ok {
@@ -1319,6 +1323,19 @@ mod tests {
         assert_eq!(s.workload("Deployment"), Some("cart"));
         assert!(s.pods.contains(&"cart-7f9d8-zzzzz".to_string()));
         assert!(!s.pods.contains(&"cart-worker-1a2b3-yyyyy".to_string()));
+    }
+
+    #[test]
+    fn a_services_cluster_dns_name_names_it() {
+        assert!(line_names(
+            "url=http://payments-gateway.shop.svc.cluster.local/v2/authorize",
+            "payments-gateway"
+        ));
+        assert!(line_names("dial tcp redis.cache.svc:6379", "redis"));
+        assert!(!line_names(
+            "reading payments-gateway.yaml",
+            "payments-gateway"
+        ));
     }
 
     #[test]
