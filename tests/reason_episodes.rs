@@ -641,3 +641,45 @@ fn a_service_address_in_a_line_names_the_workload_behind_it() {
     assert_eq!(a.category, Category::ResourceExhaustion, "{}", a.root_cause);
     assert!(a.root_cause.contains("broker"), "{}", a.root_cause);
 }
+
+/// `imgcache` pods evicted from `node-1` under MemoryPressure, beside `tenants` other running
+/// pods on it that set no memory limit (the rest of its pods are bounded).
+fn memory_pressure_world(tenants: usize) -> Observations {
+    let mut obs = world();
+    obs.problem = Some("imgcache pods keep getting evicted".into());
+    obs.nodes[0]
+        .conditions
+        .insert("MemoryPressure".into(), "True".into());
+    obs.deployments = vec![deployment("imgcache", 2, 1)];
+    obs.pods
+        .push(pod("imgcache-5d8f9-aaaaa", "imgcache", 0, None));
+    let mut gone = pod("imgcache-5d8f9-bbbbb", "imgcache", 0, None);
+    gone.phase = "Failed".into();
+    gone.conditions.insert("Ready".into(), "False".into());
+    gone.containers[0].ready = false;
+    gone.status_reason = Some("Evicted".into());
+    gone.status_message = Some("The node was low on resource: memory. Threshold quantity: 100Mi, available: 89212Ki. Container imgcache was using 488Mi, request is 256Mi, has larger consumption of request. ".into());
+    obs.pods.push(gone);
+    for i in 0..tenants {
+        let mut t = pod(&format!("batch-{i}"), "batch", 0, None);
+        t.owner = None;
+        t.containers[0].memory_limit = None;
+        t.containers[0].memory_request = Some("1Gi".into());
+        obs.pods.push(t);
+    }
+    obs
+}
+
+#[test]
+fn memory_reclaimed_from_the_subject_names_the_one_unbounded_tenant_of_its_node() {
+    let a = analyze(&memory_pressure_world(1));
+    assert_eq!(a.category, Category::ResourceExhaustion, "{}", a.root_cause);
+    assert!(a.root_cause.contains("batch-0"), "{}", a.root_cause);
+    // Two pods free to grow: neither is named, the node's shortage stays the cause.
+    let a = analyze(&memory_pressure_world(2));
+    assert!(
+        !a.root_cause.contains("batch-0") && !a.root_cause.contains("batch-1"),
+        "{}",
+        a.root_cause
+    );
+}

@@ -99,10 +99,24 @@ pub(crate) fn evictions(ctx: &Ctx) -> Vec<Signal> {
         list_names(&names, 3)
     );
     let hogged = (!own).then(|| hog(&message)).flatten();
+    // Memory reclaimed from the subject's pods while another tenant on the node sets no limit.
+    let tenant = (!own && hogged.is_none() && message.contains("low on resource: memory"))
+        .then(|| {
+            first
+                .node
+                .as_deref()
+                .and_then(|n| super::nodes::unbounded_tenant(ctx, n, &names))
+        })
+        .flatten();
     let whose = if let Some((container, used, asked)) = &hogged {
         format!(
             "its own container {container} was using {} against a request of {asked}, far past what it asked for, so the node's shortage is its doing; bound what it writes (a limit, a volume of its own) or request what it uses",
             crate::reason::format_bytes(crate::reason::parse_bytes(used).unwrap_or_default())
+        )
+    } else if let (Some(t), Some(n)) = (tenant, &first.node) {
+        format!(
+            "node {n} ran low on memory and reclaimed it from its pods{}",
+            super::nodes::tenant_words(t)
         )
     } else if own {
         "its containers reached their own storage or memory limit; raise the limit or have it write less"
@@ -125,14 +139,14 @@ pub(crate) fn evictions(ctx: &Ctx) -> Vec<Signal> {
         },
         summary: summary.clone(),
         detail: "kubelet evicts pods to reclaim a resource; the pod's status says which".into(),
-        category: if own || hogged.is_some() {
+        category: if own || hogged.is_some() || tenant.is_some() {
             Category::ResourceExhaustion
         } else {
             Category::Infrastructure
         },
         basis: Basis::Stated,
         // The resource and whose limit it was, named by kubelet.
-        links: u8::from(!message.is_empty()) + u8::from(hogged.is_some()),
+        links: u8::from(!message.is_empty()) + u8::from(hogged.is_some() || tenant.is_some()),
         evidence: ctx.ev(&["kubernetes/pods", "kubernetes/events"]),
         cause: Some(format!("{summary}: {whose}")),
         objects: names.iter().map(|n| format!("pod/{n}")).collect(),

@@ -245,6 +245,11 @@ fn detail_of(sig: Sig, line: &str) -> Option<String> {
     }
 }
 
+/// Whether a line continues the record above it: indented, or a `|`-prefixed block.
+fn continuation(line: &str) -> bool {
+    line.starts_with([' ', '\t', '|'])
+}
+
 /// The host of the first http(s) URL in a line.
 fn url_host(line: &str) -> Option<String> {
     static URL: LazyLock<Option<Regex>> =
@@ -422,7 +427,15 @@ pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits
     // A Python traceback states its exception on the first unindented line after its frames:
     // that line, not the "Traceback (most recent call last):" header, is the one to quote.
     let mut in_traceback = false;
+    // The lines of the record being read, its head first, for continuations' peers.
+    let mut record: Vec<&str> = Vec::new();
     for (i, l) in lines.into_iter().enumerate() {
+        if !continuation(&l.line) {
+            record.clear();
+        }
+        if record.len() < 8 {
+            record.push(l.line.as_str());
+        }
         let text = l.line.trim_end();
         if text
             .trim_start()
@@ -469,7 +482,14 @@ pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits
             {
                 slot.sources.push(src.clone());
             }
-            if let Some(t) = detail_of(sig, &l.line)
+            // A record that spans lines (an indented or `|`-prefixed continuation) names its
+            // peer on an earlier line of the same record.
+            let target = detail_of(sig, &l.line).or_else(|| {
+                continuation(&l.line)
+                    .then(|| record.iter().rev().find_map(|prev| detail_of(sig, prev)))
+                    .flatten()
+            });
+            if let Some(t) = target
                 && !slot.targets.contains(&t)
             {
                 slot.targets.push(t);
@@ -1348,6 +1368,23 @@ mod tests {
                     .any(|(_, t)| t.contains("api.carrier.example")),
             "{causes:?}"
         );
+    }
+
+    #[test]
+    fn a_record_spanning_lines_names_its_peer_on_its_head() {
+        let lines: Vec<LogLine> = [
+            "2026-03-11T14:26:40.009Z [ERROR] agent.auth.handler: error authenticating:",
+            "  | URL: PUT http://vault.vault.svc:8200/v1/auth/kubernetes/login",
+            "  | Code: 403. Errors:",
+            "  | * service account name not authorized",
+            "2026-03-11T14:26:44.100Z [INFO]  agent.auth.handler: authenticating",
+        ]
+        .into_iter()
+        .map(line)
+        .collect();
+        let hits = scan(lines.iter());
+        let auth = hits.iter().find(|h| h.sig == Sig::Auth).expect("auth hits");
+        assert_eq!(auth.targets, vec!["vault.vault.svc:8200".to_string()]);
     }
 
     #[test]

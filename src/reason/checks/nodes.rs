@@ -222,16 +222,25 @@ pub(crate) fn node_pressure(ctx: &Ctx) -> Vec<Signal> {
             .filter_map(|p| n.condition_messages.get(*p).cloned())
             .collect();
         let evidence = ctx.ev(&["kubernetes/nodes", "kubernetes/events"]);
+        let hog = press
+            .contains(&"MemoryPressure")
+            .then(|| unbounded_tenant(ctx, &n.name, &evicted))
+            .flatten();
+        let hog_txt = hog.map(tenant_words).unwrap_or_default();
         out.push(Signal {
             analyzer: "node_pressure",
-            summary: format!("node {} reports {}", n.name, press.join(", ")),
+            summary: format!("node {} reports {}{hog_txt}", n.name, press.join(", ")),
             detail: msgs.join("; "),
-            category: Category::Infrastructure,
+            category: if hog.is_some() {
+                Category::ResourceExhaustion
+            } else {
+                Category::Infrastructure
+            },
             basis: if in_scope { Basis::Logged } else { Basis::Observed },
             links: if in_scope { 1 } else { 0 },
             evidence: evidence.clone(),
             cause: Some(format!(
-                "Node {} is under {}{}: kubelet starts evicting pods and refuses new ones{evict_txt}",
+                "Node {} is under {}{}: kubelet starts evicting pods and refuses new ones{evict_txt}{hog_txt}",
                 n.name,
                 press.join(" and "),
                 if msgs.is_empty() { String::new() } else { format!(" ({})", msgs.join("; ")) }
@@ -244,6 +253,48 @@ pub(crate) fn node_pressure(ctx: &Ctx) -> Vec<Signal> {
         });
     }
     out
+}
+
+/// The one running pod on a node that sets no memory limit of its own (the evicted `except`
+/// aside): under memory pressure, the pod free to grow until the node has none left, while the
+/// others are bounded. None when no pod, or several, are unbounded.
+pub(crate) fn unbounded_tenant<'a>(
+    ctx: &Ctx<'a>,
+    node: &str,
+    except: &[String],
+) -> Option<&'a PodFacts> {
+    let unbounded: Vec<&PodFacts> = pods_on(ctx, node)
+        .into_iter()
+        .filter(|p| p.phase == "Running" && !p.deleting && !except.contains(&p.name))
+        .filter(|p| {
+            p.containers
+                .iter()
+                .any(|c| !c.init && c.memory_limit.is_none())
+        })
+        .collect();
+    match unbounded.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    }
+}
+
+/// How an unbounded tenant is named in a cause: its pod, its request, why it is the one.
+pub(crate) fn tenant_words(p: &PodFacts) -> String {
+    let request = p
+        .containers
+        .iter()
+        .filter_map(|c| c.memory_request.as_deref())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let request = if request.is_empty() {
+        "no request either".to_string()
+    } else {
+        format!("a request of {request}")
+    };
+    format!(
+        "; pod {} on it sets no memory limit ({request}), the one pod there free to grow until the node has no memory left: the likely tenant that filled it",
+        p.name
+    )
 }
 
 /// Whether an event says an eviction was refused for a PodDisruptionBudget (the eviction API's
