@@ -2,7 +2,8 @@
 //! (matchLabels and matchExpressions), its objects' events by `fieldSelector`, against a fake API
 //! server on loopback; `--record` keeps the selected requests, and a recording made without
 //! selectors still answers them, filtered here as the server would have. A dependency the subject's
-//! lines name and that is down has its own logs read.
+//! lines name and that is down has its own logs read; with nothing named and nothing in trouble,
+//! one pod of each workload is.
 
 mod support;
 
@@ -386,5 +387,52 @@ async fn a_dependency_down_is_read_from_its_own_logs() {
     assert!(
         cause.contains("ledger") && cause.contains("No space left on device"),
         "{cause}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_problem_naming_nothing_over_healthy_pods_reads_one_pod_of_each_workload() {
+    let mut c = cluster();
+    // Every pod Running and Ready: nothing in trouble to start from.
+    let healthy = c.pods[1]["status"].clone();
+    for p in &mut c.pods {
+        p["status"] = healthy.clone();
+    }
+    let shared = Arc::new(Mutex::new(c));
+    let k8s = support::kubernetes(shared.clone()).await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[integrations.kubernetes]\nurl = \"{}\"\nnamespace = \"payments\"\n",
+            k8s.url
+        ),
+    )
+    .expect("write config");
+    let data = tmp.path().join("data");
+    tokio::task::spawn_blocking(move || {
+        run(&["--problem", "logins fail for some users"], &config, &data)
+    })
+    .await
+    .expect("live run");
+    let logs_read: Vec<String> = gets(&shared)
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| p.ends_with("/log"))
+        .collect();
+    let of = |prefix: &str| {
+        logs_read
+            .iter()
+            .filter(|p| p.contains(&format!("/pods/{prefix}")))
+            .count()
+    };
+    assert!(
+        of("web-") >= 1 && of("payments-api-") >= 1,
+        "one pod of each workload is read: {logs_read:?}"
+    );
+    assert!(
+        of("web-") <= 2,
+        "not every pod of one workload: {logs_read:?}"
     );
 }

@@ -17,6 +17,9 @@ fn subject_pods(obs: &Mutex<Observations>) -> Option<Vec<String>> {
     crate::reason::subject_pods(&obs.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
+/// How many workloads' logs are read when nothing names the subject and nothing is in trouble.
+const SWEEP: usize = 8;
+
 /// Whether a pod deserves a look at its logs.
 fn troubled(p: &PodFacts) -> bool {
     p.restarts() > 0
@@ -113,6 +116,24 @@ pub(super) async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observatio
     if picked.is_empty() {
         picked = pods.iter().filter(|p| troubled(p)).collect();
     }
+    // Nothing resolved and nothing in trouble: what fails shows only in someone's own log, so
+    // one running pod of each workload is read, as an engineer tails each service in turn.
+    if picked.is_empty() && subject.is_none() && scope.workload.is_none() {
+        let mut owners: Vec<&str> = Vec::new();
+        picked = pods
+            .iter()
+            .filter(|p| p.phase == "Running" && !p.deleting)
+            .filter(|p| {
+                let owner = p.owner.as_deref().unwrap_or(p.name.as_str());
+                let fresh = !owners.contains(&owner);
+                if fresh {
+                    owners.push(owner);
+                }
+                fresh
+            })
+            .take(SWEEP)
+            .collect();
+    }
     if let Some(named) = &scope.pod
         && let Some(p) = pods.iter().find(|p| &p.name == named)
         && !picked.iter().any(|q| q.name == *named)
@@ -138,7 +159,7 @@ pub(super) async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observatio
         }
     };
     picked.sort_by_key(|p| std::cmp::Reverse(p.restarts()));
-    picked.truncate(3);
+    picked.truncate(if subject.is_none() { SWEEP } else { 3 });
     let calls = picked.iter().map(|p| pod_logs(c, p, obs));
     futures::join!(futures::future::join_all(calls), services);
     // A dependency the subject's lines name and that is down says why in its own logs (a

@@ -669,6 +669,24 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
         })
     };
     for h in hits {
+        // With no subject named, lines that all come from one workload's pods speak for it.
+        let scope = if ctx.subject.resolved {
+            scope.clone()
+        } else {
+            let mut who: Vec<String> = h
+                .lines
+                .iter()
+                .filter_map(|&i| lines.get(i)?.labels.get("pod"))
+                .filter_map(|pod| ctx.pod_named(pod))
+                .map(|p| ctx.workload_of(p).map_or(p.name.clone(), |(_, n)| n))
+                .collect();
+            who.sort();
+            who.dedup();
+            match who.as_slice() {
+                [one] => one.clone(),
+                _ => scope.clone(),
+            }
+        };
         let dep = match (h.sig, h.targets.as_slice()) {
             (_, []) => String::new(),
             (Sig::Config, t) => format!(" (missing {})", list_names(t, 3)),
