@@ -333,6 +333,7 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
             let metric = match &parsed {
                 Some(p) if p.counts_errors() => error_label(p),
                 _ if monitor.is_some() => name.clone(),
+                Some(p) if two_metric_ratio(p).is_some() => two_metric_ratio(p).unwrap_or_default(),
                 _ => metric_name(&lhs).unwrap_or_else(|| name.clone()),
             };
             let scope = ctx.scope_name("the service");
@@ -602,6 +603,20 @@ pub(crate) fn hpa_at_max(ctx: &Ctx) -> Vec<Signal> {
     out
 }
 
+/// A ratio of two metrics (what is used over its limit), named by both: `a / b`.
+fn two_metric_ratio(p: &promql::AlertExpr) -> Option<String> {
+    let mut metrics: Vec<&str> = p
+        .selectors
+        .iter()
+        .filter_map(|s| s.metric.as_deref())
+        .collect();
+    metrics.dedup();
+    match metrics.as_slice() {
+        [a, b] if p.base.contains('/') => Some(format!("{a} / {b}")),
+        _ => None,
+    }
+}
+
 /// `5xx ratio` or `error ratio`, from the outcome matcher of an error-counting expression.
 /// The alert's expression in words, never as raw PromQL: what it measures (`5xx ratio`, `p99
 /// latency`, or the metric it reads) and for whom (its subject matchers' values).
@@ -618,6 +633,8 @@ pub(crate) fn describe(p: &promql::AlertExpr) -> (String, bool) {
             .map(|q| format!("p{}", (q * 100.0).round()))
             .unwrap_or_else(|| "quantile".into());
         format!("{q} latency")
+    } else if let Some(both) = two_metric_ratio(p) {
+        both
     } else {
         p.primary()
             .and_then(|s| s.metric.clone())

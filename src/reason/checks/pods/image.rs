@@ -12,6 +12,8 @@ pub(super) fn pull_mechanism(msg: &str) -> &'static str {
     let m = msg.to_lowercase();
     if m.contains("toomanyrequests") || m.contains("rate limit") || m.contains("429 too many") {
         "the registry rate-limits the node's pulls (toomanyrequests, pull rate limit reached): authenticated pulls or a mirror lift it"
+    } else if m.contains("no match for platform") || m.contains("no matching manifest for") {
+        "the image has no build for the node's platform (no match for platform in manifest): it was built for another CPU architecture than the node's"
     } else if m.contains("manifest unknown")
         || m.contains("not found")
         || m.contains("does not exist")
@@ -101,6 +103,25 @@ pub(crate) fn image_pull(ctx: &Ctx) -> Vec<Signal> {
             .unwrap_or_default();
         let all = messages.join(" ");
         let mechanism = pull_mechanism(&format!("{all} {reason}"));
+        // For a build of the wrong architecture, the architecture of the nodes it landed on.
+        let mut arches: Vec<&str> = pods
+            .iter()
+            .filter_map(|p| p.node.as_deref())
+            .filter_map(|n| ctx.obs.nodes.iter().find(|x| x.name == n))
+            .filter_map(|n| {
+                n.labels
+                    .get("kubernetes.io/arch")
+                    .or_else(|| n.labels.get("beta.kubernetes.io/arch"))
+                    .map(String::as_str)
+            })
+            .collect();
+        arches.sort_unstable();
+        arches.dedup();
+        let mechanism = if mechanism.contains("platform") && !arches.is_empty() {
+            format!("{mechanism} (its nodes are {})", arches.join(", "))
+        } else {
+            mechanism.to_string()
+        };
         let category = if mechanism.contains("unreachable") || mechanism.contains("rate-limits") {
             Category::DependencyFailure
         } else {

@@ -1374,6 +1374,10 @@ mod tests {
         let limited = "Failed to pull image \"nginx:1.27\": 429 Too Many Requests - Server message: toomanyrequests: You have reached your pull rate limit.";
         assert!(pull_mechanism(limited).contains("rate-limits"));
         assert!(pull_mechanism("manifest unknown").contains("does not exist"));
+        // A build for another CPU architecture is not a missing tag.
+        let platform =
+            "Failed to pull image \"svc:0.9\": no match for platform in manifest: not found";
+        assert!(pull_mechanism(platform).contains("architecture"));
     }
 
     #[test]
