@@ -74,6 +74,7 @@ pub fn kind_of(tool: &str, output: &ToolOutput) -> &'static str {
         ToolOutput::Deployments(_) => "kubernetes/deployments",
         ToolOutput::Nodes(_) => "kubernetes/nodes",
         ToolOutput::Services(_) => "kubernetes/services",
+        ToolOutput::Ingresses(_) => "kubernetes/ingresses",
         ToolOutput::Workloads(_) => "kubernetes/workloads",
         ToolOutput::Logs(_) if tool.starts_with("kubernetes.") => "kubernetes/pod_logs",
         ToolOutput::Logs(_) => "logs",
@@ -117,6 +118,7 @@ pub fn build(tool: &str, params: &Params, output: &ToolOutput, chart: &Chart) ->
         ToolOutput::Deployments(v) => (format!("Deployments{scope}"), deployments_table(v)),
         ToolOutput::Nodes(v) => (format!("Nodes{on}"), nodes_table(v)),
         ToolOutput::Services(v) => (format!("Services and Endpoints{scope}"), services_table(v)),
+        ToolOutput::Ingresses(v) => (format!("Ingresses{scope}"), ingresses_table(v)),
         ToolOutput::Workloads(v) => {
             let what = match tool {
                 "kubernetes.statefulsets" => "StatefulSets",
@@ -617,6 +619,81 @@ pub fn services_table(services: &[crate::model::ServiceFacts]) -> EvidenceBody {
     )
 }
 
+/// Each Ingress (its class, hosts, rules to `service:port`, TLS secrets, addresses), then the
+/// cluster's IngressClasses, one row each.
+pub fn ingresses_table(list: &crate::model::IngressList) -> EvidenceBody {
+    let mut rows: Vec<Vec<String>> = list
+        .ingresses
+        .iter()
+        .map(|i| {
+            let rules: Vec<String> = i
+                .backends()
+                .iter()
+                .map(|(rule, b)| format!("{rule} -> {}:{}", b.service, b.port))
+                .collect();
+            let tls: Vec<String> = i
+                .tls
+                .iter()
+                .map(|t| {
+                    let secret = if t.secret.is_empty() {
+                        "(no secret)"
+                    } else {
+                        t.secret.as_str()
+                    };
+                    format!("{secret} for {}", t.hosts.join(","))
+                })
+                .collect();
+            vec![
+                format!("Ingress {}/{}", i.namespace, i.name),
+                i.class.clone().unwrap_or_else(|| "(none named)".into()),
+                i.hosts.join(", "),
+                rules.join("; "),
+                tls.join("; "),
+                if i.addresses.is_empty() {
+                    "none".to_string()
+                } else {
+                    i.addresses.join(", ")
+                },
+            ]
+        })
+        .collect();
+    match &list.classes {
+        Some(classes) => rows.extend(classes.iter().map(|c| {
+            vec![
+                format!("IngressClass {}", c.name),
+                if c.is_default {
+                    format!("{} (default)", c.controller)
+                } else {
+                    c.controller.clone()
+                },
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]
+        })),
+        None => rows.push(vec![
+            "IngressClasses".into(),
+            "could not be read".into(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ]),
+    }
+    table(
+        &[
+            "object",
+            "class or controller",
+            "hosts",
+            "rules",
+            "tls",
+            "address",
+        ],
+        rows,
+    )
+}
+
 pub fn logs_text(lines: &[LogLine]) -> EvidenceBody {
     let skip = lines.len().saturating_sub(MAX_LOG_LINES);
     let text = lines[skip..]
@@ -891,6 +968,10 @@ mod tests {
             ("kubernetes.statefulsets", ToolOutput::Workloads(vec![])),
             ("kubernetes.nodes", ToolOutput::Nodes(vec![])),
             ("kubernetes.services", ToolOutput::Services(vec![])),
+            (
+                "kubernetes.ingresses",
+                ToolOutput::Ingresses(crate::model::IngressList::default()),
+            ),
             ("kubernetes.pod_logs", ToolOutput::Logs(vec![])),
             ("kubernetes.config_maps", ToolOutput::Changes(vec![])),
             ("kubernetes.secrets", ToolOutput::Changes(vec![])),

@@ -50,6 +50,13 @@ pub struct Observations {
     pub nodes: Vec<NodeFacts>,
     /// Services with their selectors, ports and what their Endpoints list.
     pub services: Vec<crate::model::ServiceFacts>,
+    /// Ingresses read on their own (`kubernetes.ingresses`).
+    pub ingresses: Vec<crate::model::IngressFacts>,
+    /// The cluster's IngressClasses; `None` when they were not read.
+    pub ingress_classes: Option<Vec<crate::model::IngressClassFacts>>,
+    /// Namespace -> the names of the Secrets listed there (metadata only, never values); a
+    /// namespace absent here was not listed.
+    pub secrets: BTreeMap<String, Vec<String>>,
     /// Container logs; `labels` carry `pod` and `container` (and `previous` = `true` for the last run).
     pub pod_logs: Vec<LogLine>,
     /// Aggregated logs (Loki).
@@ -179,7 +186,10 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(checks::create_refused::create_refused(&ctx));
     signals.extend(checks::service_endpoints::service_endpoints(&ctx));
     signals.extend(checks::service_endpoints::dialled_ports(&ctx));
-    signals.extend(checks::network::ingress_backends(&ctx));
+    signals.extend(checks::ingress::backends(&ctx));
+    signals.extend(checks::ingress::classes(&ctx));
+    signals.extend(checks::ingress::tls(&ctx));
+    signals.extend(checks::ingress::routes(&ctx));
     signals.extend(checks::network::network_policies(&ctx));
     signals.extend(checks::network::egress_policies(&ctx));
     signals.extend(checks::autoscaler::autoscaler(&ctx));

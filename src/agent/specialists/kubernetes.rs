@@ -1,5 +1,5 @@
 //! The Kubernetes specialist: the subject's controllers, pods and events (by selector where it can),
-//! its Services, and the logs of the pods the verdict will be about.
+//! its Services and Ingresses, and the logs of the pods the verdict will be about.
 
 use super::{Caller, Scope};
 use crate::agent::evidence::Chart;
@@ -128,13 +128,19 @@ pub(super) async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observatio
     });
     let services = async {
         if let Some(service_ns) = &service_ns {
-            c.call(
-                "kubernetes.services",
-                params([("namespace", s(service_ns))]),
-                &none,
-                obs,
-            )
-            .await;
+            let in_service_ns = || params([("namespace", s(service_ns))]);
+            let (_, ingresses) = futures::join!(
+                c.call("kubernetes.services", in_service_ns(), &none, obs),
+                c.call("kubernetes.ingresses", in_service_ns(), &none, obs),
+            );
+            // Whether an Ingress's certificate Secret exists is read from the names of the
+            // namespace's Secrets (metadata only), and only when an Ingress there has TLS.
+            let wants_tls = matches!(&ingresses, Some((ToolOutput::Ingresses(list), _))
+                if list.ingresses.iter().any(|i| i.tls.iter().any(|t| !t.secret.is_empty())));
+            if wants_tls {
+                c.call("kubernetes.secrets", in_service_ns(), &none, obs)
+                    .await;
+            }
         }
     };
     picked.sort_by_key(|p| std::cmp::Reverse(p.restarts()));

@@ -46,6 +46,30 @@ pub fn absorb(
         ToolOutput::Services(v) => merge_by(&mut obs.services, v, |s| {
             (s.namespace.clone(), s.name.clone())
         }),
+        ToolOutput::Ingresses(v) => {
+            merge_by(&mut obs.ingresses, &v.ingresses, |i| {
+                (i.namespace.clone(), i.name.clone())
+            });
+            if let Some(classes) = &v.classes {
+                merge_by(
+                    obs.ingress_classes.get_or_insert_with(Vec::new),
+                    classes,
+                    |c| c.name.clone(),
+                );
+            }
+        }
+        // A Secret list (names only) says which exist in its namespace, beside the changes.
+        ToolOutput::Changes(v) if tool == "kubernetes.secrets" => {
+            if let Some(ns) = crate::agent::tools::p_str(params, "namespace") {
+                let names = obs.secrets.entry(ns.to_string()).or_default();
+                for c in v {
+                    if !names.contains(&c.id) {
+                        names.push(c.id.clone());
+                    }
+                }
+            }
+            obs.changes.extend(v.iter().cloned());
+        }
         ToolOutput::Workloads(v) => merge_by(&mut obs.workloads, v, |w| {
             (format!("{}/{}", w.kind, w.namespace), w.name.clone())
         }),
@@ -150,6 +174,24 @@ pub fn merge(into: &mut Observations, from: Observations) {
     merge_by(&mut into.services, &from.services, |s| {
         (s.namespace.clone(), s.name.clone())
     });
+    merge_by(&mut into.ingresses, &from.ingresses, |i| {
+        (i.namespace.clone(), i.name.clone())
+    });
+    if let Some(classes) = from.ingress_classes {
+        merge_by(
+            into.ingress_classes.get_or_insert_with(Vec::new),
+            &classes,
+            |c| c.name.clone(),
+        );
+    }
+    for (ns, names) in from.secrets {
+        let slot = into.secrets.entry(ns).or_default();
+        for n in names {
+            if !slot.contains(&n) {
+                slot.push(n);
+            }
+        }
+    }
     into.pod_logs.extend(from.pod_logs);
     into.logs.extend(from.logs);
     merge_series(&mut into.metrics, &from.metrics);

@@ -182,6 +182,7 @@ pub enum ReadTool {
     PiLoad,
     PiTopKeys,
     Services,
+    Ingresses,
     DatadogQuery,
     DatadogMonitors,
     DatadogEvents,
@@ -189,7 +190,7 @@ pub enum ReadTool {
 }
 
 impl ReadTool {
-    pub const ALL: [ReadTool; 40] = [
+    pub const ALL: [ReadTool; 41] = [
         ReadTool::Pods,
         ReadTool::Events,
         ReadTool::Deployments,
@@ -226,6 +227,7 @@ impl ReadTool {
         ReadTool::PiLoad,
         ReadTool::PiTopKeys,
         ReadTool::Services,
+        ReadTool::Ingresses,
         ReadTool::DatadogQuery,
         ReadTool::DatadogMonitors,
         ReadTool::DatadogEvents,
