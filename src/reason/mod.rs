@@ -257,6 +257,13 @@ pub fn subject_pods(obs: &Observations) -> Option<Vec<String>> {
     (s.resolved && !s.pods.is_empty()).then_some(s.pods)
 }
 
+/// The namespace of the subject the alert or problem is about, when it resolves to one (a
+/// namespace named, or the Ingress its words name); None otherwise.
+pub fn subject_namespace(obs: &Observations) -> Option<String> {
+    let s = subject::resolve(obs);
+    s.resolved.then_some(s.namespace).flatten()
+}
+
 /// The pods short of ready of the workloads the subject depends on and that are down (its logs or
 /// alert name them), so that Gather reads why they are down from their own logs.
 pub fn dependency_pods(obs: &Observations) -> Vec<String> {
