@@ -930,6 +930,73 @@ mod tests {
     use crate::agent::tools::{params, s};
 
     #[test]
+    fn an_ingress_table_shows_rules_tls_addresses_and_the_classes() {
+        use crate::model::{
+            IngressBackendRef, IngressClassFacts, IngressFacts, IngressList, IngressRule,
+            IngressTls,
+        };
+        let mut list = IngressList {
+            ingresses: vec![IngressFacts {
+                name: "shop".into(),
+                namespace: "shop".into(),
+                hosts: vec!["shop.example.com".into()],
+                rules: vec![IngressRule {
+                    host: Some("shop.example.com".into()),
+                    path: "/".into(),
+                    backend: IngressBackendRef {
+                        service: "storefront".into(),
+                        port: "http".into(),
+                    },
+                }],
+                tls: vec![IngressTls {
+                    hosts: vec!["shop.example.com".into()],
+                    secret: "shop-tls".into(),
+                }],
+                ..IngressFacts::default()
+            }],
+            classes: Some(vec![IngressClassFacts {
+                name: "nginx".into(),
+                controller: "k8s.io/ingress-nginx".into(),
+                is_default: true,
+            }]),
+        };
+        let EvidenceBody::Table { rows, .. } = ingresses_table(&list) else {
+            panic!("a table")
+        };
+        assert_eq!(
+            rows[0],
+            vec![
+                "Ingress shop/shop",
+                "(none named)",
+                "shop.example.com",
+                "shop.example.com/ -> storefront:http",
+                "shop-tls for shop.example.com",
+                "none",
+            ]
+        );
+        assert_eq!(
+            rows[1][..2],
+            ["IngressClass nginx", "k8s.io/ingress-nginx (default)"]
+        );
+        // Classes that could not be read are said to be so, not left out.
+        list.classes = None;
+        let EvidenceBody::Table { rows, .. } = ingresses_table(&list) else {
+            panic!("a table")
+        };
+        assert_eq!(rows[1][..2], ["IngressClasses", "could not be read"]);
+        let draft = build(
+            "kubernetes.ingresses",
+            &params([("namespace", s("shop"))]),
+            &ToolOutput::Ingresses(list),
+            &Chart::default(),
+        );
+        assert_eq!(
+            (draft.kind.as_str(), draft.title.as_str()),
+            ("kubernetes/ingresses", "Ingresses in shop")
+        );
+    }
+
+    #[test]
     fn big_pod_tables_keep_the_troubled_pods_and_count_the_rest() {
         let pod = |i: usize, phase: &str| PodFacts {
             name: format!("p{i}"),

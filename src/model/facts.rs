@@ -832,6 +832,33 @@ mod tests {
     }
 
     #[test]
+    fn ingresses_keep_their_classes_in_the_session_shape() {
+        let read = Facts::Ingresses(IngressList {
+            ingresses: vec![IngressFacts {
+                name: "shop".into(),
+                hosts: vec!["shop.example.com".into()],
+                ..IngressFacts::default()
+            }],
+            classes: Some(vec![IngressClassFacts {
+                name: "nginx".into(),
+                controller: "k8s.io/ingress-nginx".into(),
+                is_default: true,
+            }]),
+        });
+        assert_eq!(read.summary(), "1 ingresses");
+        let v = serde_json::to_value(&read).expect("ingresses serialize");
+        assert_eq!(v["type"], "ingresses");
+        assert_eq!(v["items"]["classes"][0]["is_default"], true);
+        let back: Facts = serde_json::from_value(v).expect("ingresses read back");
+        assert_eq!(back, read);
+        // Unread classes stay unknown, not an empty list.
+        let bare: Facts =
+            serde_json::from_value(json!({"type": "ingresses", "items": {"ingresses": []}}))
+                .expect("reads");
+        assert_eq!(bare, Facts::Ingresses(IngressList::default()));
+    }
+
+    #[test]
     fn tool_text_is_recorded_as_other_without_its_text() {
         let text = Facts::Text("token=s3cr3t rows: 4".into());
         assert_eq!(text.summary(), "20 characters");

@@ -242,6 +242,53 @@ mod tests {
     }
 
     #[test]
+    fn the_named_ingress_brings_its_services_workloads_and_pods_into_the_subject() {
+        use crate::model::{DeploymentFacts, PodFacts, ServiceFacts};
+        use std::collections::BTreeMap;
+        let app = BTreeMap::from([("app".to_string(), "docs".to_string())]);
+        let obs = Observations {
+            problem: Some("the docs portal is unreachable".into()),
+            ingresses: vec![ing("docs-portal", "docs.example.com", "docs-svc")],
+            services: vec![ServiceFacts {
+                name: "docs-svc".into(),
+                namespace: "web".into(),
+                selector: app.clone(),
+                ..ServiceFacts::default()
+            }],
+            deployments: vec![DeploymentFacts {
+                name: "docs-server".into(),
+                namespace: "web".into(),
+                selector: app.clone(),
+                ..DeploymentFacts::default()
+            }],
+            pods: vec![PodFacts {
+                name: "docs-server-6f7d8-x1".into(),
+                namespace: "web".into(),
+                owner: Some("ReplicaSet/docs-server-6f7d8".into()),
+                labels: BTreeMap::from([
+                    ("app".to_string(), "docs".to_string()),
+                    ("pod-template-hash".to_string(), "6f7d8".to_string()),
+                ]),
+                ..PodFacts::default()
+            }],
+            ..Observations::default()
+        };
+        let s = super::super::subject::resolve(&obs);
+        assert!(s.resolved);
+        assert_eq!(s.namespace.as_deref(), Some("web"));
+        assert_eq!(s.ingresses, vec!["docs-portal"]);
+        assert_eq!(
+            s.workloads,
+            vec![("Deployment".to_string(), "docs-server".to_string())]
+        );
+        assert_eq!(s.pods, vec!["docs-server-6f7d8-x1"]);
+        // Without the Ingress the words name nothing that was read.
+        let mut none = obs.clone();
+        none.ingresses.clear();
+        assert!(!super::super::subject::resolve(&none).resolved);
+    }
+
+    #[test]
     fn a_website_problem_takes_the_one_ingress_sharing_its_words() {
         let all = || {
             vec![
