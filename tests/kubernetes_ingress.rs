@@ -203,6 +203,19 @@ async fn a_website_503_is_the_ingress_routing_to_a_service_that_does_not_exist()
         ) && cause.contains("the closest existing Service is storefront"),
         "{cause}"
     );
+    // The TLS Secret the Ingress names exists: that check passes, whatever else fails.
+    let failing: Vec<String> = live
+        .iter()
+        .filter(|r| r["event"]["type"] == "checks")
+        .flat_map(|r| r["event"]["checks"].as_array().cloned().unwrap_or_default())
+        .filter(|c| c["status"] == "failing")
+        .filter_map(|c| c["check"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        failing,
+        ["Ingress routes to a Service that exists"],
+        "only the backend fails"
+    );
     let subject: Vec<String> = live
         .iter()
         .filter(|r| r["event"]["type"] == "subject")
@@ -261,4 +274,54 @@ async fn a_website_503_is_the_ingress_routing_to_a_service_that_does_not_exist()
     let cause = d["root_cause"].as_str().unwrap_or_default();
     assert!(!cause.contains("Ingress shop"), "{cause}");
     assert_ne!(d["category"], "healthy", "{d}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_warning_is_the_ingress_naming_a_tls_secret_that_does_not_exist() {
+    let mut cluster = shop();
+    // The backend is right; the TLS entry names a Secret of another name than the one there.
+    cluster.ingresses[0]["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"] =
+        json!("storefront");
+    cluster.ingresses[0]["spec"]["tls"][0]["secretName"] = json!("shop-tls-v2");
+    let shared = Arc::new(Mutex::new(cluster));
+    let k8s = support::kubernetes(shared.clone()).await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[integrations.kubernetes]\nurl = \"{}\"\n", k8s.url),
+    )
+    .expect("write config");
+    let data = tmp.path().join("data");
+    let (text, live) = tokio::task::spawn_blocking(move || {
+        run(
+            &[
+                "--problem",
+                "the portal at shop.example.com shows a certificate warning",
+            ],
+            &config,
+            &data,
+        )
+    })
+    .await
+    .expect("live run");
+    assert!(!text.contains(KEY_B64), "a Secret's value leaked");
+    let d = diagnosis(&live);
+    let cause = d["root_cause"].as_str().unwrap_or_default();
+    assert_eq!(d["category"], "configuration_error", "{d}");
+    assert!(
+        cause.contains(
+            "Ingress shop wants TLS Secret shop-tls-v2 for shop.example.com, which does not exist in shop"
+        ) && cause.contains("self-signed certificate")
+            && cause.contains("a Secret named shop-tls exists"),
+        "{cause}"
+    );
+    // No namespace in the words or the configuration: every namespace's Ingresses were read
+    // to find the one whose host the problem names.
+    let seen = shared.lock().map(|c| c.seen.clone()).unwrap_or_default();
+    assert!(
+        seen.iter()
+            .any(|s| s.starts_with("GET /apis/networking.k8s.io/v1/ingresses?")),
+        "{seen:?}"
+    );
 }

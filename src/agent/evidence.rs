@@ -635,10 +635,10 @@ pub fn ingresses_table(list: &crate::model::IngressList) -> EvidenceBody {
                 .tls
                 .iter()
                 .map(|t| {
-                    let secret = if t.secret.is_empty() {
+                    let secret = if t.secret_name.is_empty() {
                         "(no secret)"
                     } else {
-                        t.secret.as_str()
+                        t.secret_name.as_str()
                     };
                     format!("{secret} for {}", t.hosts.join(","))
                 })
@@ -950,7 +950,7 @@ mod tests {
                 }],
                 tls: vec![IngressTls {
                     hosts: vec!["shop.example.com".into()],
-                    secret: "shop-tls".into(),
+                    secret_name: "shop-tls".into(),
                 }],
                 ..IngressFacts::default()
             }],

@@ -62,7 +62,7 @@ pub fn ingress_facts(ing: &Ingress) -> IngressFacts {
         .flatten()
         .map(|t| IngressTls {
             hosts: t.hosts.clone().unwrap_or_default(),
-            secret: t.secret_name.clone().unwrap_or_default(),
+            secret_name: t.secret_name.clone().unwrap_or_default(),
         })
         .collect();
     let addresses = ing
@@ -194,7 +194,7 @@ mod tests {
             f.tls,
             vec![IngressTls {
                 hosts: vec!["shop.example.com".into()],
-                secret: "shop-tls".into()
+                secret_name: "shop-tls".into()
             }]
         );
         assert_eq!(f.addresses, vec!["203.0.113.10", "lb.example.net"]);

@@ -640,8 +640,9 @@ pub struct IngressBackendRef {
 #[serde(default)]
 pub struct IngressTls {
     pub hosts: Vec<String>,
-    /// Empty when the entry names none (the controller's default certificate serves it).
-    pub secret: String,
+    /// Empty when the entry names none (the controller's default certificate serves it). Named
+    /// as the API names it: a field called `secret` would be masked as a secret's value.
+    pub secret_name: String,
 }
 
 /// An IngressClass: the controller that serves the Ingresses naming it, and whether it takes

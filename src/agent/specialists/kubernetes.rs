@@ -156,7 +156,9 @@ pub(super) async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observatio
                 .unwrap_or_else(|e| e.into_inner())
                 .ingresses
                 .iter()
-                .any(|i| &i.namespace == service_ns && i.tls.iter().any(|t| !t.secret.is_empty()));
+                .any(|i| {
+                    &i.namespace == service_ns && i.tls.iter().any(|t| !t.secret_name.is_empty())
+                });
             if wants_tls {
                 c.call("kubernetes.secrets", in_service_ns(), &none, obs)
                     .await;

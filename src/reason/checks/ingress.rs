@@ -326,15 +326,15 @@ pub(crate) fn tls(ctx: &Ctx) -> Vec<Signal> {
         else {
             continue;
         };
-        for t in ing.tls.iter().filter(|t| !t.secret.is_empty()) {
-            if secrets.contains(&t.secret) {
+        for t in ing.tls.iter().filter(|t| !t.secret_name.is_empty()) {
+            if secrets.contains(&t.secret_name) {
                 continue;
             }
-            let near = similar(&t.secret, secrets.iter().map(String::as_str));
+            let near = similar(&t.secret_name, secrets.iter().map(String::as_str));
             let summary = format!(
                 "Ingress {} wants TLS Secret {} for {}, which does not exist in {}",
                 ing.name,
-                t.secret,
+                t.secret_name,
                 if t.hosts.is_empty() {
                     "its hosts".to_string()
                 } else {
@@ -357,7 +357,7 @@ pub(crate) fn tls(ctx: &Ctx) -> Vec<Signal> {
                     None => String::new(),
                 }
             ));
-            s.objects.push(format!("secret/{}", t.secret));
+            s.objects.push(format!("secret/{}", t.secret_name));
             out.push(s);
         }
     }
@@ -555,7 +555,7 @@ mod tests {
             }],
             tls: vec![IngressTls {
                 hosts: vec!["shop.example.com".into()],
-                secret: "shop-tls".into(),
+                secret_name: "shop-tls".into(),
             }],
             addresses: vec!["203.0.113.10".into()],
             created_at: "2026-11-28T13:50:00Z".parse().ok(),
