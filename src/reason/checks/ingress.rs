@@ -50,11 +50,23 @@ pub(crate) const DECLARED: &[Decl] = &[
 
 const EVIDENCE: &[&str] = &["kubernetes/ingresses", "kubernetes/services"];
 
-/// Whether an Ingress is what the alert or problem is about, or stands in front of the subject.
-fn concerns_subject(ctx: &Ctx, ing: &IngressFacts) -> bool {
+/// Whether an Ingress is what the alert or problem is about: part of the subject (named by its
+/// `ingress` label, its name, its name's words or a host in the alert's text or the problem's
+/// words). A namespace label that happens to share its name does not make it so.
+fn about(ctx: &Ctx, ing: &IngressFacts) -> bool {
     ctx.subject.ingresses.contains(&ing.name)
-        || super::network::named(ctx, &ing.name)
-        || ing.hosts.iter().any(|h| super::network::named(ctx, h))
+        && ctx
+            .subject
+            .namespace
+            .as_deref()
+            .is_none_or(|n| ing.namespace.is_empty() || ing.namespace == n)
+}
+
+/// Whether an Ingress is what the alert or problem is about, or stands in front of the subject
+/// (a rule of it routes to the subject's Service): a route to nowhere fails the subject's
+/// callers whatever the alert, while a certificate or a class matters to a problem about it.
+fn concerns_subject(ctx: &Ctx, ing: &IngressFacts) -> bool {
+    about(ctx, ing)
         || ing.backends().iter().any(|(_, b)| {
             matches!(
                 relation(ctx, &format!("service/{}", b.service)),
@@ -207,7 +219,9 @@ pub(crate) fn backends(ctx: &Ctx) -> Vec<Signal> {
                 out.push(s);
                 continue;
             }
-            if !svc.endpoints_read || !svc.ready.is_empty() {
+            // A workload that is the subject itself has its own checks say why it is not
+            // ready; this one speaks for an Ingress the problem is about.
+            if !svc.endpoints_read || !svc.ready.is_empty() || !about(ctx, ing) {
                 continue;
             }
             seen.push(&b.service);
@@ -254,7 +268,7 @@ pub(crate) fn backends(ctx: &Ctx) -> Vec<Signal> {
     out
 }
 
-/// Check: will a controller serve each Ingress in front of the subject? Failing when the class
+/// Check: will a controller serve each Ingress the alert or problem is about? Failing when the class
 /// it names is not one the cluster has, or it names none and no class is the default, while no
 /// controller has given it an address.
 pub(crate) fn classes(ctx: &Ctx) -> Vec<Signal> {
@@ -268,12 +282,7 @@ pub(crate) fn classes(ctx: &Ctx) -> Vec<Signal> {
         format!("the cluster's classes are {}", list_names(&names, 5))
     };
     let mut out = Vec::new();
-    for ing in ctx
-        .obs
-        .ingresses
-        .iter()
-        .filter(|i| concerns_subject(ctx, i))
-    {
+    for ing in ctx.obs.ingresses.iter().filter(|i| about(ctx, i)) {
         // A controller wrote an address into its status: something serves it.
         if !ing.addresses.is_empty() {
             continue;
@@ -307,16 +316,11 @@ pub(crate) fn classes(ctx: &Ctx) -> Vec<Signal> {
     out
 }
 
-/// Check: does the Secret each TLS entry of an Ingress in front of the subject names exist?
+/// Check: does the Secret each TLS entry of an Ingress the alert or problem is about names exist?
 /// Failing when the namespace's Secrets (names only) do not include it.
 pub(crate) fn tls(ctx: &Ctx) -> Vec<Signal> {
     let mut out = Vec::new();
-    for ing in ctx
-        .obs
-        .ingresses
-        .iter()
-        .filter(|i| concerns_subject(ctx, i))
-    {
+    for ing in ctx.obs.ingresses.iter().filter(|i| about(ctx, i)) {
         // A namespace whose Secrets were not listed, or listed none, cannot tell a missing one.
         let Some(secrets) = ctx
             .obs
@@ -844,6 +848,44 @@ mod tests {
         let mut both = world(shop_ingress("storefront", "80"));
         both.services[0].routes = vec![route("8081", None)];
         assert!(routes(&Ctx::new(&both)).is_empty());
+    }
+
+    #[test]
+    fn an_alert_about_the_workload_checks_only_the_routes_of_the_ingress_in_front_of_it() {
+        let mut ing = shop_ingress("storefront", "80");
+        ing.class = Some("nginx-internal".into());
+        ing.addresses.clear();
+        let mut o = world(ing);
+        o.problem = None;
+        o.alert = Some(crate::model::Alert {
+            labels: BTreeMap::from([
+                ("alertname".into(), "KubeDeploymentReplicasMismatch".into()),
+                ("namespace".into(), "shop".into()),
+                ("deployment".into(), "storefront".into()),
+            ]),
+            ..crate::model::Alert::default()
+        });
+        o.secrets = BTreeMap::from([("shop".into(), vec!["other".into()])]);
+        o.services[0].ready.clear();
+        // Its class, its certificate and its endpoints are not what the alert is about.
+        assert!(all(&o).is_empty(), "{:?}", all(&o));
+        // A route to a Service that does not exist stands in front of the subject all the same.
+        o.ingresses[0].rules.push(IngressRule {
+            host: Some("shop.example.com".into()),
+            path: "/api".into(),
+            backend: IngressBackendRef {
+                service: "storefront-api".into(),
+                port: "80".into(),
+            },
+        });
+        let sigs = backends(&Ctx::new(&o));
+        assert!(
+            sigs.len() == 1
+                && sigs[0]
+                    .summary
+                    .contains("Service storefront-api, which does not exist"),
+            "{sigs:?}"
+        );
     }
 
     #[test]
