@@ -223,11 +223,13 @@ def k8s_list(kind, items, api="v1"):
     return {"apiVersion": api, "kind": f"{kind}List", "metadata": {"resourceVersion": "48211734"}, "items": items}
 
 
-def k8s_world(ns, pods, events, deployments, rsets, nodes, logs=None, statefulsets=()):
+def k8s_world(ns, pods, events, deployments, rsets, nodes, logs=None, statefulsets=(), revisions=()):
     """The read recordings a Kubernetes specialist asks for (the workload lists answer even when
     the namespace has none, as the API server does)."""
     out = [
         rec("kubernetes", f"/apis/apps/v1/namespaces/{ns}/statefulsets", k8s_list("StatefulSet", list(statefulsets), "apps/v1")),
+        rec("kubernetes", f"/apis/apps/v1/namespaces/{ns}/controllerrevisions",
+            k8s_list("ControllerRevision", list(revisions), "apps/v1")),
         rec("kubernetes", f"/apis/apps/v1/namespaces/{ns}/daemonsets", k8s_list("DaemonSet", [], "apps/v1")),
         rec("kubernetes", f"/apis/batch/v1/namespaces/{ns}/jobs", k8s_list("Job", [], "batch/v1")),
         rec("kubernetes", f"/apis/batch/v1/namespaces/{ns}/cronjobs", k8s_list("CronJob", [], "batch/v1")),
@@ -744,7 +746,19 @@ def orders_db_node_lost():
                    "updatedReplicas": 1, "availableReplicas": 0,
                    "currentRevision": "orders-db-6b9f7c5d48", "updateRevision": "orders-db-6b9f7c5d48"},
     }
-    recs = k8s_world(ns, pods, events, deps, rsets, nodes, {("orders-db-0", False): pg_log}, statefulsets=[sts])
+    # The StatefulSet's one revision: its template as the controller stores it (a patch that
+    # replaces the whole template), unchanged for twelve days.
+    revision = {
+        "apiVersion": "apps/v1", "kind": "ControllerRevision",
+        "metadata": {"name": "orders-db-6b9f7c5d48", "namespace": ns, "uid": "9c41e7a0-5d2b-4f8e-b1a6-2e7d0c3f9b15",
+                     "creationTimestamp": ts(since), "labels": {"app": "orders-db", "controller.kubernetes.io/hash": "6b9f7c5d48"},
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "orders-db",
+                                          "uid": sts["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]},
+        "revision": 3,
+        "data": {"spec": {"template": {"$patch": "replace", **sts["spec"]["template"]}}},
+    }
+    recs = k8s_world(ns, pods, events, deps, rsets, nodes, {("orders-db-0", False): pg_log}, statefulsets=[sts],
+                     revisions=[revision])
     recs.append(prom_range(matrix(series_6h(labels, ready))))
     recs.append(rec("prometheus", "/api/v1/rules", rules("kubernetes-apps", [
         ("KubeStatefulSetReplicasMismatch", expr, 300, "critical", "StatefulSet has not matched the expected number of replicas", "firing"),

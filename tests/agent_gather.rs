@@ -45,9 +45,9 @@ impl Tools for Slow {
             Ok(match tool {
                 "kubernetes.pods" => ToolOutput::Pods(vec![]),
                 "kubernetes.events" => ToolOutput::Events(vec![]),
-                "kubernetes.deployments" | "kubernetes.replica_sets" => {
-                    ToolOutput::Deployments(vec![])
-                }
+                "kubernetes.deployments"
+                | "kubernetes.replica_sets"
+                | "kubernetes.controller_revisions" => ToolOutput::Deployments(vec![]),
                 "kubernetes.nodes" => ToolOutput::Nodes(vec![]),
                 "kubernetes.statefulsets"
                 | "kubernetes.daemonsets"

@@ -1095,3 +1095,58 @@ fn a_problem_without_a_firing_alert_is_checked_against_the_services_own_rule() {
     assert_eq!(a.category, Category::CodeDefect, "{}", text(&a));
     assert!(a.root_cause.contains("5xx ratio"), "{}", a.root_cause);
 }
+
+/// `billing` whose 5xx ratio steps from 1% to 60% midway, its pods logging `lines`, with
+/// `change` (a rollout of a neighbour) at the step when given.
+fn error_step_world(lines: &[&str], change: bool) -> Observations {
+    let expr = r#"sum(rate(http_requests_total{service="billing",code=~"5.."}[5m])) / sum(rate(http_requests_total{service="billing"}[5m])) > 0.05"#;
+    let mut a = alert("BillingErrors", &[("service", "billing")]);
+    a.generator_url = format!("http://prom:9090/graph?g0.expr={}", url_escape(expr));
+    let mut obs = world(a);
+    obs.deployments = vec![deployment("billing", 2, 2)];
+    obs.pods = vec![
+        pod("billing-9b8-a", "billing-9b8", "Running", true),
+        pod("billing-9b8-b", "billing-9b8", "Running", true),
+    ];
+    let base = sitrep::reason::promql::parse(expr)
+        .map(|e| e.base)
+        .unwrap_or_default();
+    let mut values = vec![0.01; 40];
+    values.extend(vec![0.6; 40]);
+    obs.metrics.push(series(&base, &[], &values));
+    for l in lines {
+        obs.pod_logs.push(log("billing-9b8-a", l));
+    }
+    if change {
+        obs.changes.push(sitrep::model::Change {
+            kind: sitrep::model::ChangeKind::Rollout,
+            at: Some(now() - Duration::minutes(20)),
+            id: "revision 2".into(),
+            title: "ReplicaSet exporter-5d8b (exporter:1.3.0), 8/8 ready".into(),
+            target: "default/billing".into(),
+            ..Default::default()
+        });
+    }
+    obs
+}
+
+#[test]
+fn an_error_step_is_what_the_failing_requests_logged_not_a_code_defect_by_default() {
+    let auth = [
+        "ERROR charge failed: com.stripe.exception.AuthenticationException: Invalid API Key provided",
+        "ERROR charge failed: com.stripe.exception.AuthenticationException: Invalid API Key provided",
+    ];
+    let a = analyze(&error_step_world(&auth, false));
+    assert_eq!(a.category, Category::ConfigurationError, "{}", text(&a));
+    // A change at the step set off what the lines say: connections used up.
+    let clients = [
+        "ERROR FATAL: sorry, too many clients already",
+        "ERROR FATAL: sorry, too many clients already",
+    ];
+    let a = analyze(&error_step_world(&clients, true));
+    assert_eq!(a.category, Category::ResourceExhaustion, "{}", text(&a));
+    assert!(a.root_cause.contains("too many clients"), "{}", text(&a));
+    // The same change with nothing logged is the regression it always was.
+    let a = analyze(&error_step_world(&[], true));
+    assert_eq!(a.category, Category::CodeDefect, "{}", text(&a));
+}

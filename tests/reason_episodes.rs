@@ -545,3 +545,99 @@ fn a_running_dependency_is_not_judged_by_the_warnings_it_logs_about_its_state() 
     let a = analyze(&dependency_world(&failing, false));
     assert_eq!(a.category, Category::ResourceExhaustion, "{}", a.root_cause);
 }
+
+/// `mailer` (Running, Ready) logging `lines`, beside the StatefulSet `broker` (image `image`)
+/// with none of its one replica ready, its pod last OOMKilled; `others` more StatefulSets down
+/// beside them.
+fn unnamed_peer_world(lines: &[&str], image: &str, others: usize) -> Observations {
+    let mut obs = world();
+    obs.problem = Some("mailer stopped sending".into());
+    obs.deployments = vec![deployment("mailer", 1, 1)];
+    obs.pods.push(pod("mailer-5d8f9-aaaaa", "mailer", 0, None));
+    for (i, l) in lines.iter().enumerate() {
+        obs.pod_logs
+            .push(log("mailer-5d8f9-aaaaa", 5 - i as i64, l));
+    }
+    for (k, name) in std::iter::once("broker")
+        .chain(["cache", "search"].into_iter().take(others))
+        .enumerate()
+    {
+        obs.workloads.push(sitrep::model::WorkloadFacts {
+            kind: "StatefulSet".into(),
+            name: name.into(),
+            namespace: NS.into(),
+            desired: 1,
+            ready: 0,
+            selector: BTreeMap::from([("app".to_string(), name.to_string())]),
+            ..Default::default()
+        });
+        let mut p = pod(&format!("{name}-0"), name, 9, Some(("OOMKilled", 137, 3)));
+        p.owner = Some(format!("StatefulSet/{name}"));
+        p.conditions.insert("Ready".into(), "False".into());
+        p.containers[0].ready = false;
+        p.containers[0].reason = Some("CrashLoopBackOff".into());
+        p.containers[0].image = if k == 0 {
+            image.to_string()
+        } else {
+            format!("registry.local/{name}:1")
+        };
+        obs.pods.push(p);
+    }
+    for k in ["kubernetes/pod_logs", "kubernetes/workloads"] {
+        obs.evidence.insert(k.into(), vec![format!("ev-{k}")]);
+    }
+    obs
+}
+
+#[test]
+fn a_peer_no_line_names_is_found_by_the_protocol_its_calls_speak_or_as_the_one_down() {
+    let amqp = [
+        "ERROR pika.adapters.utils.connection_workflow: AMQPConnector - reporting failure: ConnectionRefusedError(111, 'Connection refused')",
+        "ERROR pika.adapters.utils.connection_workflow: AMQPConnector - reporting failure: ConnectionRefusedError(111, 'Connection refused')",
+    ];
+    // The failing calls speak AMQP and the down StatefulSet runs RabbitMQ, killed at its limit,
+    // even with other workloads down beside it.
+    let a = analyze(&unnamed_peer_world(
+        &amqp,
+        "docker.io/bitnami/rabbitmq:3.12",
+        2,
+    ));
+    assert_eq!(a.category, Category::ResourceExhaustion, "{}", a.root_cause);
+    assert!(
+        a.root_cause.contains("broker") && a.root_cause.contains("OOMKilled"),
+        "{}",
+        a.root_cause
+    );
+    // Calls that name no peer and no protocol: the one workload down beside it.
+    let plain = [
+        "ERROR send failed: connection refused",
+        "ERROR send failed: connection refused",
+    ];
+    let a = analyze(&unnamed_peer_world(&plain, "registry.local/broker:1", 0));
+    assert!(a.root_cause.contains("broker"), "{}", a.root_cause);
+    // With three down and nothing to tell them apart, none is taken for the peer.
+    let a = analyze(&unnamed_peer_world(&plain, "registry.local/broker:1", 2));
+    assert!(
+        a.category != Category::ResourceExhaustion && !a.root_cause.contains("broker-0"),
+        "{}",
+        a.root_cause
+    );
+}
+
+#[test]
+fn a_service_address_in_a_line_names_the_workload_behind_it() {
+    let line = "Error: connect ECONNREFUSED 10.96.51.181:5432";
+    let mut obs = unnamed_peer_world(&[line, line], "registry.local/broker:1", 2);
+    obs.services = vec![ServiceFacts {
+        name: "broker".into(),
+        namespace: NS.into(),
+        selector: BTreeMap::from([("app".to_string(), "broker".to_string())]),
+        ports: vec![(5432, "5432".into())],
+        cluster_ip: Some("10.96.51.181".into()),
+        endpoints_read: true,
+        ..ServiceFacts::default()
+    }];
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::ResourceExhaustion, "{}", a.root_cause);
+    assert!(a.root_cause.contains("broker"), "{}", a.root_cause);
+}

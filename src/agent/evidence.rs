@@ -71,6 +71,7 @@ pub fn kind_of(tool: &str, output: &ToolOutput) -> &'static str {
     match output {
         ToolOutput::Pods(_) => "kubernetes/pods",
         ToolOutput::Events(_) => "kubernetes/events",
+        ToolOutput::Deployments(_) if is_revisions(tool) => "kubernetes/revisions",
         ToolOutput::Deployments(_) => "kubernetes/deployments",
         ToolOutput::Nodes(_) => "kubernetes/nodes",
         ToolOutput::Services(_) => "kubernetes/services",
@@ -114,6 +115,9 @@ pub fn build(tool: &str, params: &Params, output: &ToolOutput, chart: &Chart) ->
         ToolOutput::Events(v) => (format!("Events{scope}"), events_table(v)),
         ToolOutput::Deployments(v) if tool.ends_with("replica_sets") => {
             (format!("ReplicaSets{scope}"), deployments_table(v))
+        }
+        ToolOutput::Deployments(v) if is_revisions(tool) => {
+            (format!("ControllerRevisions{scope}"), revisions_table(v))
         }
         ToolOutput::Deployments(v) => (format!("Deployments{scope}"), deployments_table(v)),
         ToolOutput::Nodes(v) => (format!("Nodes{on}"), nodes_table(v)),
@@ -402,6 +406,47 @@ pub fn deployments_table(deps: &[DeploymentFacts]) -> EvidenceBody {
         ],
         rows,
         "of this kind, all ready with no failing condition",
+    )
+}
+
+/// Whether a tool's Deployment-shaped facts are ControllerRevisions (StatefulSet and DaemonSet
+/// rollout history) rather than Deployments or ReplicaSets.
+pub fn is_revisions(tool: &str) -> bool {
+    tool.ends_with("controller_revisions")
+}
+
+/// ControllerRevisions, newest first: which workload each belongs to, its revision, when it was
+/// made and the images its template runs. A revision has no replicas of its own to be ready.
+pub fn revisions_table(v: &[DeploymentFacts]) -> EvidenceBody {
+    let mut sorted: Vec<&DeploymentFacts> = v.iter().collect();
+    sorted.sort_by_key(|r| std::cmp::Reverse(r.created_at));
+    let rows = sorted
+        .into_iter()
+        .map(|r| {
+            let row = vec![
+                r.namespace.clone(),
+                r.owner.clone().unwrap_or_default(),
+                r.name.clone(),
+                r.revision.clone().unwrap_or_default(),
+                r.images.join(", "),
+                r.config_refs.join(", "),
+                when(r.created_at),
+            ];
+            (false, row)
+        })
+        .collect();
+    capped(
+        &[
+            "namespace",
+            "owner",
+            "name",
+            "revision",
+            "images",
+            "config",
+            "created",
+        ],
+        rows,
+        "older revisions",
     )
 }
 
@@ -1032,6 +1077,10 @@ mod tests {
             ("kubernetes.events", ToolOutput::Events(vec![])),
             ("kubernetes.deployments", ToolOutput::Deployments(vec![])),
             ("kubernetes.replica_sets", ToolOutput::Deployments(vec![])),
+            (
+                "kubernetes.controller_revisions",
+                ToolOutput::Deployments(vec![]),
+            ),
             ("kubernetes.statefulsets", ToolOutput::Workloads(vec![])),
             ("kubernetes.nodes", ToolOutput::Nodes(vec![])),
             ("kubernetes.services", ToolOutput::Services(vec![])),

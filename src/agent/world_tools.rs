@@ -83,6 +83,9 @@ impl WorldTools {
             ReadTool::ReplicaSets => {
                 ToolOutput::Deployments(kube()?.replica_sets(ns).await.map_err(e)?)
             }
+            ReadTool::ControllerRevisions => {
+                ToolOutput::Deployments(kube()?.controller_revisions(ns).await.map_err(e)?)
+            }
             ReadTool::StatefulSets => {
                 ToolOutput::Workloads(kube()?.statefulsets(ns).await.map_err(e)?)
             }

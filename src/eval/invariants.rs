@@ -25,9 +25,18 @@ const FAILURE_WORDS: &[&str] = &[
     "failedmount",
 ];
 
-/// The parts of `text` inside double quotes: what a detail quotes from the evidence.
+/// The parts of `text` inside double quotes: what a detail quotes from the evidence. A label
+/// matcher's value (`reason="CrashLoopBackOff"` in a query) is a query's words, not a quote.
 fn quoted(text: &str) -> Vec<&str> {
-    text.split('"').skip(1).step_by(2).collect()
+    let parts: Vec<&str> = text.split('"').collect();
+    parts
+        .iter()
+        .enumerate()
+        .skip(1)
+        .step_by(2)
+        .filter(|(i, _)| !parts[i - 1].ends_with(['=', '~']))
+        .map(|(_, q)| *q)
+        .collect()
 }
 
 /// Every invariant the incident breaks, one line each; empty when it keeps them all.
@@ -137,6 +146,13 @@ mod tests {
             state: SymptomState::Cleared,
             ..Symptom::default()
         });
+        assert!(violations(&inc).is_empty(), "{:?}", violations(&inc));
+        // A query's label matcher is not a quote from the evidence.
+        inc.checks = vec![check(
+            CheckStatus::Ok,
+            "subject",
+            "back under threshold: max_over_time(kube_pod_container_status_waiting_reason{reason=\"CrashLoopBackOff\"}[5m]) is 0 now",
+        )];
         assert!(violations(&inc).is_empty(), "{:?}", violations(&inc));
     }
 

@@ -51,6 +51,7 @@ pub fn recording_of_kind(kind: &str, integration: &str, path: &str) -> Option<bo
         "kubernetes/ingresses" => {
             k8s && (path.ends_with("/ingresses") || path.ends_with("/ingressclasses"))
         }
+        "kubernetes/revisions" => k8s && path.ends_with("/controllerrevisions"),
         "kubernetes/workloads" => {
             k8s && ["/statefulsets", "/daemonsets", "/jobs", "/cronjobs"]
                 .iter()

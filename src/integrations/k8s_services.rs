@@ -108,6 +108,29 @@ pub fn network_facts(services: &[Service], around: &Around) -> Vec<ServiceFacts>
         if !admitted {
             svc.denied_by = denying;
         }
+        // Ingress admitted only from pods with given labels: every selecting policy that admits
+        // anything does so by pod labels alone, so pods without them are dropped.
+        let admitting: Vec<&Isolation> = policies
+            .iter()
+            .filter(|p| p.on.takes(svc) == Some(true) && p.admits)
+            .collect();
+        if !admitting.is_empty() && admitting.iter().all(|p| p.from.is_some()) {
+            svc.ingress_limited_by = admitting.iter().map(|p| p.on.name.clone()).collect();
+            let mut from: Vec<String> = admitting
+                .iter()
+                .flat_map(|p| p.from.iter().flatten())
+                .map(|labels| {
+                    labels
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .collect();
+            from.sort();
+            from.dedup();
+            svc.ingress_from = from;
+        }
         // Egress: the ports the pods may reach, when every selecting policy limits them by port.
         let limiting: Vec<&Egress> = egress
             .iter()
@@ -232,6 +255,10 @@ struct Isolation {
     on: Selection,
     /// Whether it admits some ingress (it has an ingress rule).
     admits: bool,
+    /// The pod labels its rules admit from, one set a peer, the peer's namespace as its
+    /// `kubernetes.io/metadata.name` label; `None` when a rule admits more than this judges
+    /// (any source, an ipBlock, namespaces chosen by other labels, expressions).
+    from: Option<Vec<BTreeMap<String, String>>>,
 }
 
 /// A policy that applies to ingress, with what it selects and whether it admits anything; `None`
@@ -243,9 +270,49 @@ fn isolation(np: &NetworkPolicy) -> Option<Isolation> {
     if !(types.is_empty() || types.iter().any(|t| t == "Ingress")) {
         return None;
     }
+    // Each peer as the labels its pods carry, the namespace as its `kubernetes.io/metadata.name`
+    // label: pods of the policy's own namespace by podSelector, or of a namespace named by
+    // that label.
+    const NAME: &str = "kubernetes.io/metadata.name";
+    let own_ns = np.metadata.namespace.clone().unwrap_or_default();
+    let plain = |s: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector| {
+        s.match_expressions
+            .as_ref()
+            .is_none_or(Vec::is_empty)
+            .then(|| s.match_labels.clone().unwrap_or_default())
+    };
+    let mut from: Option<Vec<BTreeMap<String, String>>> = Some(Vec::new());
+    for rule in spec.ingress.iter().flatten() {
+        let peers = rule.from.as_deref().unwrap_or_default();
+        if peers.is_empty() {
+            from = None;
+        }
+        for peer in peers {
+            let pods = match &peer.pod_selector {
+                Some(sel) => plain(sel),
+                None => Some(BTreeMap::new()),
+            };
+            let namespace = match &peer.namespace_selector {
+                None => Some(own_ns.clone()),
+                Some(sel) => plain(sel)
+                    .filter(|l| l.len() == 1)
+                    .and_then(|l| l.get(NAME).cloned()),
+            };
+            match (pods, namespace, &peer.ip_block) {
+                (Some(mut labels), Some(ns), None) => {
+                    labels.insert(NAME.to_string(), ns);
+                    if let Some(v) = from.as_mut() {
+                        v.push(labels);
+                    }
+                }
+                _ => from = None,
+            }
+        }
+    }
     Some(Isolation {
         on: Selection::of(np, spec),
         admits: spec.ingress.as_ref().is_some_and(|r| !r.is_empty()),
+        from,
     })
 }
 
@@ -288,6 +355,10 @@ pub fn service_facts(services: &[Service], endpoints: Option<&[Endpoints]>) -> V
                     .filter_map(|p| Some((p.name.clone()?, u16::try_from(p.port).ok()?)))
                     .collect(),
                 endpoints_read: endpoints.is_some(),
+                // `None` (headless) is no address a client dials.
+                cluster_ip: spec
+                    .and_then(|x| x.cluster_ip.clone())
+                    .filter(|ip| ip.parse::<std::net::IpAddr>().is_ok()),
                 ..ServiceFacts::default()
             };
             if let Some(e) = by_name.get(&(ns, name)) {
@@ -396,6 +467,57 @@ mod tests {
         assert!(api.missing && api.name == "api", "{api:?}");
         assert_eq!(api.routes[0].port, "http");
         assert_eq!(web.routes[0].unknown_class, None);
+    }
+
+    #[test]
+    fn ingress_admitted_only_from_named_peers_is_read_with_their_namespaces() {
+        let services: Vec<Service> = serde_json::from_value(json!([
+            {"metadata": {"name": "gateway", "namespace": "shop"},
+             "spec": {"selector": {"app": "gateway"}, "ports": [{"port": 80}]}}
+        ]))
+        .unwrap_or_else(|e| unreachable!("{e}"));
+        let policy = |from: serde_json::Value| -> Vec<NetworkPolicy> {
+            serde_json::from_value(json!([
+                {"metadata": {"name": "gateway-ingress", "namespace": "shop"},
+                 "spec": {"podSelector": {"matchLabels": {"app": "gateway"}}, "policyTypes": ["Ingress"],
+                          "ingress": [{"from": from, "ports": [{"port": 8080}]}]}}
+            ]))
+            .unwrap_or_else(|e| unreachable!("{e}"))
+        };
+        let facts = |p: &[NetworkPolicy]| {
+            network_facts(
+                &services,
+                &Around {
+                    policies: Some(p),
+                    ..Around::default()
+                },
+            )
+            .remove(0)
+        };
+        let limited = facts(&policy(json!([
+            {"podSelector": {"matchLabels": {"app": "storefront"}}},
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+        ])));
+        assert_eq!(
+            limited.ingress_limited_by,
+            vec!["gateway-ingress".to_string()]
+        );
+        assert_eq!(
+            limited.ingress_from,
+            vec![
+                "app=storefront,kubernetes.io/metadata.name=shop".to_string(),
+                "kubernetes.io/metadata.name=monitoring".to_string()
+            ]
+        );
+        // Sources this does not judge (an address block, namespaces by other labels) may admit
+        // anyone: no limit is claimed.
+        for from in [
+            json!([{"ipBlock": {"cidr": "10.0.0.0/8"}}]),
+            json!([{"namespaceSelector": {"matchLabels": {"team": "payments"}}}]),
+            json!([]),
+        ] {
+            assert!(facts(&policy(from)).ingress_limited_by.is_empty());
+        }
     }
 
     #[test]

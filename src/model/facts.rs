@@ -40,6 +40,13 @@ pub struct ContainerFacts {
     /// The port each probe targets (`liveness`, `readiness`, `startup` -> `8080` or `http`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub probe_ports: BTreeMap<String, String>,
+    /// `hostPort`s its ports bind on the node: one pod per node may hold each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_ports: Vec<u16>,
+    /// Its memory limit was not in its spec but set by the namespace's LimitRange default (the
+    /// pod's `kubernetes.io/limit-ranger` annotation says so).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub memory_limit_defaulted: bool,
     /// An init container (runs to completion before the others start); only unfinished or failed ones are listed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub init: bool,
@@ -184,6 +191,9 @@ pub struct DeploymentFacts {
     /// The HorizontalPodAutoscaler that scales it, when one does.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub autoscaler: Option<AutoscalerFacts>,
+    /// `spec.paused`: the controller rolls out no change to its template while set.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
 }
 
 /// A HorizontalPodAutoscaler: its bounds, where it stands and what its conditions say.
@@ -537,6 +547,9 @@ pub struct ServiceFacts {
     pub not_ready: Vec<String>,
     /// Whether its Endpoints object was read at all (an unread one says nothing).
     pub endpoints_read: bool,
+    /// `spec.clusterIP`, the address clients dial (none for a headless Service).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_ip: Option<String>,
     /// Ingress rules that send traffic to it: `NAME host/path`, with the port each asks for.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<IngressRoute>,
@@ -553,6 +566,14 @@ pub struct ServiceFacts {
     pub egress_limited_by: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub egress_ports: Vec<u16>,
+    /// Ingress NetworkPolicies that select its pods and admit only pods carrying given labels:
+    /// the policies, and the label sets admitted, the namespace as its
+    /// `kubernetes.io/metadata.name` label (`app=storefront,kubernetes.io/metadata.name=shop`).
+    /// Empty when any selecting policy admits more widely.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ingress_limited_by: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ingress_from: Vec<String>,
 }
 
 /// One Ingress rule's backend: which Ingress, for which host and path, to which port.

@@ -45,6 +45,8 @@ pub struct Observations {
     pub deployments: Vec<DeploymentFacts>,
     /// ReplicaSets, in the same shape as deployments (name, replicas, ready, images, revision, labels).
     pub replica_sets: Vec<DeploymentFacts>,
+    /// ControllerRevisions (StatefulSet and DaemonSet rollout history), in the same shape.
+    pub controller_revisions: Vec<DeploymentFacts>,
     /// StatefulSets, DaemonSets, Jobs and CronJobs.
     pub workloads: Vec<WorkloadFacts>,
     pub nodes: Vec<NodeFacts>,
@@ -174,6 +176,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(nodes::node_pressure(&ctx));
     signals.extend(nodes::drain_blocked(&ctx));
     signals.extend(rollout::rollout_stuck(&ctx));
+    signals.extend(rollout::rollout_paused(&ctx));
     signals.extend(rollout::recent_changes(&ctx));
     signals.extend(config::changed_before_onset(&ctx));
     signals.extend(recovery::recovered(&ctx));
@@ -192,6 +195,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(checks::ingress::routes(&ctx));
     signals.extend(checks::network::network_policies(&ctx));
     signals.extend(checks::network::egress_policies(&ctx));
+    signals.extend(checks::network::ingress_policies(&ctx));
     signals.extend(checks::autoscaler::autoscaler(&ctx));
     signals.extend(checks::scaled_to_zero::scaled_to_zero(&ctx));
     signals.extend(checks::cluster_dns::cluster_dns(&ctx));
@@ -268,7 +272,7 @@ pub fn subject_namespace(obs: &Observations) -> Option<String> {
 /// alert name them), so that Gather reads why they are down from their own logs.
 pub fn dependency_pods(obs: &Observations) -> Vec<String> {
     let ctx = Ctx::new(obs);
-    checks::dependencies::down(&ctx)
+    ctx.dependencies_down()
         .iter()
         .flat_map(|d| d.pods_not_ready())
         .collect()
@@ -394,6 +398,8 @@ pub(crate) struct Ctx<'a> {
     /// The known failure signatures of the scoped log lines: see [`Ctx::subject_hits`].
     hits: OnceCell<Vec<logs::Hits>>,
     alert_text: OnceCell<String>,
+    /// The down dependencies along edges: see [`Ctx::dependencies_down`].
+    down: OnceCell<Vec<checks::dependencies::Down<'a>>>,
     /// The observations indexed by object, owner and node, built once on first use.
     index: OnceCell<Index<'a>>,
     /// The changes the integrations listed, and those the observations show (rollbacks,
@@ -497,6 +503,7 @@ impl<'a> Ctx<'a> {
             recent_lines: OnceCell::new(),
             hits: OnceCell::new(),
             alert_text: OnceCell::new(),
+            down: OnceCell::new(),
             index: OnceCell::new(),
             focus_pods,
             focus_nodes,
@@ -520,6 +527,10 @@ impl<'a> Ctx<'a> {
 
     /// The failure signatures of the scoped log lines ([`logs::scoped_lines`], whose indexes
     /// `Hits::lines` holds), scanned once however many checks read them.
+    pub(crate) fn dependencies_down(&self) -> &[checks::dependencies::Down<'a>] {
+        self.down.get_or_init(|| checks::dependencies::down(self))
+    }
+
     pub(crate) fn subject_hits(&self) -> &[logs::Hits] {
         self.hits
             .get_or_init(|| logs::scan(logs::scoped_lines(self).iter().copied()))
@@ -563,6 +574,7 @@ impl<'a> Ctx<'a> {
             recent_lines: OnceCell::new(),
             hits: OnceCell::new(),
             alert_text: OnceCell::new(),
+            down: OnceCell::new(),
             index: OnceCell::new(),
             focus_pods: Vec::new(),
             focus_nodes: Vec::new(),

@@ -77,6 +77,14 @@ pub(crate) fn relation(ctx: &Ctx, object: &str) -> Option<&'static str> {
         _ if s.covers(object) => return Some("subject"),
         _ => {}
     }
+    // A dependency down along an edge (its own pods too).
+    if let Some(d) = ctx
+        .dependencies_down()
+        .iter()
+        .find(|d| d.is(kind, name) || ctx.pod_named(name).is_some_and(|p| d.has_pod(p)))
+    {
+        return Some(d.relation());
+    }
     // A dependency the subject's own logs name (its workload's name, or the pod's).
     let owner = ctx
         .pods()

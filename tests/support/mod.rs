@@ -128,8 +128,9 @@ pub struct Cluster {
     pub writes: Vec<Write>,
     /// `namespace/name` of pods whose eviction a PodDisruptionBudget refuses (429).
     pub pdb_blocked: Vec<String>,
-    /// Whether the StatefulSet, DaemonSet, Job and CronJob lists answer (with none); else 404,
-    /// as a server without those APIs.
+    /// Whether the StatefulSet, DaemonSet, Job, CronJob and ControllerRevision lists answer
+    /// (with `statefulsets` and `controllerrevisions`, and no others); else 404, as a server
+    /// without those APIs.
     pub workload_apis: bool,
     /// Whether Services, Endpoints, Secrets, Ingresses, IngressClasses and NetworkPolicies
     /// answer (from the lists below); else 404, as a server without them.
@@ -141,6 +142,8 @@ pub struct Cluster {
     pub ingress_classes: Vec<Value>,
     /// Sent whole (with their `data`) unless the request asks for metadata only.
     pub secrets: Vec<Value>,
+    pub statefulsets: Vec<Value>,
+    pub controllerrevisions: Vec<Value>,
 }
 
 /// One mutating request the fake received.
@@ -662,17 +665,26 @@ impl Cluster {
                     .collect();
                 json_response(StatusCode::OK, &list("Event", "v1", items))
             }
-            ("GET", ["apis", "apps" | "batch", "v1", "namespaces", _, kind])
+            ("GET", ["apis", "apps" | "batch", "v1", "namespaces", ns, kind])
                 if self.workload_apis
-                    && ["statefulsets", "daemonsets", "jobs", "cronjobs"].contains(kind) =>
+                    && [
+                        "statefulsets",
+                        "daemonsets",
+                        "jobs",
+                        "cronjobs",
+                        "controllerrevisions",
+                    ]
+                    .contains(kind) =>
             {
-                let kind = match *kind {
-                    "statefulsets" => "StatefulSet",
-                    "daemonsets" => "DaemonSet",
-                    "jobs" => "Job",
-                    _ => "CronJob",
+                let (kind, held) = match *kind {
+                    "statefulsets" => ("StatefulSet", &self.statefulsets),
+                    "controllerrevisions" => ("ControllerRevision", &self.controllerrevisions),
+                    "daemonsets" => ("DaemonSet", &Vec::new()),
+                    "jobs" => ("Job", &Vec::new()),
+                    _ => ("CronJob", &Vec::new()),
                 };
-                json_response(StatusCode::OK, &list(kind, "v1", Vec::new()))
+                let items = held.iter().filter(|o| meta_ns(o) == *ns).cloned().collect();
+                json_response(StatusCode::OK, &list(kind, "v1", items))
             }
             ("GET", ["api", "v1", "namespaces", ns, kind])
                 if self.network_apis && ["services", "endpoints", "secrets"].contains(kind) =>
@@ -1313,6 +1325,17 @@ pub async fn exercise(
             k.replica_sets(*ns).await.map_err(err)?.len()
         }
         ("kubernetes", ["api", "v1", "nodes"]) => k.nodes().await.map_err(err)?.len(),
+        (
+            "kubernetes",
+            [
+                "apis",
+                "apps",
+                "v1",
+                "namespaces",
+                ns,
+                "controllerrevisions",
+            ],
+        ) => k.controller_revisions(*ns).await.map_err(err)?.len(),
         ("kubernetes", ["apis", "apps", "v1", "namespaces", ns, "statefulsets"]) => {
             k.statefulsets(*ns).await.map_err(err)?.len()
         }

@@ -165,8 +165,10 @@ impl Caller {
             &id,
         );
         // Rollout history is a change record too: show it where changes are looked for.
-        if tool == "kubernetes.replica_sets"
-            && let ToolOutput::Deployments(rs) = &output
+        if matches!(
+            tool,
+            "kubernetes.replica_sets" | "kubernetes.controller_revisions"
+        ) && let ToolOutput::Deployments(rs) = &output
         {
             let changes = rollout_changes(rs);
             if !changes.is_empty() {
@@ -260,37 +262,242 @@ impl Caller {
     }
 }
 
-/// ReplicaSets as rollout changes, newest first, so a deploy can be lined up with an onset.
+/// ReplicaSets and ControllerRevisions as rollout changes, newest first, so a deploy can be
+/// lined up with an onset. A revision owned by a StatefulSet or DaemonSet is a change to that
+/// workload, titled with what it changed since the one before when that one is listed too.
 pub fn rollout_changes(rs: &[DeploymentFacts]) -> Vec<Change> {
     let mut out: Vec<Change> = rs
         .iter()
-        .map(|r| {
-            let owner = r
-                .labels
-                .get("app")
-                .cloned()
-                .unwrap_or_else(|| r.name.clone());
-            Change {
+        .map(|r| match revision_owner(r) {
+            Some((kind, owner)) => Change {
                 kind: ChangeKind::Rollout,
                 at: r.created_at,
-                id: r
-                    .revision
-                    .as_ref()
-                    .map(|v| format!("revision {v}"))
-                    .unwrap_or_else(|| r.name.clone()),
-                title: format!(
-                    "ReplicaSet {} ({}), {}/{} ready",
-                    r.name,
-                    r.images.join(", "),
-                    r.ready_replicas,
-                    r.replicas
-                ),
+                id: format!("revision {}", r.revision.as_deref().unwrap_or("?")),
+                title: revision_title(r, kind, owner, rs),
                 author: None,
                 target: format!("{}/{owner}", r.namespace),
                 url: None,
+            },
+            None => {
+                let mut c = replica_set_change(r);
+                // A revision no StatefulSet or DaemonSet owns (orphaned, not yet adopted) is no
+                // ReplicaSet: it is named for what it is.
+                if r.labels.contains_key(REVISION_HASH) {
+                    c.title = format!(
+                        "ControllerRevision {} revision {} ({})",
+                        r.name,
+                        r.revision.as_deref().unwrap_or("?"),
+                        r.images.join(", ")
+                    );
+                }
+                c
             }
         })
         .collect();
     out.sort_by_key(|c| std::cmp::Reverse(c.at));
     out
+}
+
+/// The label StatefulSet and DaemonSet controllers put on each ControllerRevision.
+const REVISION_HASH: &str = "controller.kubernetes.io/hash";
+
+fn replica_set_change(r: &DeploymentFacts) -> Change {
+    let owner = r
+        .labels
+        .get("app")
+        .cloned()
+        .unwrap_or_else(|| r.name.clone());
+    Change {
+        kind: ChangeKind::Rollout,
+        at: r.created_at,
+        id: r
+            .revision
+            .as_ref()
+            .map(|v| format!("revision {v}"))
+            .unwrap_or_else(|| r.name.clone()),
+        title: format!(
+            "ReplicaSet {} ({}), {}/{} ready",
+            r.name,
+            r.images.join(", "),
+            r.ready_replicas,
+            r.replicas
+        ),
+        author: None,
+        target: format!("{}/{owner}", r.namespace),
+        url: None,
+    }
+}
+
+/// `(kind, name)` of the StatefulSet or DaemonSet a ControllerRevision belongs to.
+fn revision_owner(r: &DeploymentFacts) -> Option<(&str, &str)> {
+    r.owner
+        .as_deref()
+        .and_then(|o| o.split_once('/'))
+        .filter(|(kind, name)| matches!(*kind, "StatefulSet" | "DaemonSet") && !name.is_empty())
+}
+
+fn revision_number(r: &DeploymentFacts) -> Option<i64> {
+    r.revision.as_deref().and_then(|v| v.parse().ok())
+}
+
+/// `StatefulSet billing-pg revision 4 (postgres:16.3)`, then what differs from the owner's
+/// previous listed revision: its images, else the ConfigMaps and Secrets it reads, else its
+/// template's annotations (by key: their values are not repeated).
+fn revision_title(r: &DeploymentFacts, kind: &str, owner: &str, all: &[DeploymentFacts]) -> String {
+    let rev = r.revision.as_deref().unwrap_or("?");
+    let head = if r.images.is_empty() {
+        format!("{kind} {owner} revision {rev}")
+    } else {
+        format!("{kind} {owner} revision {rev} ({})", r.images.join(", "))
+    };
+    let previous = revision_number(r).and_then(|n| {
+        all.iter()
+            .filter(|o| o.namespace == r.namespace && revision_owner(o) == Some((kind, owner)))
+            .filter_map(|o| Some((revision_number(o)?, o)))
+            .filter(|(m, _)| *m < n)
+            .max_by_key(|(m, _)| *m)
+            .map(|(_, o)| o)
+    });
+    match previous.and_then(|p| what_changed(p, r)) {
+        Some(what) => format!("{head}: {what}"),
+        None => head,
+    }
+}
+
+/// What one revision's template changed over the one before, most telling first.
+fn what_changed(before: &DeploymentFacts, after: &DeploymentFacts) -> Option<String> {
+    let apart = |a: &[String], b: &[String]| -> (Vec<String>, Vec<String>) {
+        let gone = a.iter().filter(|x| !b.contains(x)).cloned().collect();
+        let came = b.iter().filter(|x| !a.contains(x)).cloned().collect();
+        (gone, came)
+    };
+    let moved = |what: &str, gone: Vec<String>, came: Vec<String>| -> String {
+        match (gone.is_empty(), came.is_empty()) {
+            (false, false) => format!("{what} {} → {}", gone.join(", "), came.join(", ")),
+            (true, _) => format!("{what} {} added", came.join(", ")),
+            (_, true) => format!("{what} {} removed", gone.join(", ")),
+        }
+    };
+    let (gone, came) = apart(&before.images, &after.images);
+    if !gone.is_empty() || !came.is_empty() {
+        return Some(moved("image", gone, came));
+    }
+    let (gone, came) = apart(&before.config_refs, &after.config_refs);
+    if !gone.is_empty() || !came.is_empty() {
+        return Some(moved("config", gone, came));
+    }
+    let keys: Vec<&str> = before
+        .template_annotations
+        .keys()
+        .chain(after.template_annotations.keys())
+        .filter(|k| before.template_annotations.get(*k) != after.template_annotations.get(*k))
+        .map(String::as_str)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    (!keys.is_empty()).then(|| format!("template annotations changed ({})", keys.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{TimeZone, Utc};
+
+    fn revision(owner: &str, n: i64, images: &[&str], minute: u32) -> DeploymentFacts {
+        let name = owner.rsplit('/').next().unwrap_or_default();
+        DeploymentFacts {
+            name: format!("{name}-{n}f8c9d"),
+            namespace: "billing".into(),
+            revision: Some(n.to_string()),
+            owner: Some(owner.into()),
+            images: images.iter().map(|i| i.to_string()).collect(),
+            created_at: Utc.with_ymd_and_hms(2026, 4, 18, 10, minute, 0).single(),
+            ..DeploymentFacts::default()
+        }
+    }
+
+    #[test]
+    fn a_statefulsets_revisions_are_its_rollouts_with_what_changed() {
+        let old = revision("StatefulSet/billing-pg", 3, &["postgres:16.2"], 1);
+        let new = revision("StatefulSet/billing-pg", 4, &["postgres:16.3"], 12);
+        // Listed oldest first, as the API server may; another workload's revision between.
+        let other = revision("DaemonSet/node-agent", 9, &["agent:2"], 5);
+        let changes = rollout_changes(&[old.clone(), other, new.clone()]);
+        assert_eq!(changes.len(), 3);
+        let titles: Vec<&str> = changes.iter().map(|c| c.title.as_str()).collect();
+        assert_eq!(
+            titles,
+            [
+                "StatefulSet billing-pg revision 4 (postgres:16.3): image postgres:16.2 → postgres:16.3",
+                "DaemonSet node-agent revision 9 (agent:2)",
+                "StatefulSet billing-pg revision 3 (postgres:16.2)",
+            ]
+        );
+        assert_eq!(changes[0].kind, ChangeKind::Rollout);
+        assert_eq!(changes[0].target, "billing/billing-pg");
+        assert_eq!(changes[0].id, "revision 4");
+        assert_eq!(changes[0].at, new.created_at);
+        assert_eq!(changes[1].target, "billing/node-agent");
+
+        // Orphaned (its StatefulSet deleted, the revision kept): still a revision, not a ReplicaSet.
+        let mut orphan = revision("StatefulSet/billing-pg", 2, &["postgres:16.1"], 0);
+        orphan.owner = None;
+        orphan.labels = [
+            ("app".to_string(), "billing-pg".to_string()),
+            (REVISION_HASH.to_string(), "6d5f8c7b2".to_string()),
+        ]
+        .into();
+        let changes = rollout_changes(&[orphan]);
+        assert_eq!(
+            changes[0].title,
+            "ControllerRevision billing-pg-2f8c9d revision 2 (postgres:16.1)"
+        );
+        assert_eq!(changes[0].target, "billing/billing-pg");
+
+        // The same images: the config it reads, else its annotations, is what changed.
+        let mut conf = new.clone();
+        conf.images = old.images.clone();
+        conf.config_refs = vec!["configmap/pg-conf-v2".into()];
+        let mut before = old.clone();
+        before.config_refs = vec!["configmap/pg-conf-v1".into()];
+        let changes = rollout_changes(&[before.clone(), conf.clone()]);
+        assert_eq!(
+            changes[0].title,
+            "StatefulSet billing-pg revision 4 (postgres:16.2): config configmap/pg-conf-v1 → configmap/pg-conf-v2"
+        );
+        conf.config_refs = before.config_refs.clone();
+        conf.template_annotations = [(
+            "kubectl.kubernetes.io/restartedAt".to_string(),
+            "10:12".to_string(),
+        )]
+        .into();
+        let changes = rollout_changes(&[before.clone(), conf.clone()]);
+        assert_eq!(
+            changes[0].title,
+            "StatefulSet billing-pg revision 4 (postgres:16.2): template annotations changed (kubectl.kubernetes.io/restartedAt)"
+        );
+        // Nothing told apart: the revision alone.
+        conf.template_annotations.clear();
+        let changes = rollout_changes(&[before, conf]);
+        assert_eq!(
+            changes[0].title,
+            "StatefulSet billing-pg revision 4 (postgres:16.2)"
+        );
+    }
+
+    #[test]
+    fn replica_sets_stay_changes_of_the_app_they_run() {
+        let mut rs = revision("Deployment/checkout", 7, &["checkout:2.1"], 3);
+        rs.name = "checkout-6f7b9c8d5".into();
+        rs.labels = [("app".to_string(), "checkout-web".to_string())].into();
+        rs.replicas = 3;
+        rs.ready_replicas = 2;
+        let changes = rollout_changes(&[rs]);
+        assert_eq!(
+            changes[0].title,
+            "ReplicaSet checkout-6f7b9c8d5 (checkout:2.1), 2/3 ready"
+        );
+        assert_eq!(changes[0].target, "billing/checkout-web");
+        assert_eq!(changes[0].id, "revision 7");
+    }
 }

@@ -4,6 +4,7 @@
 use super::{Caller, Scope, rfc3339};
 use crate::agent::evidence::Chart;
 use crate::agent::tools::{ToolOutput, params, s};
+use crate::model::DeploymentFacts;
 use crate::reason::Observations;
 use chrono::Duration as ChronoDuration;
 use std::sync::Mutex;
@@ -14,28 +15,32 @@ pub(super) async fn changes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>
         if let Some(ns) = &scope.namespace
             && c.tools.has("kubernetes")
         {
-            let got = c
-                .call(
+            // Deployments' history and StatefulSets' and DaemonSets' side by side.
+            let (sets, revisions) = futures::join!(
+                c.call(
                     "kubernetes.replica_sets",
                     params([("namespace", s(ns))]),
                     &none,
                     obs,
-                )
-                .await;
+                ),
+                c.call(
+                    "kubernetes.controller_revisions",
+                    params([("namespace", s(ns))]),
+                    &none,
+                    obs,
+                ),
+            );
             // When the workload reads ConfigMaps or Secrets, when each was last written.
-            let refs: Vec<String> = match &got {
-                Some((ToolOutput::Deployments(rs), _)) => rs
-                    .iter()
-                    .filter(|r| {
-                        scope.workload.as_ref().is_none_or(|w| {
-                            r.name.starts_with(&format!("{w}-"))
-                                || r.labels.get("app").is_some_and(|a| a == w)
-                        })
-                    })
-                    .flat_map(|r| r.config_refs.iter().cloned())
-                    .collect(),
-                _ => Vec::new(),
-            };
+            let refs: Vec<String> = [sets, revisions]
+                .iter()
+                .filter_map(|got| match got {
+                    Some((ToolOutput::Deployments(rs), _)) => Some(rs),
+                    _ => None,
+                })
+                .flatten()
+                .filter(|r| scope.workload.as_ref().is_none_or(|w| of_workload(r, w)))
+                .flat_map(|r| r.config_refs.iter().cloned())
+                .collect();
             let wants = |kind: &str| refs.iter().any(|r| r.starts_with(&format!("{kind}/")));
             futures::join!(
                 async {
@@ -79,4 +84,15 @@ pub(super) async fn changes(c: &Caller, scope: &Scope, obs: &Mutex<Observations>
         );
     };
     futures::join!(k8s, gh);
+}
+
+/// Whether a ReplicaSet or ControllerRevision belongs to `workload`: by the name its controller
+/// gives it (`<workload>-<hash>`), its `app` label, or its controlling owner.
+fn of_workload(r: &DeploymentFacts, workload: &str) -> bool {
+    r.name.starts_with(&format!("{workload}-"))
+        || r.labels.get("app").is_some_and(|a| a == workload)
+        || r.owner
+            .as_deref()
+            .and_then(|o| o.split_once('/'))
+            .is_some_and(|(_, name)| name == workload)
 }

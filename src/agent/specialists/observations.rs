@@ -39,6 +39,11 @@ pub fn absorb(
                 (d.namespace.clone(), d.name.clone())
             })
         }
+        ToolOutput::Deployments(v) if crate::agent::evidence::is_revisions(tool) => {
+            merge_by(&mut obs.controller_revisions, v, |d| {
+                (d.namespace.clone(), d.name.clone())
+            })
+        }
         ToolOutput::Deployments(v) => merge_by(&mut obs.deployments, v, |d| {
             (d.namespace.clone(), d.name.clone())
         }),
@@ -167,6 +172,11 @@ pub fn merge(into: &mut Observations, from: Observations) {
     merge_by(&mut into.replica_sets, &from.replica_sets, |d| {
         (d.namespace.clone(), d.name.clone())
     });
+    merge_by(
+        &mut into.controller_revisions,
+        &from.controller_revisions,
+        |d| (d.namespace.clone(), d.name.clone()),
+    );
     merge_by(&mut into.workloads, &from.workloads, |w| {
         (w.kind.clone(), w.namespace.clone(), w.name.clone())
     });

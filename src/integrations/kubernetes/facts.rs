@@ -231,6 +231,26 @@ fn memory_flags(spec: &Container) -> Vec<String> {
     out
 }
 
+/// Whether the LimitRanger admission plugin's annotation (`LimitRanger plugin set: cpu, memory
+/// request for container app; cpu, memory limit for container app`) says it set `resource`'s
+/// limit for the container.
+fn limit_ranger_set(annotation: &str, resource: &str, container: &str) -> bool {
+    let text = annotation
+        .strip_prefix("LimitRanger plugin set:")
+        .unwrap_or(annotation);
+    text.split(';').any(|part| {
+        let part = part.trim();
+        let Some((what, whom)) = part.split_once(" limit for ") else {
+            return false;
+        };
+        let named = whom
+            .strip_prefix("init container ")
+            .or_else(|| whom.strip_prefix("container "))
+            .is_some_and(|n| n.trim() == container);
+        named && what.split(',').any(|r| r.trim() == resource)
+    })
+}
+
 pub(super) fn container_facts_of(spec: &Container, pod: &Pod, init: bool) -> ContainerFacts {
     let resources = spec.resources.as_ref();
     let q =
@@ -256,11 +276,20 @@ pub(super) fn container_facts_of(spec: &Container, pod: &Pod, init: bool) -> Con
             continue;
         };
         c.ports.push(port);
+        if let Some(host) = p.host_port.and_then(|h| u16::try_from(h).ok()) {
+            c.host_ports.push(host);
+        }
         if let Some(name) = &p.name {
             c.port_names.insert(name.clone(), port);
         }
     }
     c.memory_flags = memory_flags(spec);
+    c.memory_limit_defaulted = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("kubernetes.io/limit-ranger"))
+        .is_some_and(|v| limit_ranger_set(v, "memory", &spec.name));
     for (kind, probe) in [
         ("liveness", &spec.liveness_probe),
         ("readiness", &spec.readiness_probe),
@@ -586,6 +615,7 @@ pub fn deployment_facts(d: &Deployment) -> DeploymentFacts {
         owner: controller_owner(meta),
         node_selector: template_node_selector(spec.map(|s| &s.template)),
         autoscaler: None,
+        paused: spec.and_then(|s| s.paused).unwrap_or(false),
     }
 }
 
@@ -621,6 +651,85 @@ pub fn replica_set_facts(rs: &ReplicaSet) -> DeploymentFacts {
         node_selector: template_node_selector(template),
         ..DeploymentFacts::default()
     }
+}
+
+/// A ControllerRevision (a StatefulSet's or DaemonSet's stored template) in the shape
+/// ReplicaSets are read in: its revision number, owner, and the images, config references and
+/// annotations of the template it records. `data` is a patch of the owner's spec and may hold
+/// any part of it, or none: what it lacks is left empty, never an error. Nothing else of the
+/// template (env values among it) is kept.
+pub fn controller_revision_facts(r: &ControllerRevision) -> DeploymentFacts {
+    let meta = &r.metadata;
+    let raw = r
+        .data
+        .as_ref()
+        .and_then(|d| d.0.pointer("/spec/template"))
+        .filter(|t| t.is_object());
+    let template: Option<PodTemplateSpec> =
+        raw.and_then(|t| serde_json::from_value(t.clone()).ok());
+    let (images, config_refs, template_annotations) = match (&template, raw) {
+        (Some(t), _) => {
+            let mut images = template_images(Some(t));
+            let init = t.spec.as_ref().and_then(|s| s.init_containers.as_ref());
+            for image in init.into_iter().flatten().filter_map(|c| c.image.as_ref()) {
+                if !images.contains(image) {
+                    images.push(image.clone());
+                }
+            }
+            (
+                images,
+                template_config_refs(Some(t)),
+                template_annotations(Some(t)),
+            )
+        }
+        // A template that does not parse whole (a patch leaves out a container's name) still
+        // says which images it runs and how it is annotated.
+        (None, Some(raw)) => (raw_images(raw), Vec::new(), raw_annotations(raw)),
+        (None, None) => Default::default(),
+    };
+    DeploymentFacts {
+        name: meta.name.clone().unwrap_or_default(),
+        namespace: meta.namespace.clone().unwrap_or_default(),
+        generation: meta.generation.unwrap_or(0),
+        revision: Some(r.revision.to_string()),
+        images,
+        labels: labels(meta),
+        created_at: meta.creation_timestamp.as_ref().and_then(time),
+        config_refs,
+        template_annotations,
+        owner: controller_owner(meta),
+        ..DeploymentFacts::default()
+    }
+}
+
+/// `spec.containers[].image` then `spec.initContainers[].image` of a template as raw JSON.
+fn raw_images(template: &Value) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for list in ["/spec/containers", "/spec/initContainers"] {
+        let images = template
+            .pointer(list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("image").and_then(Value::as_str));
+        for image in images {
+            if !out.iter().any(|i| i == image) {
+                out.push(image.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// `metadata.annotations` of a template as raw JSON, the string-valued ones.
+fn raw_annotations(template: &Value) -> BTreeMap<String, String> {
+    template
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+        .collect()
 }
 
 /// What every workload kind shares: identity, owner, selector, template images and nodeSelector.
@@ -846,4 +955,25 @@ pub fn parse_log_text(text: &str, labels: &BTreeMap<String, String>) -> Vec<LogL
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::limit_ranger_set;
+
+    #[test]
+    fn the_limit_ranger_annotation_says_which_limits_it_set_for_which_container() {
+        let a = "LimitRanger plugin set: cpu, memory request for container app; cpu, memory limit for container app; memory limit for init container setup";
+        assert!(limit_ranger_set(a, "memory", "app"));
+        assert!(limit_ranger_set(a, "cpu", "app"));
+        assert!(limit_ranger_set(a, "memory", "setup"));
+        assert!(!limit_ranger_set(a, "cpu", "setup"));
+        assert!(!limit_ranger_set(a, "memory", "sidecar"));
+        // Requests only: no limit was set.
+        assert!(!limit_ranger_set(
+            "LimitRanger plugin set: memory request for container app",
+            "memory",
+            "app"
+        ));
+    }
 }

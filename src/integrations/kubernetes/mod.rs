@@ -11,7 +11,9 @@ use crate::model::{
     PodFacts, WorkloadFacts,
 };
 use chrono::{DateTime, TimeZone, Utc};
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{
+    ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
+};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Container, Event, Node, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
@@ -451,6 +453,28 @@ impl KubernetesClient {
         );
         Self::check_ns(&req, ns)?;
         self.list_paged(req, "ReplicaSet", Some).await
+    }
+
+    /// ControllerRevisions in `ns` (all namespaces when `None`): the rollout history of
+    /// StatefulSets and DaemonSets, in the shape ReplicaSets are read in. Each revision's stored
+    /// template is read for its images, config references and annotations only.
+    pub async fn controller_revisions<'a>(
+        &self,
+        ns: impl Into<Option<&'a str>>,
+    ) -> Result<Vec<DeploymentFacts>, IntegrationError> {
+        let ns = ns.into();
+        let req = Request::get(
+            &self.integration,
+            Self::scoped(ns, "/apis/apps/v1", "controllerrevisions"),
+        );
+        Self::check_ns(&req, ns)?;
+        // Each revision is reduced as it is parsed, so no stored template outlives its page.
+        let (_, list) = self
+            .list_paged(req, "ControllerRevision", |r: ControllerRevision| {
+                Some(controller_revision_facts(&r))
+            })
+            .await?;
+        Ok(list)
     }
 
     /// A list of one kind in `ns` (all namespaces when `None`), each item parsed on its own.
@@ -1424,5 +1448,92 @@ mod tests {
         assert_eq!(changes[0].author.as_deref(), Some("vault-sync"));
         assert_eq!(changes[0].target, "shop/secret/db");
         assert!(config_changes(&json!({"items": 3}), "secret").is_err());
+    }
+
+    /// A revision as the StatefulSet controller writes it: the whole template as a patch with
+    /// `$patch: replace`, env values among it.
+    fn billing_pg_revision(revision: i64, image: &str) -> Value {
+        json!({
+            "apiVersion": "apps/v1", "kind": "ControllerRevision",
+            "metadata": {"name": format!("billing-pg-7c9d8f{revision}b5"), "namespace": "billing",
+                "creationTimestamp": "2026-04-18T10:12:00Z",
+                "labels": {"app": "billing-pg", "controller.kubernetes.io/hash": "7c9d8fb5"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "billing-pg",
+                    "uid": "s-uid", "controller": true, "blockOwnerDeletion": true}]},
+            "revision": revision,
+            "data": {"spec": {"template": {"$patch": "replace",
+                "metadata": {"labels": {"app": "billing-pg"},
+                    "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-04-18T10:11:58Z"}},
+                "spec": {
+                    "initContainers": [{"name": "init-perms", "image": "busybox:1.36"}],
+                    "containers": [{"name": "postgres", "image": image,
+                        "env": [{"name": "POSTGRES_PASSWORD", "value": "hunter2"},
+                                {"name": "PGHOST", "valueFrom": {"configMapKeyRef": {"name": "pg-env", "key": "host"}}}],
+                        "envFrom": [{"secretRef": {"name": "pg-admin"}}]}],
+                    "volumes": [{"name": "conf", "configMap": {"name": "pg-conf"}}]}}}}
+        })
+    }
+
+    #[test]
+    fn a_controller_revision_is_read_as_its_owners_template() {
+        let r: ControllerRevision = parse(billing_pg_revision(4, "postgres:16.3"));
+        let f = controller_revision_facts(&r);
+        assert_eq!(f.name, "billing-pg-7c9d8f4b5");
+        assert_eq!(f.namespace, "billing");
+        assert_eq!(f.revision.as_deref(), Some("4"));
+        assert_eq!(f.owner.as_deref(), Some("StatefulSet/billing-pg"));
+        assert_eq!(f.images, vec!["postgres:16.3", "busybox:1.36"]);
+        assert_eq!(
+            f.config_refs,
+            vec!["configmap/pg-conf", "configmap/pg-env", "secret/pg-admin"]
+        );
+        assert_eq!(
+            f.template_annotations
+                .get("kubectl.kubernetes.io/restartedAt")
+                .map(String::as_str),
+            Some("2026-04-18T10:11:58Z")
+        );
+        assert_eq!(
+            f.created_at.map(|t| t.to_rfc3339()).as_deref(),
+            Some("2026-04-18T10:12:00+00:00")
+        );
+        assert_eq!(f.labels.get("app").map(String::as_str), Some("billing-pg"));
+        // The template's env values are not kept.
+        let text = serde_json::to_string(&f).unwrap_or_default();
+        assert!(!text.contains("hunter2"), "{text}");
+    }
+
+    #[test]
+    fn a_controller_revision_without_a_template_gives_fewer_facts() {
+        let mut v = billing_pg_revision(2, "postgres:16.2");
+        v["data"] = json!({});
+        let f = controller_revision_facts(&parse(v.clone()));
+        assert_eq!(f.revision.as_deref(), Some("2"));
+        assert_eq!(f.owner.as_deref(), Some("StatefulSet/billing-pg"));
+        assert!(f.images.is_empty() && f.config_refs.is_empty());
+        assert!(f.template_annotations.is_empty());
+        // No data at all, or data that is not an object, is the same.
+        for data in [
+            Value::Null,
+            json!("opaque"),
+            json!({"spec": {"template": 3}}),
+        ] {
+            v["data"] = data;
+            let f = controller_revision_facts(&parse(v.clone()));
+            assert!(f.images.is_empty(), "{:?}", f.images);
+        }
+        // A template that does not parse whole (a container without its name) still gives its
+        // images and annotations.
+        v["data"] = json!({"spec": {"template": {
+            "metadata": {"annotations": {"checksum/config": "ab12"}},
+            "spec": {"containers": [{"image": "postgres:16.2"}]}}}});
+        let f = controller_revision_facts(&parse(v));
+        assert_eq!(f.images, vec!["postgres:16.2"]);
+        assert_eq!(
+            f.template_annotations
+                .get("checksum/config")
+                .map(String::as_str),
+            Some("ab12")
+        );
     }
 }

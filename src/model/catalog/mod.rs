@@ -150,6 +150,7 @@ pub enum ReadTool {
     Events,
     Deployments,
     ReplicaSets,
+    ControllerRevisions,
     Nodes,
     PodLogs,
     PromQuery,
@@ -190,11 +191,12 @@ pub enum ReadTool {
 }
 
 impl ReadTool {
-    pub const ALL: [ReadTool; 41] = [
+    pub const ALL: [ReadTool; 42] = [
         ReadTool::Pods,
         ReadTool::Events,
         ReadTool::Deployments,
         ReadTool::ReplicaSets,
+        ReadTool::ControllerRevisions,
         ReadTool::Nodes,
         ReadTool::PodLogs,
         ReadTool::PromQuery,

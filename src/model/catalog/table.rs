@@ -163,6 +163,12 @@ table! {
         usage: "kubectl -n NS get replicasets",
     }
 
+    read kubernetes.controller_revisions => ControllerRevisions {
+        summary: "list ControllerRevisions (StatefulSet and DaemonSet rollout history)",
+        params: [NS_READ],
+        usage: "kubectl -n NS get controllerrevisions",
+    }
+
     read kubernetes.statefulsets => StatefulSets {
         summary: "list StatefulSets with replicas and current/update revisions",
         params: [NS_READ],

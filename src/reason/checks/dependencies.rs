@@ -2,7 +2,7 @@
 //! readiness, with the decisive detail of why its pods are down quoted.
 
 use super::{Basis, Decl, Role};
-use crate::model::{Category, PodFacts};
+use crate::model::{Category, LogLine, PodFacts};
 use crate::reason::logs::{self, Sig};
 use crate::reason::{Ctx, Signal, actions, list_names, subject};
 use chrono::{DateTime, Utc};
@@ -61,6 +61,21 @@ fn trouble_since(ctx: &Ctx, pods: &[&PodFacts]) -> Option<DateTime<Utc>> {
         .min()
 }
 
+/// How the subject is known to depend on a workload.
+#[derive(Clone, Copy)]
+pub(crate) enum Edge<'a> {
+    /// The subject's line names it, or a Service in front of it by name or address.
+    Named(&'a LogLine),
+    /// The alert's labels or expression name it.
+    Alert,
+    /// The subject's failing line speaks the protocol of the software its image runs
+    /// (`AMQPConnector ... Connection refused` and a `rabbitmq` image).
+    Speaks(&'a LogLine, &'static str),
+    /// The subject's calls to a peer its lines do not name fail, and this is the one workload
+    /// down beside it.
+    OnlyOneDown,
+}
+
 /// A workload the subject depends on (its logs or its alert name it) that has fewer replicas
 /// ready than it wants.
 pub(crate) struct Down<'a> {
@@ -69,12 +84,33 @@ pub(crate) struct Down<'a> {
     namespace: String,
     ready: u32,
     desired: u32,
-    /// The subject's latest line that names it, when its logs do.
-    named_by: Option<&'a crate::model::LogLine>,
+    edge: Edge<'a>,
     pods: Vec<&'a PodFacts>,
 }
 
 impl Down<'_> {
+    /// Whether it is the workload `kind/name` (kind in any case).
+    pub(crate) fn is(&self, kind: &str, name: &str) -> bool {
+        self.kind.eq_ignore_ascii_case(kind) && self.name == name
+    }
+
+    /// Whether the pod is one of its own.
+    pub(crate) fn has_pod(&self, pod: &PodFacts) -> bool {
+        self.pods
+            .iter()
+            .any(|p| std::ptr::eq(*p, pod) || p.name == pod.name)
+    }
+
+    /// How it relates to the subject, as the diagnosis names relations.
+    pub(crate) fn relation(&self) -> &'static str {
+        match self.edge {
+            Edge::Named(_) => "dependency named in its logs",
+            Edge::Alert => "dependency named by the alert",
+            Edge::Speaks(..) => "dependency its failing calls speak to",
+            Edge::OnlyOneDown => "the one workload down beside it",
+        }
+    }
+
     /// The names of its pods that are not ready.
     pub(crate) fn pods_not_ready(&self) -> Vec<String> {
         self.pods
@@ -85,8 +121,74 @@ impl Down<'_> {
     }
 }
 
+/// Software a client's failing line names by its protocol or library, and the words its
+/// server's image or name carries.
+const PROTOCOLS: &[(&str, &[&str], &[&str])] = &[
+    ("RabbitMQ", &["amqp", "pika", "rabbitmq"], &["rabbitmq"]),
+    ("ZooKeeper", &["zookeeper"], &["zookeeper"]),
+    (
+        "PostgreSQL",
+        &[
+            "postgres", "psql", "libpq", "psycopg", "pgx", "asyncpg", "npgsql",
+        ],
+        &["postgres", "postgis", "timescaledb"],
+    ),
+    (
+        "MySQL",
+        &["mysql", "mariadb"],
+        &["mysql", "mariadb", "percona"],
+    ),
+    ("Redis", &["redis"], &["redis", "valkey", "keydb"]),
+    ("MongoDB", &["mongo"], &["mongo"]),
+    ("Kafka", &["kafka"], &["kafka", "redpanda"]),
+    (
+        "Elasticsearch",
+        &["elasticsearch", "opensearch"],
+        &["elasticsearch", "opensearch"],
+    ),
+    ("memcached", &["memcache"], &["memcached"]),
+    (
+        "Cassandra",
+        &["cassandra", "datastax"],
+        &["cassandra", "scylla"],
+    ),
+];
+
+/// Signatures of a call to a peer that failed.
+fn unreachable(sig: Sig) -> bool {
+    matches!(
+        sig,
+        Sig::ConnRefused
+            | Sig::Unreachable
+            | Sig::Timeout
+            | Sig::Dns
+            | Sig::Reset
+            | Sig::Http5xx
+            | Sig::Upstream5xx
+    )
+}
+
+/// The protocol a failing line and a workload share: the line names the software's protocol
+/// or client library, the workload's name or an image of its pods names the software.
+fn shared_protocol(line: &str, name: &str, pods: &[&PodFacts]) -> Option<&'static str> {
+    let line = line.to_ascii_lowercase();
+    PROTOCOLS.iter().find_map(|(software, said, runs)| {
+        let speaks = said.iter().any(|w| line.contains(w));
+        let serves = runs.iter().any(|w| {
+            name.contains(w)
+                || pods
+                    .iter()
+                    .flat_map(|p| &p.containers)
+                    .any(|c| c.image.to_ascii_lowercase().contains(w))
+        });
+        (speaks && serves).then_some(*software)
+    })
+}
+
 /// The down dependencies along evidenced edges: every Deployment, StatefulSet or DaemonSet short
-/// of ready that the subject's recent lines or its alert name.
+/// of ready that the subject's recent lines or its alert name, or whose software the subject's
+/// failing lines speak; failing that, when the subject's calls to a peer it does not name fail,
+/// the one workload down in its namespace.
 pub(crate) fn down<'a>(ctx: &Ctx<'a>) -> Vec<Down<'a>> {
     if !ctx.subject.resolved {
         return Vec::new();
@@ -121,17 +223,22 @@ pub(crate) fn down<'a>(ctx: &Ctx<'a>) -> Vec<Down<'a>> {
                 )
             }),
     );
+    let lines = ctx.recent_subject_lines();
+    let failing: Vec<&LogLine> = lines
+        .iter()
+        .copied()
+        .filter(|l| logs::classify(&l.line).into_iter().any(unreachable))
+        .collect();
+    let subject_ns: Vec<&str> = ctx
+        .pods()
+        .into_iter()
+        .filter(|p| ctx.subject.has_pod(p))
+        .map(|p| p.namespace.as_str())
+        .collect();
     let mut out = Vec::new();
+    let mut unnamed = Vec::new();
     for (kind, name, namespace, ready, desired) in candidates {
         if ctx.subject.covers(&format!("{kind}/{name}")) || desired == 0 || ready >= desired {
-            continue;
-        }
-        let named_by = ctx
-            .recent_subject_lines()
-            .iter()
-            .find(|l| subject::line_names(&l.line, &name))
-            .copied();
-        if named_by.is_none() && !subject::mentions(alert_text, &name) {
             continue;
         }
         let pods: Vec<&PodFacts> = ctx
@@ -139,52 +246,106 @@ pub(crate) fn down<'a>(ctx: &Ctx<'a>) -> Vec<Down<'a>> {
             .into_iter()
             .filter(|p| !p.deleting && subject::pod_belongs(ctx.owners(), ctx.obs, p, &kind, &name))
             .collect();
-        out.push(Down {
+        // A line names the workload, or a Service in front of its pods by name or by the
+        // address clients dial (`connect ECONNREFUSED 10.96.88.14:5432`).
+        let fronts: Vec<&str> = ctx
+            .obs
+            .services
+            .iter()
+            .filter(|s| s.namespace == namespace && !s.selector.is_empty())
+            .filter(|s| {
+                pods.iter()
+                    .any(|p| subject::selector_matches(&s.selector, &[], &p.labels))
+            })
+            .flat_map(|s| std::iter::once(s.name.as_str()).chain(s.cluster_ip.as_deref()))
+            .collect();
+        let named = lines.iter().copied().find(|l| {
+            subject::line_names(&l.line, &name)
+                || fronts.iter().any(|f| subject::line_names(&l.line, f))
+        });
+        let edge = match named {
+            Some(l) => Some(Edge::Named(l)),
+            None if subject::mentions(alert_text, &name) => Some(Edge::Alert),
+            None => failing
+                .iter()
+                .find_map(|l| shared_protocol(&l.line, &name, &pods).map(|sw| Edge::Speaks(l, sw))),
+        };
+        let down = Down {
             kind,
             name,
             namespace,
             ready,
             desired,
-            named_by,
+            edge: edge.unwrap_or(Edge::OnlyOneDown),
             pods,
-        });
+        };
+        match edge {
+            Some(_) => out.push(down),
+            None if subject_ns.contains(&down.namespace.as_str()) => unnamed.push(down),
+            None => {}
+        }
+    }
+    // Calls failing to a peer no line names, and one workload down beside the subject: that
+    // one. Failing lines that name a target mean some other peer.
+    let names_a_target = failing.iter().any(|l| logs::target(&l.line).is_some());
+    if out.is_empty() && !failing.is_empty() && !names_a_target && unnamed.len() == 1 {
+        out.extend(unnamed);
     }
     out
 }
 
-/// Why the dependency's own pods fail, as their own logs say: the decisive signature of the
-/// lines read from its pods that are not ready (a database out of disk, a broker out of memory,
-/// a server that cannot parse its configuration). A process that died is read from its last
-/// telling line, as a crash is; one still running but not ready only from lines it logged as
-/// errors, since its warnings describe the state it is in (busy, waiting), not why.
-fn own_failure(ctx: &Ctx, dep: &Down) -> Option<logs::Hits> {
-    dep.pods.iter().filter(|p| !p.ready()).find_map(|p| {
+/// Why the dependency's own pods fail: killed at their memory limit, or what their own logs
+/// say, as the category and the words that quote it. The logs give the decisive signature of
+/// the lines read from its pods that are not ready (a database out of disk, a server that cannot
+/// parse its configuration), quoting the last line that shows it. A process that died is read
+/// from its last telling line, as a crash is; one still running but not ready only from lines it
+/// logged as errors, since its warnings describe the state it is in (busy, waiting), not why.
+fn own_failure(ctx: &Ctx, dep: &Down) -> Option<(Category, String)> {
+    let not_ready = || dep.pods.iter().filter(|p| !p.ready());
+    let killed = not_ready().find_map(|p| {
+        p.containers
+            .iter()
+            .find(|c| c.last_reason.as_deref() == Some("OOMKilled"))
+            .map(|c| (p, c))
+    });
+    if let Some((p, c)) = killed {
+        let limit = c
+            .memory_limit
+            .as_deref()
+            .map(|l| format!(" at its memory limit of {l}"))
+            .unwrap_or_default();
+        return Some((
+            Category::ResourceExhaustion,
+            format!(
+                ": its own container {} in {} was OOMKilled{limit}",
+                c.name, p.name
+            ),
+        ));
+    }
+    not_ready().find_map(|p| {
         let died = p.restarts() > 0;
         let lines: Vec<_> = logs::pod_lines(ctx, &p.name)
             .into_iter()
             .filter(|l| died || logs::is_error(l))
             .collect();
         let hits = logs::scan(lines.iter().copied());
-        logs::decisive(&lines, &hits).cloned()
+        let h = logs::decisive(&lines, &hits)?;
+        let quote = h
+            .lines
+            .last()
+            .and_then(|&i| lines.get(i))
+            .map(|l| logs::short(&l.line))
+            .unwrap_or_else(|| h.example.clone());
+        Some((
+            h.sig.category(),
+            format!(": its own logs show {} (\"{quote}\")", h.sig.label()),
+        ))
     })
 }
 
 pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
     let hits = ctx.subject_hits();
-    let refused: Vec<&logs::Hits> = hits
-        .iter()
-        .filter(|h| {
-            matches!(
-                h.sig,
-                Sig::ConnRefused
-                    | Sig::Unreachable
-                    | Sig::Timeout
-                    | Sig::Dns
-                    | Sig::Reset
-                    | Sig::Http5xx
-            )
-        })
-        .collect();
+    let refused: Vec<&logs::Hits> = hits.iter().filter(|h| unreachable(h.sig)).collect();
     let subject_name = ctx
         .subject
         .workloads
@@ -192,18 +353,22 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
         .map(|(_, n)| n.clone())
         .unwrap_or_else(|| "the subject".into());
     let mut out = Vec::new();
-    for dep in down(ctx) {
-        let own = own_failure(ctx, &dep);
+    for dep in ctx.dependencies_down() {
+        let own = own_failure(ctx, dep);
         let Down {
-            ref kind,
-            ref name,
-            ref namespace,
+            kind,
+            name,
+            namespace,
             ready,
             desired,
-            named_by,
-            ref pods,
+            edge,
+            pods,
         } = dep;
-        let in_logs = named_by;
+        let (ready, desired, edge) = (*ready, *desired, *edge);
+        let in_logs = match edge {
+            Edge::Named(l) | Edge::Speaks(l, _) => Some(l),
+            Edge::Alert | Edge::OnlyOneDown => None,
+        };
         let troubles: Vec<String> = pods
             .iter()
             .filter(|p| !p.ready())
@@ -235,22 +400,22 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
             None if !refused.is_empty() => format!("{subject_name}'s calls to it fail ({how})"),
             None => format!("{subject_name}, which depends on it, is affected"),
         };
-        let edge = if in_logs.is_some() {
-            format!(
-                "{subject_name}'s logs name it: \"{}\"",
-                logs::short(&in_logs.map(|l| l.line.clone()).unwrap_or_default())
-            )
-        } else {
-            format!("the alert names it as {subject_name}'s dependency")
+        let quote = |l: &LogLine| logs::short(&l.line);
+        let edge_text = match edge {
+            Edge::Named(l) => format!("{subject_name}'s logs name it: \"{}\"", quote(l)),
+            Edge::Speaks(l, software) => format!(
+                "{subject_name}'s failing calls speak {software} (\"{}\") and {name} runs {software}",
+                quote(l)
+            ),
+            Edge::Alert => format!("the alert names it as {subject_name}'s dependency"),
+            Edge::OnlyOneDown => format!(
+                "{subject_name}'s calls to a peer its logs do not name fail, and {name} is the one workload down beside it"
+            ),
         };
         // Its own lines say why it is down: that is the cause, and its category is theirs.
-        let (category, own_words) = match &own {
-            Some(h) => (
-                h.sig.category(),
-                format!(": its own logs show {} (\"{}\")", h.sig.label(), h.example),
-            ),
-            None => (Category::DependencyFailure, String::new()),
-        };
+        let (category, own_words) = own
+            .clone()
+            .unwrap_or((Category::DependencyFailure, String::new()));
         let lower = kind.to_lowercase();
         let evidence = ctx.ev(&[
             "kubernetes/deployments",
@@ -265,14 +430,16 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
             summary: format!(
                 "dependency {lower} {name} has {ready} of {desired} replicas ready{why}"
             ),
-            detail: format!("{edge}{own_words}"),
+            detail: format!("{edge_text}{own_words}"),
             category,
             basis: if refused.is_empty() {
                 Basis::Logged
             } else {
                 Basis::Stated
             },
-            links: u8::from(!refused.is_empty()) + u8::from(own.is_some()),
+            // Inferred from being the only one down, the edge itself is no evidenced link.
+            links: u8::from(!refused.is_empty() && !matches!(edge, Edge::OnlyOneDown))
+                + u8::from(own.is_some()),
             evidence: evidence.clone(),
             cause: Some(format!(
                 "{name} has {ready} of {desired} replicas ready{why}{when}{own_words}, so {calls}"

@@ -54,6 +54,12 @@ pub(crate) enum Sig {
     /// A script or program text that does not parse: the code shipped is broken.
     Syntax,
     Http5xx,
+    /// A runtime or pool reporting that something taken was never given back (connections,
+    /// memory): the code holding them is at fault.
+    Leak,
+    /// A 5xx answer the process received from a peer it called (an HTTP client's error naming
+    /// the status): the peer fails, not the caller.
+    Upstream5xx,
     Oom,
     /// A disk or volume with no room left: writes fail.
     DiskFull,
@@ -78,6 +84,8 @@ impl Sig {
             Sig::Panic => "panics / stack traces",
             Sig::Syntax => "syntax errors",
             Sig::Http5xx => "HTTP 5xx responses",
+            Sig::Upstream5xx => "HTTP 5xx answers from an upstream",
+            Sig::Leak => "resource leak reports",
             Sig::Oom => "out-of-memory messages",
             Sig::DiskFull => "disk-full errors",
             Sig::FileDescriptors => "open-file limit errors",
@@ -92,9 +100,10 @@ impl Sig {
             | Sig::Unreachable
             | Sig::Incompatible
             | Sig::Reset
+            | Sig::Upstream5xx
             | Sig::Timeout => Category::DependencyFailure,
             Sig::Auth => Category::ConfigurationError,
-            Sig::Panic | Sig::Syntax | Sig::Http5xx => Category::CodeDefect,
+            Sig::Panic | Sig::Syntax | Sig::Http5xx | Sig::Leak => Category::CodeDefect,
             Sig::Oom => Category::ResourceExhaustion,
             Sig::Config | Sig::Cert | Sig::NoSuchName => Category::ConfigurationError,
             Sig::Pool | Sig::DiskFull | Sig::FileDescriptors => Category::ResourceExhaustion,
@@ -103,10 +112,10 @@ impl Sig {
 }
 
 static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
-    let table: [(Sig, &str); 17] = [
+    let table: [(Sig, &str); 19] = [
         (
             Sig::Pool,
-            r"(?i)pool (?:is )?exhausted|connection pool (?:is )?(?:full|exhausted)|too many (?:connections|clients)|remaining connection slots|could not acquire (?:a )?connection|timeout acquiring (?:a )?connection|no available connections?|max_connections",
+            r"(?i)pool (?:is )?exhausted|connection pool (?:is )?(?:full|exhausted)|too many (?:connections|clients)|remaining connection slots|could not acquire (?:a )?connection|connection is not available, request timed out|timeout acquiring (?:a )?connection|no available connections?|max_connections",
         ),
         (
             Sig::Cert,
@@ -138,11 +147,11 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Auth,
-            r"(?i)(?:password )?authentication failed|access denied for|permission denied for|unauthori[sz]ed\b|invalid (?:credentials|api[ _-]?key|token|username or password)|401 unauthorized|403 forbidden|not authorized (?:to|on \S+ to execute)|command \S+ requires authentication|sasl authentication failed|noauth authentication required|wrongpass|token (?:has )?expired|signature (?:is )?invalid|is forbidden: user|cannot (?:get|list|watch|create|update|patch|delete) resource",
+            r"(?i)(?:password )?authentication failed|access denied for|permission denied for|unauthori[sz]ed\b|invalid (?:credentials|api[ _-]?key|token|username or password)|401 unauthorized|403 forbidden|\bnot authorized\b|\b(?:code|status)[=:]? ?40[13]\b|command \S+ requires authentication|sasl authentication failed|noauth authentication required|wrongpass|token (?:has )?expired|signature (?:is )?invalid|is forbidden: user|cannot (?:get|list|watch|create|update|patch|delete) resource",
         ),
         (
             Sig::Timeout,
-            r"(?i)timed out|deadline exceeded|i/o timeout|etimedout|read timeout|connect timeout|timeout (?:after|exceeded|waiting)|gateway timeout",
+            r"(?i)timed out|deadline exceeded|i/o timeout|etimedout|read timeout|connect timeout|timeout (?:after|exceeded|waiting)|gateway timeout|timeout of \d+ ?m?s exceeded|econnaborted",
         ),
         (
             Sig::Panic,
@@ -157,8 +166,16 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
             r"(?i)(?:HTTP/\d(?:\.\d)?\x22?\s+|status(?:code)?[=: ]+|\b(?:GET|POST|PUT|DELETE|PATCH)\s+\S+\s+)5\d\d\b|internal server error|bad gateway|service unavailable",
         ),
         (
+            Sig::Leak,
+            r"(?i)\bleak detected\b|apparent connection leak|possible (?:memory|connection|resource|eventemitter memory) leak|\bleakdetection|connection leak|memory leak detected",
+        ),
+        (
+            Sig::Upstream5xx,
+            r"(?i)\b5\d\d (?:server error|service unavailable|bad gateway|gateway time-?out)\b.{0,40}\bfor url\b|(?:returned|responded with|answered with|received|got)(?: an?)?(?: http)?(?: status)?(?: code)?:? 5\d\d\b|request failed with status code 5\d\d|unexpected (?:http )?status(?: code)?:? 5\d\d|upstream\S* (?:returned|responded|answered)\D{0,20}5\d\d\b|httpservererrorexception",
+        ),
+        (
             Sig::Oom,
-            r"(?i)out of memory|oomkilled|oom-kill|killed process \d+|outofmemoryerror|cannot allocate memory",
+            r"(?i)out of memory|oomkilled|oom-kill|killed process \d+|outofmemoryerror|cannot allocate memory|\boom command not allowed|used memory > 'maxmemory'",
         ),
         (
             Sig::DiskFull,
@@ -170,7 +187,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Config,
-            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))|flag provided but not defined|unknown (?:flag|option|shorthand flag|command line option)|unrecognized (?:option|argument|arguments)|invalid (?:option|argument|flag)|read-only file system|erofs|\(13: permission denied\)|: permission denied$|eacces|exec format error|operation not permitted|\byaml: (?:line \d+|unmarshal errors)|\btoml: line \d+|(?:error|failed|unable|cannot|could not) (?:to )?(?:parse|parsing|load|loading|read|reading|decode|decoding|unmarshal) (?:the )?config|(?:loading|parsing|reading|decoding) (?:the )?config(?:uration)?(?: file)?\b.{0,120}\berror",
+            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))|flag provided but not defined|unknown (?:flag|option|shorthand flag|command line option)|unrecognized (?:option|argument|arguments)|invalid (?:option|argument|flag)|read-only file system|erofs|\(13: permission denied\)|: permission denied$|eacces|exec format error|operation not permitted|\byaml: (?:line \d+|unmarshal errors)|\btoml: line \d+|(?:error|failed|unable|cannot|could not) (?:to )?(?:parse|parsing|load|loading|read|reading|decode|decoding|unmarshal) (?:the )?config|(?:loading|parsing|reading|decoding) (?:the )?config(?:uration)?(?: file)?\b.{0,120}\berror|\bunknown directive\b|\[emerg\].{0,80}\b(?:directive|parameter|in /etc/)|invalid value for parameter|unrecognized configuration parameter|configuration file \S+ contains errors|\bnot (?:in|found in) the (?:peer|server|member|seed) list\b",
         ),
     ];
     table
@@ -221,8 +238,19 @@ pub(crate) fn config_key(line: &str) -> Option<String> {
 fn detail_of(sig: Sig, line: &str) -> Option<String> {
     match sig {
         Sig::Config => config_key(line),
-        _ => target(line),
+        // The host of the URL the client called is the peer that answered.
+        Sig::Upstream5xx => url_host(line).or_else(|| target(line)),
+        // A client that logs the URL it called rather than the socket names its peer by it.
+        _ => target(line).or_else(|| url_host(line)),
     }
+}
+
+/// The host of the first http(s) URL in a line.
+fn url_host(line: &str) -> Option<String> {
+    static URL: LazyLock<Option<Regex>> =
+        LazyLock::new(|| Regex::new(r"https?://([A-Za-z0-9][A-Za-z0-9.-]*(?::\d+)?)").ok());
+    let caps = URL.as_ref()?.captures(line)?;
+    Some(caps.get(1)?.as_str().to_string())
 }
 
 /// The signatures a line shows.
@@ -240,6 +268,11 @@ pub(crate) fn classify(line: &str) -> Vec<Sig> {
     if sigs.contains(&Sig::Unreachable) {
         sigs.retain(|s| *s != Sig::Pool);
     }
+    // A wait for a pooled connection that timed out is the pool running dry, not a peer's
+    // silence.
+    if sigs.contains(&Sig::Pool) {
+        sigs.retain(|s| *s != Sig::Timeout);
+    }
     sigs
 }
 
@@ -253,7 +286,10 @@ fn depth(sig: Sig) -> u8 {
         | Sig::Unreachable
         | Sig::Incompatible
         | Sig::Reset
+        | Sig::Upstream5xx
         | Sig::Timeout => 1,
+        // A leak drains the pool it reports on.
+        Sig::Leak => 1,
         Sig::Oom | Sig::DiskFull | Sig::FileDescriptors | Sig::Pool => 2,
         Sig::Syntax => 3,
         Sig::Panic => 4,
@@ -593,13 +629,23 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
     let hits = ctx.subject_hits();
     // A stack trace whose every line also states a deeper failure (the OutOfMemoryError it
     // reports, a refused connection) is that failure's report, not a defect of its own.
+    // A Python traceback's header states nothing: the exception line closing it does.
+    let stated = |i: usize| -> Option<&str> {
+        let line = lines.get(i)?.line.as_str();
+        if !line
+            .trim_start()
+            .starts_with("Traceback (most recent call last)")
+        {
+            return Some(line);
+        }
+        lines[i + 1..]
+            .iter()
+            .map(|l| l.line.as_str())
+            .find(|l| !l.is_empty() && !l.starts_with([' ', '\t']))
+    };
     let restates_deeper = |h: &Hits| {
         h.lines.iter().all(|&i| {
-            lines.get(i).is_some_and(|l| {
-                classify(&l.line)
-                    .into_iter()
-                    .any(|s| depth(s) < depth(h.sig))
-            })
+            stated(i).is_some_and(|l| classify(l).into_iter().any(|s| depth(s) < depth(h.sig)))
         })
     };
     for h in hits {
@@ -665,6 +711,24 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     },
                 )
             }
+            Sig::Leak => (
+                Some(format!(
+                    "{scope} leaks what it takes: {} {} in its logs, e.g. \"{}\"; connections or memory its code takes are never given back, so the pool or heap runs dry",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                (Basis::Logged, 1),
+            ),
+            Sig::Upstream5xx if h.count >= 2 => (
+                Some(format!(
+                    "{scope}'s calls to a dependency{dep} fail with server errors: {} {} in its logs, e.g. \"{}\"; the dependency answers 5xx, so the failure is the dependency's, not {scope}'s own code",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                (Basis::Logged, 1),
+            ),
             Sig::Syntax => (
                 Some(format!(
                     "{scope}'s own code does not parse: {} {} in its logs, e.g. \"{}\"",
@@ -754,7 +818,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             ),
             Sig::Auth if h.count >= 2 => (
                 Some(format!(
-                    "{scope} is refused by a dependency{dep} on its credentials: {} {} in its logs, e.g. \"{}\"; the credentials it uses are wrong, expired or rotated",
+                    "{scope} is refused by a dependency{dep} on its credentials, with {} {} in its logs, e.g. \"{}\"; the credentials it uses are wrong, expired or rotated",
                     h.count,
                     h.sig.label(),
                     h.example
@@ -984,7 +1048,7 @@ mod tests {
     #[test]
     fn every_signature_pattern_compiles() {
         // A pattern the regex crate refuses would be dropped silently.
-        assert_eq!(PATTERNS.len(), 17);
+        assert_eq!(PATTERNS.len(), 19);
         assert_eq!(
             classify("FATAL: unsupported protocol version 3.2 (server requires 3.0)"),
             vec![Sig::Incompatible]
@@ -1228,6 +1292,94 @@ mod tests {
         assert_eq!(s.category, Category::ResourceExhaustion);
         let cause = s.cause.as_deref().unwrap_or_default();
         assert!(cause.contains("no space left on device"), "{cause}");
+    }
+
+    #[test]
+    fn what_a_peer_answered_is_told_apart_from_what_the_process_served() {
+        // A 5xx the client received names the peer that failed.
+        for l in [
+            "requests.exceptions.HTTPError: 503 Server Error: Service Unavailable for url: https://api.carrier.example/v2/rates",
+            "Error: Request failed with status code 502",
+            "upstream returned 504 after 30s",
+            "org.springframework.web.client.HttpServerErrorException$ServiceUnavailable: 503",
+        ] {
+            assert!(classify(l).contains(&Sig::Upstream5xx), "{l}");
+        }
+        assert_eq!(
+            detail_of(
+                Sig::Upstream5xx,
+                "503 Server Error: Service Unavailable for url: https://api.carrier.example/v2/rates"
+            )
+            .as_deref(),
+            Some("api.carrier.example")
+        );
+        // A 5xx the process served is its own.
+        let served = classify("10.1.1.40 - \"POST /v1/quote HTTP/1.1\" 500 12ms");
+        assert!(
+            served.contains(&Sig::Http5xx) && !served.contains(&Sig::Upstream5xx),
+            "{served:?}"
+        );
+        // A traceback that reports a peer's 5xx is that peer's failure, not a defect.
+        let obs = Observations {
+            pod_logs: [
+                "Traceback (most recent call last):",
+                "  File \"/app/rates.py\", line 77, in get_rates",
+                "requests.exceptions.HTTPError: 503 Server Error: Service Unavailable for url: https://api.carrier.example/v2/rates",
+                "Traceback (most recent call last):",
+                "  File \"/app/rates.py\", line 77, in get_rates",
+                "requests.exceptions.HTTPError: 503 Server Error: Service Unavailable for url: https://api.carrier.example/v2/rates",
+            ]
+            .into_iter()
+            .map(line)
+            .collect(),
+            ..Observations::default()
+        };
+        let sigs = signatures(&Ctx::new(&obs));
+        let causes: Vec<(Category, String)> = sigs
+            .iter()
+            .filter_map(|s| Some((s.category, s.cause.clone()?)))
+            .collect();
+        assert!(
+            causes
+                .iter()
+                .all(|(c, _)| *c == Category::DependencyFailure)
+                && causes
+                    .iter()
+                    .any(|(_, t)| t.contains("api.carrier.example")),
+            "{causes:?}"
+        );
+    }
+
+    #[test]
+    fn a_pool_that_leaks_is_the_code_and_a_pool_wait_is_no_network_timeout() {
+        let wait = "HikariPool-1 - Connection is not available, request timed out after 30000ms (total=10, active=10, idle=0, waiting=37)";
+        assert_eq!(classify(wait), vec![Sig::Pool]);
+        assert_eq!(
+            classify(
+                "ProxyLeakTask: Connection leak detection triggered for PgConnection@4f2a on thread http-nio-8080-exec-3"
+            ),
+            vec![Sig::Leak]
+        );
+        assert_eq!(Sig::Leak.category(), Category::CodeDefect);
+        assert!(depth(Sig::Leak) < depth(Sig::Pool));
+    }
+
+    #[test]
+    fn servers_refusing_their_own_settings_or_memory_read_as_such() {
+        for l in [
+            "2026/03/11 14:31:02 [emerg] 1#1: unknown directive \"proxy_pas\" in /etc/nginx/conf.d/default.conf:14",
+            "FATAL:  invalid value for parameter \"shared_buffers\": \"2GBB\"",
+            "LOG:  unrecognized configuration parameter \"max_conections\" in file \"/etc/postgresql/postgresql.conf\" line 12",
+            "java.lang.RuntimeException: My id 0 not in the peer list",
+        ] {
+            assert_eq!(classify(l), vec![Sig::Config], "{l}");
+        }
+        assert_eq!(
+            classify(
+                "redis.exceptions.ResponseError: OOM command not allowed when used memory > 'maxmemory'."
+            ),
+            vec![Sig::Oom]
+        );
     }
 
     #[test]

@@ -24,6 +24,13 @@ pub(crate) const DECLARED: &[Decl] = &[
         role: Role::Failure,
         reads: &[],
     },
+    Decl {
+        id: "ingress_policy",
+        title: "NetworkPolicy admits the subject to the Service it dials",
+        concern: "network",
+        role: Role::Failure,
+        reads: &[],
+    },
 ];
 
 /// Whether the alert (its labels, its expression or its annotations) or the problem names `name`
@@ -162,6 +169,100 @@ pub(crate) fn egress_policies(ctx: &Ctx) -> Vec<Signal> {
     }]
 }
 
+/// A Service the subject's failing calls go to, whose pods admit ingress (by NetworkPolicy) only
+/// from pods carrying labels the subject's own pods do not carry: the policy drops the subject's
+/// connections, so they time out or are refused.
+pub(crate) fn ingress_policies(ctx: &Ctx) -> Vec<Signal> {
+    use crate::reason::logs::{self, Sig};
+    if !ctx.subject.resolved {
+        return Vec::new();
+    }
+    let mine: Vec<&crate::model::PodFacts> = ctx
+        .pods()
+        .into_iter()
+        .filter(|p| ctx.subject.has_pod(p) && !p.deleting)
+        .collect();
+    // A peer's namespace is its `kubernetes.io/metadata.name` label.
+    let admitted = |set: &str| {
+        mine.iter().any(|p| {
+            set.split(',').all(|kv| match kv.split_once('=') {
+                Some(("kubernetes.io/metadata.name", ns)) => p.namespace == ns,
+                Some((k, v)) => p.labels.get(k).is_some_and(|x| x == v),
+                None => false,
+            })
+        })
+    };
+    let hits = ctx.subject_hits();
+    let mut out = Vec::new();
+    for svc in ctx
+        .obs
+        .services
+        .iter()
+        .filter(|s| !s.ingress_limited_by.is_empty())
+    {
+        if mine.is_empty()
+            || relation(ctx, &format!("service/{}", svc.name)) == Some("service of the subject")
+            || svc.ingress_from.iter().any(|set| admitted(set))
+        {
+            continue;
+        }
+        let addresses: Vec<&str> = std::iter::once(svc.name.as_str())
+            .chain(svc.cluster_ip.as_deref())
+            .collect();
+        let Some((target, hit)) = hits
+            .iter()
+            .filter(|h| {
+                matches!(
+                    h.sig,
+                    Sig::Timeout | Sig::Unreachable | Sig::ConnRefused | Sig::Reset
+                )
+            })
+            .flat_map(|h| h.targets.iter().map(move |t| (t, h)))
+            .find(|(t, _)| {
+                addresses.iter().any(|a| {
+                    t.as_str() == *a
+                        || t.starts_with(&format!("{a}:"))
+                        || t.starts_with(&format!("{a}."))
+                })
+            })
+        else {
+            continue;
+        };
+        let who = ctx.scope_name("the subject");
+        let summary = format!(
+            "NetworkPolicy {} admits ingress to Service {}'s pods only from pods labelled {}; {who}'s pods carry none of them, yet dial {target}",
+            list_names(&svc.ingress_limited_by, 3),
+            svc.name,
+            svc.ingress_from.join(" or ")
+        );
+        out.push(Signal {
+            analyzer: "ingress_policy",
+            summary: summary.clone(),
+            detail: format!(
+                "{} {}: \"{}\"",
+                hit.count,
+                hit.sig.label(),
+                logs::short(&hit.example)
+            ),
+            category: Category::ConfigurationError,
+            basis: Basis::Measured,
+            // The policy's admitted labels read from the API, against the subject's own pods.
+            links: 2,
+            evidence: ctx.ev(&["kubernetes/services", "kubernetes/pods", "kubernetes/pod_logs", "logs"]),
+            cause: Some(format!(
+                "{summary}, so the policy drops those connections ({} {}, e.g. \"{}\"); {} is not at fault: the policy needs to admit {who}",
+                hit.count,
+                hit.sig.label(),
+                logs::short(&hit.example),
+                svc.name
+            )),
+            objects: vec![format!("service/{}", svc.name)],
+            ..Signal::default()
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,6 +327,40 @@ mod tests {
             ready: vec!["web-7c9d8-aaaaa".into()],
             ..ServiceFacts::default()
         }
+    }
+
+    #[test]
+    fn a_policy_admitting_others_to_the_service_the_subject_dials_is_the_cause() {
+        let gateway = |from: &str| ServiceFacts {
+            name: "gateway".into(),
+            namespace: "shop".into(),
+            selector: BTreeMap::from([("app".into(), "gateway".into())]),
+            ingress_limited_by: vec!["gateway-ingress".into()],
+            ingress_from: vec![from.into()],
+            ..ServiceFacts::default()
+        };
+        let mut o = obs(vec![gateway(
+            "app=storefront,kubernetes.io/metadata.name=shop",
+        )]);
+        o.pod_logs = vec![crate::model::LogLine {
+            line: "payment failed: timeout of 5000ms exceeded url=http://gateway.shop.svc.cluster.local/v2/authorize".into(),
+            labels: BTreeMap::from([("pod".to_string(), "web-7c9d8-aaaaa".to_string())]),
+            ..crate::model::LogLine::default()
+        }];
+        let sigs = ingress_policies(&Ctx::new(&o));
+        assert_eq!(sigs.len(), 1, "{sigs:?}");
+        assert_eq!(sigs[0].category, Category::ConfigurationError);
+        let cause = sigs[0].cause.clone().unwrap_or_default();
+        assert!(
+            cause.contains("gateway-ingress") && cause.contains("app=storefront"),
+            "{cause}"
+        );
+        // The policy admits the subject's own pods: not its doing.
+        o.services = vec![gateway("app=web,kubernetes.io/metadata.name=shop")];
+        assert!(ingress_policies(&Ctx::new(&o)).is_empty());
+        // Admitted from another namespace only: the subject's namespace is not it.
+        o.services = vec![gateway("kubernetes.io/metadata.name=monitoring")];
+        assert_eq!(ingress_policies(&Ctx::new(&o)).len(), 1);
     }
 
     #[test]

@@ -14,6 +14,13 @@ pub(crate) const DECLARED: &[Decl] = &[
         reads: &[],
     },
     Decl {
+        id: "rollout_paused",
+        title: "rollout paused",
+        concern: "rollout",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
         id: "recent_change",
         title: "change to the subject before the onset",
         concern: "rollout",
@@ -141,6 +148,71 @@ pub(crate) fn rollout_stuck(ctx: &Ctx) -> Vec<Signal> {
     out
 }
 
+/// A Deployment whose rollout is paused (`spec.paused`) while its pods do not run its template:
+/// the change made to it is not rolled out, and nothing will roll it out until it is resumed.
+pub(crate) fn rollout_paused(ctx: &Ctx) -> Vec<Signal> {
+    let mut out = Vec::new();
+    for d in deployments_in_scope(ctx).into_iter().filter(|d| d.paused) {
+        let pods: Vec<&PodFacts> = ctx
+            .pods()
+            .into_iter()
+            .filter(|p| !p.deleting && pod_deployment(p).as_deref() == Some(d.name.as_str()))
+            .collect();
+        let running: Vec<String> = {
+            let mut v: Vec<String> = pods
+                .iter()
+                .flat_map(|p| p.containers.iter().filter(|c| !c.init))
+                .map(|c| c.image.clone())
+                .filter(|i| !i.is_empty())
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let stale = running.iter().any(|i| !d.images.contains(i));
+        if d.updated_replicas >= d.replicas && !stale {
+            continue;
+        }
+        let condition = d
+            .conditions
+            .get("Progressing")
+            .filter(|(_, reason, _)| reason == "DeploymentPaused")
+            .map(|(status, reason, msg)| format!("; Progressing={status}: {reason} \"{msg}\""))
+            .unwrap_or_default();
+        let pods_run = if stale {
+            format!(", its pods run {}", list_names(&running, 3))
+        } else {
+            String::new()
+        };
+        let summary = format!(
+            "deployment {} is paused: {} of {} replicas run its template ({}){pods_run}",
+            d.name,
+            d.updated_replicas,
+            d.replicas,
+            d.images.join(", ")
+        );
+        out.push(Signal {
+            analyzer: "rollout_paused",
+            summary: summary.clone(),
+            detail: format!("spec.paused is true{condition}"),
+            category: Category::ConfigurationError,
+            basis: Basis::Stated,
+            evidence: ctx.ev(&["kubernetes/deployments", "kubernetes/pods"]),
+            cause: Some(format!(
+                "Deployment {} is paused (spec.paused: true{condition}), so the controller rolls out none of its template: {} of {} replicas run {}{pods_run}; resuming the rollout (kubectl rollout resume deployment/{}) lets it proceed",
+                d.name,
+                d.updated_replicas,
+                d.replicas,
+                d.images.join(", "),
+                d.name
+            )),
+            objects: vec![format!("deployment/{}", d.name)],
+            ..Signal::default()
+        });
+    }
+    out
+}
+
 /// Changes (deploys, merges) in the day before the world's clock, newest first, as context.
 pub(crate) fn recent_changes(ctx: &Ctx) -> Vec<Signal> {
     let mut recent: Vec<_> = ctx
@@ -254,6 +326,40 @@ mod tests {
             "{cause}"
         );
         assert_eq!(sigs[0].actions[0].kind, "kubernetes.rollout_undo");
+    }
+
+    #[test]
+    fn a_paused_rollout_whose_pods_run_an_older_image_is_the_cause() {
+        let dep = |paused: bool| DeploymentFacts {
+            name: "push".into(),
+            namespace: "web".into(),
+            replicas: 2,
+            updated_replicas: 0,
+            images: vec!["push:4.2.0".into()],
+            paused,
+            ..DeploymentFacts::default()
+        };
+        let mut p = pod("push-old1-a", "push-old1", true, None, 600);
+        p.containers[0].image = "push:4.1.9".into();
+        let mut obs = Observations {
+            now: Utc::now(),
+            deployments: vec![dep(true)],
+            pods: vec![p],
+            ..Observations::default()
+        };
+        let sigs = rollout_paused(&Ctx::new(&obs));
+        assert_eq!(sigs.len(), 1);
+        let cause = sigs[0].cause.clone().unwrap_or_default();
+        assert!(
+            cause.contains("paused")
+                && cause.contains("push:4.1.9")
+                && cause.contains("push:4.2.0"),
+            "{cause}"
+        );
+        assert_eq!(sigs[0].category, Category::ConfigurationError);
+        // Not paused: nothing to say here.
+        obs.deployments = vec![dep(false)];
+        assert!(rollout_paused(&Ctx::new(&obs)).is_empty());
     }
 
     #[test]

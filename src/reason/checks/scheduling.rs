@@ -191,6 +191,55 @@ fn refine(ctx: &Ctx, pods: &[String], msg: &str) -> Option<(Category, String)> {
             ),
         ));
     }
+    // Every node short of a free host port: the pod asks to bind a hostPort on its node that
+    // other pods already hold there (often a DaemonSet on every node).
+    if !reasons.is_empty() && reasons.iter().all(|(_, r)| r.contains("free ports")) {
+        let mut wanted: Vec<u16> = pending
+            .iter()
+            .flat_map(|p| p.containers.iter())
+            .flat_map(|c| c.host_ports.iter().copied())
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut holders: Vec<String> = ctx
+            .obs
+            .pods
+            .iter()
+            .filter(|p| !pods.contains(&p.name) && p.node.is_some())
+            .filter(|p| {
+                p.containers
+                    .iter()
+                    .any(|c| c.host_ports.iter().any(|h| wanted.contains(h)))
+            })
+            .map(|p| match ctx.workload_of(p) {
+                Some((kind, name)) => format!("{} {name}", kind.to_lowercase()),
+                None => format!("pod {}", p.name),
+            })
+            .collect();
+        holders.sort();
+        holders.dedup();
+        let ports = wanted
+            .iter()
+            .map(u16::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let held = if holders.is_empty() {
+            String::new()
+        } else {
+            format!(", already held on the nodes by {}", list_names(&holders, 3))
+        };
+        let asks = if wanted.is_empty() {
+            "a hostPort".to_string()
+        } else {
+            format!("hostPort {ports}")
+        };
+        return Some((
+            Category::ConfigurationError,
+            format!(
+                "the pod asks for {asks} on its node{held}: one pod per node can bind a host port, so no node has it free; drop the hostPort or use another"
+            ),
+        ));
+    }
     // Nodes tainted for the very resource the others lack (`nvidia.com/gpu` on the GPU nodes,
     // while the rest have Insufficient nvidia.com/gpu) would run the pod with a toleration: the
     // missing toleration decides. A taint for something else (`dedicated: batch`, a node
@@ -724,6 +773,32 @@ mod tests {
         let mut sigs = failed_scheduling(&Ctx::new(&obs));
         assert_eq!(sigs.len(), 1, "{sigs:?}");
         sigs.remove(0)
+    }
+
+    #[test]
+    fn a_host_port_every_node_has_taken_names_the_port_and_who_holds_it() {
+        let mut p = pending("bridge-1", "100m", None);
+        p.containers[0].host_ports = vec![9100];
+        let mut holder = pending("exporter-abcde", "10m", None);
+        holder.phase = "Running".into();
+        holder.node = Some("n1".into());
+        holder.owner = Some("DaemonSet/node-exporter".into());
+        holder.containers[0].host_ports = vec![9100];
+        let msg = "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.";
+        let obs = Observations {
+            events: vec![ev("FailedScheduling", "Pod/bridge-1", msg)],
+            pods: vec![p, holder],
+            nodes: vec![node("n1", "4", "a"), node("n2", "4", "b")],
+            ..Observations::default()
+        };
+        let sigs = failed_scheduling(&Ctx::new(&obs));
+        let s = sigs.iter().find(|s| s.cause.is_some()).expect("a cause");
+        assert_eq!(s.category, Category::ConfigurationError);
+        let cause = s.cause.clone().unwrap_or_default();
+        assert!(
+            cause.contains("hostPort 9100") && cause.contains("node-exporter"),
+            "{cause}"
+        );
     }
 
     #[test]

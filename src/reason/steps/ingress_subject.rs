@@ -282,10 +282,15 @@ mod tests {
             vec![("Deployment".to_string(), "docs-server".to_string())]
         );
         assert_eq!(s.pods, vec!["docs-server-6f7d8-x1"]);
-        // Without the Ingress the words name nothing that was read.
+        // Without the Ingress read, no Ingress or backend Service is part of the subject.
         let mut none = obs.clone();
         none.ingresses.clear();
-        assert!(!super::super::subject::resolve(&none).resolved);
+        let s = super::super::subject::resolve(&none);
+        assert!(
+            s.ingresses.is_empty() && !s.objects.iter().any(|o| o.kind == "Service"),
+            "{:?}",
+            s.objects
+        );
     }
 
     #[test]

@@ -442,13 +442,17 @@ fn whole_name_in(text: &str, name: &str) -> bool {
         let end = at + name.len();
         let before = text[..at].chars().next_back();
         let after = text[end..].chars().next();
-        // A trailing dot ends a sentence, not a name.
+        // A trailing dot ends a sentence, not a name; a Service's cluster DNS name
+        // (`name.namespace.svc.cluster.local`) names the Service.
         let after_ok = match after {
             None => true,
-            Some('.') => text[end + 1..]
-                .chars()
-                .next()
-                .is_none_or(|c| !is_name_char(c)),
+            Some('.') => {
+                let rest = &text[end + 1..];
+                let host: &str = rest
+                    .find(|c: char| !is_name_char(c))
+                    .map_or(rest, |i| &rest[..i]);
+                host.is_empty() || host.split('.').nth(1) == Some("svc")
+            }
             Some(c) => !is_name_char(c),
         };
         if before.is_none_or(|c| !is_name_char(c)) && after_ok {
@@ -508,6 +512,90 @@ fn namespace_phrase(obs: &Observations, text: &str) -> Option<(String, usize)> {
         }
     }
     best.filter(|_| !tied).map(|(s, n)| (s.to_string(), n))
+}
+
+/// Words of workload names that say what kind of thing it is, not which one.
+const GENERIC_WORDS: &[&str] = &[
+    "service",
+    "svc",
+    "api",
+    "app",
+    "server",
+    "srv",
+    "web",
+    "worker",
+    "deployment",
+    "deploy",
+    "main",
+    "backend",
+    "daemon",
+    "job",
+    "cron",
+    "controller",
+    "operator",
+    "pod",
+    "v1",
+    "v2",
+];
+
+/// The workload the text names by its distinctive words when it does not name one whole: "stock
+/// updates failing" for `stock-service`, "the docs portal" for `docs-portal`, "the nightly ledger
+/// export" for the CronJob `ledger-export`. A text word matches a name word as written or with a
+/// plural `s` dropped; a run of consecutive name words counts each word. The one workload with
+/// the most matched words is taken, with the words; a tie names none, so a word two workloads
+/// share decides nothing.
+fn by_words(
+    obs: &Observations,
+    text: &str,
+    in_ns: &dyn Fn(&str) -> bool,
+) -> Option<(String, String, String)> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| w.len() >= 3)
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let said = |part: &str| {
+        words
+            .iter()
+            .any(|w| w == part || w.strip_suffix('s') == Some(part))
+    };
+    let candidates = obs
+        .deployments
+        .iter()
+        .filter(|d| in_ns(&d.namespace))
+        .map(|d| ("Deployment", d.name.as_str()))
+        .chain(
+            obs.workloads
+                .iter()
+                .filter(|w| in_ns(&w.namespace) && w.kind != "Job")
+                .map(|w| (w.kind.as_str(), w.name.as_str())),
+        );
+    // (matched words, kind, name, the words).
+    type Match<'o> = (usize, &'o str, &'o str, Vec<&'o str>);
+    let mut best: Option<Match> = None;
+    let mut tied = false;
+    for (kind, name) in candidates {
+        let matched: Vec<&str> = name
+            .split(['-', '_', '.'])
+            .filter(|p| p.len() >= 3 && !p.bytes().all(|b| b.is_ascii_digit()))
+            .filter(|p| !GENERIC_WORDS.contains(p))
+            .filter(|p| said(p))
+            .collect();
+        if matched.is_empty() {
+            continue;
+        }
+        let score = matched.len();
+        match &best {
+            Some((b, _, n, _)) if *b > score || *n == name => {}
+            Some((b, ..)) if *b == score => tied = true,
+            _ => {
+                best = Some((score, kind, name, matched));
+                tied = false;
+            }
+        }
+    }
+    let (_, kind, name, matched) = best.filter(|_| !tied)?;
+    Some((kind.to_string(), name.to_string(), matched.join(" ")))
 }
 
 /// Resolve the subject of the alert or problem.
@@ -757,6 +845,22 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
                 "named in the alert's text"
             };
             add(&mut s, &kind, &name, &ns, how.to_string());
+            s.workloads.push((kind, name));
+        } else if let Some((kind, name, words)) = APP_KEYS
+            .iter()
+            .all(|k| value(k).is_none())
+            .then(|| by_words(obs, &text, &in_ns))
+            .flatten()
+        {
+            // An application label names what the alert is about: words that merely share a
+            // part of it are not taken for it.
+            add(
+                &mut s,
+                &kind,
+                &name,
+                &ns,
+                format!("the words \"{words}\" of its name in the text"),
+            );
             s.workloads.push((kind, name));
         } else if let Some(n) = obs.nodes.iter().find(|n| mentions(&text, &n.name)) {
             // A node the words name, when they name no workload: the node is the subject.
@@ -1083,6 +1187,56 @@ mod tests {
     }
 
     #[test]
+    fn a_workload_is_named_by_its_distinctive_words_and_a_shared_word_names_none() {
+        use crate::model::{DeploymentFacts, WorkloadFacts};
+        let dep = |name: &str| DeploymentFacts {
+            name: name.into(),
+            namespace: "shop".into(),
+            ..DeploymentFacts::default()
+        };
+        let mut obs = Observations {
+            problem: Some("stock updates failing since the release, reads work".into()),
+            deployments: vec![
+                dep("stock-service"),
+                dep("warehouse-sync"),
+                dep("customer-portal"),
+                dep("portal-bff"),
+            ],
+            workloads: vec![WorkloadFacts {
+                kind: "CronJob".into(),
+                name: "ledger-export".into(),
+                namespace: "shop".into(),
+                ..WorkloadFacts::default()
+            }],
+            ..Observations::default()
+        };
+        assert_eq!(
+            resolve(&obs).workloads,
+            vec![("Deployment".to_string(), "stock-service".to_string())]
+        );
+        obs.problem = Some("the nightly ledger exports did not land".into());
+        assert_eq!(
+            resolve(&obs).workloads,
+            vec![("CronJob".to_string(), "ledger-export".to_string())]
+        );
+        // "portal" is a word of two workloads: neither is taken for it.
+        obs.problem = Some("the portal shows a certificate warning".into());
+        assert!(!resolve(&obs).resolved);
+        // A generic word ("service") names nothing.
+        obs.problem = Some("the service is slow".into());
+        assert!(!resolve(&obs).resolved);
+        // An alert whose application label names something else is not taken for a workload
+        // sharing one of its words.
+        obs.problem = None;
+        obs.alert = Some(alert(&[("alertname", "HighLatency"), ("service", "stock")]));
+        if let Some(a) = obs.alert.as_mut() {
+            a.annotations
+                .insert("summary".into(), "stock latency above 500ms".into());
+        }
+        assert!(!resolve(&obs).covers("deployment/stock-service"));
+    }
+
+    #[test]
     fn kube_state_metrics_scrape_job_is_not_a_job_but_job_name_is() {
         let obs = Observations {
             alert: Some(alert(&[
@@ -1177,6 +1331,19 @@ mod tests {
         assert_eq!(s.workload("Deployment"), Some("cart"));
         assert!(s.pods.contains(&"cart-7f9d8-zzzzz".to_string()));
         assert!(!s.pods.contains(&"cart-worker-1a2b3-yyyyy".to_string()));
+    }
+
+    #[test]
+    fn a_services_cluster_dns_name_names_it() {
+        assert!(line_names(
+            "url=http://payments-gateway.shop.svc.cluster.local/v2/authorize",
+            "payments-gateway"
+        ));
+        assert!(line_names("dial tcp redis.cache.svc:6379", "redis"));
+        assert!(!line_names(
+            "reading payments-gateway.yaml",
+            "payments-gateway"
+        ));
     }
 
     #[test]

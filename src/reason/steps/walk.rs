@@ -80,13 +80,16 @@ pub(crate) fn walk(ctx: &Ctx, symptom: &Symptom, signals: &mut [Signal]) {
             (Some(cause), Some(effect)) => *cause <= effect + chrono::Duration::seconds(5),
             _ => true,
         };
+        // An effect seen with nothing saying why (a rollout whose new pods never get ready) has
+        // a category that is a guess: any deeper failure explains it.
+        let guessed = matches!(s.basis, Basis::Observed | Basis::Timed);
         if s.decl().role == Role::Effect
             && s.cause.is_some()
             && !s.benign
             && !s.explained
             && deeper
                 .iter()
-                .any(|(j, c, at)| *j != i && *c == s.category && began_first(at))
+                .any(|(j, c, at)| *j != i && (*c == s.category || guessed) && began_first(at))
         {
             s.explained = true;
         }
@@ -141,7 +144,26 @@ fn ended(ctx: &Ctx, symptom: &Symptom, signals: &mut [Signal]) {
         {
             s.history = true;
         }
+        // Log lines with no time cannot show the failure they report goes on after the symptom
+        // cleared: with the subject's pods all Ready, they are its record.
+        if s.since.is_none()
+            && s.until.is_none()
+            && s.decl().concern == "logs"
+            && subject_ready(ctx)
+        {
+            s.history = true;
+        }
     }
+}
+
+/// Whether the subject has pods and every one of them is Ready.
+fn subject_ready(ctx: &Ctx) -> bool {
+    let mine: Vec<_> = ctx
+        .pods()
+        .into_iter()
+        .filter(|p| ctx.subject.has_pod(p) && !p.deleting)
+        .collect();
+    !mine.is_empty() && mine.iter().all(|p| p.ready())
 }
 
 /// The subject's failing state that `cause` explains: the link before it in the walk.

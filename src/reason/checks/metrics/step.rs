@@ -354,15 +354,40 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
                     level(after),
                     hhmmss(at)
                 );
-                sig.category = if category == Category::ResourceExhaustion {
-                    category
-                } else {
-                    Category::CodeDefect
+                // What the change did, when the subject's own lines say it: connections or
+                // memory used up, a setting or credential wrong. That is the failure's class;
+                // the change is what set it off.
+                let did = ctx.subject_hits().iter().find(|h| {
+                    h.count >= 2
+                        && matches!(
+                            h.sig.category(),
+                            Category::ResourceExhaustion | Category::ConfigurationError
+                        )
+                });
+                sig.category = match did {
+                    Some(h) => h.sig.category(),
+                    None if category == Category::ResourceExhaustion => category,
+                    None => Category::CodeDefect,
                 };
+                let said = did
+                    .map(|h| {
+                        format!(
+                            "; {} {} in the subject's logs, e.g. \"{}\"",
+                            h.count,
+                            h.sig.label(),
+                            h.example
+                        )
+                    })
+                    .unwrap_or_default();
                 sig.basis = Basis::Measured;
                 sig.links = u8::from(role.is_some() || is_base);
+                let from = if did.is_some() {
+                    "Set off by"
+                } else {
+                    "Regression from"
+                };
                 sig.cause = Some(format!(
-                    "Regression from {what} (at {}): {name} {} → {} at {}, {lag} it{still}",
+                    "{from} {what} (at {}): {name} {} → {} at {}, {lag} it{still}{said}",
                     c.at.map(|t| t.format("%H:%M:%S").to_string())
                         .unwrap_or_default(),
                     level(before),
@@ -382,6 +407,17 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
                         evidence.clone(),
                     ));
                 }
+            }
+            // A step in errors with no change before it is what the failing requests' own
+            // errors explain: when the subject's lines show a known failure, that check is the
+            // cause and this step its measure.
+            _ if worse
+                && (role.is_some() || is_base)
+                && category == Category::CodeDefect
+                && !ctx.subject_hits().is_empty() =>
+            {
+                sig.basis = Basis::Observed;
+                sig.links = 1;
             }
             _ if worse && (role.is_some() || is_base) && category != Category::Unknown => {
                 // A step with no change before it: still the alert's subject getting worse.

@@ -105,7 +105,14 @@ pub(crate) fn oom_killed(ctx: &Ctx) -> Vec<Signal> {
                 .unwrap_or_default();
             let siblings = healthy_siblings(ctx, pod);
             let heap = heap_over_limit(c, limit.as_deref());
-            let scope = if let Some((flag, bytes)) = heap {
+            // A limit the workload never set, defaulted by the namespace's LimitRange: the
+            // workload's spec is what is missing.
+            let defaulted = c.memory_limit_defaulted && heap.is_none();
+            let scope = if defaulted {
+                format!(
+                    "; the workload sets no memory limit of its own: {limit_txt} is the namespace's LimitRange default (kubernetes.io/limit-ranger), so its resources must be set to what it needs"
+                )
+            } else if let Some((flag, bytes)) = heap {
                 format!(
                     "; its runtime is told its heap may grow to {} ({flag}), which leaves it no room under {limit_txt}: the heap setting is wrong for the limit, and raising the limit alone moves the kill",
                     format_bytes(bytes)
@@ -134,7 +141,7 @@ pub(crate) fn oom_killed(ctx: &Ctx) -> Vec<Signal> {
                 detail: format!(
                     "the kernel cgroup OOM killer sent SIGKILL (exit code {code}){usage}"
                 ),
-                category: if heap.is_some() {
+                category: if heap.is_some() || defaulted {
                     Category::ConfigurationError
                 } else {
                     Category::ResourceExhaustion
@@ -147,6 +154,8 @@ pub(crate) fn oom_killed(ctx: &Ctx) -> Vec<Signal> {
                     "{}: container {} of {} is OOMKilled with exit code {code} when its memory use hits {limit_txt}{usage}; the kernel kills the process and kubelet restarts it into CrashLoopBackOff ({} restarts){scope}",
                     if heap.is_some() {
                         "Heap sized past the memory limit"
+                    } else if defaulted {
+                        "Memory limit left to a LimitRange default"
                     } else {
                         "Memory exhaustion"
                     },

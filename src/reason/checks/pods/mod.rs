@@ -330,7 +330,17 @@ pub(crate) fn start_blocked(ctx: &Ctx) -> Vec<Signal> {
             && (lower.contains("oom")
                 || lower.contains("out of memory")
                 || lower.contains("memory limit"));
-        let (category, mechanism) = if sandbox_oom {
+        let tiny = pod
+            .containers
+            .iter()
+            .filter_map(|c| c.memory_limit.as_deref())
+            .find(|l| unstartable_limit(l));
+        let (category, mechanism) = if sandbox_oom && tiny.is_some() {
+            (
+                Category::ConfigurationError,
+                "the pod's sandbox is killed for memory as it is created (OOMKilled): a memory limit under a MiB leaves no room for any process, so its unit is missing or mistyped",
+            )
+        } else if sandbox_oom {
             (
                 Category::ResourceExhaustion,
                 "the pod's sandbox is killed for memory as it is created (OOMKilled): its memory limit is too small for its runtime to start, so no container runs; raise the limit",
@@ -377,6 +387,12 @@ pub(crate) fn start_blocked(ctx: &Ctx) -> Vec<Signal> {
         });
     }
     out
+}
+
+/// A memory limit no process can start under (less than a MiB): a unit left off (`512` bytes
+/// for `512Mi`) or mistyped, a setting written wrong rather than a workload needing more.
+fn unstartable_limit(limit: &str) -> bool {
+    crate::reason::parse_bytes(limit).is_some_and(|b| b < 1024.0 * 1024.0)
 }
 
 /// CrashLoopBackOff whose cause is not a more specific analyzer's (OOM, liveness kill).
@@ -449,7 +465,41 @@ pub(crate) fn crash_loop(ctx: &Ctx) -> Vec<Signal> {
                 ..Signal::default()
             };
             let start_failure = start_failure(c);
-            if let Some(message) = &start_failure {
+            let lower = start_failure.as_deref().unwrap_or_default().to_lowercase();
+            if let Some(message) = &start_failure
+                && (lower.contains("oom") || lower.contains("memory limit"))
+            {
+                // Killed for memory before it could start: its limit is too small for any
+                // process, and one under a MiB is a unit left off or mistyped.
+                let limit = c.memory_limit.clone().unwrap_or_else(|| "?".into());
+                let (category, why) = if unstartable_limit(&limit) {
+                    (
+                        Category::ConfigurationError,
+                        format!(
+                            "its memory limit \"{limit}\" is {} bytes, too small for any process: the unit is missing or mistyped",
+                            crate::reason::parse_bytes(&limit).unwrap_or_default()
+                        ),
+                    )
+                } else {
+                    (
+                        Category::ResourceExhaustion,
+                        format!(
+                            "its memory limit {limit} is too small for its runtime to start; raise the limit"
+                        ),
+                    )
+                };
+                sig.category = category;
+                sig.basis = Basis::Stated;
+                sig.detail = format!("the runtime cannot start it: \"{message}\"");
+                sig.cause = Some(format!(
+                    "{} cannot start: {} {} ({}) is OOM-killed as it starts, with {how}: \"{message}\"; {why} (kubelet retries with back-off, {} restarts)",
+                    owner_phrase(pod),
+                    role(c),
+                    c.name,
+                    c.image,
+                    c.restart_count
+                ));
+            } else if let Some(message) = &start_failure {
                 sig.category = Category::ConfigurationError;
                 sig.basis = Basis::Stated;
                 sig.detail = format!("the runtime cannot start it: \"{message}\"");
@@ -1225,6 +1275,68 @@ mod tests {
             cause.contains("1Gi") && cause.contains("990Mi / 1Gi"),
             "{cause}"
         );
+    }
+
+    #[test]
+    fn a_container_killed_for_memory_as_it_starts_names_its_limit_and_a_missing_unit() {
+        let starting = |limit: &str| {
+            ContainerFacts {
+            name: "app".into(),
+            state: "waiting".into(),
+            reason: Some("CrashLoopBackOff".into()),
+            last_reason: Some("StartError".into()),
+            last_exit_code: Some(128),
+            last_message: Some("OCI runtime create failed: runc create failed: unable to start container process: container init was OOM-killed (memory limit too low?): unknown".into()),
+            memory_limit: Some(limit.into()),
+            restart_count: 8,
+            ..ContainerFacts::default()
+        }
+        };
+        let verdict = |limit: &str| {
+            let obs = Observations {
+                pods: vec![pod("web-9f8e7-a", "web-9f8e7", false, starting(limit))],
+                ..Observations::default()
+            };
+            let sigs = crash_loop(&Ctx::new(&obs));
+            (sigs[0].category, sigs[0].cause.clone().unwrap_or_default())
+        };
+        let (category, cause) = verdict("512");
+        assert_eq!(category, Category::ConfigurationError, "{cause}");
+        assert!(
+            cause.contains("\"512\"") && cause.contains("unit"),
+            "{cause}"
+        );
+        let (category, cause) = verdict("16Mi");
+        assert_eq!(category, Category::ResourceExhaustion, "{cause}");
+        assert!(cause.contains("16Mi"), "{cause}");
+    }
+
+    #[test]
+    fn an_oom_kill_at_a_limit_the_workload_never_set_is_its_configuration() {
+        let killed = |defaulted: bool| ContainerFacts {
+            name: "app".into(),
+            state: "waiting".into(),
+            reason: Some("CrashLoopBackOff".into()),
+            last_reason: Some("OOMKilled".into()),
+            last_exit_code: Some(137),
+            memory_limit: Some("256Mi".into()),
+            memory_limit_defaulted: defaulted,
+            restart_count: 12,
+            ..ContainerFacts::default()
+        };
+        for (defaulted, want) in [
+            (true, Category::ConfigurationError),
+            (false, Category::ResourceExhaustion),
+        ] {
+            let obs = Observations {
+                pods: vec![pod("sync-9f8e7-a", "sync-9f8e7", false, killed(defaulted))],
+                ..Observations::default()
+            };
+            let sigs = oom_killed(&Ctx::new(&obs));
+            let cause = sigs[0].cause.clone().unwrap_or_default();
+            assert_eq!(sigs[0].category, want, "{cause}");
+            assert_eq!(cause.contains("LimitRange"), defaulted, "{cause}");
+        }
     }
 
     #[test]
