@@ -82,3 +82,92 @@ async fn a_token_handed_back_again_is_an_error_not_a_loop() {
         .expect_err("no end");
     assert!(err.to_string().contains("did not end"), "{err}");
 }
+
+/// One page of a `networking.k8s.io/v1` list at `path`.
+fn networking_page(
+    path: &str,
+    kind: &str,
+    query: &[(&str, &str)],
+    items: Vec<Value>,
+    next: Option<&str>,
+) -> Recording {
+    let mut meta = json!({});
+    if let Some(t) = next {
+        meta["continue"] = json!(t);
+    }
+    Recording {
+        integration: "kubernetes".into(),
+        method: "GET".into(),
+        path: path.into(),
+        query: query
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect::<BTreeMap<_, _>>(),
+        status: 200,
+        body: Body::Json(json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": format!("{kind}List"),
+            "metadata": meta, "items": items,
+        })),
+        latency_ms: None,
+    }
+}
+
+fn ingress(name: &str) -> Value {
+    json!({"metadata": {"name": name, "namespace": "shop"},
+           "spec": {"rules": [{"host": format!("{name}.example.com"), "http": {"paths": [
+               {"path": "/", "pathType": "Prefix",
+                "backend": {"service": {"name": name, "port": {"number": 80}}}}]}}]}})
+}
+
+#[tokio::test]
+async fn ingresses_are_read_page_by_page_with_the_cluster_classes() {
+    let path = "/apis/networking.k8s.io/v1/namespaces/shop/ingresses";
+    let classes = "/apis/networking.k8s.io/v1/ingressclasses";
+    let (w, _) = world(vec![
+        networking_page(
+            path,
+            "Ingress",
+            &[("limit", "500")],
+            vec![ingress("shop")],
+            Some("t1"),
+        ),
+        networking_page(
+            path,
+            "Ingress",
+            &[("limit", "500"), ("continue", "t1")],
+            vec![ingress("docs")],
+            None,
+        ),
+        networking_page(
+            classes,
+            "IngressClass",
+            &[("limit", "500")],
+            vec![json!({"metadata": {"name": "nginx",
+                         "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}},
+                         "spec": {"controller": "k8s.io/ingress-nginx"}})],
+            None,
+        ),
+    ]);
+    let read = w.kubernetes().ingresses("shop").await.expect("ingresses");
+    let names: Vec<&str> = read.ingresses.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(names, ["shop", "docs"]);
+    assert_eq!(read.ingresses[1].hosts, ["docs.example.com"]);
+    let classes = read.classes.expect("classes read");
+    assert!(classes[0].is_default && classes[0].controller == "k8s.io/ingress-nginx");
+
+    // A cluster (or recording) without the IngressClass list still gives the Ingresses, with
+    // their classes unknown rather than none.
+    let (w, _) = world(vec![networking_page(
+        path,
+        "Ingress",
+        &[("limit", "500")],
+        vec![ingress("shop")],
+        None,
+    )]);
+    let read = w.kubernetes().ingresses("shop").await.expect("ingresses");
+    assert_eq!(read.ingresses.len(), 1);
+    assert!(read.classes.is_none());
+    // No Ingress list at all is an error the caller sees.
+    let (w, _) = world(Vec::new());
+    assert!(w.kubernetes().ingresses("shop").await.is_err());
+}

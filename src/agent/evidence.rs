@@ -75,6 +75,7 @@ pub fn kind_of(tool: &str, output: &ToolOutput) -> &'static str {
         ToolOutput::Deployments(_) => "kubernetes/deployments",
         ToolOutput::Nodes(_) => "kubernetes/nodes",
         ToolOutput::Services(_) => "kubernetes/services",
+        ToolOutput::Ingresses(_) => "kubernetes/ingresses",
         ToolOutput::Workloads(_) => "kubernetes/workloads",
         ToolOutput::Logs(_) if tool.starts_with("kubernetes.") => "kubernetes/pod_logs",
         ToolOutput::Logs(_) => "logs",
@@ -121,6 +122,7 @@ pub fn build(tool: &str, params: &Params, output: &ToolOutput, chart: &Chart) ->
         ToolOutput::Deployments(v) => (format!("Deployments{scope}"), deployments_table(v)),
         ToolOutput::Nodes(v) => (format!("Nodes{on}"), nodes_table(v)),
         ToolOutput::Services(v) => (format!("Services and Endpoints{scope}"), services_table(v)),
+        ToolOutput::Ingresses(v) => (format!("Ingresses{scope}"), ingresses_table(v)),
         ToolOutput::Workloads(v) => {
             let what = match tool {
                 "kubernetes.statefulsets" => "StatefulSets",
@@ -662,6 +664,81 @@ pub fn services_table(services: &[crate::model::ServiceFacts]) -> EvidenceBody {
     )
 }
 
+/// Each Ingress (its class, hosts, rules to `service:port`, TLS secrets, addresses), then the
+/// cluster's IngressClasses, one row each.
+pub fn ingresses_table(list: &crate::model::IngressList) -> EvidenceBody {
+    let mut rows: Vec<Vec<String>> = list
+        .ingresses
+        .iter()
+        .map(|i| {
+            let rules: Vec<String> = i
+                .backends()
+                .iter()
+                .map(|(rule, b)| format!("{rule} -> {}:{}", b.service, b.port))
+                .collect();
+            let tls: Vec<String> = i
+                .tls
+                .iter()
+                .map(|t| {
+                    let secret = if t.secret_name.is_empty() {
+                        "(no secret)"
+                    } else {
+                        t.secret_name.as_str()
+                    };
+                    format!("{secret} for {}", t.hosts.join(","))
+                })
+                .collect();
+            vec![
+                format!("Ingress {}/{}", i.namespace, i.name),
+                i.class.clone().unwrap_or_else(|| "(none named)".into()),
+                i.hosts.join(", "),
+                rules.join("; "),
+                tls.join("; "),
+                if i.addresses.is_empty() {
+                    "none".to_string()
+                } else {
+                    i.addresses.join(", ")
+                },
+            ]
+        })
+        .collect();
+    match &list.classes {
+        Some(classes) => rows.extend(classes.iter().map(|c| {
+            vec![
+                format!("IngressClass {}", c.name),
+                if c.is_default {
+                    format!("{} (default)", c.controller)
+                } else {
+                    c.controller.clone()
+                },
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]
+        })),
+        None => rows.push(vec![
+            "IngressClasses".into(),
+            "could not be read".into(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ]),
+    }
+    table(
+        &[
+            "object",
+            "class or controller",
+            "hosts",
+            "rules",
+            "tls",
+            "address",
+        ],
+        rows,
+    )
+}
+
 pub fn logs_text(lines: &[LogLine]) -> EvidenceBody {
     let skip = lines.len().saturating_sub(MAX_LOG_LINES);
     let text = lines[skip..]
@@ -898,6 +975,73 @@ mod tests {
     use crate::agent::tools::{params, s};
 
     #[test]
+    fn an_ingress_table_shows_rules_tls_addresses_and_the_classes() {
+        use crate::model::{
+            IngressBackendRef, IngressClassFacts, IngressFacts, IngressList, IngressRule,
+            IngressTls,
+        };
+        let mut list = IngressList {
+            ingresses: vec![IngressFacts {
+                name: "shop".into(),
+                namespace: "shop".into(),
+                hosts: vec!["shop.example.com".into()],
+                rules: vec![IngressRule {
+                    host: Some("shop.example.com".into()),
+                    path: "/".into(),
+                    backend: IngressBackendRef {
+                        service: "storefront".into(),
+                        port: "http".into(),
+                    },
+                }],
+                tls: vec![IngressTls {
+                    hosts: vec!["shop.example.com".into()],
+                    secret_name: "shop-tls".into(),
+                }],
+                ..IngressFacts::default()
+            }],
+            classes: Some(vec![IngressClassFacts {
+                name: "nginx".into(),
+                controller: "k8s.io/ingress-nginx".into(),
+                is_default: true,
+            }]),
+        };
+        let EvidenceBody::Table { rows, .. } = ingresses_table(&list) else {
+            panic!("a table")
+        };
+        assert_eq!(
+            rows[0],
+            vec![
+                "Ingress shop/shop",
+                "(none named)",
+                "shop.example.com",
+                "shop.example.com/ -> storefront:http",
+                "shop-tls for shop.example.com",
+                "none",
+            ]
+        );
+        assert_eq!(
+            rows[1][..2],
+            ["IngressClass nginx", "k8s.io/ingress-nginx (default)"]
+        );
+        // Classes that could not be read are said to be so, not left out.
+        list.classes = None;
+        let EvidenceBody::Table { rows, .. } = ingresses_table(&list) else {
+            panic!("a table")
+        };
+        assert_eq!(rows[1][..2], ["IngressClasses", "could not be read"]);
+        let draft = build(
+            "kubernetes.ingresses",
+            &params([("namespace", s("shop"))]),
+            &ToolOutput::Ingresses(list),
+            &Chart::default(),
+        );
+        assert_eq!(
+            (draft.kind.as_str(), draft.title.as_str()),
+            ("kubernetes/ingresses", "Ingresses in shop")
+        );
+    }
+
+    #[test]
     fn big_pod_tables_keep_the_troubled_pods_and_count_the_rest() {
         let pod = |i: usize, phase: &str| PodFacts {
             name: format!("p{i}"),
@@ -940,6 +1084,10 @@ mod tests {
             ("kubernetes.statefulsets", ToolOutput::Workloads(vec![])),
             ("kubernetes.nodes", ToolOutput::Nodes(vec![])),
             ("kubernetes.services", ToolOutput::Services(vec![])),
+            (
+                "kubernetes.ingresses",
+                ToolOutput::Ingresses(crate::model::IngressList::default()),
+            ),
             ("kubernetes.pod_logs", ToolOutput::Logs(vec![])),
             ("kubernetes.config_maps", ToolOutput::Changes(vec![])),
             ("kubernetes.secrets", ToolOutput::Changes(vec![])),

@@ -99,6 +99,14 @@ impl WorldTools {
                 Err(err) if err.is_no_recording() => ToolOutput::Services(Vec::new()),
                 Err(err) => return Err(e(err)),
             },
+            // Like Services: a recorded world without Ingresses has none to report.
+            ReadTool::Ingresses => match kube()?.ingresses(ns).await {
+                Ok(v) => ToolOutput::Ingresses(v),
+                Err(err) if err.is_no_recording() => {
+                    ToolOutput::Ingresses(crate::model::IngressList::default())
+                }
+                Err(err) => return Err(e(err)),
+            },
             // A recorded world without these objects has none to report: absent, not a failure.
             ReadTool::ConfigMaps | ReadTool::Secrets => {
                 let ns = need(params, "namespace", tool)?;

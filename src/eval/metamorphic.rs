@@ -48,6 +48,9 @@ pub fn recording_of_kind(kind: &str, integration: &str, path: &str) -> Option<bo
                 .iter()
                 .any(|r| path.ends_with(r))
         }
+        "kubernetes/ingresses" => {
+            k8s && (path.ends_with("/ingresses") || path.ends_with("/ingressclasses"))
+        }
         "kubernetes/revisions" => k8s && path.ends_with("/controllerrevisions"),
         "kubernetes/workloads" => {
             k8s && ["/statefulsets", "/daemonsets", "/jobs", "/cronjobs"]
@@ -571,6 +574,25 @@ fn add_neighbour(text: &str) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ingress_evidence_is_the_ingress_and_class_lists() {
+        let of = |path: &str| recording_of_kind("kubernetes/ingresses", "kubernetes", path);
+        assert_eq!(
+            of("/apis/networking.k8s.io/v1/namespaces/shop/ingresses"),
+            Some(true)
+        );
+        assert_eq!(of("/apis/networking.k8s.io/v1/ingressclasses"), Some(true));
+        assert_eq!(of("/api/v1/namespaces/shop/services"), Some(false));
+        assert_eq!(
+            recording_of_kind(
+                "kubernetes/ingresses",
+                "prometheus",
+                "/apis/networking.k8s.io/v1/ingresses"
+            ),
+            Some(false)
+        );
+    }
 
     #[test]
     fn times_move_by_the_same_amount_in_every_form() {

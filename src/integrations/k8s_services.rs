@@ -348,6 +348,12 @@ pub fn service_facts(services: &[Service], endpoints: Option<&[Endpoints]>) -> V
                         Some((port, target))
                     })
                     .collect(),
+                port_names: spec
+                    .and_then(|x| x.ports.as_ref())
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| Some((p.name.clone()?, u16::try_from(p.port).ok()?)))
+                    .collect(),
                 endpoints_read: endpoints.is_some(),
                 // `None` (headless) is no address a client dials.
                 cluster_ip: spec

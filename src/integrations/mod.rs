@@ -7,6 +7,7 @@ pub mod error;
 pub mod github;
 pub mod jira;
 mod k8s_autoscalers;
+mod k8s_ingresses;
 mod k8s_services;
 mod k8s_storage;
 pub mod kubernetes;

@@ -537,6 +537,10 @@ pub struct ServiceFacts {
     pub selector: BTreeMap<String, String>,
     /// `port -> targetPort` (a number or a container port's name), one entry a port.
     pub ports: Vec<(u16, String)>,
+    /// The ports that carry a name, by name (what an Ingress backend may ask for instead of a
+    /// number).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub port_names: BTreeMap<String, u16>,
     /// Ready addresses in its Endpoints, by pod name where the address names one.
     pub ready: Vec<String>,
     /// Addresses listed as not ready.
@@ -588,6 +592,100 @@ pub struct IngressRoute {
     pub unknown_class: Option<String>,
 }
 
+/// An Ingress as read from `networking.k8s.io/v1`: what it routes, to which Services, with which
+/// certificates, and whether a controller has taken it (its load-balancer addresses).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct IngressFacts {
+    pub name: String,
+    pub namespace: String,
+    /// `spec.ingressClassName`, else the older `kubernetes.io/ingress.class` annotation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    /// The hosts its rules name, in order, without repeats.
+    pub hosts: Vec<String>,
+    pub rules: Vec<IngressRule>,
+    /// `spec.defaultBackend`, when it names a Service.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_backend: Option<IngressBackendRef>,
+    pub tls: Vec<IngressTls>,
+    /// `status.loadBalancer.ingress`: the IPs or hostnames a controller gave it.
+    pub addresses: Vec<String>,
+    pub created_at: Option<DateTime<Utc>>,
+    /// The last write to it after its creation (its managed fields), when later.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changed_at: Option<DateTime<Utc>>,
+}
+
+impl IngressFacts {
+    /// Every backend with the rule it serves: `host/path`, `*` for the default backend.
+    pub fn backends(&self) -> Vec<(String, &IngressBackendRef)> {
+        let mut out: Vec<(String, &IngressBackendRef)> = Vec::new();
+        if let Some(b) = &self.default_backend {
+            out.push(("*".to_string(), b));
+        }
+        for r in &self.rules {
+            let host = r.host.as_deref().unwrap_or("*");
+            out.push((format!("{host}{}", r.path), &r.backend));
+        }
+        out
+    }
+
+    /// When it last took its present form: its last change, else its creation.
+    pub fn since(&self) -> Option<DateTime<Utc>> {
+        self.changed_at.or(self.created_at)
+    }
+}
+
+/// One path of an Ingress rule and the Service it sends to.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct IngressRule {
+    /// `None` for a rule that matches every host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    pub path: String,
+    pub backend: IngressBackendRef,
+}
+
+/// A backend Service and the port asked of it: a number, or a port's name.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct IngressBackendRef {
+    pub service: String,
+    pub port: String,
+}
+
+/// A TLS entry of an Ingress: the hosts it covers and the Secret holding their certificate.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct IngressTls {
+    pub hosts: Vec<String>,
+    /// Empty when the entry names none (the controller's default certificate serves it). Named
+    /// as the API names it: a field called `secret` would be masked as a secret's value.
+    pub secret_name: String,
+}
+
+/// An IngressClass: the controller that serves the Ingresses naming it, and whether it takes
+/// those naming no class (`ingressclass.kubernetes.io/is-default-class`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct IngressClassFacts {
+    pub name: String,
+    pub controller: String,
+    pub is_default: bool,
+}
+
+/// What `kubernetes.ingresses` read: the Ingresses, and the cluster's IngressClasses (`None`
+/// when they could not be read, which says nothing about them).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct IngressList {
+    pub ingresses: Vec<IngressFacts>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<IngressClassFacts>>,
+}
+
 /// What one read returned, parsed: the typed facts a specialist learned from one evidence item,
 /// and what every tool call hands back. Written to the session (`Event::Observed`) so the
 /// reasoning's inputs are a fold of the log.
@@ -601,6 +699,8 @@ pub enum Facts {
     Workloads(Vec<WorkloadFacts>),
     Nodes(Vec<NodeFacts>),
     Services(Vec<ServiceFacts>),
+    /// Ingresses and the cluster's IngressClasses.
+    Ingresses(IngressList),
     /// Pod logs (`kubernetes.pod_logs`) or log queries (`loki.query_range`).
     Logs(Vec<LogLine>),
     Series(Vec<Series>),
@@ -629,6 +729,7 @@ impl Facts {
             Facts::Workloads(v) => (v.len(), "workloads"),
             Facts::Nodes(v) => (v.len(), "nodes"),
             Facts::Services(v) => (v.len(), "services"),
+            Facts::Ingresses(v) => (v.ingresses.len(), "ingresses"),
             Facts::Logs(v) => (v.len(), "log lines"),
             Facts::Series(v) => (v.len(), "series"),
             Facts::Rules(v) => (v.len(), "rules"),
@@ -665,6 +766,7 @@ impl Serialize for Facts {
             Facts::Workloads(v) => tagged(s, "workloads", v),
             Facts::Nodes(v) => tagged(s, "nodes", v),
             Facts::Services(v) => tagged(s, "services", v),
+            Facts::Ingresses(v) => tagged(s, "ingresses", v),
             Facts::Logs(v) => tagged(s, "logs", v),
             Facts::Series(v) => tagged(s, "series", v),
             Facts::Rules(v) => tagged(s, "rules", v),
@@ -708,6 +810,10 @@ impl<'de> Deserialize<'de> for Facts {
             "workloads" => Facts::Workloads(items(raw.items)?),
             "nodes" => Facts::Nodes(items(raw.items)?),
             "services" => Facts::Services(items(raw.items)?),
+            "ingresses" if raw.items.is_null() => Facts::Ingresses(IngressList::default()),
+            "ingresses" => Facts::Ingresses(
+                serde_json::from_value(raw.items).map_err(serde::de::Error::custom)?,
+            ),
             "logs" => Facts::Logs(items(raw.items)?),
             "series" => Facts::Series(items(raw.items)?),
             "rules" => Facts::Rules(items(raw.items)?),
@@ -745,6 +851,33 @@ mod tests {
         );
         let back: Facts = serde_json::from_value(v).expect("pods read back");
         assert_eq!(back, pods);
+    }
+
+    #[test]
+    fn ingresses_keep_their_classes_in_the_session_shape() {
+        let read = Facts::Ingresses(IngressList {
+            ingresses: vec![IngressFacts {
+                name: "shop".into(),
+                hosts: vec!["shop.example.com".into()],
+                ..IngressFacts::default()
+            }],
+            classes: Some(vec![IngressClassFacts {
+                name: "nginx".into(),
+                controller: "k8s.io/ingress-nginx".into(),
+                is_default: true,
+            }]),
+        });
+        assert_eq!(read.summary(), "1 ingresses");
+        let v = serde_json::to_value(&read).expect("ingresses serialize");
+        assert_eq!(v["type"], "ingresses");
+        assert_eq!(v["items"]["classes"][0]["is_default"], true);
+        let back: Facts = serde_json::from_value(v).expect("ingresses read back");
+        assert_eq!(back, read);
+        // Unread classes stay unknown, not an empty list.
+        let bare: Facts =
+            serde_json::from_value(json!({"type": "ingresses", "items": {"ingresses": []}}))
+                .expect("reads");
+        assert_eq!(bare, Facts::Ingresses(IngressList::default()));
     }
 
     #[test]

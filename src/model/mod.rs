@@ -23,9 +23,10 @@ pub use diagnosis::{Check, CheckStatus, SubjectObject, Symptom, SymptomState, st
 pub use event::{Command, Event, Outcome, Record, RunMode, SessionHeader};
 pub use facts::{
     AlertInfo, AutoscalerFacts, Change, ChangeKind, ClaimFacts, ContainerFacts, DeploymentFacts,
-    Facts, HEAP_FLAGS, IngressRoute, K8sEventFacts, LogLine, NodeFacts, PgBackend, PgConnections,
-    PgDatabase, PgFact, PgReplica, PgStatement, PodFacts, RuleInfo, Series, ServiceFacts,
-    WorkloadFacts, human_duration,
+    Facts, HEAP_FLAGS, IngressBackendRef, IngressClassFacts, IngressFacts, IngressList,
+    IngressRoute, IngressRule, IngressTls, K8sEventFacts, LogLine, NodeFacts, PgBackend,
+    PgConnections, PgDatabase, PgFact, PgReplica, PgStatement, PodFacts, RuleInfo, Series,
+    ServiceFacts, WorkloadFacts, human_duration,
 };
 pub use incident::{
     ActionState, ActionStatus, Approval, ChatEntry, CredentialState, Incident, StageState,

@@ -52,6 +52,13 @@ pub struct Observations {
     pub nodes: Vec<NodeFacts>,
     /// Services with their selectors, ports and what their Endpoints list.
     pub services: Vec<crate::model::ServiceFacts>,
+    /// Ingresses read on their own (`kubernetes.ingresses`).
+    pub ingresses: Vec<crate::model::IngressFacts>,
+    /// The cluster's IngressClasses; `None` when they were not read.
+    pub ingress_classes: Option<Vec<crate::model::IngressClassFacts>>,
+    /// Namespace -> the names of the Secrets listed there (metadata only, never values); a
+    /// namespace absent here was not listed.
+    pub secrets: BTreeMap<String, Vec<String>>,
     /// Container logs; `labels` carry `pod` and `container` (and `previous` = `true` for the last run).
     pub pod_logs: Vec<LogLine>,
     /// Aggregated logs (Loki).
@@ -182,7 +189,10 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(checks::create_refused::create_refused(&ctx));
     signals.extend(checks::service_endpoints::service_endpoints(&ctx));
     signals.extend(checks::service_endpoints::dialled_ports(&ctx));
-    signals.extend(checks::network::ingress_backends(&ctx));
+    signals.extend(checks::ingress::backends(&ctx));
+    signals.extend(checks::ingress::classes(&ctx));
+    signals.extend(checks::ingress::tls(&ctx));
+    signals.extend(checks::ingress::routes(&ctx));
     signals.extend(checks::network::network_policies(&ctx));
     signals.extend(checks::network::egress_policies(&ctx));
     signals.extend(checks::network::ingress_policies(&ctx));
@@ -249,6 +259,13 @@ fn refusals_from_conditions(obs: &Observations) -> Option<Observations> {
 pub fn subject_pods(obs: &Observations) -> Option<Vec<String>> {
     let s = subject::resolve(obs);
     (s.resolved && !s.pods.is_empty()).then_some(s.pods)
+}
+
+/// The namespace of the subject the alert or problem is about, when it resolves to one (a
+/// namespace named, or the Ingress its words name); None otherwise.
+pub fn subject_namespace(obs: &Observations) -> Option<String> {
+    let s = subject::resolve(obs);
+    s.resolved.then_some(s.namespace).flatten()
 }
 
 /// The pods short of ready of the workloads the subject depends on and that are down (its logs or

@@ -258,6 +258,7 @@ pub(crate) fn rank(ctx: &Ctx, mut signals: Vec<Signal>) -> Analysis {
         }
     }
     ruled_out.extend(general_ruled_out(ctx, &signals, top));
+    ruled_out.extend(super::checks::ingress::ruled_out(ctx, &signals));
     // A hypothesis is ruled out by evidence or not at all.
     ruled_out.retain(|r| !r.evidence.is_empty());
 

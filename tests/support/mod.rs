@@ -132,6 +132,16 @@ pub struct Cluster {
     /// (with `statefulsets` and `controllerrevisions`, and no others); else 404, as a server
     /// without those APIs.
     pub workload_apis: bool,
+    /// Whether Services, Endpoints, Secrets, Ingresses, IngressClasses and NetworkPolicies
+    /// answer (from the lists below); else 404, as a server without them.
+    pub network_apis: bool,
+    pub services: Vec<Value>,
+    pub endpoints: Vec<Value>,
+    pub ingresses: Vec<Value>,
+    /// Cluster-scoped.
+    pub ingress_classes: Vec<Value>,
+    /// Sent whole (with their `data`) unless the request asks for metadata only.
+    pub secrets: Vec<Value>,
     pub statefulsets: Vec<Value>,
     pub controllerrevisions: Vec<Value>,
 }
@@ -675,6 +685,61 @@ impl Cluster {
                 };
                 let items = held.iter().filter(|o| meta_ns(o) == *ns).cloned().collect();
                 json_response(StatusCode::OK, &list(kind, "v1", items))
+            }
+            ("GET", ["api", "v1", "namespaces", ns, kind])
+                if self.network_apis && ["services", "endpoints", "secrets"].contains(kind) =>
+            {
+                let (kind, all) = match *kind {
+                    "services" => ("Service", &self.services),
+                    "endpoints" => ("Endpoints", &self.endpoints),
+                    _ => ("Secret", &self.secrets),
+                };
+                let metadata_only = headers
+                    .get(header::ACCEPT)
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|a| a.contains("as=PartialObjectMetadataList"));
+                let items = all
+                    .iter()
+                    .filter(|o| meta_ns(o) == *ns)
+                    .map(|o| {
+                        if metadata_only {
+                            json!({"metadata": o["metadata"].clone()})
+                        } else {
+                            o.clone()
+                        }
+                    })
+                    .collect();
+                json_response(StatusCode::OK, &list(kind, "v1", items))
+            }
+            ("GET", ["apis", "networking.k8s.io", "v1", "ingressclasses"]) if self.network_apis => {
+                let items = self.ingress_classes.clone();
+                json_response(
+                    StatusCode::OK,
+                    &list("IngressClass", "networking.k8s.io/v1", items),
+                )
+            }
+            ("GET", ["apis", "networking.k8s.io", "v1", "ingresses"]) if self.network_apis => {
+                let items = self.ingresses.clone();
+                json_response(
+                    StatusCode::OK,
+                    &list("Ingress", "networking.k8s.io/v1", items),
+                )
+            }
+            ("GET", ["apis", "networking.k8s.io", "v1", "namespaces", ns, kind])
+                if self.network_apis && ["ingresses", "networkpolicies"].contains(kind) =>
+            {
+                let (kind, items) = if *kind == "ingresses" {
+                    let items = self
+                        .ingresses
+                        .iter()
+                        .filter(|o| meta_ns(o) == *ns)
+                        .cloned()
+                        .collect();
+                    ("Ingress", items)
+                } else {
+                    ("NetworkPolicy", Vec::new())
+                };
+                json_response(StatusCode::OK, &list(kind, "networking.k8s.io/v1", items))
             }
             ("GET", ["apis", "apps", "v1", "namespaces", ns, "deployments"]) => {
                 let items = self

@@ -1,5 +1,5 @@
 //! The Kubernetes specialist: the subject's controllers, pods and events (by selector where it can),
-//! its Services, and the logs of the pods the verdict will be about.
+//! its Services and Ingresses, and the logs of the pods the verdict will be about.
 
 use super::{Caller, Scope};
 use crate::agent::evidence::Chart;
@@ -141,21 +141,49 @@ pub(super) async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observatio
         picked.insert(0, p);
     }
     // The Services in front of the subject (and what their Endpoints list), in its namespace.
-    let service_ns = ns.clone().or_else(|| {
+    let mut service_ns = ns.clone().or_else(|| {
         let names = subject.as_ref()?;
         pods.iter()
             .find(|p| names.contains(&p.name))
             .map(|p| p.namespace.clone())
     });
+    // A problem that names no namespace and no workload may name a website ("the docs portal",
+    // a host): every namespace's Ingresses say which one it is about.
+    let mut ingresses_read = false;
+    if service_ns.is_none() && scope.problem.is_some() {
+        ingresses_read = c
+            .call("kubernetes.ingresses", Params::new(), &none, obs)
+            .await
+            .is_some();
+        service_ns =
+            crate::reason::subject_namespace(&obs.lock().unwrap_or_else(|e| e.into_inner()));
+    }
     let services = async {
         if let Some(service_ns) = &service_ns {
-            c.call(
-                "kubernetes.services",
-                params([("namespace", s(service_ns))]),
-                &none,
-                obs,
-            )
-            .await;
+            let in_service_ns = || params([("namespace", s(service_ns))]);
+            futures::join!(
+                c.call("kubernetes.services", in_service_ns(), &none, obs),
+                async {
+                    if !ingresses_read {
+                        c.call("kubernetes.ingresses", in_service_ns(), &none, obs)
+                            .await;
+                    }
+                },
+            );
+            // Whether an Ingress's certificate Secret exists is read from the names of the
+            // namespace's Secrets (metadata only), and only when an Ingress there has TLS.
+            let wants_tls = obs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .ingresses
+                .iter()
+                .any(|i| {
+                    &i.namespace == service_ns && i.tls.iter().any(|t| !t.secret_name.is_empty())
+                });
+            if wants_tls {
+                c.call("kubernetes.secrets", in_service_ns(), &none, obs)
+                    .await;
+            }
         }
     };
     picked.sort_by_key(|p| std::cmp::Reverse(p.restarts()));

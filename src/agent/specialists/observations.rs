@@ -51,6 +51,30 @@ pub fn absorb(
         ToolOutput::Services(v) => merge_by(&mut obs.services, v, |s| {
             (s.namespace.clone(), s.name.clone())
         }),
+        ToolOutput::Ingresses(v) => {
+            merge_by(&mut obs.ingresses, &v.ingresses, |i| {
+                (i.namespace.clone(), i.name.clone())
+            });
+            if let Some(classes) = &v.classes {
+                merge_by(
+                    obs.ingress_classes.get_or_insert_with(Vec::new),
+                    classes,
+                    |c| c.name.clone(),
+                );
+            }
+        }
+        // A Secret list (names only) says which exist in its namespace, beside the changes.
+        ToolOutput::Changes(v) if tool == "kubernetes.secrets" => {
+            if let Some(ns) = crate::agent::tools::p_str(params, "namespace") {
+                let names = obs.secrets.entry(ns.to_string()).or_default();
+                for c in v {
+                    if !names.contains(&c.id) {
+                        names.push(c.id.clone());
+                    }
+                }
+            }
+            obs.changes.extend(v.iter().cloned());
+        }
         ToolOutput::Workloads(v) => merge_by(&mut obs.workloads, v, |w| {
             (format!("{}/{}", w.kind, w.namespace), w.name.clone())
         }),
@@ -160,6 +184,24 @@ pub fn merge(into: &mut Observations, from: Observations) {
     merge_by(&mut into.services, &from.services, |s| {
         (s.namespace.clone(), s.name.clone())
     });
+    merge_by(&mut into.ingresses, &from.ingresses, |i| {
+        (i.namespace.clone(), i.name.clone())
+    });
+    if let Some(classes) = from.ingress_classes {
+        merge_by(
+            into.ingress_classes.get_or_insert_with(Vec::new),
+            &classes,
+            |c| c.name.clone(),
+        );
+    }
+    for (ns, names) in from.secrets {
+        let slot = into.secrets.entry(ns).or_default();
+        for n in names {
+            if !slot.contains(&n) {
+                slot.push(n);
+            }
+        }
+    }
     into.pod_logs.extend(from.pod_logs);
     into.logs.extend(from.logs);
     merge_series(&mut into.metrics, &from.metrics);
@@ -207,5 +249,75 @@ mod tests {
         merge(&mut into, from);
         assert_eq!(into.workloads.len(), 2);
         assert_eq!(into.workloads[0].ready, 3);
+    }
+
+    #[test]
+    fn secret_names_and_ingresses_are_kept_by_namespace_and_merged() {
+        use crate::model::{Change, IngressClassFacts, IngressFacts, IngressList};
+        let secret = |name: &str| Change {
+            id: name.into(),
+            title: format!("secret {name} created"),
+            target: format!("shop/secret/{name}"),
+            ..Change::default()
+        };
+        let in_shop = crate::agent::tools::params([("namespace", crate::agent::tools::s("shop"))]);
+        let mut obs = Observations::default();
+        absorb(
+            &mut obs,
+            "kubernetes.secrets",
+            &in_shop,
+            &ToolOutput::Changes(vec![secret("shop-tls")]),
+            "changes",
+            &"ev-1".to_string(),
+        );
+        assert_eq!(obs.secrets.get("shop"), Some(&vec!["shop-tls".to_string()]));
+        assert_eq!(obs.changes.len(), 1);
+        // A ConfigMap list is not a list of Secrets.
+        absorb(
+            &mut obs,
+            "kubernetes.config_maps",
+            &in_shop,
+            &ToolOutput::Changes(vec![secret("settings")]),
+            "changes",
+            &"ev-2".to_string(),
+        );
+        assert_eq!(obs.secrets.get("shop").map(Vec::len), Some(1));
+        let ing = |name: &str| IngressFacts {
+            name: name.into(),
+            namespace: "shop".into(),
+            ..IngressFacts::default()
+        };
+        // Classes not read stay unknown.
+        absorb(
+            &mut obs,
+            "kubernetes.ingresses",
+            &in_shop,
+            &ToolOutput::Ingresses(IngressList {
+                ingresses: vec![ing("shop")],
+                classes: None,
+            }),
+            "kubernetes/ingresses",
+            &"ev-3".to_string(),
+        );
+        assert!(obs.ingress_classes.is_none());
+        let from = Observations {
+            ingresses: vec![ing("shop"), ing("docs")],
+            ingress_classes: Some(vec![IngressClassFacts {
+                name: "nginx".into(),
+                ..IngressClassFacts::default()
+            }]),
+            secrets: std::collections::BTreeMap::from([(
+                "shop".to_string(),
+                vec!["shop-tls".to_string(), "other".to_string()],
+            )]),
+            ..Observations::default()
+        };
+        merge(&mut obs, from);
+        assert_eq!(obs.ingresses.len(), 2);
+        assert_eq!(obs.ingress_classes.map(|c| c.len()), Some(1));
+        assert_eq!(
+            obs.secrets.get("shop"),
+            Some(&vec!["shop-tls".to_string(), "other".to_string()])
+        );
     }
 }

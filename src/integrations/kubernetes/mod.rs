@@ -545,6 +545,40 @@ impl KubernetesClient {
         ))
     }
 
+    /// Ingresses in `ns` (all namespaces when `None`) and the cluster's IngressClasses. The
+    /// classes are cluster-scoped and optional: a cluster (or a recording) without them still
+    /// gives the Ingresses, with the classes unknown.
+    pub async fn ingresses<'a>(
+        &self,
+        ns: impl Into<Option<&'a str>>,
+    ) -> Result<crate::model::IngressList, IntegrationError> {
+        use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+        let list: Vec<Ingress> = self
+            .list(
+                ns.into(),
+                "/apis/networking.k8s.io/v1",
+                "ingresses",
+                "Ingress",
+            )
+            .await?;
+        let classes: Option<Vec<IngressClass>> = self
+            .list(
+                None,
+                "/apis/networking.k8s.io/v1",
+                "ingressclasses",
+                "IngressClass",
+            )
+            .await
+            .ok();
+        Ok(crate::model::IngressList {
+            ingresses: list
+                .iter()
+                .map(super::k8s_ingresses::ingress_facts)
+                .collect(),
+            classes: classes.map(|c| c.iter().map(super::k8s_ingresses::class_facts).collect()),
+        })
+    }
+
     /// StatefulSets in `ns` (all namespaces when `None`).
     pub async fn statefulsets<'a>(
         &self,

@@ -183,6 +183,7 @@ pub enum ReadTool {
     PiLoad,
     PiTopKeys,
     Services,
+    Ingresses,
     DatadogQuery,
     DatadogMonitors,
     DatadogEvents,
@@ -190,7 +191,7 @@ pub enum ReadTool {
 }
 
 impl ReadTool {
-    pub const ALL: [ReadTool; 41] = [
+    pub const ALL: [ReadTool; 42] = [
         ReadTool::Pods,
         ReadTool::Events,
         ReadTool::Deployments,
@@ -228,6 +229,7 @@ impl ReadTool {
         ReadTool::PiLoad,
         ReadTool::PiTopKeys,
         ReadTool::Services,
+        ReadTool::Ingresses,
         ReadTool::DatadogQuery,
         ReadTool::DatadogMonitors,
         ReadTool::DatadogEvents,

@@ -205,6 +205,12 @@ table! {
         usage: "kubectl get services,endpoints,ingresses,networkpolicies",
     }
 
+    read kubernetes.ingresses => Ingresses {
+        summary: "list Ingresses with their class, hosts, rules and backends, TLS secrets and load-balancer addresses, and the cluster's IngressClasses",
+        params: [NS_READ],
+        usage: "kubectl get ingresses,ingressclasses",
+    }
+
     read kubernetes.config_maps => ConfigMaps {
         summary: "when each ConfigMap was last written (metadata only)",
         params: [req("namespace", Str, "namespace of the ConfigMaps")],

@@ -12,6 +12,7 @@ pub(crate) mod create_refused;
 pub(crate) mod database;
 pub(crate) mod dependencies;
 pub(crate) mod eviction;
+pub(crate) mod ingress;
 pub(crate) mod logs;
 pub(crate) mod metrics;
 pub(crate) mod monitor;
@@ -123,6 +124,7 @@ const ALL: &[&[Decl]] = &[
     metrics::DECLARED,
     logs::DECLARED,
     network::DECLARED,
+    ingress::DECLARED,
     autoscaler::DECLARED,
     slow_calls::DECLARED,
     cpu_limit::DECLARED,

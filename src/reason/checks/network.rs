@@ -1,7 +1,7 @@
-//! The way in to the subject: an Ingress rule that routes to a Service that does not exist or to a
-//! port it does not expose, and a NetworkPolicy that selects the pods behind a Service and allows
-//! them no ingress, drop every request however healthy the pods look; one that limits the
-//! subject's own egress to other ports drops every connection it opens.
+//! The network around the subject: a NetworkPolicy that selects the pods behind a Service and
+//! allows them no ingress drops every request however healthy the pods look; one that limits the
+//! subject's own egress to other ports drops every connection it opens. (Ingresses are the
+//! `ingress` concern's.)
 
 use super::{Basis, Decl, Role};
 use crate::model::{Category, ServiceFacts};
@@ -10,20 +10,6 @@ use crate::reason::{Ctx, Signal, list_names, subject};
 
 /// The checks this concern makes.
 pub(crate) const DECLARED: &[Decl] = &[
-    Decl {
-        id: "ingress_class",
-        title: "Ingress names an IngressClass the cluster has",
-        concern: "network",
-        role: Role::Failure,
-        reads: &[],
-    },
-    Decl {
-        id: "ingress_backend",
-        title: "Ingress routes to no Service port",
-        concern: "network",
-        role: Role::Failure,
-        reads: &[],
-    },
     Decl {
         id: "network_policy",
         title: "NetworkPolicy allows the pods no ingress",
@@ -71,101 +57,6 @@ fn concerns_subject(ctx: &Ctx, svc: &ServiceFacts) -> bool {
             .iter()
             .any(|r| named(ctx, &r.ingress) || named(ctx, r.rule.split('/').next().unwrap_or("")))
         || relation(ctx, &format!("service/{}", svc.name)).is_some_and(|r| r != "subject")
-}
-
-/// Check: does every Ingress rule in front of the subject reach a port of an existing Service?
-/// Failing when one routes to a Service that does not exist, or to a port it does not expose.
-pub(crate) fn ingress_backends(ctx: &Ctx) -> Vec<Signal> {
-    let mut out = Vec::new();
-    let evidence = ctx.ev(&["kubernetes/services"]);
-    for svc in ctx.obs.services.iter().filter(|s| !s.routes.is_empty()) {
-        if !concerns_subject(ctx, svc) {
-            continue;
-        }
-        // An Ingress whose class no controller has: none of its rules is served at all.
-        if let Some(r) = svc.routes.iter().find(|r| r.unknown_class.is_some()) {
-            let class = r.unknown_class.clone().unwrap_or_default();
-            let summary = format!(
-                "Ingress {} names IngressClass \"{class}\", which the cluster does not have",
-                r.ingress
-            );
-            out.push(Signal {
-                analyzer: "ingress_class",
-                summary: summary.clone(),
-                detail: format!("its rule {} routes to Service {}", r.rule, svc.name),
-                category: Category::ConfigurationError,
-                basis: Basis::Measured,
-                links: 1,
-                evidence: evidence.clone(),
-                cause: Some(format!(
-                    "{summary}, so no ingress controller serves its rules and requests for {} never reach Service {}; name an existing class",
-                    r.rule, svc.name
-                )),
-                objects: vec![format!("ingress/{}", r.ingress), format!("service/{}", svc.name)],
-                ..Signal::default()
-            });
-            continue;
-        }
-        let exposed: Vec<String> = svc.ports.iter().map(|(p, _)| p.to_string()).collect();
-        let bad: Vec<_> = svc
-            .routes
-            .iter()
-            .filter(|r| {
-                svc.missing || (r.port.parse::<u16>().is_ok() && !exposed.contains(&r.port))
-            })
-            .collect();
-        let Some(first) = bad.first() else {
-            continue;
-        };
-        let rules: Vec<String> = bad
-            .iter()
-            .map(|r| format!("{} ({})", r.ingress, r.rule))
-            .collect();
-        let (summary, why) = if svc.missing {
-            (
-                format!(
-                    "Ingress {} routes {} to Service {}, which does not exist in {}",
-                    first.ingress, first.rule, svc.name, svc.namespace
-                ),
-                "the backend names a Service that was never created or was renamed",
-            )
-        } else {
-            (
-                format!(
-                    "Ingress {} routes {} to port {} of Service {}, which exposes only {}",
-                    first.ingress,
-                    first.rule,
-                    first.port,
-                    svc.name,
-                    if exposed.is_empty() {
-                        "no port".to_string()
-                    } else {
-                        exposed.join(", ")
-                    }
-                ),
-                "the backend's port is not one the Service exposes",
-            )
-        };
-        out.push(Signal {
-            analyzer: "ingress_backend",
-            summary: summary.clone(),
-            detail: format!("rules: {}", list_names(&rules, 4)),
-            category: Category::ConfigurationError,
-            basis: Basis::Measured,
-            links: 1,
-            evidence: evidence.clone(),
-            cause: Some(format!(
-                "{summary}, so the ingress controller has no backend for these requests and answers them with errors (503); {why}"
-            )),
-            // The Ingress is what the alert names; the Service is what stands in front of the pods.
-            objects: vec![
-                format!("ingress/{}", first.ingress),
-                format!("service/{}", svc.name),
-            ],
-            ..Signal::default()
-        });
-    }
-    out
 }
 
 /// Check: may traffic reach the pods behind each Service in front of the subject? Failing when a
@@ -375,7 +266,7 @@ pub(crate) fn ingress_policies(ctx: &Ctx) -> Vec<Signal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Alert, ContainerFacts, DeploymentFacts, IngressRoute, PodFacts};
+    use crate::model::{Alert, ContainerFacts, DeploymentFacts, PodFacts};
     use crate::reason::{Observations, analyze};
     use std::collections::BTreeMap;
 
@@ -438,15 +329,6 @@ mod tests {
         }
     }
 
-    fn route(port: &str) -> IngressRoute {
-        IngressRoute {
-            ingress: "shop".into(),
-            rule: "shop.example.com/".into(),
-            port: port.into(),
-            unknown_class: None,
-        }
-    }
-
     #[test]
     fn a_policy_admitting_others_to_the_service_the_subject_dials_is_the_cause() {
         let gateway = |from: &str| ServiceFacts {
@@ -505,64 +387,6 @@ mod tests {
         // The port it dials is one the policy lets out: not the policy's doing.
         o.services[0].egress_ports = vec![53, 5432];
         assert!(egress_policies(&Ctx::new(&o)).is_empty());
-    }
-
-    #[test]
-    fn an_ingress_to_a_missing_service_or_port_is_the_cause() {
-        let missing = ServiceFacts {
-            name: "web-svc".into(),
-            namespace: "shop".into(),
-            missing: true,
-            routes: vec![route("80")],
-            ..ServiceFacts::default()
-        };
-        let mut o = obs(vec![web(80), missing]);
-        // The Ingress is named by the alert's own words.
-        if let Some(a) = o.alert.as_mut() {
-            a.labels.insert("ingress".into(), "shop".into());
-        }
-        let a = analyze(&o);
-        assert_eq!(a.category, Category::ConfigurationError, "{}", a.root_cause);
-        assert!(
-            a.root_cause
-                .contains("routes shop.example.com/ to Service web-svc, which does not exist"),
-            "{}",
-            a.root_cause
-        );
-        // A route to a port the Service does not expose.
-        let mut wrong = web(80);
-        wrong.routes = vec![route("8081")];
-        let a = analyze(&obs(vec![wrong]));
-        assert!(
-            a.root_cause
-                .contains("to port 8081 of Service web, which exposes only 80"),
-            "{}",
-            a.root_cause
-        );
-        // A route to an exposed port is fine.
-        let mut fine = web(80);
-        fine.routes = vec![route("80")];
-        assert!(ingress_backends(&Ctx::new(&obs(vec![fine]))).is_empty());
-    }
-
-    #[test]
-    fn an_ingress_of_a_class_the_cluster_lacks_is_the_cause() {
-        let mut svc = web(80);
-        let mut r = route("80");
-        r.unknown_class = Some("nginx-internal".into());
-        svc.routes = vec![r];
-        let mut o = obs(vec![svc]);
-        if let Some(a) = o.alert.as_mut() {
-            a.labels.insert("ingress".into(), "shop".into());
-        }
-        let a = analyze(&o);
-        assert_eq!(a.category, Category::ConfigurationError, "{}", a.root_cause);
-        assert!(
-            a.root_cause
-                .contains("names IngressClass \"nginx-internal\", which the cluster does not have"),
-            "{}",
-            a.root_cause
-        );
     }
 
     #[test]

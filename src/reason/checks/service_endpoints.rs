@@ -120,10 +120,16 @@ pub(crate) fn dialled_ports(ctx: &Ctx) -> Vec<Signal> {
     out
 }
 
-/// Whether the alert, the problem or the subject names the Service.
+/// Whether the alert, the problem or the subject names the Service (a backend of the subject's
+/// Ingress is one of its objects).
 pub(crate) fn named(ctx: &Ctx, svc: &ServiceFacts) -> bool {
     super::network::named(ctx, &svc.name)
         || ctx.subject.workloads.iter().any(|(_, n)| *n == svc.name)
+        || ctx
+            .subject
+            .objects
+            .iter()
+            .any(|o| o.kind == "Service" && o.name == svc.name && o.namespace == svc.namespace)
 }
 
 fn selects(svc: &ServiceFacts, pod: &PodFacts) -> bool {

@@ -108,6 +108,8 @@ pub(crate) struct Subject {
     pub containers: Vec<String>,
     /// The namespace named as a whole application, every workload of it the subject.
     pub application: Option<String>,
+    /// Ingresses the alert or problem is about (their backends are among `objects`).
+    pub ingresses: Vec<String>,
     /// False when nothing could be resolved: then every object is in scope, as an unscoped look.
     pub resolved: bool,
 }
@@ -768,19 +770,19 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
     }
     // Names in the alert's text or the problem's words, longest first so `checkout-worker` is not
     // taken for `checkout`.
-    if s.workloads.is_empty() && s.named_pods.is_empty() {
-        let mut text = String::new();
-        if let Some(a) = alert {
-            for (k, v) in &a.annotations {
-                if ["summary", "description", "message", "title"].contains(&k.as_str()) {
-                    text.push_str(v);
-                    text.push('\n');
-                }
+    let mut text = String::new();
+    if let Some(a) = alert {
+        for (k, v) in &a.annotations {
+            if ["summary", "description", "message", "title"].contains(&k.as_str()) {
+                text.push_str(v);
+                text.push('\n');
             }
         }
-        if let Some(p) = &obs.problem {
-            text.push_str(p);
-        }
+    }
+    if let Some(p) = &obs.problem {
+        text.push_str(p);
+    }
+    if s.workloads.is_empty() && s.named_pods.is_empty() {
         let mut named: Vec<(String, String)> = obs
             .deployments
             .iter()
@@ -881,6 +883,9 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
             );
         }
     }
+    // An Ingress named (or the one a website problem is about) and its backends, before the
+    // workloads' pods are gathered below.
+    super::ingress_subject::resolve(obs, &mut s, &text, value("ingress").map(String::as_str));
     // A named pod's owner joins the subject, found through its ownerReferences.
     for name in s.named_pods.clone() {
         if let Some(p) = pods.iter().find(|p| p.name == name) {
@@ -974,7 +979,10 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
             "the configured database, consulted".to_string(),
         );
     }
-    s.resolved = !s.workloads.is_empty() || !s.pods.is_empty() || !s.nodes.is_empty();
+    s.resolved = !s.workloads.is_empty()
+        || !s.pods.is_empty()
+        || !s.nodes.is_empty()
+        || !s.ingresses.is_empty();
     if let Some(instance) = crate::reason::cloud::subject(obs) {
         // The label that named it also reads as a database; the instance is the one object.
         s.objects
