@@ -330,10 +330,11 @@ fn own_failure(ctx: &Ctx, dep: &Down) -> Option<(Category, String)> {
             .collect();
         let hits = logs::scan(lines.iter().copied());
         let h = logs::decisive(&lines, &hits)?;
-        let quote = h
-            .lines
-            .last()
-            .and_then(|&i| lines.get(i))
+        // The last line of it that names what is wrong (a setting, a peer), else its last.
+        let of_hit = || h.lines.iter().rev().filter_map(|&i| lines.get(i));
+        let quote = of_hit()
+            .find(|l| logs::detail_of(h.sig, &l.line).is_some())
+            .or_else(|| of_hit().next())
             .map(|l| logs::short(&l.line))
             .unwrap_or_else(|| h.example.clone());
         Some((

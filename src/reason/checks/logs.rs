@@ -216,6 +216,8 @@ static CONFIG_KEY: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         r#"KeyError:\s*["']([A-Z][A-Z0-9_]{2,})["']"#,
         r#"\b([A-Z][A-Z0-9_]{2,}) (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))"#,
         r#"(?i)\b((?:configmaps?|secrets?)\s+["']?[a-z0-9][a-z0-9.\-]*)["']?\s+not found"#,
+        // A server naming the setting of its own configuration it refuses.
+        r#"(?i)(?:invalid value for parameter|unrecognized configuration parameter|unknown directive)\s+["'`]?([A-Za-z_][\w.\-/]*)"#,
     ]
     .into_iter()
     .filter_map(|p| Regex::new(p).ok())
@@ -235,7 +237,7 @@ pub(crate) fn config_key(line: &str) -> Option<String> {
 }
 
 /// The decisive detail of a line of class `sig`: the host:port that fails, the key that is missing.
-fn detail_of(sig: Sig, line: &str) -> Option<String> {
+pub(crate) fn detail_of(sig: Sig, line: &str) -> Option<String> {
     match sig {
         Sig::Config => config_key(line),
         // The host of the URL the client called is the peer that answered.
@@ -1429,6 +1431,11 @@ mod tests {
         ] {
             assert_eq!(classify(l), vec![Sig::Config], "{l}");
         }
+        assert_eq!(
+            config_key("FATAL:  invalid value for parameter \"shared_buffers\": \"2GBB\"")
+                .as_deref(),
+            Some("shared_buffers")
+        );
         assert_eq!(
             classify(
                 "redis.exceptions.ResponseError: OOM command not allowed when used memory > 'maxmemory'."

@@ -117,6 +117,33 @@ pub(crate) fn resolve(obs: &Observations, s: &mut Subject, text: &str, label: Op
             ));
         }
     }
+    // Seen from outside, naming a workload: the Ingresses in front of it are what is seen.
+    if chosen.is_empty()
+        && !s.workloads.is_empty()
+        && said.iter().any(|w| WEB_WORDS.contains(&w.as_str()))
+    {
+        for ing in &in_scope {
+            let fronts = ing.backends().iter().any(|(_, b)| {
+                obs.services
+                    .iter()
+                    .filter(|v| v.name == b.service && v.namespace == ing.namespace)
+                    .filter(|v| !v.missing && !v.selector.is_empty())
+                    .any(|v| {
+                        obs.pods.iter().any(|p| {
+                            p.namespace == ing.namespace
+                                && selector_matches(&v.selector, &[], &p.labels)
+                                && workload_of(obs, p).is_some_and(|w| s.workloads.contains(&w))
+                        })
+                    })
+            });
+            if fronts {
+                chosen.push((
+                    ing,
+                    "in front of the workload, for a problem seen through its URL".into(),
+                ));
+            }
+        }
+    }
     for (ing, how) in chosen {
         add(s, "Ingress", &ing.name, &ing.namespace, how);
         if s.namespace.is_none() && !ing.namespace.is_empty() {
@@ -282,6 +309,17 @@ mod tests {
             vec![("Deployment".to_string(), "docs-server".to_string())]
         );
         assert_eq!(s.pods, vec!["docs-server-6f7d8-x1"]);
+        // A workload named with words of the web: the Ingress in front of it is seen too.
+        let mut named = obs.clone();
+        named.ingresses[0].name = "public".into();
+        named.ingresses[0].hosts = vec!["handbook.example.com".into()];
+        named.problem = Some("docs-server shows a certificate warning".into());
+        assert_eq!(
+            super::super::subject::resolve(&named).ingresses,
+            vec!["public"]
+        );
+        named.problem = Some("docs-server is slow".into());
+        assert!(super::super::subject::resolve(&named).ingresses.is_empty());
         // Without the Ingress read, no Ingress or backend Service is part of the subject.
         let mut none = obs.clone();
         none.ingresses.clear();
