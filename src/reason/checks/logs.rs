@@ -57,6 +57,9 @@ pub(crate) enum Sig {
     /// A runtime or pool reporting that something taken was never given back (connections,
     /// memory): the code holding them is at fault.
     Leak,
+    /// A token or signature rejected as issued in the future: the clocks of the issuer and the
+    /// checker disagree.
+    ClockSkew,
     /// A 5xx answer the process received from a peer it called (an HTTP client's error naming
     /// the status): the peer fails, not the caller.
     Upstream5xx,
@@ -86,6 +89,7 @@ impl Sig {
             Sig::Http5xx => "HTTP 5xx responses",
             Sig::Upstream5xx => "HTTP 5xx answers from an upstream",
             Sig::Leak => "resource leak reports",
+            Sig::ClockSkew => "tokens rejected as issued in the future (clock skew)",
             Sig::Oom => "out-of-memory messages",
             Sig::DiskFull => "disk-full errors",
             Sig::FileDescriptors => "open-file limit errors",
@@ -102,6 +106,7 @@ impl Sig {
             | Sig::Reset
             | Sig::Upstream5xx
             | Sig::Timeout => Category::DependencyFailure,
+            Sig::ClockSkew => Category::Infrastructure,
             Sig::Auth => Category::ConfigurationError,
             Sig::Panic | Sig::Syntax | Sig::Http5xx | Sig::Leak => Category::CodeDefect,
             Sig::Oom => Category::ResourceExhaustion,
@@ -112,7 +117,7 @@ impl Sig {
 }
 
 static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
-    let table: [(Sig, &str); 19] = [
+    let table: [(Sig, &str); 20] = [
         (
             Sig::Pool,
             r"(?i)pool (?:is )?exhausted|connection pool (?:is )?(?:full|exhausted)|too many (?:connections|clients)|remaining connection slots|could not acquire (?:a )?connection|connection is not available, request timed out|timeout acquiring (?:a )?connection|no available connections?|max_connections",
@@ -166,6 +171,10 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
             r"(?i)(?:HTTP/\d(?:\.\d)?\x22?\s+|status(?:code)?[=: ]+|\b(?:GET|POST|PUT|DELETE|PATCH)\s+\S+\s+)5\d\d\b|internal server error|bad gateway|service unavailable",
         ),
         (
+            Sig::ClockSkew,
+            r"(?i)prematurejwtexception|immaturesignatureerror|token used before issued|(?:token|jwt|signature) (?:is )?not (?:yet )?valid (?:yet|until|before)|not yet valid \((?:iat|nbf)\)|\bclock skew(?:ed)?\b|clock is (?:ahead|behind)",
+        ),
+        (
             Sig::Leak,
             r"(?i)\bleak detected\b|apparent connection leak|possible (?:memory|connection|resource|eventemitter memory) leak|\bleakdetection|connection leak|memory leak detected",
         ),
@@ -187,7 +196,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Config,
-            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))|flag provided but not defined|unknown (?:flag|option|shorthand flag|command line option)|unrecognized (?:option|argument|arguments)|invalid (?:option|argument|flag)|read-only file system|erofs|\(13: permission denied\)|: permission denied$|eacces|exec format error|operation not permitted|\byaml: (?:line \d+|unmarshal errors)|\btoml: line \d+|(?:error|failed|unable|cannot|could not) (?:to )?(?:parse|parsing|load|loading|read|reading|decode|decoding|unmarshal) (?:the )?config|(?:loading|parsing|reading|decoding) (?:the )?config(?:uration)?(?: file)?\b.{0,120}\berror|\bunknown directive\b|\[emerg\].{0,80}\b(?:directive|parameter|in /etc/)|invalid value for parameter|unrecognized configuration parameter|configuration file \S+ contains errors|\bnot (?:in|found in) the (?:peer|server|member|seed) list\b",
+            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))|flag provided but not defined|unknown (?:flag|option|shorthand flag|command line option)|unrecognized (?:option|argument|arguments)|invalid (?:option|argument|flag)|read-only file system|erofs|\(13: permission denied\)|: permission denied$|eacces|exec format error|operation not permitted|\byaml: (?:line \d+|unmarshal errors)|\btoml: line \d+|(?:error|failed|unable|cannot|could not) (?:to )?(?:parse|parsing|load|loading|read|reading|decode|decoding|unmarshal) (?:the )?config|(?:loading|parsing|reading|decoding) (?:the )?config(?:uration)?(?: file)?\b.{0,120}\berror|\bunknown directive\b|\[emerg\].{0,80}\b(?:directive|parameter|in /etc/)|invalid value for parameter|unrecognized configuration parameter|configuration file \S+ contains errors|\bnot (?:in|found in) the (?:peer|server|member|seed) list\b|in a read-only transaction|readonly you can't write against a read only replica|running with the --read-only option",
         ),
     ];
     table
@@ -247,6 +256,24 @@ pub(crate) fn detail_of(sig: Sig, line: &str) -> Option<String> {
     }
 }
 
+/// The nodes the pods logging a signature run on, as ` (from pods on node X)`, when the lines
+/// name their pods.
+fn skewed_nodes(ctx: &Ctx, lines: &[&LogLine], h: &Hits) -> String {
+    let mut nodes: Vec<&str> = h
+        .lines
+        .iter()
+        .filter_map(|&i| lines.get(i)?.labels.get("pod"))
+        .filter_map(|pod| ctx.pod_named(pod)?.node.as_deref())
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    if nodes.is_empty() {
+        String::new()
+    } else {
+        format!(" (from pods on node {})", nodes.join(", "))
+    }
+}
+
 /// Whether a line continues the record above it: indented, or a `|`-prefixed block.
 fn continuation(line: &str) -> bool {
     line.starts_with([' ', '\t', '|'])
@@ -287,7 +314,7 @@ pub(crate) fn classify(line: &str) -> Vec<Sig> {
 /// refused connection, which explains a pool that ran dry, which explains a stack trace.
 fn depth(sig: Sig) -> u8 {
     match sig {
-        Sig::NoSuchName | Sig::Config | Sig::Cert | Sig::Auth => 0,
+        Sig::NoSuchName | Sig::Config | Sig::Cert | Sig::Auth | Sig::ClockSkew => 0,
         Sig::Dns
         | Sig::ConnRefused
         | Sig::Unreachable
@@ -751,6 +778,16 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                     },
                 )
             }
+            Sig::ClockSkew => (
+                Some(format!(
+                    "{scope}'s clock disagrees with its peers': {} {} in its logs, e.g. \"{}\"{}; a token is rejected as issued in the future, so the time of the node it runs on is off (NTP/chrony), not the credentials",
+                    h.count,
+                    h.sig.label(),
+                    h.example,
+                    skewed_nodes(ctx, &lines, h)
+                )),
+                (Basis::Logged, 1),
+            ),
             Sig::Leak => (
                 Some(format!(
                     "{scope} leaks what it takes: {} {} in its logs, e.g. \"{}\"; connections or memory its code takes are never given back, so the pool or heap runs dry",
@@ -1088,7 +1125,7 @@ mod tests {
     #[test]
     fn every_signature_pattern_compiles() {
         // A pattern the regex crate refuses would be dropped silently.
-        assert_eq!(PATTERNS.len(), 19);
+        assert_eq!(PATTERNS.len(), 20);
         assert_eq!(
             classify("FATAL: unsupported protocol version 3.2 (server requires 3.0)"),
             vec![Sig::Incompatible]
@@ -1388,6 +1425,23 @@ mod tests {
                     .any(|(_, t)| t.contains("api.carrier.example")),
             "{causes:?}"
         );
+    }
+
+    #[test]
+    fn tokens_from_the_future_are_clock_skew_and_writes_to_a_replica_configuration() {
+        for l in [
+            "io.jsonwebtoken.PrematureJwtException: JWT must not be accepted before 2026-03-11T14:27:08Z. Current time: 2026-03-11T14:25:40Z, a difference of 88000 milliseconds.",
+            "jwt.exceptions.ImmatureSignatureError: The token is not yet valid (iat)",
+        ] {
+            assert_eq!(classify(l), vec![Sig::ClockSkew], "{l}");
+        }
+        assert_eq!(Sig::ClockSkew.category(), Category::Infrastructure);
+        for l in [
+            "ERROR: cannot execute UPDATE in a read-only transaction",
+            "READONLY You can't write against a read only replica.",
+        ] {
+            assert_eq!(classify(l), vec![Sig::Config], "{l}");
+        }
     }
 
     #[test]
