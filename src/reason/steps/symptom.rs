@@ -298,6 +298,7 @@ pub(crate) fn measure(ctx: &Ctx) -> Symptom {
         Claim::NodeReady => measure_nodes(ctx, &mut s),
         Claim::Latency => measure_logged_latency(ctx, &mut s),
         Claim::Events => measure_events(ctx, &mut s),
+        Claim::Errors | Claim::Other => measure_logged_errors(ctx, &mut s),
         _ => false,
     };
     if k8s {
@@ -453,6 +454,67 @@ fn measure_logged_latency(ctx: &Ctx, s: &mut Symptom) -> bool {
         },
     );
     s.evidence = ctx.ev(&["kubernetes/pod_logs", "logs"]);
+    true
+}
+
+/// Errors from the subject's own dated log lines when no metric counts them: failure lines
+/// logged in the last quiet window confirm the claim; failures that stopped longer ago, while
+/// the same pods went on logging and every one of them is Ready, have cleared. Otherwise the
+/// lines say nothing about now.
+fn measure_logged_errors(ctx: &Ctx, s: &mut Symptom) -> bool {
+    use crate::reason::checks::recovery::QUIET_MINUTES;
+    use crate::reason::logs;
+    let lines = logs::scoped_lines(ctx);
+    let failing = |l: &crate::model::LogLine| !logs::classify(&l.line).is_empty();
+    let Some(last_failure) = lines
+        .iter()
+        .filter(|l| failing(l))
+        .filter_map(|l| l.at)
+        .max()
+    else {
+        return false;
+    };
+    let first_failure = lines
+        .iter()
+        .filter(|l| failing(l))
+        .filter_map(|l| l.at)
+        .min();
+    // The same line read from the pod and from a log store counts once.
+    let count = lines
+        .iter()
+        .filter(|l| failing(l))
+        .map(|l| (l.at, l.line.as_str()))
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    let ago = ctx.minutes_ago(last_failure);
+    if ago < QUIET_MINUTES {
+        s.state = SymptomState::Confirmed;
+        s.onset = first_failure;
+        s.detail = format!(
+            "{}'s own logs show {count} failure line(s), the latest at {}",
+            scope_name(ctx),
+            hhmm(last_failure)
+        );
+        s.evidence = ctx.ev(&["kubernetes/pod_logs", "logs"]);
+        return true;
+    }
+    let logged_since = lines
+        .iter()
+        .filter_map(|l| l.at)
+        .any(|t| t > last_failure + chrono::Duration::minutes(1));
+    let pods = live_subject_pods(ctx);
+    if !logged_since || pods.is_empty() || !pods.iter().all(|p| p.ready()) {
+        return false;
+    }
+    s.state = SymptomState::Cleared;
+    s.onset = first_failure;
+    s.cleared_at = Some(last_failure);
+    s.detail = format!(
+        "{}'s own logs show {count} failure line(s) that stopped at {} ({ago:.0} min ago); its pods logged on without them since and are all Ready",
+        scope_name(ctx),
+        hhmm(last_failure)
+    );
+    s.evidence = ctx.ev(&["kubernetes/pod_logs", "logs", "kubernetes/pods"]);
     true
 }
 
@@ -1089,6 +1151,39 @@ mod tests {
                 .iter()
                 .all(|x| !x.kind.contains("silence"))
         );
+    }
+
+    #[test]
+    fn errors_with_no_metric_are_measured_from_the_subjects_dated_lines() {
+        let now = chrono::Utc::now();
+        let line = |mins: i64, text: &str| crate::model::LogLine {
+            at: Some(now - chrono::Duration::minutes(mins)),
+            labels: BTreeMap::from([("pod".to_string(), "web-7c9d8-aaaaa".to_string())]),
+            line: text.into(),
+        };
+        let refused = "ERROR dial tcp users:8086: connect: connection refused";
+        let world = |lines: Vec<crate::model::LogLine>| Observations {
+            now,
+            problem: Some("web-7c9d8-aaaaa logins fail".into()),
+            pods: vec![ready_pod("web-7c9d8-aaaaa")],
+            pod_logs: lines,
+            coverage: k8s_only(),
+            ..Observations::default()
+        };
+        let measured = |lines| measure(&Ctx::new(&world(lines)));
+        // Failures in the last minutes: present.
+        let s = measured(vec![line(30, "INFO ok"), line(2, refused)]);
+        assert_eq!(s.state, SymptomState::Confirmed, "{s:?}");
+        // Failures that stopped long ago while the pod went on logging: cleared.
+        let s = measured(vec![
+            line(40, refused),
+            line(35, refused),
+            line(5, "INFO ok"),
+        ]);
+        assert_eq!(s.state, SymptomState::Cleared, "{s:?}");
+        // Failures long ago and nothing logged since: the lines say nothing about now.
+        let s = measured(vec![line(40, refused), line(35, refused)]);
+        assert_eq!(s.state, SymptomState::Unmeasurable, "{s:?}");
     }
 
     #[test]
