@@ -8,7 +8,6 @@ mod support;
 
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use support::Cluster;
 
@@ -101,27 +100,9 @@ fn shop() -> Cluster {
     }
 }
 
-/// Runs `sitrep investigate --headless --diagnosis-only` and returns its stdout and its records.
+/// Runs `sitrep investigate` (see [`support::investigate`]).
 fn run(args: &[&str], config: &Path, data: &Path) -> (String, Vec<Value>) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sitrep"))
-        .args(["--headless", "investigate", "--diagnosis-only", "--no-save"])
-        .args(args)
-        .env("SITREP_CONFIG", config)
-        .env("SITREP_DATA_DIR", data)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("sitrep runs");
-    assert!(
-        out.status.success(),
-        "sitrep {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let records = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .collect();
-    (text, records)
+    support::investigate(args, config, data)
 }
 
 fn diagnosis(records: &[Value]) -> Value {
@@ -146,15 +127,7 @@ async fn a_website_503_is_the_ingress_routing_to_a_service_that_does_not_exist()
     let shared = Arc::new(Mutex::new(shop()));
     let k8s = support::kubernetes(shared.clone()).await;
     let tmp = tempfile::tempdir().expect("tempdir");
-    let config = tmp.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[integrations.kubernetes]\nurl = \"{}\"\nnamespace = \"shop\"\n",
-            k8s.url
-        ),
-    )
-    .expect("write config");
+    let config = support::kube_config(tmp.path(), &k8s.url, Some("shop"));
     let data = tmp.path().join("data");
     let case = tmp.path().join("recorded");
     let problem = "the shop website returns 503";
@@ -286,12 +259,7 @@ async fn a_certificate_warning_is_the_ingress_naming_a_tls_secret_that_does_not_
     let shared = Arc::new(Mutex::new(cluster));
     let k8s = support::kubernetes(shared.clone()).await;
     let tmp = tempfile::tempdir().expect("tempdir");
-    let config = tmp.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!("[integrations.kubernetes]\nurl = \"{}\"\n", k8s.url),
-    )
-    .expect("write config");
+    let config = support::kube_config(tmp.path(), &k8s.url, None);
     let data = tmp.path().join("data");
     let (text, live) = tokio::task::spawn_blocking(move || {
         run(

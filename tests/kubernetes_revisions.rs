@@ -7,7 +7,6 @@ mod support;
 
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use support::Cluster;
 
@@ -75,24 +74,9 @@ fn cluster() -> Cluster {
     }
 }
 
+/// Runs `sitrep investigate` (see [`support::investigate`]).
 fn run(args: &[&str], config: &Path, data: &Path) -> Vec<Value> {
-    let out = Command::new(env!("CARGO_BIN_EXE_sitrep"))
-        .args(["--headless", "investigate", "--diagnosis-only", "--no-save"])
-        .args(args)
-        .env("SITREP_CONFIG", config)
-        .env("SITREP_DATA_DIR", data)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("sitrep runs");
-    assert!(
-        out.status.success(),
-        "sitrep {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .collect()
+    support::investigate(args, config, data).1
 }
 
 /// The titles of the changes the run observed.
@@ -135,15 +119,7 @@ async fn a_statefulsets_new_revision_is_among_the_changes_live_and_replayed() {
     let shared = Arc::new(Mutex::new(cluster()));
     let k8s = support::kubernetes(shared.clone()).await;
     let tmp = tempfile::tempdir().expect("tempdir");
-    let config = tmp.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[integrations.kubernetes]\nurl = \"{}\"\nnamespace = \"billing\"\n",
-            k8s.url
-        ),
-    )
-    .expect("write config");
+    let config = support::kube_config(tmp.path(), &k8s.url, Some("billing"));
     let alert = tmp.path().join("alert.json");
     std::fs::write(
         &alert,

@@ -12,7 +12,6 @@ use sitrep::integrations::transport::{Body, Recording, ReplayTransport, Transpor
 use sitrep::world::{Mode, World};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use support::Cluster;
 
@@ -63,24 +62,9 @@ fn gets(cluster: &Mutex<Cluster>) -> Vec<(String, BTreeMap<String, String>)> {
         .collect()
 }
 
+/// Runs `sitrep investigate` (see [`support::investigate`]).
 fn run(args: &[&str], config: &Path, data: &Path) -> Vec<Value> {
-    let out = Command::new(env!("CARGO_BIN_EXE_sitrep"))
-        .args(["--headless", "investigate", "--diagnosis-only", "--no-save"])
-        .args(args)
-        .env("SITREP_CONFIG", config)
-        .env("SITREP_DATA_DIR", data)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("sitrep runs");
-    assert!(
-        out.status.success(),
-        "sitrep {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .collect()
+    support::investigate(args, config, data).1
 }
 
 /// The evidence added, without run-specific ids, sorted (specialists finish in any order).
@@ -121,15 +105,7 @@ async fn a_known_subject_is_listed_by_its_selectors_and_replays_from_the_recordi
     let shared = Arc::new(Mutex::new(cluster()));
     let k8s = support::kubernetes(shared.clone()).await;
     let tmp = tempfile::tempdir().expect("tempdir");
-    let config = tmp.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[integrations.kubernetes]\nurl = \"{}\"\nnamespace = \"payments\"\n",
-            k8s.url
-        ),
-    )
-    .expect("write config");
+    let config = support::kube_config(tmp.path(), &k8s.url, Some("payments"));
     let alert = tmp.path().join("alert.json");
     std::fs::write(
         &alert,
@@ -343,15 +319,7 @@ async fn a_dependency_down_is_read_from_its_own_logs() {
     let shared = Arc::new(Mutex::new(dependent_cluster()));
     let k8s = support::kubernetes(shared.clone()).await;
     let tmp = tempfile::tempdir().expect("tempdir");
-    let config = tmp.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[integrations.kubernetes]\nurl = \"{}\"\nnamespace = \"payments\"\n",
-            k8s.url
-        ),
-    )
-    .expect("write config");
+    let config = support::kube_config(tmp.path(), &k8s.url, Some("payments"));
     let data = tmp.path().join("data");
     let live = tokio::task::spawn_blocking(move || {
         run(
@@ -401,15 +369,7 @@ async fn a_problem_naming_nothing_over_healthy_pods_reads_one_pod_of_each_worklo
     let shared = Arc::new(Mutex::new(c));
     let k8s = support::kubernetes(shared.clone()).await;
     let tmp = tempfile::tempdir().expect("tempdir");
-    let config = tmp.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[integrations.kubernetes]\nurl = \"{}\"\nnamespace = \"payments\"\n",
-            k8s.url
-        ),
-    )
-    .expect("write config");
+    let config = support::kube_config(tmp.path(), &k8s.url, Some("payments"));
     let data = tmp.path().join("data");
     tokio::task::spawn_blocking(move || {
         run(&["--problem", "logins fail for some users"], &config, &data)

@@ -1522,3 +1522,42 @@ pub fn terminate(served: &mut Served) -> std::process::ExitStatus {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Runs `sitrep --headless investigate --diagnosis-only --no-save` with `args` against `config`
+/// and `data`, asserting it succeeds: its stdout and the records it printed.
+pub fn investigate(args: &[&str], config: &Path, data: &Path) -> (String, Vec<Value>) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sitrep"))
+        .args(["--headless", "investigate", "--diagnosis-only", "--no-save"])
+        .args(args)
+        .env("SITREP_CONFIG", config)
+        .env("SITREP_DATA_DIR", data)
+        .stdin(Stdio::null())
+        .output()
+        .expect("sitrep runs");
+    assert!(
+        out.status.success(),
+        "sitrep {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let records = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect();
+    (text, records)
+}
+
+/// Writes `dir/config.toml` naming the Kubernetes API at `url` (and its default namespace, when
+/// given), and returns its path.
+pub fn kube_config(dir: &Path, url: &str, namespace: Option<&str>) -> PathBuf {
+    let path = dir.join("config.toml");
+    let ns = namespace
+        .map(|n| format!("namespace = \"{n}\"\n"))
+        .unwrap_or_default();
+    std::fs::write(
+        &path,
+        format!("[integrations.kubernetes]\nurl = \"{url}\"\n{ns}"),
+    )
+    .expect("write config");
+    path
+}

@@ -524,8 +524,7 @@ pub(crate) fn routes(ctx: &Ctx) -> Vec<Signal> {
 mod tests {
     use super::*;
     use crate::model::{
-        ContainerFacts, DeploymentFacts, IngressBackendRef, IngressClassFacts, IngressRoute,
-        IngressRule, IngressTls, PodFacts,
+        IngressBackendRef, IngressClassFacts, IngressRoute, IngressRule, IngressTls,
     };
     use crate::reason::{Observations, analyze};
     use std::collections::BTreeMap;
@@ -570,35 +569,11 @@ mod tests {
     /// A shop whose website is served by Ingress `shop` -> Service `storefront` -> its pods, all
     /// in order, with the problem said in the on-call engineer's words.
     fn world(ing: IngressFacts) -> Observations {
+        let (pod, deployment) = crate::reason::checks::fixtures::serving("storefront", "shop");
         Observations {
             problem: Some("the shop website returns 503".into()),
-            pods: vec![PodFacts {
-                name: "storefront-7c9d8-aaaaa".into(),
-                namespace: "shop".into(),
-                phase: "Running".into(),
-                owner: Some("ReplicaSet/storefront-7c9d8".into()),
-                labels: BTreeMap::from([
-                    ("app".into(), "storefront".into()),
-                    ("pod-template-hash".into(), "7c9d8".into()),
-                ]),
-                conditions: BTreeMap::from([("Ready".into(), "True".into())]),
-                containers: vec![ContainerFacts {
-                    name: "web".into(),
-                    ready: true,
-                    state: "running".into(),
-                    ports: vec![8080],
-                    ..ContainerFacts::default()
-                }],
-                ..PodFacts::default()
-            }],
-            deployments: vec![DeploymentFacts {
-                name: "storefront".into(),
-                namespace: "shop".into(),
-                replicas: 1,
-                ready_replicas: 1,
-                selector: BTreeMap::from([("app".into(), "storefront".into())]),
-                ..DeploymentFacts::default()
-            }],
+            pods: vec![pod],
+            deployments: vec![deployment],
             services: vec![storefront()],
             ingresses: vec![ing],
             ingress_classes: Some(vec![IngressClassFacts {

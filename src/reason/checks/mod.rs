@@ -162,3 +162,43 @@ pub(crate) fn declared(id: &str) -> Decl {
             reads: &[],
         })
 }
+
+/// Objects the checks' tests build their worlds from.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use crate::model::{ContainerFacts, DeploymentFacts, PodFacts};
+    use std::collections::BTreeMap;
+
+    /// A Deployment `app` in `ns` with its one pod (ReplicaSet `app-7c9d8`), Running and Ready,
+    /// its container listening on 8080.
+    pub(crate) fn serving(app: &str, ns: &str) -> (PodFacts, DeploymentFacts) {
+        let pod = PodFacts {
+            name: format!("{app}-7c9d8-aaaaa"),
+            namespace: ns.into(),
+            phase: "Running".into(),
+            owner: Some(format!("ReplicaSet/{app}-7c9d8")),
+            labels: BTreeMap::from([
+                ("app".to_string(), app.to_string()),
+                ("pod-template-hash".to_string(), "7c9d8".to_string()),
+            ]),
+            conditions: BTreeMap::from([("Ready".into(), "True".into())]),
+            containers: vec![ContainerFacts {
+                name: "web".into(),
+                ready: true,
+                state: "running".into(),
+                ports: vec![8080],
+                ..ContainerFacts::default()
+            }],
+            ..PodFacts::default()
+        };
+        let deployment = DeploymentFacts {
+            name: app.into(),
+            namespace: ns.into(),
+            replicas: 1,
+            ready_replicas: 1,
+            selector: BTreeMap::from([("app".into(), app.into())]),
+            ..DeploymentFacts::default()
+        };
+        (pod, deployment)
+    }
+}

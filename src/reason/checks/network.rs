@@ -266,15 +266,12 @@ pub(crate) fn ingress_policies(ctx: &Ctx) -> Vec<Signal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Alert, ContainerFacts, DeploymentFacts, PodFacts};
+    use crate::model::Alert;
     use crate::reason::{Observations, analyze};
     use std::collections::BTreeMap;
 
     fn obs(services: Vec<ServiceFacts>) -> Observations {
-        let labels = BTreeMap::from([
-            ("app".to_string(), "web".to_string()),
-            ("pod-template-hash".to_string(), "7c9d8".to_string()),
-        ]);
+        let (pod, deployment) = crate::reason::checks::fixtures::serving("web", "shop");
         Observations {
             alert: Some(Alert {
                 labels: BTreeMap::from([
@@ -284,30 +281,8 @@ mod tests {
                 ]),
                 ..Alert::default()
             }),
-            pods: vec![PodFacts {
-                name: "web-7c9d8-aaaaa".into(),
-                namespace: "shop".into(),
-                phase: "Running".into(),
-                owner: Some("ReplicaSet/web-7c9d8".into()),
-                labels,
-                conditions: BTreeMap::from([("Ready".into(), "True".into())]),
-                containers: vec![ContainerFacts {
-                    name: "web".into(),
-                    ready: true,
-                    state: "running".into(),
-                    ports: vec![8080],
-                    ..ContainerFacts::default()
-                }],
-                ..PodFacts::default()
-            }],
-            deployments: vec![DeploymentFacts {
-                name: "web".into(),
-                namespace: "shop".into(),
-                replicas: 1,
-                ready_replicas: 1,
-                selector: BTreeMap::from([("app".into(), "web".into())]),
-                ..DeploymentFacts::default()
-            }],
+            pods: vec![pod],
+            deployments: vec![deployment],
             services,
             evidence: BTreeMap::from([(
                 "kubernetes/services".to_string(),
