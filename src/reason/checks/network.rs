@@ -144,36 +144,59 @@ pub(crate) fn egress_policies(ctx: &Ctx) -> Vec<Signal> {
         list_names(&svc.egress_limited_by, 3),
         svc.name
     );
-    vec![Signal {
-        analyzer: "egress_policy",
-        summary: summary.clone(),
-        detail: format!(
-            "{} {}: \"{}\"",
-            hit.count,
-            hit.sig.label(),
-            logs::short(&hit.example)
-        ),
+    vec![policy_drops(
+        ctx,
+        "egress_policy",
+        summary,
+        hit,
+        "the dependency is not at fault: the policy needs an egress rule for it".into(),
+        &svc.name,
+    )]
+}
+
+/// A NetworkPolicy found dropping the subject's connections (`summary` says which and how), with
+/// the failing lines that show it and what is not at fault.
+fn policy_drops(
+    ctx: &Ctx,
+    analyzer: &'static str,
+    summary: String,
+    hit: &crate::reason::logs::Hits,
+    remedy: String,
+    service: &str,
+) -> Signal {
+    let lines = format!(
+        "{} {}, e.g. \"{}\"",
+        hit.count,
+        hit.sig.label(),
+        crate::reason::logs::short(&hit.example)
+    );
+    Signal {
+        analyzer,
+        detail: lines.clone(),
         category: Category::ConfigurationError,
         basis: Basis::Measured,
-        // The policy's ports read from the API, against the port the lines dial.
+        // The policy's rules read from the API, against the pods and the port the lines dial.
         links: 2,
-        evidence: ctx.ev(&["kubernetes/services", "kubernetes/pod_logs", "logs"]),
+        evidence: ctx.ev(&[
+            "kubernetes/services",
+            "kubernetes/pods",
+            "kubernetes/pod_logs",
+            "logs",
+        ]),
         cause: Some(format!(
-            "{summary}, so the policy drops those connections ({} {}, e.g. \"{}\"); the dependency is not at fault: the policy needs an egress rule for it",
-            hit.count,
-            hit.sig.label(),
-            logs::short(&hit.example)
+            "{summary}, so the policy drops those connections ({lines}); {remedy}"
         )),
-        objects: vec![format!("service/{}", svc.name)],
+        summary,
+        objects: vec![format!("service/{service}")],
         ..Signal::default()
-    }]
+    }
 }
 
 /// A Service the subject's failing calls go to, whose pods admit ingress (by NetworkPolicy) only
 /// from pods carrying labels the subject's own pods do not carry: the policy drops the subject's
 /// connections, so they time out or are refused.
 pub(crate) fn ingress_policies(ctx: &Ctx) -> Vec<Signal> {
-    use crate::reason::logs::{self, Sig};
+    use crate::reason::logs::Sig;
     if !ctx.subject.resolved {
         return Vec::new();
     }
@@ -235,30 +258,17 @@ pub(crate) fn ingress_policies(ctx: &Ctx) -> Vec<Signal> {
             svc.name,
             svc.ingress_from.join(" or ")
         );
-        out.push(Signal {
-            analyzer: "ingress_policy",
-            summary: summary.clone(),
-            detail: format!(
-                "{} {}: \"{}\"",
-                hit.count,
-                hit.sig.label(),
-                logs::short(&hit.example)
-            ),
-            category: Category::ConfigurationError,
-            basis: Basis::Measured,
-            // The policy's admitted labels read from the API, against the subject's own pods.
-            links: 2,
-            evidence: ctx.ev(&["kubernetes/services", "kubernetes/pods", "kubernetes/pod_logs", "logs"]),
-            cause: Some(format!(
-                "{summary}, so the policy drops those connections ({} {}, e.g. \"{}\"); {} is not at fault: the policy needs to admit {who}",
-                hit.count,
-                hit.sig.label(),
-                logs::short(&hit.example),
+        out.push(policy_drops(
+            ctx,
+            "ingress_policy",
+            summary,
+            hit,
+            format!(
+                "{} is not at fault: the policy needs to admit {who}",
                 svc.name
-            )),
-            objects: vec![format!("service/{}", svc.name)],
-            ..Signal::default()
-        });
+            ),
+            &svc.name,
+        ));
     }
     out
 }
