@@ -683,3 +683,47 @@ fn memory_reclaimed_from_the_subject_names_the_one_unbounded_tenant_of_its_node(
         a.root_cause
     );
 }
+
+#[test]
+fn a_webhook_down_because_its_own_pods_are_killed_for_memory_is_that_exhaustion() {
+    let mut obs = world();
+    obs.problem = Some("ledger deploys create no pods".into());
+    obs.deployments = vec![deployment("ledger", 2, 2)];
+    obs.pods.push(pod("ledger-5d8f9-aaaaa", "ledger", 0, None));
+    obs.events.push(warning(
+        "FailedCreate",
+        "ReplicaSet/ledger-5d8f9",
+        r#"Error creating: Internal error occurred: failed calling webhook "validate.policy.svc": failed to call webhook: Post "https://policy-svc.policy.svc:443/validate?timeout=10s": no endpoints available for service "policy-svc""#,
+        20,
+        1,
+    ));
+    let mut hook = pod(
+        "policy-6c7d8-bbbbb",
+        "policy",
+        9,
+        Some(("OOMKilled", 137, 2)),
+    );
+    hook.namespace = "policy".into();
+    hook.conditions.insert("Ready".into(), "False".into());
+    hook.containers[0].ready = false;
+    hook.containers[0].reason = Some("CrashLoopBackOff".into());
+    obs.pods.push(hook);
+    obs.services = vec![ServiceFacts {
+        name: "policy-svc".into(),
+        namespace: "policy".into(),
+        selector: BTreeMap::from([("app".to_string(), "policy".to_string())]),
+        endpoints_read: true,
+        ..ServiceFacts::default()
+    }];
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::ResourceExhaustion, "{}", a.root_cause);
+    assert!(
+        a.root_cause.contains("policy-svc") && a.root_cause.contains("OOMKilled"),
+        "{}",
+        a.root_cause
+    );
+    // Without its pods failing, the webhook being unreachable is the cluster's.
+    obs.pods.pop();
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::Infrastructure, "{}", a.root_cause);
+}

@@ -278,6 +278,16 @@ pub fn dependency_pods(obs: &Observations) -> Vec<String> {
         .collect()
 }
 
+/// The namespace of an admission webhook whose Service has no endpoints, when a controller's
+/// refusal to create pods names one, so that Gather reads that Service and its pods.
+pub fn webhook_down(obs: &Observations) -> Option<String> {
+    obs.events
+        .iter()
+        .filter(|e| e.reason == "FailedCreate")
+        .find_map(|e| checks::create_refused::webhook_service(&e.message))
+        .map(|(ns, _)| ns)
+}
+
 /// Failures elsewhere in what was gathered, with no evidenced edge to the subject: listed as
 /// findings ("also noticed") so the engineer sees them, never ranked as the cause.
 fn also_noticed(ctx: &Ctx) -> Vec<Signal> {

@@ -204,6 +204,19 @@ pub(super) async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observatio
         .take(2)
         .map(|p| pod_logs(c, p, obs));
     futures::future::join_all(more).await;
+    // A controller refused its pods because an admission webhook's Service has no endpoints:
+    // that Service and its pods, in the webhook's namespace, say why it is down.
+    let webhook = {
+        let o = obs.lock().unwrap_or_else(|e| e.into_inner());
+        crate::reason::webhook_down(&o)
+    };
+    if let Some(webhook_ns) = webhook.filter(|n| Some(n) != service_ns.as_ref()) {
+        let in_webhook_ns = || params([("namespace", s(&webhook_ns))]);
+        futures::join!(
+            c.call("kubernetes.services", in_webhook_ns(), &none, obs),
+            c.call("kubernetes.pods", in_webhook_ns(), &none, obs),
+        );
+    }
 }
 
 /// A pod's logs: its last terminated instance's when it restarted (where a crash says why),

@@ -93,6 +93,44 @@ fn refusal(message: &str) -> Option<(Category, String)> {
     None
 }
 
+/// The Service a webhook call could not reach, with its namespace, from the API server's words:
+/// `no endpoints available for service "kyverno-svc"` and the URL `https://kyverno-svc.kyverno.svc`.
+pub(crate) fn webhook_service(message: &str) -> Option<(String, String)> {
+    let name = message
+        .split("no endpoints available for service \"")
+        .nth(1)?
+        .split('"')
+        .next()?
+        .to_string();
+    let host = format!("{name}.");
+    let ns = message
+        .split("://")
+        .skip(1)
+        .filter_map(|rest| rest.strip_prefix(&host))
+        .find_map(|rest| rest.split(['.', ':', '/']).next())
+        .filter(|n| !n.is_empty())?
+        .to_string();
+    Some((ns, name))
+}
+
+/// What the pods behind a Service fail of, as a dependency's own failure is read.
+fn backing_failure(ctx: &Ctx, ns: &str, service: &str) -> Option<(Category, String)> {
+    let svc = ctx
+        .obs
+        .services
+        .iter()
+        .find(|s| s.name == service && s.namespace == ns && !s.selector.is_empty())?;
+    let pods: Vec<&crate::model::PodFacts> = ctx
+        .pods()
+        .into_iter()
+        .filter(|p| {
+            p.namespace == ns
+                && crate::reason::subject::selector_matches(&svc.selector, &[], &p.labels)
+        })
+        .collect();
+    super::dependencies::own_failure_of(ctx, &pods)
+}
+
 /// Check: can the subject's controllers create their pods? Failing on a FailedCreate event of a
 /// controller of the subject whose message says the API refused the pod; since its first event.
 pub(crate) fn create_refused(ctx: &Ctx) -> Vec<Signal> {
@@ -104,9 +142,16 @@ pub(crate) fn create_refused(ctx: &Ctx) -> Vec<Signal> {
         .filter(|(e, _)| crate::reason::rank::relation(ctx, &e.object.to_lowercase()).is_some())
         .collect::<Vec<_>>();
     found.sort_by_key(|(e, _)| std::cmp::Reverse(e.last_seen));
-    let Some((e, (category, why))) = found.into_iter().next() else {
+    let Some((e, (mut category, mut why))) = found.into_iter().next() else {
         return Vec::new();
     };
+    // A webhook down because its own pods fail: their failure is the cause, in its class.
+    if let Some((svc_ns, svc)) = webhook_service(&e.message)
+        && let Some((class, words)) = backing_failure(ctx, &svc_ns, &svc)
+    {
+        category = class;
+        why = format!("{why}; the webhook's pods behind Service {svc} fail{words}");
+    }
     let owner = object_name(&e.object).to_string();
     let kind = e
         .object
@@ -147,6 +192,16 @@ pub(crate) fn create_refused(ctx: &Ctx) -> Vec<Signal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_webhooks_service_is_read_from_the_refusal_with_its_namespace() {
+        let message = r#"Error creating: Internal error occurred: failed calling webhook "validate.kyverno.svc-fail": failed to call webhook: Post "https://kyverno-svc.kyverno.svc:443/validate/fail?timeout=10s": no endpoints available for service "kyverno-svc""#;
+        assert_eq!(
+            webhook_service(message),
+            Some(("kyverno".to_string(), "kyverno-svc".to_string()))
+        );
+        assert_eq!(webhook_service("Error creating: pods is forbidden"), None);
+    }
 
     #[test]
     fn a_webhook_that_cannot_be_called_is_the_clusters_fault() {

@@ -301,7 +301,12 @@ pub(crate) fn down<'a>(ctx: &Ctx<'a>) -> Vec<Down<'a>> {
 /// from its last telling line, as a crash is; one still running but not ready only from lines it
 /// logged as errors, since its warnings describe the state it is in (busy, waiting), not why.
 fn own_failure(ctx: &Ctx, dep: &Down) -> Option<(Category, String)> {
-    let not_ready = || dep.pods.iter().filter(|p| !p.ready());
+    own_failure_of(ctx, &dep.pods)
+}
+
+/// [`own_failure`] of any set of pods (those behind a Service, a dependency's).
+pub(crate) fn own_failure_of(ctx: &Ctx, pods: &[&PodFacts]) -> Option<(Category, String)> {
+    let not_ready = || pods.iter().filter(|p| !p.ready());
     let killed = not_ready().find_map(|p| {
         p.containers
             .iter()

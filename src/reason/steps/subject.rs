@@ -540,10 +540,10 @@ const GENERIC_WORDS: &[&str] = &[
 
 /// The workload the text names by its distinctive words when it does not name one whole: "stock
 /// updates failing" for `stock-service`, "the docs portal" for `docs-portal`, "the nightly ledger
-/// export" for the CronJob `ledger-export`. A text word matches a name word as written or with a
-/// plural `s` dropped; a run of consecutive name words counts each word. The one workload with
-/// the most matched words is taken, with the words; a tie names none, so a word two workloads
-/// share decides nothing.
+/// export" for the CronJob `ledger-export`. A text word matches a name word as written or either
+/// with a plural `s` dropped. Each distinctive word matched counts two, a generic one one, and
+/// none is taken on generic words alone; the one workload with the highest count is taken, with
+/// the words; a tie names none, so a word two workloads share decides nothing.
 fn by_words(
     obs: &Observations,
     text: &str,
@@ -554,11 +554,10 @@ fn by_words(
         .filter(|w| w.len() >= 3)
         .map(str::to_ascii_lowercase)
         .collect();
-    let said = |part: &str| {
-        words
-            .iter()
-            .any(|w| w == part || w.strip_suffix('s') == Some(part))
-    };
+    // Singular or plural on either side: "order" says `orders-operator`, "reservations" says
+    // `reservation-api`.
+    let stem = |w: &str| w.strip_suffix('s').unwrap_or(w).to_string();
+    let said = |part: &str| words.iter().any(|w| w == part || stem(w) == stem(part));
     let candidates = obs
         .deployments
         .iter()
@@ -578,13 +577,18 @@ fn by_words(
         let matched: Vec<&str> = name
             .split(['-', '_', '.'])
             .filter(|p| p.len() >= 3 && !p.bytes().all(|b| b.is_ascii_digit()))
-            .filter(|p| !GENERIC_WORDS.contains(p))
             .filter(|p| said(p))
             .collect();
-        if matched.is_empty() {
+        // A generic word (`operator`, `api`) tells two otherwise alike apart, but names nothing
+        // on its own: it counts half a distinctive word.
+        let distinctive = matched
+            .iter()
+            .filter(|p| !GENERIC_WORDS.contains(p))
+            .count();
+        if distinctive == 0 {
             continue;
         }
-        let score = matched.len();
+        let score = 2 * distinctive + (matched.len() - distinctive);
         match &best {
             Some((b, _, n, _)) if *b > score || *n == name => {}
             Some((b, ..)) if *b == score => tied = true,
@@ -1218,6 +1222,14 @@ mod tests {
         assert_eq!(
             resolve(&obs).workloads,
             vec![("CronJob".to_string(), "ledger-export".to_string())]
+        );
+        // A generic word tells apart two that share a distinctive one, whatever their plurals.
+        obs.deployments.push(dep("orders-operator"));
+        obs.deployments.push(dep("order-api"));
+        obs.problem = Some("order resources sit in Pending; the operator pod does nothing".into());
+        assert_eq!(
+            resolve(&obs).workloads,
+            vec![("Deployment".to_string(), "orders-operator".to_string())]
         );
         // "portal" is a word of two workloads: neither is taken for it.
         obs.problem = Some("the portal shows a certificate warning".into());
