@@ -727,3 +727,45 @@ fn a_webhook_down_because_its_own_pods_are_killed_for_memory_is_that_exhaustion(
     let a = analyze(&obs);
     assert_eq!(a.category, Category::Infrastructure, "{}", a.root_cause);
 }
+
+/// `picker` with one pod not ready on `node-1` and one Ready on `node-2`, beside the network
+/// agent `calico-node` of `kube-system` on `node-1`, ready or not.
+fn one_node_world(agent_ready: bool) -> Observations {
+    let mut obs = world();
+    obs.problem = Some("one picker pod cannot reach the database".into());
+    obs.nodes.push(NodeFacts {
+        name: "node-2".into(),
+        conditions: BTreeMap::from([("Ready".to_string(), "True".to_string())]),
+        ..NodeFacts::default()
+    });
+    obs.deployments = vec![deployment("picker", 2, 1)];
+    let mut bad = pod("picker-5d8f9-aaaaa", "picker", 0, None);
+    bad.conditions.insert("Ready".into(), "False".into());
+    bad.containers[0].ready = false;
+    obs.pods.push(bad);
+    let mut good = pod("picker-5d8f9-bbbbb", "picker", 0, None);
+    good.node = Some("node-2".into());
+    obs.pods.push(good);
+    let mut agent = pod("calico-node-x1", "calico-node", 0, None);
+    agent.namespace = "kube-system".into();
+    agent.owner = Some("DaemonSet/calico-node".into());
+    if !agent_ready {
+        agent.conditions.insert("Ready".into(), "False".into());
+        agent.containers[0].ready = false;
+    }
+    obs.pods.push(agent);
+    obs
+}
+
+#[test]
+fn a_subject_failing_on_one_node_whose_network_agent_is_down_is_the_nodes_fault() {
+    let a = analyze(&one_node_world(false));
+    assert_eq!(a.category, Category::Infrastructure, "{}", a.root_cause);
+    assert!(
+        a.root_cause.contains("calico-node-x1") && a.root_cause.contains("node-1"),
+        "{}",
+        a.root_cause
+    );
+    let a = analyze(&one_node_world(true));
+    assert!(!a.root_cause.contains("calico-node"), "{}", a.root_cause);
+}

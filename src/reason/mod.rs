@@ -175,6 +175,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(nodes::node_not_ready(&ctx));
     signals.extend(nodes::node_pressure(&ctx));
     signals.extend(nodes::drain_blocked(&ctx));
+    signals.extend(nodes::node_agents(&ctx));
     signals.extend(rollout::rollout_stuck(&ctx));
     signals.extend(rollout::rollout_paused(&ctx));
     signals.extend(rollout::recent_changes(&ctx));
@@ -276,6 +277,12 @@ pub fn dependency_pods(obs: &Observations) -> Vec<String> {
         .iter()
         .flat_map(|d| d.pods_not_ready())
         .collect()
+}
+
+/// The one node the subject fails on while its pods elsewhere are fine, so that Gather lists the
+/// node's own agents there.
+pub fn confined_node(obs: &Observations) -> Option<String> {
+    checks::nodes::confined_node(&Ctx::new(obs)).map(str::to_string)
 }
 
 /// The namespace of an admission webhook whose Service has no endpoints, when a controller's

@@ -204,6 +204,30 @@ pub(super) async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observatio
         .take(2)
         .map(|p| pod_logs(c, p, obs));
     futures::future::join_all(more).await;
+    // The subject failing on one node only while its pods elsewhere are fine: that node's own
+    // agents (its network plugin, its proxy) in every namespace, and the logs of those not ready.
+    let confined = {
+        let o = obs.lock().unwrap_or_else(|e| e.into_inner());
+        crate::reason::confined_node(&o)
+    };
+    if let Some(node) = confined {
+        let on_node = c
+            .call("kubernetes.pods", params([("node", s(&node))]), &none, obs)
+            .await;
+        if let Some(there) = pods_of(on_node) {
+            let agents = there
+                .iter()
+                .filter(|p| {
+                    p.owner
+                        .as_deref()
+                        .is_some_and(|o| o.starts_with("DaemonSet/"))
+                })
+                .filter(|p| !p.ready() && service_ns.as_deref() != Some(p.namespace.as_str()))
+                .take(2)
+                .map(|p| pod_logs(c, p, obs));
+            futures::future::join_all(agents).await;
+        }
+    }
     // A controller refused its pods because an admission webhook's Service has no endpoints:
     // that Service and its pods, in the webhook's namespace, say why it is down.
     let webhook = {

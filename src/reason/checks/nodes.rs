@@ -22,6 +22,13 @@ pub(crate) const DECLARED: &[Decl] = &[
         reads: &[],
     },
     Decl {
+        id: "node_agent",
+        title: "the node's own agents run where the subject fails",
+        concern: "nodes",
+        role: Role::Failure,
+        reads: &[],
+    },
+    Decl {
         id: "drain_blocked",
         title: "node drains",
         concern: "nodes",
@@ -295,6 +302,107 @@ pub(crate) fn tenant_words(p: &PodFacts) -> String {
         "; pod {} on it sets no memory limit ({request}), the one pod there free to grow until the node has no memory left: the likely tenant that filled it",
         p.name
     )
+}
+
+/// The one node the subject fails on while its pods on other nodes are fine: its not-ready pods
+/// all run there, and a Ready one runs elsewhere.
+pub(crate) fn confined_node<'a>(ctx: &Ctx<'a>) -> Option<&'a str> {
+    if !ctx.subject.resolved {
+        return None;
+    }
+    let mine: Vec<&PodFacts> = ctx
+        .pods()
+        .into_iter()
+        .filter(|p| ctx.subject.has_pod(p) && !p.deleting && p.phase == "Running")
+        .collect();
+    let failing: Vec<&str> = mine
+        .iter()
+        .filter(|p| !p.ready())
+        .filter_map(|p| p.node.as_deref())
+        .collect();
+    let node = *failing.first()?;
+    let confined = failing.iter().all(|n| *n == node)
+        && mine
+            .iter()
+            .any(|p| p.ready() && p.node.as_deref().is_some_and(|n| n != node));
+    confined.then_some(node)
+}
+
+/// Check: do the node's own agents (DaemonSet pods of other namespaces: its network plugin, its
+/// proxy) run where the subject fails? Failing when the subject fails only on one node and an
+/// agent there is not ready: the node, not the workload, is at fault.
+pub(crate) fn node_agents(ctx: &Ctx) -> Vec<Signal> {
+    let Some(node) = confined_node(ctx) else {
+        return Vec::new();
+    };
+    let mine: Vec<&str> = ctx
+        .pods()
+        .into_iter()
+        .filter(|p| ctx.subject.has_pod(p))
+        .map(|p| p.namespace.as_str())
+        .collect();
+    let agents: Vec<&PodFacts> = pods_on(ctx, node)
+        .into_iter()
+        .filter(|p| {
+            p.owner
+                .as_deref()
+                .is_some_and(|o| o.starts_with("DaemonSet/"))
+        })
+        .filter(|p| !mine.contains(&p.namespace.as_str()) && !p.ready() && !p.deleting)
+        .collect();
+    let Some(agent) = agents.first() else {
+        return Vec::new();
+    };
+    let failing: Vec<String> = ctx
+        .pods()
+        .into_iter()
+        .filter(|p| ctx.subject.has_pod(p) && !p.ready() && p.node.as_deref() == Some(node))
+        .map(|p| p.name.clone())
+        .collect();
+    let daemonset = agent
+        .owner
+        .as_deref()
+        .and_then(|o| o.strip_prefix("DaemonSet/"))
+        .unwrap_or_default();
+    let why = super::dependencies::pod_trouble(ctx, agent)
+        .map(|t| format!(" ({t})"))
+        .unwrap_or_default();
+    let own = super::dependencies::own_failure_of(ctx, &[*agent])
+        .map(|(_, words)| words)
+        .unwrap_or_default();
+    let who = ctx.scope_name("the subject");
+    let summary = format!(
+        "{who} fails only on node {node} ({}), and the node's agent {} (DaemonSet {daemonset} in {}) is not ready there{why}",
+        list_names(&failing, 3),
+        agent.name,
+        agent.namespace
+    );
+    let since = ctx
+        .events_for(&agent.name)
+        .into_iter()
+        .filter(|e| e.event_type == "Warning")
+        .filter_map(|e| e.first_seen.or(e.last_seen))
+        .min();
+    vec![Signal {
+        analyzer: "node_agent",
+        summary: summary.clone(),
+        detail: format!("its pods on other nodes are Ready{own}"),
+        category: Category::Infrastructure,
+        basis: Basis::Stated,
+        // Confined to the node, and the node's agent down there.
+        links: 2,
+        evidence: ctx.ev(&[
+            "kubernetes/pods",
+            "kubernetes/events",
+            "kubernetes/pod_logs",
+        ]),
+        cause: Some(format!(
+            "{summary}{own}, while its pods on other nodes are fine: the node's networking or runtime, not {who}, is at fault; restore the agent or move the pods off node {node}"
+        )),
+        objects: vec![format!("node/{node}")],
+        since,
+        ..Signal::default()
+    }]
 }
 
 /// Whether an event says an eviction was refused for a PodDisruptionBudget (the eviction API's
