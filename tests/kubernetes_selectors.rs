@@ -396,3 +396,45 @@ async fn a_problem_naming_nothing_over_healthy_pods_reads_one_pod_of_each_worklo
         "not every pod of one workload: {logs_read:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subject_failing_on_one_node_has_that_nodes_agents_listed_and_read() {
+    let mut c = Cluster::payments();
+    c.workload_apis = true;
+    // The Ready replica runs on another node; the crashing one stays on ip-10-0-1-42.
+    c.pods[1]["spec"]["nodeName"] = json!("ip-10-0-2-7");
+    let mut other = c.nodes[0].clone();
+    other["metadata"]["name"] = json!("ip-10-0-2-7");
+    c.nodes.push(other);
+    let mut agent = c.pods[1].clone();
+    agent["metadata"]["name"] = json!("calico-node-abcde");
+    agent["metadata"]["namespace"] = json!("kube-system");
+    agent["metadata"]["labels"] = json!({"k8s-app": "calico-node"});
+    agent["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "DaemonSet",
+        "name": "calico-node", "uid": "ds", "controller": true}]);
+    agent["spec"]["nodeName"] = json!("ip-10-0-1-42");
+    agent["status"]["conditions"][0]["status"] = json!("False");
+    agent["status"]["containerStatuses"][0]["ready"] = json!(false);
+    c.pods.push(agent);
+    let shared = Arc::new(Mutex::new(c));
+    let k8s = support::kubernetes(shared.clone()).await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = support::kube_config(tmp.path(), &k8s.url, Some("payments"));
+    let data = tmp.path().join("data");
+    tokio::task::spawn_blocking(move || {
+        run(&["--problem", "payments-api keeps failing"], &config, &data)
+    })
+    .await
+    .expect("live run");
+    let gets = gets(&shared);
+    assert!(
+        gets.iter().any(|(p, q)| p == "/api/v1/pods"
+            && q.get("fieldSelector").map(String::as_str) == Some("spec.nodeName=ip-10-0-1-42")),
+        "the failing node's pods are listed in every namespace: {gets:?}"
+    );
+    assert!(
+        gets.iter()
+            .any(|(p, _)| p.ends_with("/pods/calico-node-abcde/log")),
+        "the node's agent that is not ready has its logs read: {gets:?}"
+    );
+}

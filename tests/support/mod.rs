@@ -741,6 +741,10 @@ impl Cluster {
                 };
                 json_response(StatusCode::OK, &list(kind, "networking.k8s.io/v1", items))
             }
+            ("GET", ["apis", "apps", "v1", "deployments"]) => {
+                let items = self.deployments.to_vec();
+                json_response(StatusCode::OK, &list("Deployment", "apps/v1", items))
+            }
             ("GET", ["apis", "apps", "v1", "namespaces", ns, "deployments"]) => {
                 let items = self
                     .deployments
