@@ -279,6 +279,12 @@ pub fn dependency_pods(obs: &Observations) -> Vec<String> {
         .collect()
 }
 
+/// The DaemonSet a pod belongs to, by its controlling owner: on a node, its agents (network
+/// plugin, proxy) are such pods.
+pub fn daemonset_of(pod: &PodFacts) -> Option<&str> {
+    pod.owner.as_deref()?.strip_prefix("DaemonSet/")
+}
+
 /// The one node the subject fails on while its pods elsewhere are fine, so that Gather lists the
 /// node's own agents there.
 pub fn confined_node(obs: &Observations) -> Option<String> {

@@ -217,11 +217,7 @@ pub(super) async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observatio
         if let Some(there) = pods_of(on_node) {
             let agents = there
                 .iter()
-                .filter(|p| {
-                    p.owner
-                        .as_deref()
-                        .is_some_and(|o| o.starts_with("DaemonSet/"))
-                })
+                .filter(|p| crate::reason::daemonset_of(p).is_some())
                 .filter(|p| !p.ready() && service_ns.as_deref() != Some(p.namespace.as_str()))
                 .take(2)
                 .map(|p| pod_logs(c, p, obs));

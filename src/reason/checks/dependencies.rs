@@ -300,11 +300,7 @@ pub(crate) fn down<'a>(ctx: &Ctx<'a>) -> Vec<Down<'a>> {
 /// parse its configuration), quoting the last line that shows it. A process that died is read
 /// from its last telling line, as a crash is; one still running but not ready only from lines it
 /// logged as errors, since its warnings describe the state it is in (busy, waiting), not why.
-fn own_failure(ctx: &Ctx, dep: &Down) -> Option<(Category, String)> {
-    own_failure_of(ctx, &dep.pods)
-}
-
-/// [`own_failure`] of any set of pods (those behind a Service, a dependency's).
+/// Any set of pods is read so: a dependency's, those behind a webhook's Service, a node's agent.
 pub(crate) fn own_failure_of(ctx: &Ctx, pods: &[&PodFacts]) -> Option<(Category, String)> {
     let not_ready = || pods.iter().filter(|p| !p.ready());
     let killed = not_ready().find_map(|p| {
@@ -360,7 +356,7 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
         .unwrap_or_else(|| "the subject".into());
     let mut out = Vec::new();
     for dep in ctx.dependencies_down() {
-        let own = own_failure(ctx, dep);
+        let own = own_failure_of(ctx, &dep.pods);
         let Down {
             kind,
             name,

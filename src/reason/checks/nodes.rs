@@ -343,11 +343,7 @@ pub(crate) fn node_agents(ctx: &Ctx) -> Vec<Signal> {
         .collect();
     let agents: Vec<&PodFacts> = pods_on(ctx, node)
         .into_iter()
-        .filter(|p| {
-            p.owner
-                .as_deref()
-                .is_some_and(|o| o.starts_with("DaemonSet/"))
-        })
+        .filter(|p| crate::reason::daemonset_of(p).is_some())
         .filter(|p| !mine.contains(&p.namespace.as_str()) && !p.ready() && !p.deleting)
         .collect();
     let Some(agent) = agents.first() else {
@@ -359,11 +355,7 @@ pub(crate) fn node_agents(ctx: &Ctx) -> Vec<Signal> {
         .filter(|p| ctx.subject.has_pod(p) && !p.ready() && p.node.as_deref() == Some(node))
         .map(|p| p.name.clone())
         .collect();
-    let daemonset = agent
-        .owner
-        .as_deref()
-        .and_then(|o| o.strip_prefix("DaemonSet/"))
-        .unwrap_or_default();
+    let daemonset = crate::reason::daemonset_of(agent).unwrap_or_default();
     let why = super::dependencies::pod_trouble(ctx, agent)
         .map(|t| format!(" ({t})"))
         .unwrap_or_default();

@@ -465,27 +465,18 @@ fn measure_logged_errors(ctx: &Ctx, s: &mut Symptom) -> bool {
     use crate::reason::checks::recovery::QUIET_MINUTES;
     use crate::reason::logs;
     let lines = logs::scoped_lines(ctx);
-    let failing = |l: &crate::model::LogLine| !logs::classify(&l.line).is_empty();
-    let Some(last_failure) = lines
+    // Each line classified once; the same line read from the pod and from a log store counts
+    // once.
+    let failing: std::collections::HashSet<(Option<chrono::DateTime<chrono::Utc>>, &str)> = lines
         .iter()
-        .filter(|l| failing(l))
-        .filter_map(|l| l.at)
-        .max()
-    else {
+        .filter(|l| !logs::classify(&l.line).is_empty())
+        .map(|l| (l.at, l.line.as_str()))
+        .collect();
+    let Some(last_failure) = failing.iter().filter_map(|(at, _)| *at).max() else {
         return false;
     };
-    let first_failure = lines
-        .iter()
-        .filter(|l| failing(l))
-        .filter_map(|l| l.at)
-        .min();
-    // The same line read from the pod and from a log store counts once.
-    let count = lines
-        .iter()
-        .filter(|l| failing(l))
-        .map(|l| (l.at, l.line.as_str()))
-        .collect::<std::collections::HashSet<_>>()
-        .len();
+    let first_failure = failing.iter().filter_map(|(at, _)| *at).min();
+    let count = failing.len();
     let ago = ctx.minutes_ago(last_failure);
     if ago < QUIET_MINUTES {
         s.state = SymptomState::Confirmed;

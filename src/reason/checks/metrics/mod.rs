@@ -330,10 +330,11 @@ pub(crate) fn threshold_breaches(ctx: &Ctx) -> Vec<Signal> {
                     c => c,
                 },
             };
-            let metric = match &parsed {
-                Some(p) if p.counts_errors() => error_label(p),
+            let both = parsed.as_ref().and_then(two_metric_ratio);
+            let metric = match (&parsed, both) {
+                (Some(p), _) if p.counts_errors() => error_label(p),
                 _ if monitor.is_some() => name.clone(),
-                Some(p) if two_metric_ratio(p).is_some() => two_metric_ratio(p).unwrap_or_default(),
+                (_, Some(both)) => both,
                 _ => metric_name(&lhs).unwrap_or_else(|| name.clone()),
             };
             let scope = ctx.scope_name("the service");
