@@ -18,7 +18,24 @@ fn subject_pods(obs: &Mutex<Observations>) -> Option<Vec<String>> {
 }
 
 /// How many workloads' logs are read when nothing names the subject and nothing is in trouble.
-const SWEEP: usize = 8;
+const SWEEP: usize = 16;
+
+/// One running pod of each workload (the first listed), at most [`SWEEP`]: what an engineer
+/// tails when nothing says where to look.
+fn one_per_owner<'a>(pods: impl Iterator<Item = &'a PodFacts>) -> Vec<&'a PodFacts> {
+    let mut owners: Vec<&str> = Vec::new();
+    pods.filter(|p| p.phase == "Running" && !p.deleting)
+        .filter(|p| {
+            let owner = p.owner.as_deref().unwrap_or(p.name.as_str());
+            let fresh = !owners.contains(&owner);
+            if fresh {
+                owners.push(owner);
+            }
+            fresh
+        })
+        .take(SWEEP)
+        .collect()
+}
 
 /// Whether a pod deserves a look at its logs.
 fn troubled(p: &PodFacts) -> bool {
@@ -96,6 +113,16 @@ pub(super) async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observatio
     let Some(pods) = pods else {
         return;
     };
+    // A problem that names no namespace may name a website ("the docs portal", a host): every
+    // namespace's Ingresses say which one it is about, before the subject is resolved, since a
+    // host named outright is more exact than any word a workload's name shares with the text.
+    let mut ingresses_read = false;
+    if ns.is_none() && scope.problem.is_some() {
+        ingresses_read = c
+            .call("kubernetes.ingresses", Params::new(), &none, obs)
+            .await
+            .is_some();
+    }
     // Logs of the subject's pods, as the diagnosis resolves the subject from what was listed:
     // those in trouble first, then Running ones, since a latency or error-rate page on Ready
     // pods shows its cause in their own log (an upstream timing out, errors it serves). At most
@@ -113,26 +140,25 @@ pub(super) async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observatio
             .take(2);
         picked.extend(running);
     }
+    // An application (a subject of several workloads) with none of its pods in trouble: the
+    // failure shows in one of its services' own logs, not necessarily the first two listed, so
+    // one running pod of each of its workloads is read.
+    let mut sweeping = false;
+    if subject.is_some() && !picked.iter().any(|p| troubled(p)) {
+        let every = one_per_owner(pods.iter().filter(|p| owns(p)));
+        if every.len() > 2 {
+            picked = every;
+            sweeping = true;
+        }
+    }
     if picked.is_empty() {
         picked = pods.iter().filter(|p| troubled(p)).collect();
     }
     // Nothing resolved and nothing in trouble: what fails shows only in someone's own log, so
     // one running pod of each workload is read, as an engineer tails each service in turn.
     if picked.is_empty() && subject.is_none() && scope.workload.is_none() {
-        let mut owners: Vec<&str> = Vec::new();
-        picked = pods
-            .iter()
-            .filter(|p| p.phase == "Running" && !p.deleting)
-            .filter(|p| {
-                let owner = p.owner.as_deref().unwrap_or(p.name.as_str());
-                let fresh = !owners.contains(&owner);
-                if fresh {
-                    owners.push(owner);
-                }
-                fresh
-            })
-            .take(SWEEP)
-            .collect();
+        picked = one_per_owner(pods.iter());
+        sweeping = true;
     }
     if let Some(named) = &scope.pod
         && let Some(p) = pods.iter().find(|p| &p.name == named)
@@ -147,14 +173,7 @@ pub(super) async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observatio
             .find(|p| names.contains(&p.name))
             .map(|p| p.namespace.clone())
     });
-    // A problem that names no namespace and no workload may name a website ("the docs portal",
-    // a host): every namespace's Ingresses say which one it is about.
-    let mut ingresses_read = false;
-    if service_ns.is_none() && scope.problem.is_some() {
-        ingresses_read = c
-            .call("kubernetes.ingresses", Params::new(), &none, obs)
-            .await
-            .is_some();
+    if service_ns.is_none() && ingresses_read {
         service_ns =
             crate::reason::subject_namespace(&obs.lock().unwrap_or_else(|e| e.into_inner()));
     }
@@ -187,7 +206,11 @@ pub(super) async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observatio
         }
     };
     picked.sort_by_key(|p| std::cmp::Reverse(p.restarts()));
-    picked.truncate(if subject.is_none() { SWEEP } else { 3 });
+    picked.truncate(if sweeping || subject.is_none() {
+        SWEEP
+    } else {
+        3
+    });
     let calls = picked.iter().map(|p| pod_logs(c, p, obs));
     futures::join!(futures::future::join_all(calls), services);
     // A dependency the subject's lines name and that is down says why in its own logs (a

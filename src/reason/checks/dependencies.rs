@@ -170,7 +170,7 @@ fn unreachable(sig: Sig) -> bool {
 
 /// The protocol a failing line and a workload share: the line names the software's protocol
 /// or client library, the workload's name or an image of its pods names the software.
-fn shared_protocol(line: &str, name: &str, pods: &[&PodFacts]) -> Option<&'static str> {
+pub(crate) fn shared_protocol(line: &str, name: &str, pods: &[&PodFacts]) -> Option<&'static str> {
     let line = line.to_ascii_lowercase();
     PROTOCOLS.iter().find_map(|(software, said, runs)| {
         let speaks = said.iter().any(|w| line.contains(w));

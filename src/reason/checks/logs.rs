@@ -2,7 +2,7 @@
 //! panics, 5xx, OOM, configuration) over Drain-style templates, compared across the onset.
 
 use super::{Basis, Decl, Role};
-use crate::model::{Category, LogLine};
+use crate::model::{Category, LogLine, PodFacts};
 use crate::reason::templates::{self, Shift, Template};
 use crate::reason::{Ctx, Signal, list_names};
 use chrono::{DateTime, Utc};
@@ -188,7 +188,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::DiskFull,
-            r"(?i)no space left on device|\benospc\b|\bdisk (?:is )?full\b|(?:file ?system|volume|partition|device) (?:is )?full\b|could not extend file|not enough (?:free )?(?:disk )?space|insufficient (?:disk|storage) space|disk quota exceeded|\bedquot\b",
+            r"(?i)no space left on device|\benospc\b|\bdisk (?:is )?full\b|(?:file ?system|volume|partition|device) (?:is )?full\b|could not extend file|not enough (?:free )?(?:disk )?space|insufficient (?:disk|storage) space|disk quota exceeded|\bedquot\b|disk free space insufficient|disk (?:resource limit )?alarm (?:set|in effect)|blocked \(disk alarm\)|flood[ -]stage disk watermark \[[^\]]*\] exceeded",
         ),
         (
             Sig::FileDescriptors,
@@ -312,6 +312,70 @@ pub(crate) fn classify(line: &str) -> Vec<Sig> {
 
 /// How deep a signature reaches: a name that resolves nowhere or a missing setting explains a
 /// refused connection, which explains a pool that ran dry, which explains a stack trace.
+/// Lines of one failure logged by several workloads of an application, where one of them is the
+/// server the others' lines speak to (a MongoDB refusing the client that says "MongoDB: not
+/// authorized"): the caller with the most lines, and that server. `None` unless exactly one
+/// workload serves what the others' lines speak.
+fn caller_and_server(
+    ctx: &Ctx,
+    lines: &[&LogLine],
+    h: &Hits,
+    workloads: &[String],
+) -> Option<(String, String)> {
+    let owner = |l: &LogLine| -> Option<String> {
+        let p = ctx.pod_named(l.labels.get("pod")?)?;
+        Some(ctx.workload_of(p).map_or(p.name.clone(), |(_, n)| n))
+    };
+    let of: Vec<(Option<String>, &LogLine)> = h
+        .lines
+        .iter()
+        .filter_map(|&i| lines.get(i))
+        .map(|l| (owner(l), *l))
+        .collect();
+    let servers: Vec<&String> = workloads
+        .iter()
+        .filter(|w| {
+            let pods: Vec<&PodFacts> = ctx
+                .pods()
+                .into_iter()
+                .filter(|p| ctx.workload_of(p).is_some_and(|(_, n)| &n == *w))
+                .collect();
+            of.iter().any(|(o, l)| {
+                o.as_ref() != Some(*w)
+                    && crate::reason::dependencies::shared_protocol(&l.line, w, &pods).is_some()
+            })
+        })
+        .collect();
+    let [server] = servers.as_slice() else {
+        return None;
+    };
+    let caller = workloads
+        .iter()
+        .filter(|w| w != server)
+        .max_by_key(|w| of.iter().filter(|(o, _)| o.as_ref() == Some(*w)).count())?;
+    Some((caller.clone(), (*server).clone()))
+}
+
+/// Failures of a call to something else, as the caller sees them.
+const TRANSPORT: &[Sig] = &[
+    Sig::Dns,
+    Sig::ConnRefused,
+    Sig::Unreachable,
+    Sig::Reset,
+    Sig::Timeout,
+    Sig::Upstream5xx,
+];
+
+/// Failures a process reports of its own state: out of memory, disk, files or connections, or
+/// refusing its own settings.
+const OWN_STATE: &[Sig] = &[
+    Sig::Oom,
+    Sig::DiskFull,
+    Sig::FileDescriptors,
+    Sig::Pool,
+    Sig::Config,
+];
+
 fn depth(sig: Sig) -> u8 {
     match sig {
         Sig::NoSuchName | Sig::Config | Sig::Cert | Sig::Auth | Sig::ClockSkew => 0,
@@ -697,11 +761,12 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             stated(i).is_some_and(|l| classify(l).into_iter().any(|s| depth(s) < depth(h.sig)))
         })
     };
-    for h in hits {
-        // With no subject named, lines that all come from one workload's pods speak for it.
-        let scope = if ctx.subject.resolved {
-            scope.clone()
-        } else {
+    // With no subject named, or a whole application named, lines that all come from one
+    // workload's pods speak for it.
+    let spread = !ctx.subject.resolved || ctx.subject.application.is_some();
+    let who: Vec<Vec<String>> = hits
+        .iter()
+        .map(|h| {
             let mut who: Vec<String> = h
                 .lines
                 .iter()
@@ -711,12 +776,31 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                 .collect();
             who.sort();
             who.dedup();
-            match who.as_slice() {
-                [one] => one.clone(),
-                _ => scope.clone(),
-            }
+            who
+        })
+        .collect();
+    // Across an application's workloads, calls that time out or are refused are what one
+    // service failing on its own (out of disk, memory or its settings) looks like to its
+    // callers: that failure, logged by a workload of its own, explains them.
+    let own_failure_elsewhere = |k: usize| -> Option<Category> {
+        if !spread || !TRANSPORT.contains(&hits[k].sig) {
+            return None;
+        }
+        hits.iter()
+            .zip(&who)
+            .filter(|(h, w)| OWN_STATE.contains(&h.sig) && w.len() == 1 && !who[k].contains(&w[0]))
+            .map(|(h, _)| h.sig.category())
+            .next()
+    };
+    for (k, h) in hits.iter().enumerate() {
+        let (scope, server) = match who[k].as_slice() {
+            [one] if spread => (one.clone(), None),
+            many if spread && many.len() >= 2 => caller_and_server(ctx, &lines, h, many)
+                .map_or((scope.clone(), None), |(c, s)| (c, Some(s))),
+            _ => (scope.clone(), None),
         };
         let dep = match (h.sig, h.targets.as_slice()) {
+            _ if server.is_some() => format!(" ({})", server.as_deref().unwrap_or_default()),
             (_, []) => String::new(),
             (Sig::Config, t) => format!(" (missing {})", list_names(t, 3)),
             (_, t) => format!(" (to {})", list_names(t, 3)),
@@ -977,7 +1061,8 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             detail: format!("template: {template}; example: {}", h.example),
             category: h.sig.category(),
             // Lookups that time out are what a resolver down looks like from its clients.
-            symptom_of: (h.sig == Sig::Dns).then_some(Category::Infrastructure),
+            symptom_of: own_failure_elsewhere(k)
+                .or((h.sig == Sig::Dns).then_some(Category::Infrastructure)),
             basis,
             links,
             since: times().min(),

@@ -50,9 +50,27 @@ static NUMBER: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"[0-9]+(?:
 
 /// A duration a log line reports, in seconds.
 pub(crate) fn duration_secs(line: &str) -> Option<f64> {
-    let c = DURATION.as_ref()?.captures(line)?;
-    let v: f64 = c.get(1)?.as_str().parse().ok()?;
-    Some(secs_of(v, c.get(2)?.as_str()))
+    DURATION.as_ref()?.captures_iter(line).find_map(|c| {
+        let whole = c.get(0)?;
+        if counts_before(&line[..whole.start()]) {
+            return None;
+        }
+        let v: f64 = c.get(1)?.as_str().parse().ok()?;
+        Some(secs_of(v, c.get(2)?.as_str()))
+    })
+}
+
+/// Whether the words before "in 300 seconds" count things ("100 changes", "12 requests"): the
+/// span is then a window the count was taken over (a save policy, a rate), not how long one
+/// operation took.
+fn counts_before(before: &str) -> bool {
+    let mut words = before.split_whitespace().rev();
+    let (Some(noun), Some(count)) = (words.next(), words.next()) else {
+        return false;
+    };
+    noun.chars().all(|c| c.is_ascii_alphabetic())
+        && noun.len() > 1
+        && count.chars().all(|c| c.is_ascii_digit())
 }
 
 /// A value in `unit` (`ms`, `milliseconds`, `s`, `seconds`, `m`, `min`, `minutes`) in seconds.
@@ -223,6 +241,20 @@ mod tests {
             labels: Default::default(),
             line: s.to_string(),
         }
+    }
+
+    #[test]
+    fn a_count_over_a_window_is_not_a_duration() {
+        assert_eq!(
+            duration_secs("1:M 11 Mar 2026 14:31:25.000 * 100 changes in 300 seconds. Saving..."),
+            None
+        );
+        assert_eq!(duration_secs("served 12 requests in 10s"), None);
+        assert_eq!(duration_secs("query finished in 2.5s"), Some(2.5));
+        assert_eq!(
+            duration_secs("100 changes in 300 seconds; flush took 1200ms"),
+            Some(1.2)
+        );
     }
 
     #[test]

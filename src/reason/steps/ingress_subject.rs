@@ -65,6 +65,15 @@ fn named_by(ing: &IngressFacts, text: &str, said: &[String]) -> Option<String> {
     None
 }
 
+/// Whether the text names an Ingress's host outright (`www.acme-shop.com`): a host is more exact
+/// than any word a workload's name shares with the text, so words are not matched to workloads
+/// then.
+pub(crate) fn host_named(obs: &Observations, text: &str) -> bool {
+    obs.ingresses
+        .iter()
+        .any(|i| i.hosts.iter().any(|h| h.contains('.') && mentions(text, h)))
+}
+
 /// Whether the text shares a telling word with the Ingress's name or hosts.
 fn shares_words(ing: &IngressFacts, said: &[String]) -> bool {
     let mut own: Vec<String> = words(&ing.name);

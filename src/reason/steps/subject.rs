@@ -850,10 +850,9 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
             };
             add(&mut s, &kind, &name, &ns, how.to_string());
             s.workloads.push((kind, name));
-        } else if let Some((kind, name, words)) = APP_KEYS
-            .iter()
-            .all(|k| value(k).is_none())
-            .then(|| by_words(obs, &text, &in_ns))
+        } else if let Some((kind, name, words)) = (APP_KEYS.iter().all(|k| value(k).is_none())
+            && !super::ingress_subject::host_named(obs, &text))
+        .then(|| by_words(obs, &text, &in_ns))
             .flatten()
         {
             // An application label names what the alert is about: words that merely share a

@@ -689,6 +689,9 @@ fn live_subject_pods<'a>(ctx: &Ctx<'a>) -> Vec<&'a PodFacts> {
 }
 
 fn scope_name(ctx: &Ctx) -> String {
+    if let Some(app) = &ctx.subject.application {
+        return format!("application {app}");
+    }
     ctx.subject
         .workloads
         .first()
