@@ -293,3 +293,47 @@ async fn a_certificate_warning_is_the_ingress_naming_a_tls_secret_that_does_not_
         "{seen:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_named_outright_is_its_ingress_not_a_workload_sharing_a_word() {
+    let mut cluster = shop();
+    // Another namespace runs the ingress controller, whose name shares the word "ingress" with
+    // the problem.
+    let mut proxy = cluster.pods[0].clone();
+    proxy["metadata"]["name"] = json!("ingress-nginx-controller-7f6e5d4c3-p1q2r");
+    proxy["metadata"]["namespace"] = json!("ingress-nginx");
+    proxy["metadata"]["labels"] =
+        json!({"app": "ingress-nginx-controller", "pod-template-hash": "7f6e5d4c3"});
+    proxy["metadata"]["ownerReferences"][0]["name"] = json!("ingress-nginx-controller-7f6e5d4c3");
+    cluster.pods.push(proxy);
+    let mut deployment = cluster.deployments[0].clone();
+    deployment["metadata"]["name"] = json!("ingress-nginx-controller");
+    deployment["metadata"]["namespace"] = json!("ingress-nginx");
+    deployment["spec"]["selector"] = json!({"matchLabels": {"app": "ingress-nginx-controller"}});
+    deployment["status"] = json!({"observedGeneration": 3, "replicas": 1, "readyReplicas": 1, "updatedReplicas": 1, "availableReplicas": 1});
+    cluster.deployments.push(deployment);
+    let shared = Arc::new(Mutex::new(cluster));
+    let k8s = support::kubernetes(shared.clone()).await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = support::kube_config(tmp.path(), &k8s.url, None);
+    let data = tmp.path().join("data");
+    let (_, live) = tokio::task::spawn_blocking(move || {
+        run(
+            &[
+                "--problem",
+                "shop.example.com returns 503 for every page since the ingress change",
+            ],
+            &config,
+            &data,
+        )
+    })
+    .await
+    .expect("live run");
+    let d = diagnosis(&live);
+    let cause = d["root_cause"].as_str().unwrap_or_default();
+    assert_eq!(d["category"], "configuration_error", "{d}");
+    assert!(
+        cause.contains("Ingress shop") && cause.contains("storefront-web"),
+        "{cause}"
+    );
+}

@@ -853,7 +853,7 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
         } else if let Some((kind, name, words)) = (APP_KEYS.iter().all(|k| value(k).is_none())
             && !super::ingress_subject::host_named(obs, &text))
         .then(|| by_words(obs, &text, &in_ns))
-            .flatten()
+        .flatten()
         {
             // An application label names what the alert is about: words that merely share a
             // part of it are not taken for it.
