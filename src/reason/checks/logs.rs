@@ -196,7 +196,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Config,
-            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))|flag provided but not defined|unknown (?:flag|option|shorthand flag|command line option)|unrecognized (?:option|argument|arguments)|invalid (?:option|argument|flag)|read-only file system|erofs|\(13: permission denied\)|: permission denied$|eacces|exec format error|operation not permitted|\byaml: (?:line \d+|unmarshal errors)|\btoml: line \d+|(?:error|failed|unable|cannot|could not) (?:to )?(?:parse|parsing|load|loading|read|reading|decode|decoding|unmarshal) (?:the )?config|(?:loading|parsing|reading|decoding) (?:the )?config(?:uration)?(?: file)?\b.{0,120}\berror|\bunknown directive\b|\[emerg\].{0,80}\b(?:directive|parameter|in /etc/)|invalid value for parameter|unrecognized configuration parameter|configuration file \S+ contains errors|\bnot (?:in|found in) the (?:peer|server|member|seed) list\b|in a read-only transaction|readonly you can't write against a read only replica|running with the --read-only option",
+            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))|flag provided but not defined|unknown (?:flag|option|shorthand flag|command line option)|unrecognized (?:option|argument|arguments)|invalid (?:option|argument|flag)|read-only file system|erofs|\(13: permission denied\)|: permission denied$|eacces|exec format error|operation not permitted|\byaml: (?:line \d+|unmarshal errors)|\btoml: line \d+|(?:error|failed|unable|cannot|could not) (?:to )?(?:parse|parsing|load|loading|read|reading|decode|decoding|unmarshal) (?:the )?config|(?:loading|parsing|reading|decoding) (?:the )?config(?:uration)?(?: file)?\b.{0,120}\berror|\bunknown directive\b|\[emerg\].{0,80}\b(?:directive|parameter|in /etc/)|invalid value for parameter|unrecognized configuration parameter|configuration file \S+ contains errors|\bnot (?:in|found in) the (?:peer|server|member|seed) list\b|in a read-only transaction|readonly you can't write against a read only replica|running with the --read-only option|invalid (?:maximum|initial|minimum) heap size|unrecognized vm option|could not create the java virtual machine|bootstrap checks? failed|\[[^\]]*\] is too low, increase to at least|failed to bind properties under",
         ),
     ];
     table
@@ -217,6 +217,11 @@ static TARGET: LazyLock<Option<Regex>> = LazyLock::new(|| {
 static HOST_PORT: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?i)\b([a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*:\d{2,5})\b").ok());
 
+/// A configuration error that says something is absent, not wrong.
+static MISSING: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)missing|not set|not found|undefined|not defined|required|must be|unset|no such file").ok()
+});
+
 static CONFIG_KEY: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
         r#"(?i)missing (?:required )?(?:env(?:ironment)? variable|env var|config(?:uration)? key|key|setting|field|option)s?\s*[:=]?\s*["'`]?([A-Za-z_][\w.\-/]*)"#,
@@ -225,6 +230,12 @@ static CONFIG_KEY: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         r#"KeyError:\s*["']([A-Z][A-Z0-9_]{2,})["']"#,
         r#"\b([A-Z][A-Z0-9_]{2,}) (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))"#,
         r#"(?i)\b((?:configmaps?|secrets?)\s+["']?[a-z0-9][a-z0-9.\-]*)["']?\s+not found"#,
+        // A JVM refusing its own options, Spring refusing a property, a server's bootstrap
+        // check naming the kernel setting that is too low.
+        r#"(?i)invalid (?:maximum|initial|minimum) heap size:?\s*(-X\w+)"#,
+        r#"(?i)unrecognized vm option\s*'([^']+)'"#,
+        r#"(?i)failed to bind properties under '([^']+)'"#,
+        r#"\b([a-z_]+(?:\.[a-z_]+)+) \[[^\]]*\] is too low"#,
         // A server naming the setting of its own configuration it refuses.
         r#"(?i)(?:invalid value for parameter|unrecognized configuration parameter|unknown directive)\s+["'`]?([A-Za-z_][\w.\-/]*)"#,
     ]
@@ -522,7 +533,22 @@ pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits
     let mut in_traceback = false;
     // The lines of the record being read, its head first, for continuations' peers.
     let mut record: Vec<&str> = Vec::new();
+    // The configuration key last named, and on which line: a report that goes on to state the
+    // value it refused on an indented `Value:` line (Spring Boot's failure analysis) gives it.
+    let mut last_key: Option<(usize, usize)> = None;
     for (i, l) in lines.into_iter().enumerate() {
+        if let Some((slot, at)) = last_key
+            && i <= at + 6
+            && let Some(v) = l.line.strip_prefix(char::is_whitespace).and_then(|rest| {
+                rest.trim_start().strip_prefix("Value:").map(str::trim)
+            })
+            && !v.is_empty()
+            && let Some(key) = hits.get_mut(slot).and_then(|h| h.targets.last_mut())
+            && !key.contains(" = ")
+        {
+            *key = format!("{key} = {}", short(v));
+            last_key = None;
+        }
         if !continuation(&l.line) {
             record.clear();
         }
@@ -583,9 +609,12 @@ pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits
                     .flatten()
             });
             if let Some(t) = target
-                && !slot.targets.contains(&t)
+                && !slot.targets.iter().any(|k| k == &t || k.starts_with(&format!("{t} = ")))
             {
                 slot.targets.push(t);
+                if sig == Sig::Config {
+                    last_key = hits.iter().position(|h| h.sig == Sig::Config).map(|h| (h, i));
+                }
             }
         }
     }
@@ -802,7 +831,10 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
         let dep = match (h.sig, h.targets.as_slice()) {
             _ if server.is_some() => format!(" ({})", server.as_deref().unwrap_or_default()),
             (_, []) => String::new(),
-            (Sig::Config, t) => format!(" (missing {})", list_names(t, 3)),
+            (Sig::Config, t) if MISSING.as_ref().is_some_and(|re| re.is_match(&h.example)) => {
+                format!(" (missing {})", list_names(t, 3))
+            }
+            (Sig::Config, t) => format!(" (at {})", list_names(t, 3)),
             (_, t) => format!(" (to {})", list_names(t, 3)),
         };
         let shift = onset.map(|at| templates::shift(&of_lines(&h.lines), &lines, at));
@@ -1527,6 +1559,43 @@ mod tests {
         ] {
             assert_eq!(classify(l), vec![Sig::Config], "{l}");
         }
+    }
+
+    #[test]
+    fn a_runtime_refusing_its_own_options_names_the_option_and_its_value() {
+        for (l, key) in [
+            ("Invalid maximum heap size: -Xmx512", "-Xmx512"),
+            (
+                "Unrecognized VM option 'UseConcMarkSweepGC'",
+                "UseConcMarkSweepGC",
+            ),
+            (
+                "bootstrap check failure [1] of [1]: max virtual memory areas vm.max_map_count [65530] is too low, increase to at least [262144]",
+                "vm.max_map_count",
+            ),
+        ] {
+            assert_eq!(classify(l), vec![Sig::Config], "{l}");
+            assert_eq!(config_key(l).as_deref(), Some(key), "{l}");
+        }
+        let lines: Vec<LogLine> = [
+            "***************************",
+            "APPLICATION FAILED TO START",
+            "Description:",
+            "Failed to bind properties under 'spring.datasource.hikari.maximum-pool-size' to int:",
+            "",
+            "    Property: spring.datasource.hikari.maximum-pool-size",
+            "    Value: \"twenty\"",
+            "    Origin: System Environment Property \"SPRING_DATASOURCE_HIKARI_MAXIMUMPOOLSIZE\"",
+        ]
+        .into_iter()
+        .map(line)
+        .collect();
+        let hits = scan(&lines);
+        let config = hits.iter().find(|h| h.sig == Sig::Config).expect("config");
+        assert_eq!(
+            config.targets,
+            vec!["spring.datasource.hikari.maximum-pool-size = \"twenty\"".to_string()]
+        );
     }
 
     #[test]
