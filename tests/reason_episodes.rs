@@ -4,8 +4,8 @@
 
 use chrono::{DateTime, Duration, Utc};
 use sitrep::model::{
-    Alert, Category, CheckStatus, ContainerFacts, DeploymentFacts, K8sEventFacts, NodeFacts,
-    PodFacts, ServiceFacts, SymptomState,
+    Alert, Category, CheckStatus, ContainerFacts, DeploymentFacts, K8sEventFacts, LogLine,
+    NodeFacts, PodFacts, ServiceFacts, SymptomState,
 };
 use sitrep::reason::{Observations, analyze};
 use std::collections::BTreeMap;
@@ -768,4 +768,101 @@ fn a_subject_failing_on_one_node_whose_network_agent_is_down_is_the_nodes_fault(
     );
     let a = analyze(&one_node_world(true));
     assert!(!a.root_cause.contains("calico-node"), "{}", a.root_cause);
+}
+
+/// A blackbox probe of `storefront`'s Service failing, its one pod Ready, its lines refusing
+/// connections to the address of `catalog`'s Service, and `catalog` scaled to 0 replicas
+/// (`catalog_replicas`) 20 minutes ago.
+fn probe_world(catalog_replicas: u32) -> Observations {
+    let mut obs = world();
+    obs.alert = Some(Alert {
+        labels: BTreeMap::from([
+            (
+                "alertname".to_string(),
+                "StorefrontProbeFailing".to_string(),
+            ),
+            ("namespace".to_string(), NS.to_string()),
+            (
+                "instance".to_string(),
+                format!("http://storefront.{NS}.svc.cluster.local/"),
+            ),
+            ("job".to_string(), "blackbox-http".to_string()),
+        ]),
+        starts_at: Some(ago(15)),
+        ..Alert::default()
+    });
+    obs.deployments = vec![
+        deployment("storefront", 1, 1),
+        deployment("catalog", catalog_replicas, catalog_replicas),
+        deployment("basket", 1, 1),
+    ];
+    obs.pods = vec![
+        pod("storefront-5d8f9-aaaaa", "storefront", 0, None),
+        pod("basket-5d8f9-aaaaa", "basket", 0, None),
+    ];
+    if catalog_replicas > 0 {
+        obs.pods
+            .push(pod("catalog-5d8f9-aaaaa", "catalog", 0, None));
+    }
+    obs.services = ["storefront", "catalog", "basket"]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| ServiceFacts {
+            name: name.to_string(),
+            namespace: NS.into(),
+            selector: BTreeMap::from([("app".to_string(), name.to_string())]),
+            ports: vec![(3550, "3550".into())],
+            cluster_ip: Some(format!("10.96.7.{}", 10 + i)),
+            endpoints_read: true,
+            ..ServiceFacts::default()
+        })
+        .collect();
+    obs.events.push(K8sEventFacts {
+        event_type: "Normal".into(),
+        reason: "ScalingReplicaSet".into(),
+        message: "Scaled down replica set catalog-5d8f9 to 0 from 1".into(),
+        object: "Deployment/catalog".into(),
+        namespace: NS.into(),
+        count: 1,
+        first_seen: Some(ago(20)),
+        last_seen: Some(ago(20)),
+    });
+    for m in [12, 8, 4, 1] {
+        obs.pod_logs.push(LogLine {
+            at: Some(ago(m)),
+            labels: BTreeMap::from([("pod".to_string(), "storefront-5d8f9-aaaaa".to_string())]),
+            line: "could not retrieve products: rpc error: code = Unavailable desc = dial tcp 10.96.7.11:3550: connect: connection refused".into(),
+        });
+    }
+    obs
+}
+
+#[test]
+fn a_probed_service_refused_by_a_dependency_scaled_to_zero_is_that_scale_down() {
+    let a = analyze(&probe_world(0));
+    // The probe's target names the Service, and so the workload behind it.
+    assert!(
+        a.subject
+            .iter()
+            .any(|o| o.kind == "Deployment" && o.name == "storefront"),
+        "{:?}",
+        a.subject
+    );
+    // Ready pods whose own lines refused calls a minute ago have not recovered.
+    assert_eq!(
+        a.symptom.state,
+        SymptomState::Confirmed,
+        "{}",
+        a.symptom.detail
+    );
+    assert_eq!(a.category, Category::ConfigurationError, "{}", a.root_cause);
+    assert!(
+        a.root_cause.starts_with("catalog is scaled to 0 replicas"),
+        "{}",
+        a.root_cause
+    );
+    // Running, the same peer is no cause of its own: the refusals stay the caller's finding.
+    let a = analyze(&probe_world(1));
+    assert!(!a.root_cause.contains("scaled to 0"), "{}", a.root_cause);
+    assert_ne!(a.category, Category::Healthy, "{}", a.root_cause);
 }

@@ -6,6 +6,7 @@ use crate::model::{Category, LogLine, PodFacts};
 use crate::reason::logs::{self, Sig};
 use crate::reason::{Ctx, Signal, actions, list_names, subject};
 use chrono::{DateTime, Utc};
+use std::collections::BTreeMap;
 
 /// The checks this concern makes.
 pub(crate) const DECLARED: &[Decl] = &[Decl {
@@ -194,7 +195,15 @@ pub(crate) fn down<'a>(ctx: &Ctx<'a>) -> Vec<Down<'a>> {
         return Vec::new();
     }
     let alert_text = ctx.alert_names();
-    let mut candidates: Vec<(String, String, String, u32, u32)> = ctx
+    type Candidate<'s> = (
+        String,
+        String,
+        String,
+        u32,
+        u32,
+        &'s BTreeMap<String, String>,
+    );
+    let mut candidates: Vec<Candidate> = ctx
         .obs
         .deployments
         .iter()
@@ -205,6 +214,7 @@ pub(crate) fn down<'a>(ctx: &Ctx<'a>) -> Vec<Down<'a>> {
                 d.namespace.clone(),
                 d.ready_replicas,
                 d.replicas,
+                &d.selector,
             )
         })
         .collect();
@@ -220,6 +230,7 @@ pub(crate) fn down<'a>(ctx: &Ctx<'a>) -> Vec<Down<'a>> {
                     w.namespace.clone(),
                     w.ready,
                     w.desired,
+                    &w.selector,
                 )
             }),
     );
@@ -237,8 +248,13 @@ pub(crate) fn down<'a>(ctx: &Ctx<'a>) -> Vec<Down<'a>> {
         .collect();
     let mut out = Vec::new();
     let mut unnamed = Vec::new();
-    for (kind, name, namespace, ready, desired) in candidates {
-        if ctx.subject.covers(&format!("{kind}/{name}")) || desired == 0 || ready >= desired {
+    for (kind, name, namespace, ready, desired, selector) in candidates {
+        // Scaled to zero, it is down only for a caller whose lines name it (below).
+        let scaled_to_zero = desired == 0 && kind != "DaemonSet";
+        if ctx.subject.covers(&format!("{kind}/{name}"))
+            || (desired == 0 && !scaled_to_zero)
+            || (!scaled_to_zero && ready >= desired)
+        {
             continue;
         }
         let pods: Vec<&PodFacts> = ctx
@@ -256,6 +272,10 @@ pub(crate) fn down<'a>(ctx: &Ctx<'a>) -> Vec<Down<'a>> {
             .filter(|s| {
                 pods.iter()
                     .any(|p| subject::selector_matches(&s.selector, &[], &p.labels))
+                    // With no pod to match, the labels its selector asks of its pods.
+                    || (pods.is_empty()
+                        && !selector.is_empty()
+                        && subject::selector_matches(&s.selector, &[], selector))
             })
             .flat_map(|s| std::iter::once(s.name.as_str()).chain(s.cluster_ip.as_deref()))
             .collect();
@@ -265,6 +285,7 @@ pub(crate) fn down<'a>(ctx: &Ctx<'a>) -> Vec<Down<'a>> {
         });
         let edge = match named {
             Some(l) => Some(Edge::Named(l)),
+            None if scaled_to_zero => continue,
             None if subject::mentions(alert_text, &name) => Some(Edge::Alert),
             None => failing
                 .iter()
@@ -414,10 +435,24 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
                 "{subject_name}'s calls to a peer its logs do not name fail, and {name} is the one workload down beside it"
             ),
         };
-        // Its own lines say why it is down: that is the cause, and its category is theirs.
-        let (category, own_words) = own
-            .clone()
-            .unwrap_or((Category::DependencyFailure, String::new()));
+        // Its own lines say why it is down: that is the cause, and its category is theirs. A
+        // dependency scaled to zero runs nothing to fail: its spec is the cause.
+        let (category, own_words) = if desired == 0 {
+            (Category::ConfigurationError, String::new())
+        } else {
+            own.clone()
+                .unwrap_or((Category::DependencyFailure, String::new()))
+        };
+        let state = if desired == 0 {
+            format!(
+                "{name} is scaled to 0 replicas{}, so no pod of it runs",
+                super::scaled_to_zero::scale_down_text(super::scaled_to_zero::scale_down(
+                    ctx, name
+                ))
+            )
+        } else {
+            format!("{name} has {ready} of {desired} replicas ready{why}{when}{own_words}")
+        };
         let lower = kind.to_lowercase();
         let evidence = ctx.ev(&[
             "kubernetes/deployments",
@@ -429,9 +464,11 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
         ]);
         let mut sig = Signal {
             analyzer: "dependency_down",
-            summary: format!(
-                "dependency {lower} {name} has {ready} of {desired} replicas ready{why}"
-            ),
+            summary: if desired == 0 {
+                format!("dependency {lower} {name} is scaled to 0 replicas")
+            } else {
+                format!("dependency {lower} {name} has {ready} of {desired} replicas ready{why}")
+            },
             detail: format!("{edge_text}{own_words}"),
             category,
             basis: if refused.is_empty() {
@@ -441,11 +478,9 @@ pub(crate) fn unhealthy(ctx: &Ctx) -> Vec<Signal> {
             },
             // Inferred from being the only one down, the edge itself is no evidenced link.
             links: u8::from(!refused.is_empty() && !matches!(edge, Edge::OnlyOneDown))
-                + u8::from(own.is_some()),
+                + u8::from(own.is_some() || desired == 0),
             evidence: evidence.clone(),
-            cause: Some(format!(
-                "{name} has {ready} of {desired} replicas ready{why}{when}{own_words}, so {calls}"
-            )),
+            cause: Some(format!("{state}, so {calls}")),
             objects: vec![format!("{lower}/{name}")],
             ..Signal::default()
         };

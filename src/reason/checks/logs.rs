@@ -219,7 +219,10 @@ static HOST_PORT: LazyLock<Option<Regex>> =
 
 /// A configuration error that says something is absent, not wrong.
 static MISSING: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)missing|not set|not found|undefined|not defined|required|must be|unset|no such file").ok()
+    Regex::new(
+        r"(?i)missing|not set|not found|undefined|not defined|required|must be|unset|no such file",
+    )
+    .ok()
 });
 
 static CONFIG_KEY: LazyLock<Vec<Regex>> = LazyLock::new(|| {
@@ -539,9 +542,10 @@ pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits
     for (i, l) in lines.into_iter().enumerate() {
         if let Some((slot, at)) = last_key
             && i <= at + 6
-            && let Some(v) = l.line.strip_prefix(char::is_whitespace).and_then(|rest| {
-                rest.trim_start().strip_prefix("Value:").map(str::trim)
-            })
+            && let Some(v) = l
+                .line
+                .strip_prefix(char::is_whitespace)
+                .and_then(|rest| rest.trim_start().strip_prefix("Value:").map(str::trim))
             && !v.is_empty()
             && let Some(key) = hits.get_mut(slot).and_then(|h| h.targets.last_mut())
             && !key.contains(" = ")
@@ -609,11 +613,17 @@ pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits
                     .flatten()
             });
             if let Some(t) = target
-                && !slot.targets.iter().any(|k| k == &t || k.starts_with(&format!("{t} = ")))
+                && !slot
+                    .targets
+                    .iter()
+                    .any(|k| k == &t || k.starts_with(&format!("{t} = ")))
             {
                 slot.targets.push(t);
                 if sig == Sig::Config {
-                    last_key = hits.iter().position(|h| h.sig == Sig::Config).map(|h| (h, i));
+                    last_key = hits
+                        .iter()
+                        .position(|h| h.sig == Sig::Config)
+                        .map(|h| (h, i));
                 }
             }
         }

@@ -39,24 +39,8 @@ pub(crate) fn scaled_to_zero(ctx: &Ctx) -> Vec<Signal> {
         {
             continue;
         }
-        // The change that took it to zero: a scale-down to 0 of this workload.
-        let down = ctx
-            .changes
-            .iter()
-            .filter(|c| {
-                c.target.rsplit('/').next() == Some(name)
-                    && (c.id.starts_with("scale") || c.id == "rescale")
-                    && (c.title.contains(" to 0") || c.title.ends_with(" 0"))
-            })
-            .max_by_key(|c| c.at);
-        let when = down
-            .map(|c| {
-                let at =
-                    c.at.map(|t| format!(" at {}", t.format("%H:%M UTC")))
-                        .unwrap_or_default();
-                format!(" ({}{at})", c.title)
-            })
-            .unwrap_or_default();
+        let down = scale_down(ctx, name);
+        let when = scale_down_text(down);
         let summary = format!(
             "{} {name} in {ns} is scaled to 0 replicas{when}",
             kind.to_lowercase()
@@ -77,6 +61,29 @@ pub(crate) fn scaled_to_zero(ctx: &Ctx) -> Vec<Signal> {
         });
     }
     out
+}
+
+/// The change that took workload `name` to zero replicas: its latest scale-down to 0.
+pub(crate) fn scale_down<'c>(ctx: &'c Ctx, name: &str) -> Option<&'c crate::model::Change> {
+    ctx.changes
+        .iter()
+        .filter(|c| {
+            c.target.rsplit('/').next() == Some(name)
+                && (c.id.starts_with("scale") || c.id == "rescale")
+                && (c.title.contains(" to 0") || c.title.ends_with(" 0"))
+        })
+        .max_by_key(|c| c.at)
+}
+
+/// ` (<its title> at HH:MM UTC)` for a scale-down, empty without one.
+pub(crate) fn scale_down_text(down: Option<&crate::model::Change>) -> String {
+    down.map(|c| {
+        let at =
+            c.at.map(|t| format!(" at {}", t.format("%H:%M UTC")))
+                .unwrap_or_default();
+        format!(" ({}{at})", c.title)
+    })
+    .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -730,6 +730,18 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
             );
         }
     }
+    // A probe's target (`instance="http://frontend.shop.svc.cluster.local/"`): the Service its
+    // host names, and what runs behind it.
+    if s.workloads.is_empty()
+        && s.named_pods.is_empty()
+        && let Some((svc, how)) =
+            value("instance").and_then(|i| probed_service(obs, i, &s.namespace))
+    {
+        if let Some((kind, name)) = behind_service(obs, &svc, &s.namespace) {
+            add(&mut s, &kind, &name, &ns, how);
+            s.workloads.push((kind, name));
+        }
+    }
     // An application name: a workload of that name, else the pods labelled with it.
     if s.workloads.is_empty() && s.named_pods.is_empty() {
         for key in APP_KEYS {
@@ -1067,6 +1079,75 @@ fn workload_named(obs: &Observations, name: &str, ns: &Option<String>) -> Option
                 .find(|w| w.name == name && in_ns(&w.namespace))
                 .map(|w| (w.kind.clone(), w.name.clone()))
         })
+}
+
+/// The Service a probe's target names by its host (`http://frontend.shop.svc.cluster.local/`,
+/// `frontend.shop:8080`, `frontend`), in the alert's namespace when the host does not say one,
+/// with how it was found.
+fn probed_service(
+    obs: &Observations,
+    instance: &str,
+    ns: &Option<String>,
+) -> Option<(String, String)> {
+    let rest = instance.split_once("://").map_or(instance, |(_, r)| r);
+    let host = rest.split(['/', '?', '#']).next()?;
+    let host = host.rsplit_once(':').map_or(host, |(h, port)| {
+        if port.chars().all(|c| c.is_ascii_digit()) {
+            h
+        } else {
+            host
+        }
+    });
+    let mut parts = host.split('.');
+    let name = parts.next().filter(|n| !n.is_empty())?;
+    let space = parts.next();
+    // A host of many labels that is not a cluster name is a machine, not a Service.
+    let cluster = host.contains(".svc") || host.matches('.').count() <= 1;
+    if !cluster
+        || name.parse::<std::net::Ipv4Addr>().is_ok()
+        || name.chars().all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let in_ns = |n: &str| match (space, ns.as_deref()) {
+        (Some(sp), _) if host.matches('.').count() >= 1 => same_ns(sp, n),
+        (_, Some(x)) => same_ns(x, n),
+        _ => true,
+    };
+    let listed = obs
+        .services
+        .iter()
+        .any(|v| v.name == name && in_ns(&v.namespace) && !v.missing);
+    let runs = obs
+        .deployments
+        .iter()
+        .any(|d| d.name == name && in_ns(&d.namespace))
+        || obs
+            .workloads
+            .iter()
+            .any(|w| w.name == name && in_ns(&w.namespace));
+    (listed || runs).then(|| {
+        (
+            name.to_string(),
+            format!("label instance={instance} probes Service {name}"),
+        )
+    })
+}
+
+/// The workload behind Service `svc`: the owner of the pods its selector takes, else the
+/// workload of its name.
+fn behind_service(obs: &Observations, svc: &str, ns: &Option<String>) -> Option<(String, String)> {
+    let in_ns = |n: &str| ns.as_deref().is_none_or(|x| same_ns(x, n));
+    obs.services
+        .iter()
+        .filter(|v| v.name == svc && in_ns(&v.namespace) && !v.selector.is_empty())
+        .flat_map(|v| {
+            obs.pods.iter().filter(move |p| {
+                p.namespace == v.namespace && selector_matches(&v.selector, &[], &p.labels)
+            })
+        })
+        .find_map(|p| workload_of(obs, p))
+        .or_else(|| workload_named(obs, svc, ns))
 }
 
 /// `deployment` -> `Deployment`, `statefulset` -> `StatefulSet`, ...

@@ -900,6 +900,19 @@ fn measure_availability(ctx: &Ctx, s: &mut Symptom) -> bool {
         );
         return true;
     }
+    // Ready is what the kubelet's probe sees; the subject's own lines failing minutes ago say
+    // what its callers see, and a page about serving is about that.
+    let mut logged = s.clone();
+    if measure_logged_errors(ctx, &mut logged) && logged.state == SymptomState::Confirmed {
+        logged.detail = format!(
+            "all {} pods of {} are Running and Ready, but {}",
+            pods.len(),
+            scope_name(ctx),
+            logged.detail
+        );
+        *s = logged;
+        return true;
+    }
     s.state = SymptomState::Cleared;
     s.detail = format!(
         "all {} pods of {} are Running and Ready and every replica is available",
