@@ -866,3 +866,27 @@ fn a_probed_service_refused_by_a_dependency_scaled_to_zero_is_that_scale_down() 
     assert!(!a.root_cause.contains("scaled to 0"), "{}", a.root_cause);
     assert_ne!(a.category, Category::Healthy, "{}", a.root_cause);
 }
+
+#[test]
+fn a_dialled_service_whose_pods_listen_on_another_port_is_that_mismatch() {
+    let mut obs = probe_world(1);
+    obs.pod_logs.push(LogLine {
+        at: Some(ago(30)),
+        labels: BTreeMap::from([("pod".to_string(), "catalog-5d8f9-aaaaa".to_string())]),
+        line: "level=info msg=\"listening on :7070\"".into(),
+    });
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::ConfigurationError, "{}", a.root_cause);
+    assert!(
+        a.root_cause
+            .contains("Service catalog sends port 3550 to targetPort 3550, but the process in its pods listens on 7070"),
+        "{}",
+        a.root_cause
+    );
+    // Saying it listens on the targetPort, it is no mismatch.
+    if let Some(l) = obs.pod_logs.last_mut() {
+        l.line = "Listening on :3550".into();
+    }
+    let a = analyze(&obs);
+    assert!(!a.root_cause.contains("listens on"), "{}", a.root_cause);
+}

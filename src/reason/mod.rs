@@ -273,10 +273,14 @@ pub fn subject_namespace(obs: &Observations) -> Option<String> {
 /// alert name them), so that Gather reads why they are down from their own logs.
 pub fn dependency_pods(obs: &Observations) -> Vec<String> {
     let ctx = Ctx::new(obs);
-    ctx.dependencies_down()
+    let mut pods: Vec<String> = ctx
+        .dependencies_down()
         .iter()
         .flat_map(|d| d.pods_not_ready())
-        .collect()
+        .collect();
+    // A Service the failing calls dial whose pods look fine: one of them says what it listens on.
+    pods.extend(checks::service_endpoints::dialled_pods(&ctx));
+    pods
 }
 
 /// The DaemonSet a pod belongs to, by its controlling owner: on a node, its agents (network

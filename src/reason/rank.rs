@@ -74,6 +74,10 @@ pub(crate) fn relation(ctx: &Ctx, object: &str) -> Option<&'static str> {
         {
             return Some("service named for the subject");
         }
+        // A Service the subject's failing calls dial, by name or address.
+        "service" if super::checks::service_endpoints::dialled_by_subject(ctx, name) => {
+            return Some("service the subject's failing calls dial");
+        }
         _ if s.covers(object) => return Some("subject"),
         _ => {}
     }

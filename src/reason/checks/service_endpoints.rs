@@ -4,6 +4,7 @@
 
 use super::{Basis, Decl, Role};
 use crate::model::{Category, PodFacts, ServiceFacts};
+use crate::reason::logs::{self, Sig};
 use crate::reason::{Ctx, Signal, subject};
 
 /// The checks this concern makes.
@@ -34,6 +35,13 @@ pub(crate) const DECLARED: &[Decl] = &[
 /// The Service a dialled host names: `name`, `name.ns`, `name.ns.svc[.cluster.local]`, in the
 /// subject's namespace when the host gives none.
 fn service_of_host<'a>(ctx: &Ctx<'a>, host: &str, home: &str) -> Option<&'a ServiceFacts> {
+    if host.parse::<std::net::Ipv4Addr>().is_ok() {
+        return ctx
+            .obs
+            .services
+            .iter()
+            .find(|s| s.cluster_ip.as_deref() == Some(host) && !s.missing);
+    }
     let mut parts = host.split('.');
     let name = parts.next()?;
     let ns = parts.next().filter(|n| *n != "svc").unwrap_or(home);
@@ -47,46 +55,25 @@ fn service_of_host<'a>(ctx: &Ctx<'a>, host: &str, home: &str) -> Option<&'a Serv
 /// Failing when the host is a Service of the cluster, with ready endpoints, that exposes other
 /// ports only: the address in the subject's configuration is wrong, not the dependency.
 pub(crate) fn dialled_ports(ctx: &Ctx) -> Vec<Signal> {
-    use crate::reason::logs::{self, Sig};
     if !ctx.subject.resolved || ctx.obs.services.is_empty() {
         return Vec::new();
     }
-    let home = ctx
-        .pods()
-        .into_iter()
-        .find(|p| ctx.subject.has_pod(p))
-        .map(|p| p.namespace.clone())
-        .unwrap_or_default();
+    let home = home_of(ctx);
     let who = ctx
         .subject
         .workloads
         .first()
         .map(|(_, n)| n.clone())
         .unwrap_or_else(|| "the subject".into());
-    let hits = ctx.subject_hits();
     let mut out = Vec::new();
     let mut seen: Vec<String> = Vec::new();
-    for h in hits.iter().filter(|h| {
-        matches!(
-            h.sig,
-            Sig::ConnRefused | Sig::Unreachable | Sig::Timeout | Sig::Reset
-        )
-    }) {
-        for target in &h.targets {
-            let Some((host, port)) = target.rsplit_once(':') else {
+    for (h, target, svc, port) in dialled(ctx, &home) {
+        {
+            if let Some((_, to)) = svc.ports.iter().find(|(p, _)| *p == port) {
+                out.extend(listening_elsewhere(ctx, svc, port, to, h, &who));
                 continue;
-            };
-            let Ok(port) = port.parse::<u16>() else {
-                continue;
-            };
-            let Some(svc) = service_of_host(ctx, host, &home) else {
-                continue;
-            };
-            if svc.ports.is_empty()
-                || svc.ports.iter().any(|(p, _)| *p == port)
-                || svc.ready.is_empty()
-                || seen.contains(target)
-            {
+            }
+            if svc.ports.is_empty() || svc.ready.is_empty() || seen.contains(&target) {
                 continue;
             }
             seen.push(target.clone());
@@ -118,6 +105,150 @@ pub(crate) fn dialled_ports(ctx: &Ctx) -> Vec<Signal> {
         }
     }
     out
+}
+
+/// The Services (by name, cluster DNS name or cluster IP) at the `host:port` targets of the
+/// subject's refused, unreachable, reset or timed-out calls, with the hits and ports.
+fn dialled<'c, 'a>(
+    ctx: &'c Ctx<'a>,
+    home: &str,
+) -> Vec<(&'c logs::Hits, String, &'a ServiceFacts, u16)> {
+    let mut out = Vec::new();
+    for h in ctx.subject_hits().iter().filter(|h| {
+        matches!(
+            h.sig,
+            Sig::ConnRefused | Sig::Unreachable | Sig::Timeout | Sig::Reset
+        )
+    }) {
+        for target in &h.targets {
+            let Some((host, port)) = target.rsplit_once(':') else {
+                continue;
+            };
+            let Ok(port) = port.parse::<u16>() else {
+                continue;
+            };
+            if let Some(svc) = service_of_host(ctx, host, home) {
+                out.push((h, target.clone(), svc, port));
+            }
+        }
+    }
+    out
+}
+
+/// Whether the subject's refused, unreachable, reset or timed-out calls dial Service `name`.
+pub(crate) fn dialled_by_subject(ctx: &Ctx, name: &str) -> bool {
+    ctx.subject.resolved
+        && dialled(ctx, &home_of(ctx))
+            .iter()
+            .any(|(_, _, svc, _)| svc.name == name)
+}
+
+/// The subject's namespace, as its first pod's.
+fn home_of(ctx: &Ctx) -> String {
+    ctx.pods()
+        .into_iter()
+        .find(|p| ctx.subject.has_pod(p))
+        .map(|p| p.namespace.clone())
+        .unwrap_or_default()
+}
+
+/// The pods behind the Services the subject's failing calls dial, Ready and listed, one per
+/// Service: their own lines say which port their process listens on.
+pub(crate) fn dialled_pods(ctx: &Ctx) -> Vec<String> {
+    if !ctx.subject.resolved {
+        return Vec::new();
+    }
+    let home = home_of(ctx);
+    let mut out: Vec<String> = Vec::new();
+    for (_, _, svc, _) in dialled(ctx, &home) {
+        if let Some(p) = ctx
+            .pods()
+            .into_iter()
+            .find(|p| selects(svc, p) && p.ready() && !ctx.subject.has_pod(p))
+            && !out.contains(&p.name)
+        {
+            out.push(p.name.clone());
+        }
+    }
+    out.truncate(2);
+    out
+}
+
+/// A port a process says it listens on (`Listening on :8083`, `Read target port: 8083`,
+/// `Tomcat started on port(s): 8080`, `Now listening on: http://[::]:80`).
+pub(crate) fn listen_port(line: &str) -> Option<u16> {
+    static LISTEN: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)(?:\b(?:listen(?:s|ing)?|serving|server (?:started|running)|started server|starting server|target port)\b|\bstarted on port\(s\))(?:\s+(?:on|at))?(?:\s+port)?:?\s*(?:(?:https?|tcp|grpc)://)?(?:(?:\[[0-9a-f:]*\]|[0-9a-z.\-]*):)?(\d{2,5})\b",
+        )
+        .ok()
+    });
+    LISTEN
+        .as_ref()?
+        .captures(line)?
+        .get(1)?
+        .as_str()
+        .parse()
+        .ok()
+}
+
+/// Check: does the process behind a Service the subject dials listen on the Service's
+/// targetPort? Failing when every port its pods' own lines say they listen on is another one:
+/// the pods run something other than what the Service expects (another program, another
+/// configuration), so connections to the targetPort are refused however Ready they look.
+fn listening_elsewhere(
+    ctx: &Ctx,
+    svc: &ServiceFacts,
+    port: u16,
+    target_port: &str,
+    h: &logs::Hits,
+    who: &str,
+) -> Option<Signal> {
+    let target: u16 = target_port.parse().ok()?;
+    let backing: Vec<&PodFacts> = ctx.pods().into_iter().filter(|p| selects(svc, p)).collect();
+    let stated: Vec<(u16, &crate::model::LogLine)> = ctx
+        .obs
+        .pod_logs
+        .iter()
+        .filter(|l| {
+            l.labels
+                .get("pod")
+                .is_some_and(|n| backing.iter().any(|p| &p.name == n))
+        })
+        .filter_map(|l| listen_port(&l.line).map(|p| (p, l)))
+        .collect();
+    if stated.is_empty() || stated.iter().any(|(p, _)| *p == target) {
+        return None;
+    }
+    let (listens, line) = stated.last()?;
+    let pod = line.labels.get("pod").cloned().unwrap_or_default();
+    let summary = format!(
+        "Service {} sends port {port} to targetPort {target}, but the process in its pods listens on {listens} ({pod}: \"{}\")",
+        svc.name,
+        logs::short(&line.line)
+    );
+    Some(Signal {
+        analyzer: "service_port",
+        summary: summary.clone(),
+        detail: format!(
+            "{} {}: \"{}\"",
+            h.count,
+            h.sig.label(),
+            logs::short(&h.example)
+        ),
+        category: Category::ConfigurationError,
+        basis: Basis::Stated,
+        // The Service's ports, its pods' own words, and the caller's refused lines.
+        links: 2,
+        evidence: ctx.ev(&["kubernetes/services", "kubernetes/pod_logs", "logs"]),
+        cause: Some(format!(
+            "{summary}, so {who}'s connections to it are refused ({} {}); the pods run another program or configuration than the Service expects",
+            h.count,
+            h.sig.label()
+        )),
+        objects: vec![format!("service/{}", svc.name)],
+        ..Signal::default()
+    })
 }
 
 /// Whether the alert, the problem or the subject names the Service (a backend of the subject's
@@ -348,6 +479,28 @@ mod tests {
             }],
             services: vec![svc],
             ..Observations::default()
+        }
+    }
+
+    #[test]
+    fn the_port_a_process_says_it_listens_on() {
+        for (line, port) in [
+            (
+                "INF cmd/geo/main.go:52 > Read target port: 8083",
+                Some(8083),
+            ),
+            ("Listening on port 8083", Some(8083)),
+            ("level=info msg=\"listening on :9090\"", Some(9090)),
+            ("Now listening on: http://[::]:80", Some(80)),
+            (
+                "Tomcat started on port(s): 8080 (http) with context path ''",
+                Some(8080),
+            ),
+            ("Server listening at http://0.0.0.0:3000", Some(3000)),
+            ("request served in 80 ms", None),
+            ("connected to postgres:5432", None),
+        ] {
+            assert_eq!(listen_port(line), port, "{line}");
         }
     }
 
