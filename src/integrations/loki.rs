@@ -104,10 +104,16 @@ pub fn parse_streams(v: &Value, limit: u32, direction: Direction) -> Result<Vec<
                 .to_string();
             let secs = (ns / 1_000_000_000) as i64;
             let sub = (ns % 1_000_000_000) as u32;
+            // A line that opens with its own RFC 3339 time was stamped by the process when it
+            // happened; the entry's time is when it was shipped, which can be much later.
+            let own = line
+                .split_once(' ')
+                .and_then(|(first, _)| chrono::DateTime::parse_from_rfc3339(first).ok())
+                .map(|t| t.with_timezone(&Utc));
             lines.push((
                 ns,
                 LogLine {
-                    at: Utc.timestamp_opt(secs, sub).single(),
+                    at: own.or_else(|| Utc.timestamp_opt(secs, sub).single()),
                     labels: labels.clone(),
                     line,
                 },
@@ -144,5 +150,23 @@ mod tests {
         let texts: Vec<&str> = back.iter().map(|l| l.line.as_str()).collect();
         assert_eq!(texts, ["third", "second"]);
         assert_eq!(back[1].labels.get("app").map(String::as_str), Some("b"));
+    }
+
+    #[test]
+    fn a_line_stamped_by_its_process_keeps_that_time() {
+        // Shipped at 14:31:35, logged at 13:54:02.
+        let v = json!({"status": "success", "data": {"resultType": "streams", "result": [
+            {"stream": {"app": "a"}, "values": [
+                ["1773239495000000000", "2026-03-11T13:54:02Z ERR dial tcp 10.1.1.70:8086: connect: connection refused"],
+                ["1773239496000000000", "no time of its own"]
+            ]}
+        ]}});
+        let lines = parse_streams(&v, 10, Direction::Forward).unwrap_or_default();
+        let at: Vec<String> = lines
+            .iter()
+            .map(|l| l.at.map(|t| t.to_rfc3339()).unwrap_or_default())
+            .collect();
+        assert_eq!(at, ["2026-03-11T13:54:02+00:00", "2026-03-11T14:31:36+00:00"]);
+        assert!(lines[0].line.starts_with("2026-03-11T13:54:02Z ERR"));
     }
 }
