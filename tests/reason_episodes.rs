@@ -890,3 +890,45 @@ fn a_dialled_service_whose_pods_listen_on_another_port_is_that_mismatch() {
     let a = analyze(&obs);
     assert!(!a.root_cause.contains("listens on"), "{}", a.root_cause);
 }
+
+#[test]
+fn a_question_whether_a_workload_is_still_broken_is_answered_by_its_events_and_pods() {
+    let mut obs = burst_world(("Error", 1, 65));
+    obs.alert = None;
+    obs.problem = Some("got paged about tiles an hour ago, is it still broken?".into());
+    let a = analyze(&obs);
+    assert_eq!(
+        a.symptom.state,
+        SymptomState::Cleared,
+        "{}",
+        a.symptom.detail
+    );
+    assert!(a.symptom.detail.contains("ended"), "{}", a.symptom.detail);
+    assert_eq!(a.category, Category::Healthy, "{}", a.root_cause);
+    // Probes failing a minute ago: the episode goes on.
+    for e in &mut obs.events {
+        e.last_seen = Some(ago(1));
+    }
+    let a = analyze(&obs);
+    assert_eq!(
+        a.symptom.state,
+        SymptomState::Confirmed,
+        "{}",
+        a.symptom.detail
+    );
+    assert_ne!(a.category, Category::Healthy, "{}", a.root_cause);
+    // Ended, but a replica is missing: not cleared.
+    for e in &mut obs.events {
+        e.last_seen = Some(ago(62));
+    }
+    obs.deployments[0].ready_replicas = 1;
+    obs.deployments[0].available_replicas = 1;
+    let a = analyze(&obs);
+    assert_ne!(
+        a.symptom.state,
+        SymptomState::Cleared,
+        "{}",
+        a.symptom.detail
+    );
+    assert_ne!(a.category, Category::Healthy, "{}", a.root_cause);
+}

@@ -166,7 +166,10 @@ mod tests {
             .iter()
             .map(|l| l.at.map(|t| t.to_rfc3339()).unwrap_or_default())
             .collect();
-        assert_eq!(at, ["2026-03-11T13:54:02+00:00", "2026-03-11T14:31:36+00:00"]);
+        assert_eq!(
+            at,
+            ["2026-03-11T13:54:02+00:00", "2026-03-11T14:31:36+00:00"]
+        );
         assert!(lines[0].line.starts_with("2026-03-11T13:54:02Z ERR"));
     }
 }

@@ -298,7 +298,12 @@ pub(crate) fn measure(ctx: &Ctx) -> Symptom {
         Claim::NodeReady => measure_nodes(ctx, &mut s),
         Claim::Latency => measure_logged_latency(ctx, &mut s),
         Claim::Events => measure_events(ctx, &mut s),
-        Claim::Errors | Claim::Other => measure_logged_errors(ctx, &mut s),
+        Claim::Errors | Claim::Other => {
+            measure_logged_errors(ctx, &mut s)
+                || (claim == Claim::Other
+                    && ctx.obs.alert.is_none()
+                    && measure_episode(ctx, &mut s))
+        }
         _ => false,
     };
     if k8s {
@@ -333,6 +338,26 @@ fn unresolved_problem(ctx: &Ctx) -> Option<String> {
         ctx.obs.deployments.len(),
         namespaces.len()
     ))
+}
+
+/// A problem that names a workload but no measurable condition ("is it still broken?"): its
+/// warning events say whether an episode goes on (recent) or ended; ended, it has cleared only
+/// when every pod of it is Ready and every replica available as well.
+fn measure_episode(ctx: &Ctx, s: &mut Symptom) -> bool {
+    let mut events = s.clone();
+    if !measure_events(ctx, &mut events) {
+        return false;
+    }
+    if events.state == SymptomState::Cleared {
+        let mut now = s.clone();
+        if !measure_availability(ctx, &mut now) || now.state != SymptomState::Cleared {
+            return false;
+        }
+        events.detail = format!("{}; {}", events.detail, now.detail);
+        events.evidence.extend(now.evidence);
+    }
+    *s = events;
+    true
 }
 
 /// How recent the last warning event must be for a burst to be going on.
