@@ -59,11 +59,26 @@ pub(crate) fn cluster_dns(ctx: &Ctx) -> Vec<Signal> {
     if dns.is_empty() || dns.iter().any(|p| p.ready()) {
         return Vec::new();
     }
-    let Some(h) = ctx.subject_hits().iter().find(|h| h.sig == Sig::Dns) else {
-        return Vec::new();
+    // The subject's own lookups failing, else the problem or alert saying names do not resolve.
+    let hits = ctx.subject_hits();
+    let lookups = hits.iter().find(|h| h.sig == Sig::Dns);
+    let said = said_unresolved(ctx);
+    let seen = match (lookups, said) {
+        (Some(h), _) => format!(
+            "{} {}, e.g. \"{}\"",
+            h.count,
+            h.sig.label(),
+            logs::short(&h.example)
+        ),
+        (None, Some(words)) => format!("as the report says: \"{words}\""),
+        (None, None) => return Vec::new(),
     };
     let who = ctx.scope_name("the subject");
     let down: Vec<String> = dns.iter().map(|p| state(p)).collect();
+    // Why its own pods do not serve, from their own last words (a forwarding loop detected).
+    let own = super::dependencies::own_failure_of(ctx, &dns)
+        .map(|(_, words)| words)
+        .unwrap_or_default();
     let summary = format!(
         "the cluster DNS is down: none of its pods is Ready ({})",
         list_names(&down, 3)
@@ -71,18 +86,15 @@ pub(crate) fn cluster_dns(ctx: &Ctx) -> Vec<Signal> {
     vec![Signal {
         analyzer: "cluster_dns_down",
         summary: summary.clone(),
-        detail: format!("{} {} in the subject's logs", h.count, h.sig.label()),
+        detail: format!("lookups failing: {seen}"),
         category: Category::Infrastructure,
         basis: Basis::Stated,
         // The DNS pods' own state, and the subject's lookups failing against them.
         links: 2,
         evidence: ctx.ev(&["kubernetes/pods", "kubernetes/pod_logs", "logs"]),
         cause: Some(format!(
-            "The cluster DNS is down: none of its CoreDNS / kube-dns pods is Ready ({}), so every name {who} looks up fails ({} {}, e.g. \"{}\"); the resolver itself must be restored, the names and the services behind them are not at fault",
+            "The cluster DNS is down: none of its CoreDNS / kube-dns pods is Ready ({}){own}, so every name {who} looks up fails ({seen}); the resolver itself must be restored, the names and the services behind them are not at fault",
             list_names(&down, 3),
-            h.count,
-            h.sig.label(),
-            logs::short(&h.example)
         )),
         since: dns
             .iter()
@@ -92,6 +104,28 @@ pub(crate) fn cluster_dns(ctx: &Ctx) -> Vec<Signal> {
         objects: dns.iter().map(|p| format!("pod/{}", p.name)).collect(),
         ..Signal::default()
     }]
+}
+
+/// The words of the problem or the alert that say names do not resolve, if they do.
+fn said_unresolved(ctx: &Ctx) -> Option<String> {
+    static WORDS: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)\b(?:dns|resolv\w*|name resolution|nxdomain|servfail|lookups?)\b")
+            .ok()
+    });
+    let re = WORDS.as_ref()?;
+    let alert = ctx.obs.alert.as_ref().map(|a| {
+        a.annotations
+            .values()
+            .cloned()
+            .chain(a.labels.get("alertname").cloned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    [ctx.obs.problem.clone(), alert]
+        .into_iter()
+        .flatten()
+        .find(|t| re.is_match(t))
+        .map(|t| logs::short(&t))
 }
 
 #[cfg(test)]
@@ -149,6 +183,22 @@ mod tests {
         );
         // One DNS pod serving: lookups failing are not the resolver being down.
         obs.pods[1] = pod("coredns-5d78-bk9zt", &[("k8s-app", "kube-dns")], true);
+        assert!(cluster_dns(&Ctx::new(&obs)).is_empty());
+    }
+
+    #[test]
+    fn a_report_that_names_do_not_resolve_while_the_dns_pods_are_down_blames_the_resolver() {
+        let mut obs = Observations {
+            pods: vec![pod("coredns-5d78-7xq4w", &[("k8s-app", "kube-dns")], false)],
+            problem: Some("services in every namespace suddenly can't resolve hostnames".into()),
+            ..Observations::default()
+        };
+        let sigs = cluster_dns(&Ctx::new(&obs));
+        assert_eq!(sigs.len(), 1, "{sigs:?}");
+        let cause = sigs[0].cause.clone().unwrap_or_default();
+        assert!(cause.contains("can't resolve hostnames"), "{cause}");
+        // A report of something else says nothing of lookups.
+        obs.problem = Some("checkout is slow".into());
         assert!(cluster_dns(&Ctx::new(&obs)).is_empty());
     }
 }
