@@ -116,10 +116,16 @@ pub(crate) fn egress_policies(ctx: &Ctx) -> Vec<Signal> {
     let hits = ctx.subject_hits();
     let blocked: Vec<(String, &logs::Hits)> = hits
         .iter()
-        .filter(|h| matches!(h.sig, Sig::Timeout | Sig::Unreachable | Sig::ConnRefused))
+        .filter(|h| {
+            matches!(
+                h.sig,
+                Sig::Timeout | Sig::Unreachable | Sig::ConnRefused | Sig::Dns
+            )
+        })
         .flat_map(|h| h.targets.iter().map(move |t| (t, h)))
         .filter_map(|(t, h)| {
-            let port: u16 = t.rsplit_once(':')?.1.parse().ok()?;
+            // `db:5432`, or a name with the resolver that timed out: `db.svc (10.96.0.10:53)`.
+            let port: u16 = t.trim_end_matches(')').rsplit_once(':')?.1.parse().ok()?;
             (!svc.egress_ports.contains(&port)).then(|| (t.clone(), h))
         })
         .collect();
@@ -372,6 +378,16 @@ mod tests {
         // The port it dials is one the policy lets out: not the policy's doing.
         o.services[0].egress_ports = vec![53, 5432];
         assert!(egress_policies(&Ctx::new(&o)).is_empty());
+        // Lookups timing out against the resolver, with port 53 not let out: the policy.
+        o.services[0].egress_ports = vec![5432];
+        o.pod_logs[0].line = "lookup orders-db.shop.svc.cluster.local on 10.96.0.10:53: read udp 10.1.2.3:41000->10.96.0.10:53: i/o timeout".into();
+        let sigs = egress_policies(&Ctx::new(&o));
+        assert_eq!(sigs.len(), 1, "{sigs:?}");
+        let cause = sigs[0].cause.clone().unwrap_or_default();
+        assert!(
+            cause.contains("egress only to port 5432") && cause.contains(":53"),
+            "{cause}"
+        );
     }
 
     #[test]
