@@ -40,6 +40,9 @@ pub struct ContainerFacts {
     /// The port each probe targets (`liveness`, `readiness`, `startup` -> `8080` or `http`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub probe_ports: BTreeMap<String, String>,
+    /// The path each HTTP probe asks for (`readiness` -> `/ready`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub probe_paths: BTreeMap<String, String>,
     /// `hostPort`s its ports bind on the node: one pod per node may hold each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_ports: Vec<u16>,

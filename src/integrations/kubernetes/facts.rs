@@ -298,6 +298,13 @@ pub(super) fn container_facts_of(spec: &Container, pod: &Pod, init: bool) -> Con
         if let Some(port) = probe.as_ref().and_then(probe_port) {
             c.probe_ports.insert(kind.to_string(), port);
         }
+        if let Some(path) = probe
+            .as_ref()
+            .and_then(|p| p.http_get.as_ref())
+            .and_then(|h| h.path.clone())
+        {
+            c.probe_paths.insert(kind.to_string(), path);
+        }
     }
     let status = pod
         .status

@@ -781,6 +781,52 @@ static PROBE_URL_PORT: LazyLock<Option<Regex>> = LazyLock::new(|| {
 /// A probe aimed at a port its container does not declare: the probe's own port (a number or a
 /// name) against the container's ports, or the port a refused probe dialled. None when the
 /// container declares no ports (declaring them is optional, so nothing can be compared).
+/// An HTTP probe answered 404: the app does not serve the path the probe asks for. Its own lines
+/// may name the health paths it does serve (`"readiness": "/readyz"`), which are quoted.
+fn probe_path_missing(
+    pod: &PodFacts,
+    kind: &str,
+    messages: &[&str],
+    lines: &[&crate::model::LogLine],
+) -> Option<String> {
+    static PATH: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(/[A-Za-z0-9_\-/]*(?:ready|live|health|status|ping)[A-Za-z0-9_\-]*)")
+            .ok()
+    });
+    if !messages.iter().any(|m| m.contains("statuscode: 404")) {
+        return None;
+    }
+    let path = pod
+        .containers
+        .iter()
+        .find_map(|c| c.probe_paths.get(kind))?;
+    // The probe's own word (`ready` for readiness) picks among the paths a line names.
+    let stem = &kind[..kind.len().min(4)];
+    let named: Vec<(String, String)> = lines
+        .iter()
+        .filter(|l| !l.line.contains("kube-probe"))
+        .flat_map(|l| {
+            PATH.as_ref()
+                .into_iter()
+                .flat_map(|re| re.find_iter(&l.line))
+                .map(|m| (m.as_str().to_string(), logs::short(&l.line)))
+                .collect::<Vec<_>>()
+        })
+        .filter(|(p, _)| p != path)
+        .collect();
+    let served = named
+        .iter()
+        .find(|(p, _)| p.contains(stem))
+        .or_else(|| named.first())
+        .cloned();
+    let theirs = served
+        .map(|(p, line)| format!("; its own lines name {p} (\"{line}\")"))
+        .unwrap_or_default();
+    Some(format!(
+        "the {kind} probe asks for {path}, which the app answers with 404: it does not serve that path{theirs}"
+    ))
+}
+
 fn probe_port_mismatch(pod: &PodFacts, kind: &str, messages: &[&str]) -> Option<String> {
     let declared = |c: &ContainerFacts| {
         let mut ports: Vec<String> = c.ports.iter().map(u16::to_string).collect();
@@ -905,7 +951,8 @@ pub(crate) fn probe_failures(ctx: &Ctx) -> Vec<Signal> {
         });
         let until = if liveness { " up to each restart" } else { "" };
         let messages: Vec<&str> = unhealthy.iter().map(|e| e.message.as_str()).collect();
-        let wrong_port = probe_port_mismatch(pod, &kind.to_lowercase(), &messages);
+        let wrong_port = probe_port_mismatch(pod, &kind.to_lowercase(), &messages)
+            .or_else(|| probe_path_missing(pod, &kind.to_lowercase(), &messages, &lines));
         let (category, mechanism, (basis, links)) = match dep_hit {
             _ if wrong_port.is_some() => (
                 Category::ConfigurationError,
@@ -1008,6 +1055,48 @@ mod tests {
     use crate::reason::Observations;
     use chrono::Utc;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn a_probe_answered_404_names_its_path_and_the_one_the_app_serves() {
+        let pod = PodFacts {
+            containers: vec![ContainerFacts {
+                probe_paths: BTreeMap::from([("readiness".to_string(), "/ready".to_string())]),
+                ..ContainerFacts::default()
+            }],
+            ..PodFacts::default()
+        };
+        let line = |t: &str| LogLine {
+            line: t.into(),
+            ..LogLine::default()
+        };
+        let lines = [
+            line(r#"{"msg":"health endpoints","liveness":"/livez","readiness":"/readyz"}"#),
+            line(r#"{"msg":"request","path":"/ready","status":404,"ua":"kube-probe/1.33"}"#),
+        ];
+        let refs: Vec<&LogLine> = lines.iter().collect();
+        let said = probe_path_missing(
+            &pod,
+            "readiness",
+            &["Readiness probe failed: HTTP probe failed with statuscode: 404"],
+            &refs,
+        )
+        .unwrap_or_default();
+        assert!(
+            said.contains("asks for /ready, which the app answers with 404")
+                && said.contains("its own lines name /readyz"),
+            "{said}"
+        );
+        // Another status is not a missing path.
+        assert!(
+            probe_path_missing(
+                &pod,
+                "readiness",
+                &["Readiness probe failed: HTTP probe failed with statuscode: 503"],
+                &refs
+            )
+            .is_none()
+        );
+    }
 
     pub(crate) fn pod(name: &str, rs: &str, ready: bool, c: ContainerFacts) -> PodFacts {
         PodFacts {
