@@ -122,6 +122,16 @@ fn node_reasons(msg: &str) -> Vec<(u32, String)> {
         .collect()
 }
 
+/// Whether every pod is a DaemonSet's (and there is one).
+fn daemon_pods(pods: &[&PodFacts]) -> bool {
+    !pods.is_empty()
+        && pods.iter().all(|p| {
+            p.owner
+                .as_deref()
+                .is_some_and(|o| o.starts_with("DaemonSet/"))
+        })
+}
+
 /// CPU cores of a quantity (`500m`, `2`, `3920m`).
 fn cores(q: &str) -> Option<f64> {
     match q.strip_suffix('m') {
@@ -142,11 +152,17 @@ fn zone(n: &NodeFacts) -> Option<&str> {
 /// nodes that would fit but for a taint the pod does not tolerate, a request no node could ever
 /// hold, a bound volume pinned where no node is. `None` when the message says no more.
 fn refine(ctx: &Ctx, pods: &[String], msg: &str) -> Option<(Category, String)> {
-    let reasons = node_reasons(msg);
     let pending: Vec<&PodFacts> = ctx
         .pods()
         .into_iter()
         .filter(|p| pods.contains(&p.name))
+        .collect();
+    // A DaemonSet's pod is pinned to its own node: every other node "didn't match Pod's node
+    // affinity/selector" by design, and the reason its own node gives is the one that counts.
+    let daemon = daemon_pods(&pending);
+    let reasons: Vec<(u32, String)> = node_reasons(msg)
+        .into_iter()
+        .filter(|(_, r)| !(daemon && r.contains("node affinity/selector")))
         .collect();
     if reasons
         .iter()
@@ -445,7 +461,12 @@ pub(crate) fn failed_scheduling(ctx: &Ctx) -> Vec<Signal> {
         mechanism.push_str(&claim_detail(ctx));
     }
     let lower = latest.message.to_lowercase();
-    if lower.contains("affinity") || lower.contains("selector") {
+    let pending: Vec<&PodFacts> = ctx
+        .pods()
+        .into_iter()
+        .filter(|p| names.contains(&p.name))
+        .collect();
+    if (lower.contains("affinity") || lower.contains("selector")) && !daemon_pods(&pending) {
         mechanism.push_str(&selector_detail(ctx, &names));
     }
     let attempts: u32 = events.iter().map(|e| e.count.max(1)).sum();
@@ -799,6 +820,43 @@ mod tests {
             cause.contains("hostPort 9100") && cause.contains("node-exporter"),
             "{cause}"
         );
+    }
+
+    #[test]
+    fn a_daemonset_pod_is_judged_by_its_own_nodes_reason_not_the_others_affinity() {
+        let mut p = pending("agent-x4r8p", "10m", None);
+        p.owner = Some("DaemonSet/agent".into());
+        p.containers[0].host_ports = vec![9100];
+        let mut holder = pending("exporter-abcde", "10m", None);
+        holder.phase = "Running".into();
+        holder.node = Some("n1".into());
+        holder.owner = Some("DaemonSet/node-exporter".into());
+        holder.containers[0].host_ports = vec![9100];
+        let msg = "0/3 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.";
+        let mut obs = Observations {
+            events: vec![ev("FailedScheduling", "Pod/agent-x4r8p", msg)],
+            pods: vec![p, holder],
+            nodes: vec![
+                node("n1", "4", "a"),
+                node("n2", "4", "b"),
+                node("n3", "4", "c"),
+            ],
+            ..Observations::default()
+        };
+        let cause = |obs: &Observations| {
+            failed_scheduling(&Ctx::new(obs))
+                .iter()
+                .find_map(|s| s.cause.clone())
+                .unwrap_or_default()
+        };
+        let said = cause(&obs);
+        assert!(
+            said.contains("hostPort 9100") && !said.contains("no node matches"),
+            "{said}"
+        );
+        // A Deployment's pod that matches two nodes' selector nowhere is about its selector.
+        obs.pods[0].owner = Some("ReplicaSet/agent-5d8f9".into());
+        assert!(!cause(&obs).contains("hostPort 9100"), "{}", cause(&obs));
     }
 
     #[test]
