@@ -358,9 +358,14 @@ async fn a_dependency_down_is_read_from_its_own_logs() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_problem_naming_nothing_over_healthy_pods_reads_one_pod_of_each_workload() {
+/// The pod logs a problem naming nothing reads over `extra_web` more healthy `web` pods.
+async fn logs_read_naming_nothing(extra_web: usize) -> Vec<String> {
     let mut c = cluster();
+    for i in 0..extra_web {
+        let mut web = c.pods[c.pods.len() - 1].clone();
+        web["metadata"]["name"] = json!(format!("web-5b6c7d8f9-x{i}"));
+        c.pods.push(web);
+    }
     // Every pod Running and Ready: nothing in trouble to start from.
     let healthy = c.pods[1]["status"].clone();
     for p in &mut c.pods {
@@ -376,24 +381,35 @@ async fn a_problem_naming_nothing_over_healthy_pods_reads_one_pod_of_each_worklo
     })
     .await
     .expect("live run");
-    let logs_read: Vec<String> = gets(&shared)
+    gets(&shared)
         .into_iter()
         .map(|(p, _)| p)
         .filter(|p| p.ends_with("/log"))
-        .collect();
-    let of = |prefix: &str| {
-        logs_read
-            .iter()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_problem_naming_nothing_over_healthy_pods_reads_one_pod_of_each_workload() {
+    let of = |logs: &[String], prefix: &str| {
+        logs.iter()
             .filter(|p| p.contains(&format!("/pods/{prefix}")))
             .count()
     };
+    // Few pods: every one is read, since a fault of one replica shows only in its own lines.
+    let few = logs_read_naming_nothing(0).await;
     assert!(
-        of("web-") >= 1 && of("payments-api-") >= 1,
-        "one pod of each workload is read: {logs_read:?}"
+        of(&few, "web-") == 3 && of(&few, "payments-api-") >= 2,
+        "every pod is read: {few:?}"
+    );
+    // More than the sweep reads: one pod of each workload.
+    let many = logs_read_naming_nothing(20).await;
+    assert!(
+        of(&many, "web-") >= 1 && of(&many, "payments-api-") >= 1,
+        "one pod of each workload is read: {many:?}"
     );
     assert!(
-        of("web-") <= 2,
-        "not every pod of one workload: {logs_read:?}"
+        of(&many, "web-") <= 2,
+        "not every pod of one workload: {many:?}"
     );
 }
 

@@ -21,10 +21,18 @@ fn subject_pods(obs: &Mutex<Observations>) -> Option<Vec<String>> {
 const SWEEP: usize = 16;
 
 /// One running pod of each workload (the first listed), at most [`SWEEP`]: what an engineer
-/// tails when nothing says where to look.
+/// tails when nothing says where to look. When every running pod fits in that bound, all of
+/// them: a fault of one replica (its node's clock, its own state) shows only in its own lines.
 fn one_per_owner<'a>(pods: impl Iterator<Item = &'a PodFacts>) -> Vec<&'a PodFacts> {
+    let running: Vec<&PodFacts> = pods
+        .filter(|p| p.phase == "Running" && !p.deleting)
+        .collect();
+    if running.len() <= SWEEP {
+        return running;
+    }
     let mut owners: Vec<&str> = Vec::new();
-    pods.filter(|p| p.phase == "Running" && !p.deleting)
+    running
+        .into_iter()
         .filter(|p| {
             let owner = p.owner.as_deref().unwrap_or(p.name.as_str());
             let fresh = !owners.contains(&owner);

@@ -196,7 +196,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Config,
-            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))|flag provided but not defined|unknown (?:flag|option|shorthand flag|command line option)|unrecognized (?:option|argument|arguments)|invalid (?:option|argument|flag)|read-only file system|erofs|\(13: permission denied\)|: permission denied$|eacces|exec format error|operation not permitted|\byaml: (?:line \d+|unmarshal errors)|\btoml: line \d+|(?:error|failed|unable|cannot|could not) (?:to )?(?:parse|parsing|load|loading|read|reading|decode|decoding|unmarshal) (?:the )?config|(?:loading|parsing|reading|decoding) (?:the )?config(?:uration)?(?: file)?\b.{0,120}\berror|\bunknown directive\b|\[emerg\].{0,80}\b(?:directive|parameter|in /etc/)|invalid value for parameter|unrecognized configuration parameter|configuration file \S+ contains errors|\bnot (?:in|found in) the (?:peer|server|member|seed) list\b|in a read-only transaction|readonly you can't write against a read only replica|running with the --read-only option|invalid (?:maximum|initial|minimum) heap size|unrecognized vm option|could not create the java virtual machine|bootstrap checks? failed|\[[^\]]*\] is too low, increase to at least|failed to bind properties under",
+            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))|flag provided but not defined|unknown (?:flag|option|shorthand flag|command line option)|unrecognized (?:option|argument|arguments)|invalid (?:option|argument|flag)|read-only file system|erofs|\(13: permission denied\)|: permission denied$|eacces|exec format error|operation not permitted|\byaml: (?:line \d+|unmarshal errors)|\btoml: line \d+|(?:error|failed|unable|cannot|could not) (?:to )?(?:parse|parsing|load|loading|read|reading|decode|decoding|unmarshal) (?:the )?config|(?:loading|parsing|reading|decoding) (?:the )?config(?:uration)?(?: file)?\b.{0,120}\berror|\bunknown directive\b|\[emerg\].{0,80}\b(?:directive|parameter|in /etc/)|invalid value for parameter|unrecognized configuration parameter|configuration file \S+ contains errors|\bnot (?:in|found in) the (?:peer|server|member|seed) list\b|in a read-only transaction|readonly you can't write against a read only replica|running with the --read-only option|invalid (?:maximum|initial|minimum) heap size|unrecognized vm option|could not create the java virtual machine|bootstrap checks? failed|\[[^\]]*\] is too low, increase to at least|failed to bind properties under|consumer poll timeout has expired",
         ),
     ];
     table
@@ -238,6 +238,8 @@ static CONFIG_KEY: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         r#"(?i)invalid (?:maximum|initial|minimum) heap size:?\s*(-X\w+)"#,
         r#"(?i)unrecognized vm option\s*'([^']+)'"#,
         r#"(?i)failed to bind properties under '([^']+)'"#,
+        // A Kafka consumer dropped from its group for polling less often than it promised.
+        r#"(?i)consumer poll timeout has expired.{0,200}?\b(max\.poll\.interval\.ms)\b"#,
         r#"\b([a-z_]+(?:\.[a-z_]+)+) \[[^\]]*\] is too low"#,
         // A server naming the setting of its own configuration it refuses.
         r#"(?i)(?:invalid value for parameter|unrecognized configuration parameter|unknown directive)\s+["'`]?([A-Za-z_][\w.\-/]*)"#,
@@ -1575,6 +1577,10 @@ mod tests {
     fn a_runtime_refusing_its_own_options_names_the_option_and_its_value() {
         for (l, key) in [
             ("Invalid maximum heap size: -Xmx512", "-Xmx512"),
+            (
+                "[Consumer clientId=c-1, groupId=g] consumer poll timeout has expired. This means the time between subsequent calls to poll() was longer than the configured max.poll.interval.ms, which typically implies that the poll loop is spending too much time processing messages.",
+                "max.poll.interval.ms",
+            ),
             (
                 "Unrecognized VM option 'UseConcMarkSweepGC'",
                 "UseConcMarkSweepGC",
