@@ -196,7 +196,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Config,
-            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))|flag provided but not defined|unknown (?:flag|option|shorthand flag|command line option)|unrecognized (?:option|argument|arguments)|invalid (?:option|argument|flag)|read-only file system|erofs|\(13: permission denied\)|: permission denied$|eacces|exec format error|operation not permitted|\byaml: (?:line \d+|unmarshal errors)|\btoml: line \d+|(?:error|failed|unable|cannot|could not) (?:to )?(?:parse|parsing|load|loading|read|reading|decode|decoding|unmarshal) (?:the )?config|(?:loading|parsing|reading|decoding) (?:the )?config(?:uration)?(?: file)?\b.{0,120}\berror|\bunknown directive\b|\[emerg\].{0,80}\b(?:directive|parameter|in /etc/)|invalid value for parameter|unrecognized configuration parameter|configuration file \S+ contains errors|\bnot (?:in|found in) the (?:peer|server|member|seed) list\b|in a read-only transaction|readonly you can't write against a read only replica|running with the --read-only option|invalid (?:maximum|initial|minimum) heap size|unrecognized vm option|could not create the java virtual machine|bootstrap checks? failed|\[[^\]]*\] is too low, increase to at least|failed to bind properties under|consumer poll timeout has expired",
+            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))|flag provided but not defined|unknown (?:flag|option|shorthand flag|command line option)|unrecognized (?:option|argument|arguments)|invalid (?:option|argument|flag)|read-only file system|\berofs\b|\(13: permission denied\)|: permission denied$|\beacces\b|exec format error|operation not permitted|\byaml: (?:line \d+|unmarshal errors)|\btoml: line \d+|(?:error|failed|unable|cannot|could not) (?:to )?(?:parse|parsing|load|loading|read|reading|decode|decoding|unmarshal) (?:the )?config|(?:loading|parsing|reading|decoding) (?:the )?config(?:uration)?(?: file)?\b.{0,120}\berror|\bunknown directive\b|\[emerg\].{0,80}\b(?:directive|parameter|in /etc/)|invalid value for parameter|unrecognized configuration parameter|configuration file \S+ contains errors|\bnot (?:in|found in) the (?:peer|server|member|seed) list\b|in a read-only transaction|readonly you can't write against a read only replica|running with the --read-only option|invalid (?:maximum|initial|minimum) heap size|unrecognized vm option|could not create the java virtual machine|bootstrap checks? failed|\[[^\]]*\] is too low, increase to at least|failed to bind properties under|consumer poll timeout has expired",
         ),
     ];
     table
@@ -1593,6 +1593,11 @@ mod tests {
             assert_eq!(classify(l), vec![Sig::Config], "{l}");
             assert_eq!(config_key(l).as_deref(), Some(key), "{l}");
         }
+        // A word that merely contains an error's name is not that error.
+        assert!(
+            classify("\tat java.base/jdk.internal.reflect.DirectMethodHandleAccessor.invoke(DirectMethodHandleAccessor.java:103)")
+                .is_empty()
+        );
         let lines: Vec<LogLine> = [
             "***************************",
             "APPLICATION FAILED TO START",
