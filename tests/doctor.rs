@@ -238,7 +238,7 @@ async fn a_wrong_token_is_401_unauthorized_and_never_shown() {
 async fn kubernetes(
     seen: Arc<Mutex<Vec<Value>>>,
     token: &'static str,
-    deny_list_pods: bool,
+    deny_list: &'static [&'static str],
 ) -> support::Server {
     let authorized = move |headers: &HeaderMap| {
         headers
@@ -303,9 +303,8 @@ async fn kubernetes(
                             .into_response();
                     }
                     let attrs = &review["spec"]["resourceAttributes"];
-                    let denied = deny_list_pods
-                        && attrs["verb"] == "list"
-                        && attrs["resource"] == "pods"
+                    let denied = attrs["verb"] == "list"
+                        && deny_list.iter().any(|r| attrs["resource"] == *r)
                         && attrs["subresource"].as_str().unwrap_or("").is_empty();
                     if let Ok(mut s) = seen.lock() {
                         s.push(attrs.clone());
@@ -341,7 +340,7 @@ async fn kubernetes(
 async fn a_kubernetes_account_missing_list_pods_is_named() {
     const TOKEN: &str = "k8s-doctor-token-81c2f0";
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let server = kubernetes(seen.clone(), TOKEN, true).await;
+    let server = kubernetes(seen.clone(), TOKEN, &["pods"]).await;
     let config = format!(
         "[integrations.kubernetes]\nurl = {}\nnamespace = \"payments\"\nauth = {{ kind = \"bearer\", token_env = \"DOCTOR_K8S_TOKEN\" }}\n",
         toml_str(&server.url)
@@ -406,7 +405,7 @@ async fn a_kubernetes_account_missing_list_pods_is_named() {
 async fn a_kubernetes_token_the_server_refuses_is_401_unauthorized() {
     const TOKEN: &str = "k8s-doctor-token-ok-77";
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let server = kubernetes(seen, TOKEN, true).await;
+    let server = kubernetes(seen, TOKEN, &["pods"]).await;
     let config = format!(
         "[integrations.kubernetes]\nurl = {}\nauth = {{ kind = \"bearer\", token_env = \"DOCTOR_K8S_TOKEN\" }}\n",
         toml_str(&server.url)
@@ -719,7 +718,7 @@ async fn credentials_by_reference_are_checked_where_they_live_never_read() {
 async fn a_kubernetes_account_with_every_permission_is_ok_with_the_version() {
     const TOKEN: &str = "k8s-doctor-token-all-31";
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let server = kubernetes(seen.clone(), TOKEN, false).await;
+    let server = kubernetes(seen.clone(), TOKEN, &[]).await;
     let config = format!(
         "[integrations.kubernetes]\nurl = {}\nauth = {{ kind = \"bearer\", token_env = \"DOCTOR_K8S_TOKEN\" }}\n",
         toml_str(&server.url)
@@ -733,7 +732,34 @@ async fn a_kubernetes_account_with_every_permission_is_ok_with_the_version() {
         "{k}"
     );
     let reviews = seen.lock().map(|s| s.len()).unwrap_or(0);
-    assert_eq!(reviews, 12, "8 reads and 4 writes");
+    assert_eq!(reviews, 22, "8 reads, 10 further reads and 4 writes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_account_missing_a_further_read_is_ok_and_names_what_the_checks_will_lack() {
+    const TOKEN: &str = "k8s-doctor-token-view-77";
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let server = kubernetes(
+        seen.clone(),
+        TOKEN,
+        &["ingressclasses", "controllerrevisions"],
+    )
+    .await;
+    let config = format!(
+        "[integrations.kubernetes]\nurl = {}\nnamespace = \"payments\"\nauth = {{ kind = \"bearer\", token_env = \"DOCTOR_K8S_TOKEN\" }}\n",
+        toml_str(&server.url)
+    );
+    let run = doctor(&config, &["--json"], &[("DOCTOR_K8S_TOKEN", TOKEN)]).await;
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let k = run.row("kubernetes");
+    assert_eq!(k["status"], "ok", "{k}");
+    let detail = k["detail"].as_str().unwrap_or("");
+    assert!(
+        detail.contains("list ingressclasses.networking.k8s.io")
+            && detail.contains("list controllerrevisions.apps")
+            && !detail.contains("list ingresses"),
+        "{k}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

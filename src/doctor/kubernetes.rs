@@ -48,6 +48,22 @@ pub const READS: &[Permission] = &[
     p("list", "", "nodes", "", false),
 ];
 
+/// What Gather reads around the subject when it may (Services and what routes to them, the
+/// other controllers and their revision history): denied, the investigation still runs and the
+/// checks that need them say they could not look, so doctor names them without failing.
+pub const FURTHER_READS: &[Permission] = &[
+    p("list", "", "services", "", true),
+    p("list", "", "endpoints", "", true),
+    p("list", "networking.k8s.io", "ingresses", "", true),
+    p("list", "networking.k8s.io", "ingressclasses", "", false),
+    p("list", "networking.k8s.io", "networkpolicies", "", true),
+    p("list", "apps", "statefulsets", "", true),
+    p("list", "apps", "daemonsets", "", true),
+    p("list", "apps", "controllerrevisions", "", true),
+    p("list", "batch", "jobs", "", true),
+    p("list", "batch", "cronjobs", "", true),
+];
+
 /// What the actions change: rollouts, scale and resources (patch deployments), deleting a pod,
 /// cordon (patch nodes) and drain (evictions).
 pub const WRITES: &[Permission] = &[
@@ -197,6 +213,7 @@ async fn check(config: &Config, k: &Kubernetes, read_only: bool) -> Result<Findi
         ));
     }
     let mut wanted: Vec<Permission> = READS.to_vec();
+    wanted.extend_from_slice(FURTHER_READS);
     if !read_only {
         wanted.extend_from_slice(WRITES);
     }
@@ -216,12 +233,17 @@ async fn check(config: &Config, k: &Kubernetes, read_only: bool) -> Result<Findi
     });
     let answers = futures::future::join_all(reviews).await;
     let mut denied = Vec::new();
+    let mut without = Vec::new();
     for (perm, answer) in answers {
         match answer {
             Err(e) => return Err(Finding::from_error(&e, &where_).with_version(version)),
             Ok(v) => {
                 if v.pointer("/status/allowed") != Some(&Value::Bool(true)) {
-                    denied.push(perm);
+                    if FURTHER_READS.contains(&perm) {
+                        without.push(perm.describe());
+                    } else {
+                        denied.push(perm);
+                    }
                 }
             }
         }
@@ -232,9 +254,17 @@ async fn check(config: &Config, k: &Kubernetes, read_only: bool) -> Result<Findi
         } else {
             "reads and actions allowed"
         };
+        let partial = if without.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; not allowed, so the checks that need them cannot look: {}",
+                without.join(", ")
+            )
+        };
         return Ok(Finding::ok(
             version,
-            format!("{what} in namespace {namespace}"),
+            format!("{what} in namespace {namespace}{partial}"),
         ));
     }
     let names: Vec<String> = denied.iter().map(Permission::describe).collect();
