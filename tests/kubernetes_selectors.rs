@@ -454,3 +454,27 @@ async fn a_subject_failing_on_one_node_has_that_nodes_agents_listed_and_read() {
         "the node's agent that is not ready has its logs read: {gets:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_problem_naming_no_namespace_has_its_subjects_rollout_history_read() {
+    let shared = Arc::new(Mutex::new(cluster()));
+    let k8s = support::kubernetes(shared.clone()).await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = support::kube_config(tmp.path(), &k8s.url, None);
+    let data = tmp.path().join("data");
+    tokio::task::spawn_blocking(move || {
+        run(
+            &["--problem", "payments-api keeps failing since the release"],
+            &config,
+            &data,
+        )
+    })
+    .await
+    .expect("live run");
+    let gets = gets(&shared);
+    assert!(
+        gets.iter()
+            .any(|(p, _)| p == "/apis/apps/v1/namespaces/payments/replicasets"),
+        "the subject's namespace's ReplicaSets are read: {gets:?}"
+    );
+}

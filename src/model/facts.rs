@@ -173,6 +173,11 @@ pub struct DeploymentFacts {
     /// `secret/NAME`. Names only: a Secret's values are never read.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub config_refs: Vec<String>,
+    /// The literal environment values its pod template sets (`DB_HOST` -> `orders-pg`), those
+    /// whose names say they are secret left out: a changed value between two revisions is a
+    /// configuration change.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub template_env: BTreeMap<String, String>,
     /// The pod template's own annotations (a config checksum, `restartedAt`), to tell what a
     /// new revision changed when its images did not.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -197,6 +202,29 @@ pub struct DeploymentFacts {
     /// `spec.paused`: the controller rolls out no change to its template while set.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub paused: bool,
+}
+
+impl DeploymentFacts {
+    /// The literal environment values `newer`'s template sets differently from this one's:
+    /// `DB_HOST orders-pg → orders-pg-ro`, `FLAG=on added`, `OLD removed`, by name.
+    pub fn env_changes(&self, newer: &DeploymentFacts) -> Vec<String> {
+        let names: std::collections::BTreeSet<&String> = self
+            .template_env
+            .keys()
+            .chain(newer.template_env.keys())
+            .collect();
+        names
+            .into_iter()
+            .filter_map(
+                |k| match (self.template_env.get(k), newer.template_env.get(k)) {
+                    (Some(a), Some(b)) if a != b => Some(format!("{k} {a} → {b}")),
+                    (None, Some(b)) => Some(format!("{k}={b} added")),
+                    (Some(_), None) => Some(format!("{k} removed")),
+                    _ => None,
+                },
+            )
+            .collect()
+    }
 }
 
 /// A HorizontalPodAutoscaler: its bounds, where it stands and what its conditions say.
@@ -831,6 +859,24 @@ impl<'de> Deserialize<'de> for Facts {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn environment_changes_between_revisions_are_named_with_both_values() {
+        let of = |pairs: &[(&str, &str)]| super::DeploymentFacts {
+            template_env: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..super::DeploymentFacts::default()
+        };
+        let old = of(&[("DB_HOST", "pg-rw"), ("LEVEL", "info"), ("GONE", "x")]);
+        let new = of(&[("DB_HOST", "pg-ro"), ("LEVEL", "info"), ("FLAG", "on")]);
+        assert_eq!(
+            old.env_changes(&new),
+            ["DB_HOST pg-rw → pg-ro", "FLAG=on added", "GONE removed"]
+        );
+        assert!(old.env_changes(&old).is_empty());
+    }
+
     use super::*;
     use serde_json::json;
 

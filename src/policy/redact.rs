@@ -111,7 +111,7 @@ fn ends_with_ignoring_case(text: &str, suffix: &str) -> bool {
 /// Whether an environment variable name (`{"name": N, "value": V}` in a pod spec) says its value
 /// is a secret. Connection strings (`DB_DSN`) are not masked whole: the URL rule takes their
 /// password and leaves host and database, which are evidence.
-fn is_secret_env_name(name: &str) -> bool {
+pub(crate) fn is_secret_env_name(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     [
         "password",

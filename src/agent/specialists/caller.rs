@@ -279,7 +279,7 @@ pub fn rollout_changes(rs: &[DeploymentFacts]) -> Vec<Change> {
                 url: None,
             },
             None => {
-                let mut c = replica_set_change(r);
+                let mut c = replica_set_change(r, rs);
                 // A revision no StatefulSet or DaemonSet owns (orphaned, not yet adopted) is no
                 // ReplicaSet: it is named for what it is.
                 if r.labels.contains_key(REVISION_HASH) {
@@ -301,12 +301,30 @@ pub fn rollout_changes(rs: &[DeploymentFacts]) -> Vec<Change> {
 /// The label StatefulSet and DaemonSet controllers put on each ControllerRevision.
 const REVISION_HASH: &str = "controller.kubernetes.io/hash";
 
-fn replica_set_change(r: &DeploymentFacts) -> Change {
+/// A ReplicaSet as its Deployment's rollout, titled with its images and, when its owner's
+/// previous ReplicaSet is listed, what its template changed since (an image, the ConfigMaps and
+/// Secrets it reads, a literal environment value).
+fn replica_set_change(r: &DeploymentFacts, all: &[DeploymentFacts]) -> Change {
     let owner = r
         .labels
         .get("app")
         .cloned()
         .unwrap_or_else(|| r.name.clone());
+    let previous = r.owner.as_ref().and_then(|o| {
+        all.iter()
+            .filter(|p| {
+                p.owner.as_ref() == Some(o) && p.namespace == r.namespace && p.name != r.name
+            })
+            .filter(|p| match (revision_number(p), revision_number(r)) {
+                (Some(a), Some(b)) => a < b,
+                _ => p.created_at < r.created_at,
+            })
+            .max_by_key(|p| (revision_number(p), p.created_at))
+    });
+    let what = previous
+        .and_then(|p| what_changed(p, r))
+        .map(|w| format!(": {w}"))
+        .unwrap_or_default();
     Change {
         kind: ChangeKind::Rollout,
         at: r.created_at,
@@ -316,7 +334,7 @@ fn replica_set_change(r: &DeploymentFacts) -> Change {
             .map(|v| format!("revision {v}"))
             .unwrap_or_else(|| r.name.clone()),
         title: format!(
-            "ReplicaSet {} ({}), {}/{} ready",
+            "ReplicaSet {} ({}), {}/{} ready{what}",
             r.name,
             r.images.join(", "),
             r.ready_replicas,
@@ -385,6 +403,11 @@ fn what_changed(before: &DeploymentFacts, after: &DeploymentFacts) -> Option<Str
     let (gone, came) = apart(&before.config_refs, &after.config_refs);
     if !gone.is_empty() || !came.is_empty() {
         return Some(moved("config", gone, came));
+    }
+    // Literal environment values: `env DB_HOST orders-pg → orders-pg-ro`.
+    let env = before.env_changes(after);
+    if !env.is_empty() {
+        return Some(format!("env {}", env.join(", ")));
     }
     let keys: Vec<&str> = before
         .template_annotations

@@ -190,6 +190,14 @@ pub(super) async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observatio
             let in_service_ns = || params([("namespace", s(service_ns))]);
             futures::join!(
                 c.call("kubernetes.services", in_service_ns(), &none, obs),
+                // A namespace found from the subject, not given: the changes specialist could not
+                // read its rollout history, so it is read here ("since this afternoon's release").
+                async {
+                    if ns.is_none() {
+                        c.call("kubernetes.replica_sets", in_service_ns(), &none, obs)
+                            .await;
+                    }
+                },
                 async {
                     if !ingresses_read {
                         c.call("kubernetes.ingresses", in_service_ns(), &none, obs)

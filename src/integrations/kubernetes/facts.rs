@@ -469,6 +469,26 @@ pub(super) fn template_images(t: Option<&PodTemplateSpec>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The literal environment values a pod template's containers set, by name (the first container
+/// that sets a name wins), leaving out names that say they are secret and values longer than a
+/// line.
+pub(super) fn template_env(t: Option<&PodTemplateSpec>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Some(spec) = t.and_then(|t| t.spec.as_ref()) else {
+        return out;
+    };
+    for c in &spec.containers {
+        for e in c.env.iter().flatten() {
+            let Some(v) = e.value.as_ref() else { continue };
+            if crate::policy::redact::is_secret_env_name(&e.name) || v.len() > 200 {
+                continue;
+            }
+            out.entry(e.name.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    out
+}
+
 /// The ConfigMaps and Secrets a pod template reads, through env, envFrom and volumes (projected
 /// ones included), init containers too: `configmap/NAME`, `secret/NAME`, sorted, once each.
 pub(super) fn template_config_refs(t: Option<&PodTemplateSpec>) -> Vec<String> {
@@ -616,6 +636,7 @@ pub fn deployment_facts(d: &Deployment) -> DeploymentFacts {
         labels: labels(meta),
         created_at: meta.creation_timestamp.as_ref().and_then(time),
         config_refs: template_config_refs(spec.map(|s| &s.template)),
+        template_env: template_env(spec.map(|s| &s.template)),
         template_annotations: template_annotations(spec.map(|s| &s.template)),
         selector,
         selector_expressions,
@@ -651,6 +672,7 @@ pub fn replica_set_facts(rs: &ReplicaSet) -> DeploymentFacts {
         labels: labels(meta),
         created_at: meta.creation_timestamp.as_ref().and_then(time),
         config_refs: template_config_refs(template),
+        template_env: template_env(template),
         template_annotations: template_annotations(template),
         selector,
         selector_expressions,
@@ -951,7 +973,8 @@ pub fn parse_log_text(text: &str, labels: &BTreeMap<String, String>) -> Vec<LogL
             let (at, rest) = match l.split_once(' ') {
                 Some((first, rest)) => match DateTime::parse_from_rfc3339(first) {
                     Ok(t) => (Some(t.with_timezone(&Utc)), rest),
-                    Err(_) => (None, l),
+                    // The line is kept whole: its own stamp is part of what it says.
+                    Err(_) => (logged_at(l), l),
                 },
                 None => (None, l),
             };
@@ -964,9 +987,63 @@ pub fn parse_log_text(text: &str, labels: &BTreeMap<String, String>) -> Vec<LogL
         .collect()
 }
 
+/// The time a line opens with in the layout most logging libraries default to (logback, log4j,
+/// Python's logging): `2026-03-11 14:26:40.146` or `2026-03-11 14:26:40,146`, read as UTC, the
+/// zone containers run in unless told otherwise.
+fn logged_at(line: &str) -> Option<DateTime<Utc>> {
+    let stamp = line.get(..23).or_else(|| line.get(..19))?;
+    let stamp = stamp.replace(',', ".");
+    ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%d %H:%M:%S"]
+        .iter()
+        .find_map(|f| chrono::NaiveDateTime::parse_from_str(&stamp, f).ok())
+        .map(|t| t.and_utc())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::limit_ranger_set;
+    use super::{limit_ranger_set, parse_log_text, template_env};
+    use k8s_openapi::api::core::v1::PodTemplateSpec;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn a_line_in_the_logging_libraries_default_layout_keeps_its_time() {
+        let lines = parse_log_text(
+            "2026-03-11 14:26:40.146 ERROR 1 --- [exec-1] cannot execute UPDATE\n2026-03-11 14:26:41,002 INFO started\nno time here\n",
+            &BTreeMap::new(),
+        );
+        let at: Vec<String> = lines
+            .iter()
+            .map(|l| l.at.map(|t| t.to_rfc3339()).unwrap_or_default())
+            .collect();
+        assert_eq!(
+            at,
+            [
+                "2026-03-11T14:26:40.146+00:00",
+                "2026-03-11T14:26:41.002+00:00",
+                ""
+            ]
+        );
+        // Kept whole: the stamp is part of the line.
+        assert!(lines[0].line.starts_with("2026-03-11 14:26:40.146 ERROR"));
+    }
+
+    #[test]
+    fn a_templates_literal_environment_leaves_out_what_its_names_say_is_secret() {
+        let t: PodTemplateSpec = serde_json::from_value(serde_json::json!({
+            "spec": {"containers": [{"name": "app", "env": [
+                {"name": "DB_HOST", "value": "orders-pg-ro"},
+                {"name": "DB_PASSWORD", "value": "hunter2hunter2"},
+                {"name": "API_TOKEN", "value": "abc123abc123"},
+                {"name": "FROM_SECRET", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}
+            ]}]}
+        }))
+        .unwrap_or_default();
+        let env = template_env(Some(&t));
+        assert_eq!(
+            env,
+            BTreeMap::from([("DB_HOST".to_string(), "orders-pg-ro".to_string())])
+        );
+    }
 
     #[test]
     fn the_limit_ranger_annotation_says_which_limits_it_set_for_which_container() {

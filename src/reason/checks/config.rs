@@ -115,7 +115,8 @@ pub(crate) fn changes(ctx: &Ctx) -> Vec<Change> {
 }
 
 /// What each new revision changed in the pod template besides images: annotations added, removed
-/// or changed (a config checksum, `restartedAt`), and ConfigMaps/Secrets referenced or dropped.
+/// or changed (a config checksum, `restartedAt`), ConfigMaps/Secrets referenced or dropped, and
+/// literal environment values.
 fn template_changes(target: &str, rs: &[&DeploymentFacts]) -> Vec<Change> {
     let mut sorted: Vec<&&DeploymentFacts> = rs.iter().filter(|r| r.revision.is_some()).collect();
     sorted.sort_by_key(|r| revision(r));
@@ -155,6 +156,7 @@ fn template_changes(target: &str, rs: &[&DeploymentFacts]) -> Vec<Change> {
         {
             what.push(format!("no longer reads {r}"));
         }
+        what.extend(old.env_changes(new).into_iter().map(|e| format!("env {e}")));
         if what.is_empty() {
             continue;
         }

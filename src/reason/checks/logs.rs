@@ -1034,7 +1034,9 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
         };
         // A configuration-shaped failure right after the workload's configuration changed: that
         // change is the first thing to look at.
-        let cause = match (h.sig, onset) {
+        // Without an alert's start, the first of these lines is when the failure began.
+        let first_line = h.lines.iter().filter_map(|&i| lines.get(i)?.at).min();
+        let cause = match (h.sig, onset.or(first_line)) {
             (Sig::Config | Sig::Auth | Sig::Cert, Some(at)) => {
                 match crate::reason::config::before(ctx, at).first() {
                     Some((c, lead)) => cause.map(|text| {
