@@ -736,11 +736,10 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
         && s.named_pods.is_empty()
         && let Some((svc, how)) =
             value("instance").and_then(|i| probed_service(obs, i, &s.namespace))
+        && let Some((kind, name)) = behind_service(obs, &svc, &s.namespace)
     {
-        if let Some((kind, name)) = behind_service(obs, &svc, &s.namespace) {
-            add(&mut s, &kind, &name, &ns, how);
-            s.workloads.push((kind, name));
-        }
+        add(&mut s, &kind, &name, &ns, how);
+        s.workloads.push((kind, name));
     }
     // An application name: a workload of that name, else the pods labelled with it.
     if s.workloads.is_empty() && s.named_pods.is_empty() {
