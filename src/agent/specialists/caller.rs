@@ -321,8 +321,15 @@ fn replica_set_change(r: &DeploymentFacts, all: &[DeploymentFacts]) -> Change {
             })
             .max_by_key(|p| (revision_number(p), p.created_at))
     });
+    // Its images are in its title already; what else its template changed follows them.
     let what = previous
-        .and_then(|p| what_changed(p, r))
+        .and_then(|p| {
+            let same_images = DeploymentFacts {
+                images: r.images.clone(),
+                ..p.clone()
+            };
+            what_changed(&same_images, r)
+        })
         .map(|w| format!(": {w}"))
         .unwrap_or_default();
     Change {
