@@ -796,15 +796,21 @@ mod tests {
         sigs.remove(0)
     }
 
-    #[test]
-    fn a_host_port_every_node_has_taken_names_the_port_and_who_holds_it() {
-        let mut p = pending("bridge-1", "100m", None);
-        p.containers[0].host_ports = vec![9100];
+    /// A running node-exporter pod on `n1` holding hostPort 9100.
+    fn port_9100_holder() -> PodFacts {
         let mut holder = pending("exporter-abcde", "10m", None);
         holder.phase = "Running".into();
         holder.node = Some("n1".into());
         holder.owner = Some("DaemonSet/node-exporter".into());
         holder.containers[0].host_ports = vec![9100];
+        holder
+    }
+
+    #[test]
+    fn a_host_port_every_node_has_taken_names_the_port_and_who_holds_it() {
+        let mut p = pending("bridge-1", "100m", None);
+        p.containers[0].host_ports = vec![9100];
+        let holder = port_9100_holder();
         let msg = "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.";
         let obs = Observations {
             events: vec![ev("FailedScheduling", "Pod/bridge-1", msg)],
@@ -827,11 +833,7 @@ mod tests {
         let mut p = pending("agent-x4r8p", "10m", None);
         p.owner = Some("DaemonSet/agent".into());
         p.containers[0].host_ports = vec![9100];
-        let mut holder = pending("exporter-abcde", "10m", None);
-        holder.phase = "Running".into();
-        holder.node = Some("n1".into());
-        holder.owner = Some("DaemonSet/node-exporter".into());
-        holder.containers[0].host_ports = vec![9100];
+        let holder = port_9100_holder();
         let msg = "0/3 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.";
         let mut obs = Observations {
             events: vec![ev("FailedScheduling", "Pod/agent-x4r8p", msg)],
