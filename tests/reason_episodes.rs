@@ -932,3 +932,20 @@ fn a_question_whether_a_workload_is_still_broken_is_answered_by_its_events_and_p
     );
     assert_ne!(a.category, Category::Healthy, "{}", a.root_cause);
 }
+
+#[test]
+fn a_dialled_service_whose_target_port_its_pods_do_not_declare_is_that_port() {
+    let mut obs = probe_world(1);
+    if let Some(p) = obs.pods.iter_mut().find(|p| p.name.starts_with("catalog-")) {
+        p.containers[0].ports = vec![7070];
+    }
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::ConfigurationError, "{}", a.root_cause);
+    assert!(
+        a.root_cause.contains(
+            "Service catalog sends port 3550 to targetPort 3550, which its pods do not serve (they declare 7070)"
+        ),
+        "{}",
+        a.root_cause
+    );
+}

@@ -283,6 +283,24 @@ pub fn dependency_pods(obs: &Observations) -> Vec<String> {
     pods
 }
 
+/// The Services the subject's failing calls dial whose pods were not listed: (namespace, label
+/// selector), so that Gather lists them.
+pub fn dialled_unlisted(obs: &Observations) -> Vec<(String, String)> {
+    checks::service_endpoints::dialled_unlisted(&Ctx::new(obs))
+}
+
+/// Whether `s` is a dotted IPv4 address (`10.96.8.190`), read as text: the reasoning does no I/O.
+pub(crate) fn is_ipv4(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('.').collect();
+    parts.len() == 4
+        && parts.iter().all(|p| {
+            !p.is_empty()
+                && p.len() <= 3
+                && p.bytes().all(|b| b.is_ascii_digit())
+                && p.parse::<u16>().is_ok_and(|n| n <= 255)
+        })
+}
+
 /// The DaemonSet a pod belongs to, by its controlling owner: on a node, its agents (network
 /// plugin, proxy) are such pods.
 pub fn daemonset_of(pod: &PodFacts) -> Option<&str> {

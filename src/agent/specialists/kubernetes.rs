@@ -233,12 +233,33 @@ pub(super) async fn kubernetes(c: &Caller, scope: &Scope, obs: &Mutex<Observatio
     // database out of disk, a broker that cannot parse its configuration): read them too, at
     // most two of its pods, once the subject's lines have told which dependency it is.
     let read: Vec<&str> = picked.iter().map(|p| p.name.as_str()).collect();
+    // The pods behind a Service the failing calls dial, when they were not listed: what they
+    // declare and run is what the Service is checked against.
+    let unlisted = {
+        let o = obs.lock().unwrap_or_else(|e| e.into_inner());
+        crate::reason::dialled_unlisted(&o)
+    };
+    let listings = unlisted.iter().map(|(namespace, selector)| {
+        c.call(
+            "kubernetes.pods",
+            params([("namespace", s(namespace)), ("label_selector", s(selector))]),
+            &none,
+            obs,
+        )
+    });
+    let listed: Vec<PodFacts> = futures::future::join_all(listings)
+        .await
+        .into_iter()
+        .filter_map(pods_of)
+        .flatten()
+        .collect();
     let dependencies = {
         let o = obs.lock().unwrap_or_else(|e| e.into_inner());
         crate::reason::dependency_pods(&o)
     };
     let more = pods
         .iter()
+        .chain(listed.iter())
         .filter(|p| dependencies.contains(&p.name) && !read.contains(&p.name.as_str()))
         .take(2)
         .map(|p| pod_logs(c, p, obs));

@@ -468,7 +468,22 @@ pub(crate) fn target(line: &str) -> Option<String> {
         t.rsplit_once(':')
             .is_some_and(|(_, p)| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
     };
-    let named = all(&TARGET);
+    // "failed to connect to all addresses" names no peer.
+    let named: Vec<String> = all(&TARGET)
+        .into_iter()
+        .filter(|t| {
+            ![
+                "all",
+                "any",
+                "the",
+                "server",
+                "host",
+                "remote",
+                "connection",
+            ]
+            .contains(&t.to_ascii_lowercase().as_str())
+        })
+        .collect();
     let first = named
         .first()
         .cloned()
@@ -509,7 +524,14 @@ fn host_ports(line: &str) -> Vec<String> {
             let ext = host.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
             // `node:dns:71`: the tail of a module spec (a URL's `://` is not one).
             let module_tail = before == Some(':') && !line[..m.start()].ends_with("://");
+            // `ipv4:10.96.8.190:3550` (gRPC's address form): the scheme and the first octet.
+            let octet = after == Some('.')
+                && line[m.end() + 1..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_digit());
             !module_tail
+                && !octet
                 && !matches!(after, Some(':'))
                 && !ext.is_some_and(|e| SOURCE_EXTENSIONS.contains(&e.as_str()))
         })

@@ -35,7 +35,7 @@ pub(crate) const DECLARED: &[Decl] = &[
 /// The Service a dialled host names: `name`, `name.ns`, `name.ns.svc[.cluster.local]`, in the
 /// subject's namespace when the host gives none.
 fn service_of_host<'a>(ctx: &Ctx<'a>, host: &str, home: &str) -> Option<&'a ServiceFacts> {
-    if host.parse::<std::net::Ipv4Addr>().is_ok() {
+    if crate::reason::is_ipv4(host) {
         return ctx
             .obs
             .services
@@ -121,13 +121,17 @@ fn dialled<'c, 'a>(
         )
     }) {
         for target in &h.targets {
-            let Some((host, port)) = target.rsplit_once(':') else {
-                continue;
+            // `carts:80`, or a bare `carts`: its Service's first port is what was dialled.
+            let (host, port) = match target.rsplit_once(':') {
+                Some((host, port)) => match port.parse::<u16>() {
+                    Ok(port) => (host, Some(port)),
+                    Err(_) => continue,
+                },
+                None => (target.as_str(), None),
             };
-            let Ok(port) = port.parse::<u16>() else {
-                continue;
-            };
-            if let Some(svc) = service_of_host(ctx, host, home) {
+            if let Some(svc) = service_of_host(ctx, host, home)
+                && let Some(port) = port.or_else(|| svc.ports.first().map(|(p, _)| *p))
+            {
                 out.push((h, target.clone(), svc, port));
             }
         }
@@ -150,6 +154,27 @@ fn home_of(ctx: &Ctx) -> String {
         .find(|p| ctx.subject.has_pod(p))
         .map(|p| p.namespace.clone())
         .unwrap_or_default()
+}
+
+/// The Services the subject's failing calls dial whose pods were not listed, as (namespace,
+/// label selector `k=v,k=v`): listing them shows what those pods declare and run.
+pub(crate) fn dialled_unlisted(ctx: &Ctx) -> Vec<(String, String)> {
+    if !ctx.subject.resolved {
+        return Vec::new();
+    }
+    let pods = ctx.pods();
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (_, _, svc, _) in dialled(ctx, &home_of(ctx)) {
+        if svc.selector.is_empty() || pods.iter().any(|p| selects(svc, p)) {
+            continue;
+        }
+        let wanted = (svc.namespace.clone(), selector_text(svc));
+        if !out.contains(&wanted) {
+            out.push(wanted);
+        }
+    }
+    out.truncate(2);
+    out
 }
 
 /// The pods behind the Services the subject's failing calls dial, Ready and listed, one per
@@ -310,7 +335,7 @@ pub(crate) fn service_endpoints(ctx: &Ctx) -> Vec<Signal> {
         }
         let backing: Vec<&&PodFacts> = pods.iter().filter(|p| selects(svc, p)).collect();
         let fronts_subject = backing.iter().any(|p| ctx.subject.has_pod(p));
-        if !fronts_subject && !named(ctx, svc) {
+        if !fronts_subject && !named(ctx, svc) && !dialled_by_subject(ctx, &svc.name) {
             continue;
         }
         let evidence = ctx.ev(&["kubernetes/services", "kubernetes/pods"]);
@@ -501,6 +526,10 @@ mod tests {
             ("connected to postgres:5432", None),
         ] {
             assert_eq!(listen_port(line), port, "{line}");
+        }
+        assert!(crate::reason::is_ipv4("10.96.8.190"));
+        for not in ["10.96.8", "carts.shop", "10.96.8.256", "1.2.3.4.5"] {
+            assert!(!crate::reason::is_ipv4(not), "{not}");
         }
     }
 

@@ -1102,10 +1102,7 @@ fn probed_service(
     let space = parts.next();
     // A host of many labels that is not a cluster name is a machine, not a Service.
     let cluster = host.contains(".svc") || host.matches('.').count() <= 1;
-    if !cluster
-        || name.parse::<std::net::Ipv4Addr>().is_ok()
-        || name.chars().all(|c| c.is_ascii_digit())
-    {
+    if !cluster || crate::reason::is_ipv4(host) || name.chars().all(|c| c.is_ascii_digit()) {
         return None;
     }
     let in_ns = |n: &str| match (space, ns.as_deref()) {
