@@ -948,4 +948,11 @@ fn a_dialled_service_whose_target_port_its_pods_do_not_declare_is_that_port() {
         "{}",
         a.root_cause
     );
+    // Its pod not Ready: that explains the refusals, the ports are not judged.
+    if let Some(p) = obs.pods.iter_mut().find(|p| p.name.starts_with("catalog-")) {
+        p.conditions.insert("Ready".into(), "False".into());
+        p.containers[0].ready = false;
+    }
+    let a = analyze(&obs);
+    assert!(!a.root_cause.contains("targetPort"), "{}", a.root_cause);
 }

@@ -370,6 +370,19 @@ pub(crate) fn service_endpoints(ctx: &Ctx) -> Vec<Signal> {
             });
             continue;
         }
+        // A Service only dialled (not in front of the subject, not named): its pods not all Ready
+        // explain the refusals themselves, and a container that declares no port may listen on
+        // any, so the ports are judged only when every container declares its own.
+        let dialled_only = !fronts_subject && !named(ctx, svc);
+        if dialled_only
+            && (backing.iter().any(|p| !p.ready())
+                || backing
+                    .iter()
+                    .flat_map(|p| p.containers.iter())
+                    .any(|c| !c.init && c.ports.is_empty()))
+        {
+            continue;
+        }
         // Ports: a numeric targetPort no backing container declares, or a name none defines.
         let declaring: Vec<&&&PodFacts> = backing
             .iter()
