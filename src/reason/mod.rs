@@ -445,6 +445,8 @@ pub(crate) struct Ctx<'a> {
     alert_text: OnceCell<String>,
     /// The down dependencies along edges: see [`Ctx::dependencies_down`].
     down: OnceCell<Vec<checks::dependencies::Down<'a>>>,
+    /// The Services the subject's failing calls dial, by name: see [`Ctx::dialled_services`].
+    dialled: OnceCell<Vec<String>>,
     /// The observations indexed by object, owner and node, built once on first use.
     index: OnceCell<Index<'a>>,
     /// The changes the integrations listed, and those the observations show (rollbacks,
@@ -549,6 +551,7 @@ impl<'a> Ctx<'a> {
             hits: OnceCell::new(),
             alert_text: OnceCell::new(),
             down: OnceCell::new(),
+            dialled: OnceCell::new(),
             index: OnceCell::new(),
             focus_pods,
             focus_nodes,
@@ -574,6 +577,13 @@ impl<'a> Ctx<'a> {
     /// `Hits::lines` holds), scanned once however many checks read them.
     pub(crate) fn dependencies_down(&self) -> &[checks::dependencies::Down<'a>] {
         self.down.get_or_init(|| checks::dependencies::down(self))
+    }
+
+    /// The names of the Services the subject's failing calls dial, found once however many
+    /// objects ask for their relation.
+    pub(crate) fn dialled_services(&self) -> &[String] {
+        self.dialled
+            .get_or_init(|| checks::service_endpoints::dialled_names(self))
     }
 
     pub(crate) fn subject_hits(&self) -> &[logs::Hits] {
@@ -620,6 +630,7 @@ impl<'a> Ctx<'a> {
             hits: OnceCell::new(),
             alert_text: OnceCell::new(),
             down: OnceCell::new(),
+            dialled: OnceCell::new(),
             index: OnceCell::new(),
             focus_pods: Vec::new(),
             focus_nodes: Vec::new(),

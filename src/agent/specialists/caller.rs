@@ -323,13 +323,7 @@ fn replica_set_change(r: &DeploymentFacts, all: &[DeploymentFacts]) -> Change {
     });
     // Its images are in its title already; what else its template changed follows them.
     let what = previous
-        .and_then(|p| {
-            let same_images = DeploymentFacts {
-                images: r.images.clone(),
-                ..p.clone()
-            };
-            what_changed(&same_images, r)
-        })
+        .and_then(|p| what_changed(p, r, false))
         .map(|w| format!(": {w}"))
         .unwrap_or_default();
     Change {
@@ -383,14 +377,15 @@ fn revision_title(r: &DeploymentFacts, kind: &str, owner: &str, all: &[Deploymen
             .max_by_key(|(m, _)| *m)
             .map(|(_, o)| o)
     });
-    match previous.and_then(|p| what_changed(p, r)) {
+    match previous.and_then(|p| what_changed(p, r, true)) {
         Some(what) => format!("{head}: {what}"),
         None => head,
     }
 }
 
-/// What one revision's template changed over the one before, most telling first.
-fn what_changed(before: &DeploymentFacts, after: &DeploymentFacts) -> Option<String> {
+/// What one revision's template changed over the one before, most telling first; its images
+/// only when `images` (a title that names them already leaves them out).
+fn what_changed(before: &DeploymentFacts, after: &DeploymentFacts, images: bool) -> Option<String> {
     let apart = |a: &[String], b: &[String]| -> (Vec<String>, Vec<String>) {
         let gone = a.iter().filter(|x| !b.contains(x)).cloned().collect();
         let came = b.iter().filter(|x| !a.contains(x)).cloned().collect();
@@ -404,7 +399,7 @@ fn what_changed(before: &DeploymentFacts, after: &DeploymentFacts) -> Option<Str
         }
     };
     let (gone, came) = apart(&before.images, &after.images);
-    if !gone.is_empty() || !came.is_empty() {
+    if images && (!gone.is_empty() || !came.is_empty()) {
         return Some(moved("image", gone, came));
     }
     let (gone, came) = apart(&before.config_refs, &after.config_refs);

@@ -251,10 +251,7 @@ pub(crate) fn down<'a>(ctx: &Ctx<'a>) -> Vec<Down<'a>> {
     for (kind, name, namespace, ready, desired, selector) in candidates {
         // Scaled to zero, it is down only for a caller whose lines name it (below).
         let scaled_to_zero = desired == 0 && kind != "DaemonSet";
-        if ctx.subject.covers(&format!("{kind}/{name}"))
-            || (desired == 0 && !scaled_to_zero)
-            || (!scaled_to_zero && ready >= desired)
-        {
+        if ctx.subject.covers(&format!("{kind}/{name}")) || (!scaled_to_zero && ready >= desired) {
             continue;
         }
         let pods: Vec<&PodFacts> = ctx

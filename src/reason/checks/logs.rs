@@ -328,6 +328,13 @@ pub(crate) fn classify(line: &str) -> Vec<Sig> {
 
 /// How deep a signature reaches: a name that resolves nowhere or a missing setting explains a
 /// refused connection, which explains a pool that ran dry, which explains a stack trace.
+/// The workload whose pod logged a line (the pod itself when it has no owner), when the line
+/// names a listed pod.
+fn line_owner(ctx: &Ctx, l: &LogLine) -> Option<String> {
+    let p = ctx.pod_named(l.labels.get("pod")?)?;
+    Some(ctx.workload_of(p).map_or(p.name.clone(), |(_, n)| n))
+}
+
 /// Lines of one failure logged by several workloads of an application, where one of them is the
 /// server the others' lines speak to (a MongoDB refusing the client that says "MongoDB: not
 /// authorized"): the caller with the most lines, and that server. `None` unless exactly one
@@ -338,15 +345,11 @@ fn caller_and_server(
     h: &Hits,
     workloads: &[String],
 ) -> Option<(String, String)> {
-    let owner = |l: &LogLine| -> Option<String> {
-        let p = ctx.pod_named(l.labels.get("pod")?)?;
-        Some(ctx.workload_of(p).map_or(p.name.clone(), |(_, n)| n))
-    };
     let of: Vec<(Option<String>, &LogLine)> = h
         .lines
         .iter()
         .filter_map(|&i| lines.get(i))
-        .map(|l| (owner(l), *l))
+        .map(|l| (line_owner(ctx, l), *l))
         .collect();
     let servers: Vec<&String> = workloads
         .iter()
@@ -830,12 +833,13 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
     let who: Vec<Vec<String>> = hits
         .iter()
         .map(|h| {
+            if !spread {
+                return Vec::new();
+            }
             let mut who: Vec<String> = h
                 .lines
                 .iter()
-                .filter_map(|&i| lines.get(i)?.labels.get("pod"))
-                .filter_map(|pod| ctx.pod_named(pod))
-                .map(|p| ctx.workload_of(p).map_or(p.name.clone(), |(_, n)| n))
+                .filter_map(|&i| line_owner(ctx, lines.get(i)?))
                 .collect();
             who.sort();
             who.dedup();

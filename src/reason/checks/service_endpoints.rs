@@ -68,41 +68,39 @@ pub(crate) fn dialled_ports(ctx: &Ctx) -> Vec<Signal> {
     let mut out = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     for (h, target, svc, port) in dialled(ctx, &home) {
-        {
-            if let Some((_, to)) = svc.ports.iter().find(|(p, _)| *p == port) {
-                out.extend(listening_elsewhere(ctx, svc, port, to, h, &who));
-                continue;
-            }
-            if svc.ports.is_empty() || svc.ready.is_empty() || seen.contains(&target) {
-                continue;
-            }
-            seen.push(target.clone());
-            let exposed: Vec<String> = svc.ports.iter().map(|(p, _)| p.to_string()).collect();
-            let summary = format!(
-                "{who} dials {target}, but Service {} exposes port {} only ({} ready endpoint(s))",
-                svc.name,
-                exposed.join(", "),
-                svc.ready.len()
-            );
-            out.push(Signal {
-                analyzer: "dialled_port",
-                summary: summary.clone(),
-                detail: format!("{} {}: \"{}\"", h.count, h.sig.label(), logs::short(&h.example)),
-                category: Category::ConfigurationError,
-                basis: Basis::Measured,
-                // The Service's ports and its endpoints, read beside the lines that dial it.
-                links: 2,
-                evidence: ctx.ev(&["kubernetes/services", "kubernetes/pod_logs", "logs"]),
-                cause: Some(format!(
-                    "{summary}, so its connections to port {port} are refused ({} {}, e.g. \"{}\"); the port in its configuration is wrong, the dependency itself is serving",
-                    h.count,
-                    h.sig.label(),
-                    logs::short(&h.example)
-                )),
-                objects: vec![format!("service/{}", svc.name)],
-                ..Signal::default()
-            });
+        if let Some((_, to)) = svc.ports.iter().find(|(p, _)| *p == port) {
+            out.extend(listening_elsewhere(ctx, svc, port, to, h, &who));
+            continue;
         }
+        if svc.ports.is_empty() || svc.ready.is_empty() || seen.contains(&target) {
+            continue;
+        }
+        seen.push(target.clone());
+        let exposed: Vec<String> = svc.ports.iter().map(|(p, _)| p.to_string()).collect();
+        let summary = format!(
+            "{who} dials {target}, but Service {} exposes port {} only ({} ready endpoint(s))",
+            svc.name,
+            exposed.join(", "),
+            svc.ready.len()
+        );
+        out.push(Signal {
+            analyzer: "dialled_port",
+            summary: summary.clone(),
+            detail: format!("{} {}: \"{}\"", h.count, h.sig.label(), logs::short(&h.example)),
+            category: Category::ConfigurationError,
+            basis: Basis::Measured,
+            // The Service's ports and its endpoints, read beside the lines that dial it.
+            links: 2,
+            evidence: ctx.ev(&["kubernetes/services", "kubernetes/pod_logs", "logs"]),
+            cause: Some(format!(
+                "{summary}, so its connections to port {port} are refused ({} {}, e.g. \"{}\"); the port in its configuration is wrong, the dependency itself is serving",
+                h.count,
+                h.sig.label(),
+                logs::short(&h.example)
+            )),
+            objects: vec![format!("service/{}", svc.name)],
+            ..Signal::default()
+        });
     }
     out
 }
@@ -141,10 +139,21 @@ fn dialled<'c, 'a>(
 
 /// Whether the subject's refused, unreachable, reset or timed-out calls dial Service `name`.
 pub(crate) fn dialled_by_subject(ctx: &Ctx, name: &str) -> bool {
-    ctx.subject.resolved
-        && dialled(ctx, &home_of(ctx))
-            .iter()
-            .any(|(_, _, svc, _)| svc.name == name)
+    ctx.dialled_services().iter().any(|n| n == name)
+}
+
+/// The names of the Services the subject's failing calls dial (for [`Ctx::dialled_services`]).
+pub(crate) fn dialled_names(ctx: &Ctx) -> Vec<String> {
+    if !ctx.subject.resolved {
+        return Vec::new();
+    }
+    let mut names: Vec<String> = dialled(ctx, &home_of(ctx))
+        .into_iter()
+        .map(|(_, _, svc, _)| svc.name.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// The subject's namespace, as its first pod's.
