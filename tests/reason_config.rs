@@ -286,6 +286,57 @@ fn a_missing_key_in_logs_after_a_config_map_update_names_both() {
     );
 }
 
+/// `register`'s pods log writes refused by a read-only database from the step on.
+fn read_only_writes(obs: &mut Observations) {
+    obs.metrics.clear();
+    obs.evidence
+        .insert("kubernetes/pod_logs".into(), vec!["ev-l".into()]);
+    for m in -15..15 {
+        let at = step_at() + Duration::minutes(m);
+        obs.pod_logs.push(LogLine {
+            at: Some(at),
+            labels: BTreeMap::from([("pod".to_string(), "register-7d5-a".to_string())]),
+            line: format!("INFO sale {} read", 9000 + m),
+        });
+        if m >= 1 {
+            obs.pod_logs.push(LogLine {
+                at: Some(at),
+                labels: BTreeMap::from([("pod".to_string(), "register-7d5-b".to_string())]),
+                line: "ERROR o.h.e.j.s.SqlExceptionHelper : ERROR: cannot execute INSERT in a read-only transaction".into(),
+            });
+        }
+    }
+}
+
+#[test]
+fn writes_refused_by_a_reader_are_the_database_unless_a_change_pointed_there() {
+    // Nothing changed: the database stopped taking writes (a failover), so it is the cause.
+    let mut obs = world(Vec::new(), &["configmap/register-settings"]);
+    read_only_writes(&mut obs);
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::DependencyFailure, "{}", text(&a));
+    assert!(a.root_cause.contains("read-only"), "{}", text(&a));
+
+    // A revision that changed the datasource just before: that change pointed it at a reader.
+    let mut obs = world(Vec::new(), &["configmap/register-settings"]);
+    read_only_writes(&mut obs);
+    let mut old = rs("5c4", 6, -600, &[]);
+    old.template_env = BTreeMap::from([(
+        "DB_URL".to_string(),
+        "jdbc:postgresql://till-pg-rw:5432/till".to_string(),
+    )]);
+    let mut new = rs("7d5", 7, 19, &[]);
+    new.template_env = BTreeMap::from([(
+        "DB_URL".to_string(),
+        "jdbc:postgresql://till-pg-ro:5432/till".to_string(),
+    )]);
+    new.created_at = Some(step_at() - Duration::minutes(3));
+    obs.replica_sets = vec![old, new];
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::ConfigurationError, "{}", text(&a));
+    assert!(a.root_cause.contains("till-pg-ro"), "{}", text(&a));
+}
+
 fn recording(path: &str, body: serde_json::Value) -> String {
     json!({"integration": "kubernetes", "method": "GET", "path": path, "query": {}, "status": 200, "body": body})
         .to_string()

@@ -166,6 +166,7 @@ fn unreachable(sig: Sig) -> bool {
             | Sig::Reset
             | Sig::Http5xx
             | Sig::Upstream5xx
+            | Sig::Throttled
     )
 }
 

@@ -63,11 +63,17 @@ pub(crate) enum Sig {
     /// A 5xx answer the process received from a peer it called (an HTTP client's error naming
     /// the status): the peer fails, not the caller.
     Upstream5xx,
+    /// A peer refusing the rate of calls (HTTP 429, a cloud API's throttling code): the peer's
+    /// limit, not the caller's code.
+    Throttled,
     Oom,
     /// A disk or volume with no room left: writes fail.
     DiskFull,
     /// The process's open-file limit is reached: new connections and files fail.
     FileDescriptors,
+    /// A database that refuses writes because it is read-only: after a failover the client
+    /// still holds the old writer, now a replica, or it was pointed at a reader.
+    ReadOnly,
     Config,
 }
 
@@ -93,6 +99,8 @@ impl Sig {
             Sig::Oom => "out-of-memory messages",
             Sig::DiskFull => "disk-full errors",
             Sig::FileDescriptors => "open-file limit errors",
+            Sig::ReadOnly => "writes refused by a read-only database",
+            Sig::Throttled => "rate-limit refusals",
             Sig::Config => "configuration errors",
         }
     }
@@ -105,6 +113,8 @@ impl Sig {
             | Sig::Incompatible
             | Sig::Reset
             | Sig::Upstream5xx
+            | Sig::ReadOnly
+            | Sig::Throttled
             | Sig::Timeout => Category::DependencyFailure,
             Sig::ClockSkew => Category::Infrastructure,
             Sig::Auth => Category::ConfigurationError,
@@ -117,7 +127,7 @@ impl Sig {
 }
 
 static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
-    let table: [(Sig, &str); 20] = [
+    let table: [(Sig, &str); 22] = [
         (
             Sig::Pool,
             r"(?i)pool (?:is )?exhausted|connection pool (?:is )?(?:full|exhausted)|too many (?:connections|clients)|remaining connection slots|could not acquire (?:a )?connection|connection is not available, request timed out|timeout acquiring (?:a )?connection|no available connections?|max_connections",
@@ -144,7 +154,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Unreachable,
-            r"(?i)all hosts? ?(?:\(s\) )?tried|nohostavailable|no hosts? (?:was |is )?available|(?:unable|failed|could not|couldn't|cannot|can't) (?:to )?(?:connect|establish a connection) to|no route to host|(?:network|host) is unreachable|ehostunreach|enetunreach",
+            r"(?i)all hosts? ?(?:\(s\) )?tried|nohostavailable|no hosts? (?:was |is )?available|(?:unable|failed|could not|couldn't|cannot|can't) (?:to )?(?:connect|establish a connection) to|no route to host|(?:network|host) is unreachable|ehostunreach|enetunreach|connection to node -?\d+ .{0,160}could not be established|broker may not be available|(?:group )?coordinator \S+ .{0,80}is unavailable",
         ),
         (
             Sig::Reset,
@@ -191,12 +201,20 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
             r"(?i)no space left on device|\benospc\b|\bdisk (?:is )?full\b|(?:file ?system|volume|partition|device) (?:is )?full\b|could not extend file|not enough (?:free )?(?:disk )?space|insufficient (?:disk|storage) space|disk quota exceeded|\bedquot\b|disk free space insufficient|disk (?:resource limit )?alarm (?:set|in effect)|blocked \(disk alarm\)|flood[ -]stage disk watermark \[[^\]]*\] exceeded",
         ),
         (
+            Sig::Throttled,
+            r"(?i)(?-i:\bSlowDown\b|\bThrottlingException\b|\bThrottling\b|\bRequestLimitExceeded\b|\bTooManyRequests(?:Exception|Error)?\b|\bProvisionedThroughputExceededException\b|\bRequestThrottled\b)|\brate limit(?:ed| exceeded| reached)\b|\brate exceeded\b|\b429 too many requests\b|\btoo many requests\b|reduce your request rate|request rate (?:is )?too (?:large|high)|\bstatus(?:code)?[=: ]+429\b",
+        ),
+        (
+            Sig::ReadOnly,
+            r"(?i)in a read-only transaction|readonly you can't write against a read only replica|running with the --read-only option|\bdatabase is (?:in )?read[- ]only\b|\bcannot execute \w+ in a read-only\b|\bread[- ]only replica\b|\bserver is in read[- ]only mode\b",
+        ),
+        (
             Sig::FileDescriptors,
             r"(?i)too many open files|\bemfile\b|file descriptor limit",
         ),
         (
             Sig::Config,
-            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))|flag provided but not defined|unknown (?:flag|option|shorthand flag|command line option)|unrecognized (?:option|argument|arguments)|invalid (?:option|argument|flag)|read-only file system|\berofs\b|\(13: permission denied\)|: permission denied$|\beacces\b|exec format error|operation not permitted|\byaml: (?:line \d+|unmarshal errors)|\btoml: line \d+|(?:error|failed|unable|cannot|could not) (?:to )?(?:parse|parsing|load|loading|read|reading|decode|decoding|unmarshal) (?:the )?config|(?:loading|parsing|reading|decoding) (?:the )?config(?:uration)?(?: file)?\b.{0,120}\berror|\bunknown directive\b|\[emerg\].{0,80}\b(?:directive|parameter|in /etc/)|invalid value for parameter|unrecognized configuration parameter|configuration file \S+ contains errors|\bnot (?:in|found in) the (?:peer|server|member|seed) list\b|in a read-only transaction|readonly you can't write against a read only replica|running with the --read-only option|invalid (?:maximum|initial|minimum) heap size|unrecognized vm option|could not create the java virtual machine|bootstrap checks? failed|\[[^\]]*\] is too low, increase to at least|failed to bind properties under|consumer poll timeout has expired",
+            r"(?i)missing (?:required )?(?:env|environment variable|config|key|setting)|no such file or directory|invalid (?:config|configuration)|could not load config|(?:variable|setting|key|option|field) \S+ (?:is )?(?:not set|not found|missing|undefined|not defined|required)|(?-i:KeyError: ['\x22][A-Z][A-Z0-9_]{2,}['\x22])|(?:configmaps?|secrets?) \S+ not found|undefined (?:variable|key|setting)|\b[A-Z][A-Z0-9_]{2,} (?:must be (?:set|provided|defined)|is (?:not set|required|missing|empty|unset))|flag provided but not defined|unknown (?:flag|option|shorthand flag|command line option)|unrecognized (?:option|argument|arguments)|invalid (?:option|argument|flag)|read-only file system|\berofs\b|\(13: permission denied\)|: permission denied$|\beacces\b|exec format error|operation not permitted|\byaml: (?:line \d+|unmarshal errors)|\btoml: line \d+|(?:error|failed|unable|cannot|could not) (?:to )?(?:parse|parsing|load|loading|read|reading|decode|decoding|unmarshal) (?:the )?config|(?:loading|parsing|reading|decoding) (?:the )?config(?:uration)?(?: file)?\b.{0,120}\berror|\bunknown directive\b|\[emerg\].{0,80}\b(?:directive|parameter|in /etc/)|invalid value for parameter|unrecognized configuration parameter|configuration file \S+ contains errors|\bnot (?:in|found in) the (?:peer|server|member|seed) list\b|invalid (?:maximum|initial|minimum) heap size|unrecognized vm option|could not create the java virtual machine|bootstrap checks? failed|\[[^\]]*\] is too low, increase to at least|failed to bind properties under|consumer poll timeout has expired",
         ),
     ];
     table
@@ -210,7 +228,7 @@ static ERROR_LEVEL: LazyLock<Option<Regex>> = LazyLock::new(|| {
 });
 
 static TARGET: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:dial tcp|connect(?:ing)? to|lookup|enotfound|could not resolve(?: host)?:?|unknown host:?|upstream(?: request to)?|host[=:]|\(host|->)\s*\x22?([a-z0-9][a-z0-9._-]*(?::\d+)?)").ok()
+    Regex::new(r"(?i)(?:dial tcp|connect(?:ing)? to|connection to node -?\d+ \(|lookup|enotfound|could not resolve(?: host)?:?|unknown host:?|upstream(?: request to)?|host[=:]|\(host|->)\s*\x22?([a-z0-9][a-z0-9._-]*(?::\d+)?)").ok()
 });
 
 /// A `host:port` anywhere in a line (a name, not a time of day), when no verb introduces one.
@@ -266,7 +284,7 @@ pub(crate) fn detail_of(sig: Sig, line: &str) -> Option<String> {
     match sig {
         Sig::Config => config_key(line),
         // The host of the URL the client called is the peer that answered.
-        Sig::Upstream5xx => url_host(line).or_else(|| target(line)),
+        Sig::Upstream5xx | Sig::Throttled => url_host(line).or_else(|| target(line)),
         // A client that logs the URL it called rather than the socket names its peer by it.
         _ => target(line).or_else(|| url_host(line)),
     }
@@ -383,6 +401,7 @@ const TRANSPORT: &[Sig] = &[
     Sig::Reset,
     Sig::Timeout,
     Sig::Upstream5xx,
+    Sig::Throttled,
 ];
 
 /// Failures a process reports of its own state: out of memory, disk, files or connections, or
@@ -404,6 +423,8 @@ fn depth(sig: Sig) -> u8 {
         | Sig::Incompatible
         | Sig::Reset
         | Sig::Upstream5xx
+        | Sig::ReadOnly
+        | Sig::Throttled
         | Sig::Timeout => 1,
         // A leak drains the pool it reports on.
         Sig::Leak => 1,
@@ -639,12 +660,24 @@ pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits
                     .then(|| record.iter().rev().find_map(|prev| detail_of(sig, prev)))
                     .flatten()
             });
-            if let Some(t) = target
-                && !slot
-                    .targets
-                    .iter()
-                    .any(|k| k == &t || k.starts_with(&format!("{t} = ")))
-            {
+            // A peer named once with its port and once without is one peer: keep the port.
+            let target = target.filter(|t| {
+                match slot.targets.iter().position(|k| {
+                    k == t
+                        || k.starts_with(&format!("{t} = "))
+                        || k.starts_with(&format!("{t}:"))
+                        || t.starts_with(&format!("{k}:"))
+                }) {
+                    Some(i) => {
+                        if t.starts_with(&format!("{}:", slot.targets[i])) {
+                            slot.targets[i] = t.clone();
+                        }
+                        false
+                    }
+                    None => true,
+                }
+            });
+            if let Some(t) = target {
                 slot.targets.push(t);
                 if sig == Sig::Config {
                     last_key = hits
@@ -677,8 +710,62 @@ fn exception_line(line: &str) -> bool {
         .any(|end| name.ends_with(end))
 }
 
+/// Keys of a structured log line that say when, where and how loud, not what happened.
+const BOOKKEEPING: &[&str] = &[
+    "level", "lvl", "severity", "time", "ts", "timestamp", "@timestamp", "pid", "hostname",
+    "caller", "logger", "logger_name", "thread", "thread_name", "v", "@version", "source",
+];
+
+/// A JSON log line as its `key=value` leaves, without the bookkeeping keys: what it says fits a
+/// quote where its envelope would have filled it.
+fn json_gist(s: &str) -> Option<String> {
+    fn leaves(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                // The message first, the way the line's author meant it to be read.
+                let mut keys: Vec<(&String, &serde_json::Value)> = map.iter().collect();
+                keys.sort_by_key(|(k, _)| match k.as_str() {
+                    "msg" | "message" => 0,
+                    "error" | "err" => 1,
+                    _ => 2,
+                });
+                for (k, v) in keys {
+                    if prefix.is_empty() && BOOKKEEPING.contains(&k.to_ascii_lowercase().as_str()) {
+                        continue;
+                    }
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    leaves(&key, v, out);
+                }
+            }
+            serde_json::Value::String(t) if t.contains(' ') => {
+                out.push(format!("{prefix}=\"{t}\""))
+            }
+            serde_json::Value::String(t) => out.push(format!("{prefix}={t}")),
+            serde_json::Value::Null => {}
+            other => out.push(format!("{prefix}={other}")),
+        }
+    }
+    if !s.starts_with('{') {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_str(s).ok()?;
+    let mut out = Vec::new();
+    leaves("", &value, &mut out);
+    (!out.is_empty()).then(|| out.join(" "))
+}
+
 pub(crate) fn short(s: &str) -> String {
     let s = s.trim();
+    if s.chars().count() <= 200 {
+        return s.to_string();
+    }
+    // A long JSON line is quoted by what it says, its envelope left out.
+    let gist = json_gist(s);
+    let s = gist.as_deref().unwrap_or(s);
     let n = s.chars().count();
     if n <= 200 {
         return s.to_string();
@@ -1038,6 +1125,24 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                 )),
                 (Basis::Timed, 1),
             ),
+            Sig::Throttled if h.count >= 2 => (
+                Some(format!(
+                    "{scope}'s calls to a dependency{dep} are throttled: {} {} in its logs, e.g. \"{}\"; the dependency refuses the rate of calls it is sent, so they fail until the rate drops or its limit is raised",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                (Basis::Logged, 1),
+            ),
+            Sig::ReadOnly => (
+                Some(format!(
+                    "{scope}'s writes are refused by a read-only database{dep}: {} {} in its logs, e.g. \"{}\"; the database it writes to no longer accepts writes (a failover left it holding a replica, or it points at a reader)",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                (Basis::Logged, 1),
+            ),
             Sig::Config => (
                 Some(format!(
                     "{scope} is misconfigured{dep}: {} {} in its logs, e.g. \"{}\"",
@@ -1062,16 +1167,23 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
         // change is the first thing to look at.
         // Without an alert's start, the first of these lines is when the failure began.
         let first_line = h.lines.iter().filter_map(|&i| lines.get(i)?.at).min();
-        let cause = match (h.sig, onset.or(first_line)) {
-            (Sig::Config | Sig::Auth | Sig::Cert, Some(at)) => {
-                match crate::reason::config::before(ctx, at).first() {
-                    Some((c, lead)) => cause.map(|text| {
-                        format!("{text}; {}", crate::reason::config::describe(c, *lead))
-                    }),
-                    None => cause,
-                }
+        let change = match (h.sig, onset.or(first_line)) {
+            (Sig::Config | Sig::Auth | Sig::Cert | Sig::ReadOnly, Some(at)) => {
+                crate::reason::config::before(ctx, at).into_iter().next()
             }
-            _ => cause,
+            _ => None,
+        };
+        let cause = match &change {
+            Some((c, lead)) => {
+                cause.map(|text| format!("{text}; {}", crate::reason::config::describe(c, *lead)))
+            }
+            None => cause,
+        };
+        // Writes refused by a reader right after the configuration changed: the change pointed
+        // the workload at it. With no change, the database itself moved (a failover).
+        let category = match (h.sig, &change) {
+            (Sig::ReadOnly, Some(_)) => Category::ConfigurationError,
+            _ => h.sig.category(),
         };
         // A code defect that is new since the onset, shortly after the subject's own release:
         // that release is the regression to roll back.
@@ -1131,7 +1243,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             analyzer: "log_signature",
             summary: format!("{} {} in logs{dep}{when}", h.count, h.sig.label()),
             detail: format!("template: {template}; example: {}", h.example),
-            category: h.sig.category(),
+            category,
             // Lookups that time out are what a resolver down looks like from its clients.
             symptom_of: own_failure_elsewhere(k)
                 .or((h.sig == Sig::Dns).then_some(Category::Infrastructure)),
@@ -1282,7 +1394,7 @@ mod tests {
     #[test]
     fn every_signature_pattern_compiles() {
         // A pattern the regex crate refuses would be dropped silently.
-        assert_eq!(PATTERNS.len(), 20);
+        assert_eq!(PATTERNS.len(), 22);
         assert_eq!(
             classify("FATAL: unsupported protocol version 3.2 (server requires 3.0)"),
             vec![Sig::Incompatible]
@@ -1585,7 +1697,7 @@ mod tests {
     }
 
     #[test]
-    fn tokens_from_the_future_are_clock_skew_and_writes_to_a_replica_configuration() {
+    fn tokens_from_the_future_are_clock_skew_and_writes_to_a_replica_are_refused_by_it() {
         for l in [
             "io.jsonwebtoken.PrematureJwtException: JWT must not be accepted before 2026-03-11T14:27:08Z. Current time: 2026-03-11T14:25:40Z, a difference of 88000 milliseconds.",
             "jwt.exceptions.ImmatureSignatureError: The token is not yet valid (iat)",
@@ -1596,9 +1708,54 @@ mod tests {
         for l in [
             "ERROR: cannot execute UPDATE in a read-only transaction",
             "READONLY You can't write against a read only replica.",
+            "redis.exceptions.ReadOnlyError: You can't write against a read only replica.",
+            "ERROR 1290 (HY000): The MySQL server is running with the --read-only option so it cannot execute this statement",
         ] {
-            assert_eq!(classify(l), vec![Sig::Config], "{l}");
+            assert_eq!(classify(l), vec![Sig::ReadOnly], "{l}");
         }
+        // The database refuses: without a change pointing the client at it, a failover moved it.
+        assert_eq!(Sig::ReadOnly.category(), Category::DependencyFailure);
+    }
+
+    #[test]
+    fn a_peer_refusing_the_rate_of_calls_is_throttling_not_the_callers_code() {
+        for l in [
+            "upload failed: An error occurred (SlowDown) when calling the PutObject operation (reached max retries: 4): Please reduce your request rate.",
+            "botocore.exceptions.ClientError: An error occurred (ThrottlingException) when calling the PutRecord operation: Rate exceeded",
+            "stripe.error.RateLimitError: Request rate limit exceeded",
+            "POST https://api.partner.example/v1/quotes -> 429 Too Many Requests",
+        ] {
+            assert!(classify(l).contains(&Sig::Throttled), "{l}");
+        }
+        // A word that merely contains the code, and a slow request, are not throttling.
+        for l in ["slowdown detected in GC pauses", "request took 4.2s (slow)"] {
+            assert!(!classify(l).contains(&Sig::Throttled), "{l}");
+        }
+        assert_eq!(Sig::Throttled.category(), Category::DependencyFailure);
+    }
+
+    #[test]
+    fn a_kafka_client_that_cannot_reach_a_broker_names_the_broker() {
+        let l = "WARN org.apache.kafka.clients.NetworkClient : [Consumer clientId=c-1, groupId=g] Connection to node 2 (b-2.events.example.net/10.30.12.5:9094) could not be established. Broker may not be available.";
+        assert!(classify(l).contains(&Sig::Unreachable), "{l}");
+        assert_eq!(target(l).as_deref(), Some("b-2.events.example.net"));
+        let l = "Group coordinator b-2.events.example.net:9094 (id: 2147483645 rack: null) is unavailable or invalid due to cause: coordinator unavailable.";
+        assert!(classify(l).contains(&Sig::Unreachable), "{l}");
+    }
+
+    #[test]
+    fn a_json_line_is_quoted_by_what_it_says_not_its_envelope() {
+        let line = format!(
+            r#"{{"level":50,"time":1769107098000,"pid":1,"hostname":"payment-service-ghlkc9h5lz-smqmj","orderId":"ord_{}","msg":"charge failed","err":{{"type":"StripeConnectionError","message":"An error occurred with our connection to Stripe.","detail":"connect ETIMEDOUT 54.187.216.72:443"}}}}"#,
+            "7".repeat(40)
+        );
+        let quote = short(&line);
+        assert!(quote.starts_with("msg=\"charge failed\""), "{quote}");
+        assert!(quote.contains("connection to Stripe"), "{quote}");
+        assert!(quote.contains("ETIMEDOUT 54.187.216.72:443"), "{quote}");
+        assert!(!quote.contains("hostname"), "{quote}");
+        // A line that is not JSON is quoted as written.
+        assert_eq!(short("{not json: at all}"), "{not json: at all}");
     }
 
     #[test]
