@@ -1246,7 +1246,11 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
             category,
             // Lookups that time out are what a resolver down looks like from its clients.
             symptom_of: own_failure_elsewhere(k)
-                .or((h.sig == Sig::Dns).then_some(Category::Infrastructure)),
+                .or((h.sig == Sig::Dns).then_some(Category::Infrastructure))
+                // Timeouts that name no peer are what a saturated workload looks like from
+                // inside: a capacity reached beside them explains them.
+                .or((h.sig == Sig::Timeout && h.targets.is_empty())
+                    .then_some(Category::ResourceExhaustion)),
             basis,
             links,
             since: times().min(),

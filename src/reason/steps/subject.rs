@@ -547,8 +547,14 @@ const GENERIC_WORDS: &[&str] = &[
 fn by_words(
     obs: &Observations,
     text: &str,
+    namespace: Option<&str>,
     in_ns: &dyn Fn(&str) -> bool,
 ) -> Option<(String, String, String)> {
+    // The known namespace's own words ("pods in namespace media") name the namespace, not the
+    // one workload of it that shares a word with it.
+    let ns_words: Vec<&str> = namespace
+        .map(|n| n.split(['-', '_', '.']).collect())
+        .unwrap_or_default();
     let words: Vec<String> = text
         .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|w| w.len() >= 3)
@@ -583,7 +589,7 @@ fn by_words(
         // on its own: it counts half a distinctive word.
         let distinctive = matched
             .iter()
-            .filter(|p| !GENERIC_WORDS.contains(p))
+            .filter(|p| !GENERIC_WORDS.contains(p) && !ns_words.contains(p))
             .count();
         if distinctive == 0 {
             continue;
@@ -600,6 +606,35 @@ fn by_words(
     }
     let (_, kind, name, matched) = best.filter(|_| !tied)?;
     Some((kind.to_string(), name.to_string(), matched.join(" ")))
+}
+
+/// The state of a pod that an alert's name or words name (`evicted`, `OOMKilled`, crash-looping,
+/// image pulls, `Pending`), when this pod is in it.
+fn state_named(text: &str, pod: &PodFacts) -> Option<&'static str> {
+    let words = text.to_ascii_lowercase().replace([' ', '-', '_'], "");
+    let container = |reasons: &[&str]| {
+        pod.containers.iter().any(|c| {
+            [&c.reason, &c.last_reason]
+                .into_iter()
+                .flatten()
+                .any(|r| reasons.contains(&r.as_str()))
+        })
+    };
+    if words.contains("evict") && pod.status_reason.as_deref() == Some("Evicted") {
+        Some("Evicted")
+    } else if words.contains("oomkill") && container(&["OOMKilled"]) {
+        Some("OOMKilled")
+    } else if words.contains("crashloop") && container(&["CrashLoopBackOff"]) {
+        Some("CrashLoopBackOff")
+    } else if (words.contains("imagepull") || words.contains("errimage"))
+        && container(&["ImagePullBackOff", "ErrImagePull"])
+    {
+        Some("ImagePullBackOff")
+    } else if words.contains("pending") && pod.phase == "Pending" {
+        Some("Pending")
+    } else {
+        None
+    }
 }
 
 /// Resolve the subject of the alert or problem.
@@ -863,7 +898,7 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
             s.workloads.push((kind, name));
         } else if let Some((kind, name, words)) = (APP_KEYS.iter().all(|k| value(k).is_none())
             && !super::ingress_subject::host_named(obs, &text))
-        .then(|| by_words(obs, &text, &in_ns))
+        .then(|| by_words(obs, &text, s.namespace.as_deref(), &in_ns))
         .flatten()
         {
             // An application label names what the alert is about: words that merely share a
@@ -895,6 +930,17 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
                 &ns,
                 "named in the alert's text".to_string(),
             );
+        } else if s.namespace.is_some() {
+            // An alert about a state of pods ("pods are being evicted", KubePodCrashLooping) in a
+            // namespace, naming none: the pods in that state are what it is about.
+            let said = format!(
+                "{} {text}",
+                value("alertname").map(String::as_str).unwrap_or_default()
+            );
+            for (p, state) in pods.iter().filter_map(|p| Some((p, state_named(&said, p)?))) {
+                s.named_pods.push(p.name.clone());
+                add(&mut s, "Pod", &p.name, &ns, format!("{state}, the state the alert names"));
+            }
         }
     }
     // An Ingress named (or the one a website problem is about) and its backends, before the
@@ -1187,6 +1233,41 @@ mod tests {
                 .collect(),
             ..Alert::default()
         }
+    }
+
+    #[test]
+    fn an_alert_about_a_state_of_pods_in_a_namespace_is_about_the_pods_in_that_state() {
+        let mut evicted = pod("thumbs-7d9-a1b2c", "", &[("app", "thumbs")]);
+        evicted.status_reason = Some("Evicted".into());
+        evicted.phase = "Failed".into();
+        let running = pod("shop-api-5c4-d3e4f", "", &[("app", "shop-api")]);
+        let mut a = alert(&[("alertname", "KubePodsEvicted"), ("namespace", "shop")]);
+        a.annotations.insert(
+            "description".into(),
+            "3 pods in namespace shop were evicted by the kubelet".into(),
+        );
+        let obs = Observations {
+            alert: Some(a),
+            pods: vec![evicted, running],
+            deployments: vec![DeploymentFacts {
+                name: "shop-api".into(),
+                namespace: "shop".into(),
+                ..DeploymentFacts::default()
+            }],
+            ..Observations::default()
+        };
+        let s = resolve(&obs);
+        // The namespace's own word in the text does not name `shop-api`.
+        assert!(!s.workloads.iter().any(|(_, n)| n == "shop-api"), "{s:?}");
+        assert_eq!(s.pods, vec!["thumbs-7d9-a1b2c".to_string()], "{s:?}");
+
+        // Words that name no state the pods are in name none of them.
+        let mut quiet = obs.clone();
+        if let Some(a) = quiet.alert.as_mut() {
+            a.labels.insert("alertname".into(), "KubePodCrashLooping".into());
+            a.annotations.clear();
+        }
+        assert!(resolve(&quiet).pods.is_empty());
     }
 
     #[test]

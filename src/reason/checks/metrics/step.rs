@@ -187,10 +187,14 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
         .unwrap_or_default();
     subject.extend(ctx.focus_deployment.clone());
     // Config objects count only when the workload reads them (`config::changes` keeps those).
+    // An autoscaler's rescale, or any scale-up, answers the load: it follows a shift, never
+    // sets one off (the pods it adds run the same template).
     let mut changes: Vec<Change> = ctx
         .changes
         .iter()
-        .filter(|c| c.kind != crate::model::ChangeKind::Config)
+        .filter(|c| {
+            c.kind != crate::model::ChangeKind::Config && c.id != "rescale" && c.id != "scale up"
+        })
         .cloned()
         .collect();
     changes.extend(build_info_changes(ctx));
@@ -366,7 +370,10 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
                 });
                 sig.category = match did {
                     Some(h) => h.sig.category(),
-                    None if category == Category::ResourceExhaustion => category,
+                    // Fewer replicas serving the same load: capacity, not code.
+                    None if category == Category::ResourceExhaustion || c.id == "scale down" => {
+                        Category::ResourceExhaustion
+                    }
                     None => Category::CodeDefect,
                 };
                 let said = did
