@@ -273,3 +273,32 @@ fn an_unclassified_new_error_template_is_context_not_a_cause() {
     assert!(!a.root_cause.contains("slot allocator"), "{}", text(&a));
     assert_ne!(a.category, Category::Healthy, "{}", text(&a));
 }
+
+#[test]
+fn failures_a_feature_flag_turned_on_name_the_flag_that_changed() {
+    let mut obs = world(&with_failure(&[
+        "ERROR pick {n} failed: rpc error: code = Internal desc = Error: Stock Fail Feature Flag Enabled",
+    ]));
+    // The flag service announced the change a minute before the failures began.
+    obs.pod_logs.push(LogLine {
+        at: Some(onset() - Duration::minutes(1)),
+        labels: BTreeMap::from([("pod".to_string(), "flagd-7c5-q2".to_string())]),
+        line: "configuration change (write) for flagKey stockFailure (file:/etc/flagd/flags.json)"
+            .into(),
+    });
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::ConfigurationError, "{}", text(&a));
+    assert!(a.root_cause.contains("stockFailure"), "{}", text(&a));
+    assert!(cites_logs(&a, "feature flag"), "{}", text(&a));
+
+    // The same errors without a word of a flag are not laid at one.
+    let obs = world(&with_failure(&[
+        "ERROR pick {n} failed: rpc error: code = Internal desc = Error: stock lookup failed",
+    ]));
+    let a = analyze(&obs);
+    assert!(
+        !a.root_cause.to_lowercase().contains("flag"),
+        "{}",
+        text(&a)
+    );
+}

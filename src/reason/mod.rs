@@ -202,6 +202,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(checks::cluster_dns::cluster_dns(&ctx));
     signals.extend(checks::volume::volume_filling(&ctx));
     signals.extend(checks::eviction::evictions(&ctx));
+    signals.extend(checks::feature_flags::flag_turned_on(&ctx));
     signals.extend(checks::claims::claims(&ctx));
     signals.extend(dependencies::unhealthy(&ctx));
     signals.extend(storm::storm(&ctx));

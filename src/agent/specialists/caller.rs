@@ -322,12 +322,16 @@ fn replica_set_change(r: &DeploymentFacts, all: &[DeploymentFacts]) -> Change {
             .max_by_key(|p| (revision_number(p), p.created_at))
     });
     // Its images are in its title already; what else its template changed follows them.
-    let what = previous
-        .and_then(|p| what_changed(p, r, false))
-        .map(|w| format!(": {w}"))
-        .unwrap_or_default();
+    let changed = previous.and_then(|p| what_changed(p, r, false));
+    // The same images with another configuration: a configuration change rolled out, not a
+    // release of new code.
+    let kind = match (previous, &changed) {
+        (Some(p), Some(_)) if p.images == r.images => ChangeKind::Config,
+        _ => ChangeKind::Rollout,
+    };
+    let what = changed.map(|w| format!(": {w}")).unwrap_or_default();
     Change {
-        kind: ChangeKind::Rollout,
+        kind,
         at: r.created_at,
         id: r
             .revision

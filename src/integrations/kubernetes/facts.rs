@@ -974,7 +974,7 @@ pub fn parse_log_text(text: &str, labels: &BTreeMap<String, String>) -> Vec<LogL
                 Some((first, rest)) => match DateTime::parse_from_rfc3339(first) {
                     Ok(t) => (Some(t.with_timezone(&Utc)), rest),
                     // The line is kept whole: its own stamp is part of what it says.
-                    Err(_) => (logged_at(l), l),
+                    Err(_) => (logged_at(l).or_else(|| structured_at(l)), l),
                 },
                 None => (None, l),
             };
@@ -999,11 +999,66 @@ fn logged_at(line: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.and_utc())
 }
 
+/// The time a structured line carries in its own field: a JSON object's `time`, `ts`,
+/// `timestamp` or `@timestamp` (RFC 3339, or seconds or milliseconds since the epoch), or a
+/// logfmt line's `ts=` / `time=`.
+fn structured_at(line: &str) -> Option<DateTime<Utc>> {
+    const KEYS: [&str; 4] = ["time", "ts", "timestamp", "@timestamp"];
+    let from_text = |t: &str| {
+        DateTime::parse_from_rfc3339(t.trim_matches('"'))
+            .ok()
+            .map(|t| t.with_timezone(&Utc))
+    };
+    let line = line.trim();
+    if line.starts_with('{') {
+        let value: serde_json::Value = serde_json::from_str(line).ok()?;
+        return KEYS.iter().find_map(|k| match value.get(*k)? {
+            serde_json::Value::String(t) => from_text(t),
+            serde_json::Value::Number(n) => {
+                let n = n.as_f64()?;
+                // Milliseconds from 2001 on are above 1e12; seconds stay below it until 33658.
+                let millis = if n >= 1e12 { n } else { n * 1000.0 };
+                DateTime::from_timestamp_millis(millis as i64)
+            }
+            _ => None,
+        });
+    }
+    line.split_whitespace().find_map(|field| {
+        let (k, v) = field.split_once('=')?;
+        KEYS.contains(&k).then(|| from_text(v)).flatten()
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{limit_ranger_set, parse_log_text, template_env};
+    use super::{limit_ranger_set, parse_log_text, structured_at, template_env};
     use k8s_openapi::api::core::v1::PodTemplateSpec;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn a_structured_line_keeps_the_time_in_its_own_field() {
+        let at = |l: &str| structured_at(l).map(|t| t.to_rfc3339()).unwrap_or_default();
+        assert_eq!(
+            at(r#"{"level":"info","ts":1774617645.0,"msg":"change for flagKey x"}"#),
+            "2026-03-27T13:20:45+00:00"
+        );
+        assert_eq!(
+            at(r#"{"time":1769107098000,"msg":"charge failed"}"#),
+            "2026-01-22T18:38:18+00:00"
+        );
+        assert_eq!(
+            at(r#"{"time":"2026-03-27T13:34:08.980Z","level":"ERROR"}"#),
+            "2026-03-27T13:34:08.980+00:00"
+        );
+        assert_eq!(
+            at(r#"level=error ts=2026-03-11T14:28:40Z caller=x.go:57 msg="upstream call failed""#),
+            "2026-03-11T14:28:40+00:00"
+        );
+        // No time field, a field that is no time, and text that is not JSON: no time.
+        assert_eq!(at(r#"{"msg":"hello","ts":"soon"}"#), "");
+        assert_eq!(at("{broken json"), "");
+        assert_eq!(at("plain words ts= nothing"), "");
+    }
 
     #[test]
     fn a_line_in_the_logging_libraries_default_layout_keeps_its_time() {

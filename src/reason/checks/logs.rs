@@ -712,8 +712,23 @@ fn exception_line(line: &str) -> bool {
 
 /// Keys of a structured log line that say when, where and how loud, not what happened.
 const BOOKKEEPING: &[&str] = &[
-    "level", "lvl", "severity", "time", "ts", "timestamp", "@timestamp", "pid", "hostname",
-    "caller", "logger", "logger_name", "thread", "thread_name", "v", "@version", "source",
+    "level",
+    "lvl",
+    "severity",
+    "time",
+    "ts",
+    "timestamp",
+    "@timestamp",
+    "pid",
+    "hostname",
+    "caller",
+    "logger",
+    "logger_name",
+    "thread",
+    "thread_name",
+    "v",
+    "@version",
+    "source",
 ];
 
 /// A JSON log line as its `key=value` leaves, without the bookkeeping keys: what it says fits a

@@ -12,6 +12,7 @@ pub(crate) mod create_refused;
 pub(crate) mod database;
 pub(crate) mod dependencies;
 pub(crate) mod eviction;
+pub(crate) mod feature_flags;
 pub(crate) mod ingress;
 pub(crate) mod logs;
 pub(crate) mod metrics;
@@ -134,6 +135,7 @@ const ALL: &[&[Decl]] = &[
     cluster_dns::DECLARED,
     volume::DECLARED,
     eviction::DECLARED,
+    feature_flags::DECLARED,
     claims::DECLARED,
     dependencies::DECLARED,
     storm::DECLARED,

@@ -937,9 +937,18 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
                 "{} {text}",
                 value("alertname").map(String::as_str).unwrap_or_default()
             );
-            for (p, state) in pods.iter().filter_map(|p| Some((p, state_named(&said, p)?))) {
+            for (p, state) in pods
+                .iter()
+                .filter_map(|p| Some((p, state_named(&said, p)?)))
+            {
                 s.named_pods.push(p.name.clone());
-                add(&mut s, "Pod", &p.name, &ns, format!("{state}, the state the alert names"));
+                add(
+                    &mut s,
+                    "Pod",
+                    &p.name,
+                    &ns,
+                    format!("{state}, the state the alert names"),
+                );
             }
         }
     }
@@ -1264,7 +1273,8 @@ mod tests {
         // Words that name no state the pods are in name none of them.
         let mut quiet = obs.clone();
         if let Some(a) = quiet.alert.as_mut() {
-            a.labels.insert("alertname".into(), "KubePodCrashLooping".into());
+            a.labels
+                .insert("alertname".into(), "KubePodCrashLooping".into());
             a.annotations.clear();
         }
         assert!(resolve(&quiet).pods.is_empty());

@@ -152,8 +152,15 @@ fn correlate(ctx: &Ctx, changes: &[Change], at: f64, subject: &[String]) -> Opti
                             .is_some_and(|d| c.target.contains(d)))
             });
             // Closeness in minutes, halved when the change touches the failing service.
+            // A rollout and the template change it carries are one event: the template's
+            // own account (what it changed) wins the tie.
             let score = lead.abs() / 60.0 * if touches { 0.5 } else { 1.0 }
-                + if touches { 0.0 } else { 5.0 };
+                + if touches { 0.0 } else { 5.0 }
+                + if c.kind == crate::model::ChangeKind::Config {
+                    0.0
+                } else {
+                    0.01
+                };
             (c, lead, score)
         })
         .min_by(|a, b| a.2.total_cmp(&b.2))
@@ -193,7 +200,10 @@ pub(crate) fn step_changes(ctx: &Ctx) -> Vec<Signal> {
         .changes
         .iter()
         .filter(|c| {
-            c.kind != crate::model::ChangeKind::Config && c.id != "rescale" && c.id != "scale up"
+            // A revision that rolled out only configuration is the workload's own change.
+            (c.kind != crate::model::ChangeKind::Config || c.id.starts_with("revision "))
+                && c.id != "rescale"
+                && c.id != "scale up"
         })
         .cloned()
         .collect();
