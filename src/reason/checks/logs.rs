@@ -67,6 +67,9 @@ pub(crate) enum Sig {
     /// limit, not the caller's code.
     Throttled,
     Oom,
+    /// A store the process writes to refuses writes at its own memory limit (Redis at
+    /// `maxmemory` with nothing it may evict): the store's capacity, not the caller's memory.
+    StoreFull,
     /// A disk or volume with no room left: writes fail.
     DiskFull,
     /// The process's open-file limit is reached: new connections and files fail.
@@ -97,6 +100,7 @@ impl Sig {
             Sig::Leak => "resource leak reports",
             Sig::ClockSkew => "tokens rejected as issued in the future (clock skew)",
             Sig::Oom => "out-of-memory messages",
+            Sig::StoreFull => "writes refused by a store at its memory limit",
             Sig::DiskFull => "disk-full errors",
             Sig::FileDescriptors => "open-file limit errors",
             Sig::ReadOnly => "writes refused by a read-only database",
@@ -119,7 +123,7 @@ impl Sig {
             Sig::ClockSkew => Category::Infrastructure,
             Sig::Auth => Category::ConfigurationError,
             Sig::Panic | Sig::Syntax | Sig::Http5xx | Sig::Leak => Category::CodeDefect,
-            Sig::Oom => Category::ResourceExhaustion,
+            Sig::Oom | Sig::StoreFull => Category::ResourceExhaustion,
             Sig::Config | Sig::Cert | Sig::NoSuchName => Category::ConfigurationError,
             Sig::Pool | Sig::DiskFull | Sig::FileDescriptors => Category::ResourceExhaustion,
         }
@@ -127,7 +131,7 @@ impl Sig {
 }
 
 static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
-    let table: [(Sig, &str); 22] = [
+    let table: [(Sig, &str); 23] = [
         (
             Sig::Pool,
             r"(?i)pool (?:is )?exhausted|connection pool (?:is )?(?:full|exhausted)|too many (?:connections|clients)|remaining connection slots|could not acquire (?:a )?connection|connection is not available, request timed out|timeout acquiring (?:a )?connection|no available connections?|max_connections",
@@ -194,7 +198,11 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Oom,
-            r"(?i)out of memory|oomkilled|oom-kill|killed process \d+|outofmemoryerror|cannot allocate memory|\boom command not allowed|used memory > 'maxmemory'",
+            r"(?i)out of memory|oomkilled|oom-kill|killed process \d+|outofmemoryerror|cannot allocate memory",
+        ),
+        (
+            Sig::StoreFull,
+            r"(?i)\boom command not allowed|used memory > 'maxmemory'",
         ),
         (
             Sig::DiskFull,
@@ -428,7 +436,7 @@ fn depth(sig: Sig) -> u8 {
         | Sig::Timeout => 1,
         // A leak drains the pool it reports on.
         Sig::Leak => 1,
-        Sig::Oom | Sig::DiskFull | Sig::FileDescriptors | Sig::Pool => 2,
+        Sig::Oom | Sig::StoreFull | Sig::DiskFull | Sig::FileDescriptors | Sig::Pool => 2,
         Sig::Syntax => 3,
         Sig::Panic => 4,
         Sig::Http5xx => 5,
@@ -587,7 +595,17 @@ pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits
     // The configuration key last named, and on which line: a report that goes on to state the
     // value it refused on an indented `Value:` line (Spring Boot's failure analysis) gives it.
     let mut last_key: Option<(usize, usize)> = None;
+    // A store a line reports at its memory limit (`redis db:6379 used_memory=6G maxmemory=6G`):
+    // the peer of writes refused for it that name none.
+    let mut store: Option<String> = None;
     for (i, l) in lines.into_iter().enumerate() {
+        if store.is_none() && l.line.contains("maxmemory") {
+            store = HOST_PORT
+                .as_ref()
+                .and_then(|re| re.captures(&l.line))
+                .and_then(|c| c.get(1))
+                .map(|m| m.as_str().to_string());
+        }
         if let Some((slot, at)) = last_key
             && i <= at + 6
             && let Some(v) = l
@@ -686,6 +704,14 @@ pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits
                         .map(|h| (h, i));
                 }
             }
+        }
+    }
+    if let Some(store) = store {
+        for h in hits
+            .iter_mut()
+            .filter(|h| h.sig == Sig::StoreFull && h.targets.is_empty())
+        {
+            h.targets.push(store.clone());
         }
     }
     hits.sort_by(|a, b| b.count.cmp(&a.count).then(a.sig.cmp(&b.sig)));
@@ -1071,6 +1097,15 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                 )),
                 (Basis::Logged, 0),
             ),
+            Sig::StoreFull => (
+                Some(format!(
+                    "{scope}'s writes are refused by a store at its memory limit{dep}: {} {} in its logs, e.g. \"{}\"; the store is full and may evict nothing, so writes fail until it is given memory, allowed to evict, or holds less",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                (Basis::Logged, 1),
+            ),
             Sig::Oom => (
                 Some(format!(
                     "{scope} runs out of memory: {} {} in its logs, e.g. \"{}\"; the process needs more memory than its heap or its container's limit allows",
@@ -1305,13 +1340,20 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
     out
 }
 
-/// When the incident started: the alert's start, when it has one that the logs can be compared to.
+/// When the incident started: the alert's start, when it has one that the logs can be compared
+/// to, or the breach of its own series when that came first (the alert waits out its `for:`).
 fn onset(ctx: &Ctx) -> Option<DateTime<Utc>> {
-    ctx.obs
+    let fired = ctx
+        .obs
         .alert
         .as_ref()
         .and_then(|a| a.starts_at)
-        .filter(|t| t.timestamp() > 0 && *t <= ctx.obs.now)
+        .filter(|t| t.timestamp() > 0 && *t <= ctx.obs.now)?;
+    Some(
+        crate::reason::steps::symptom::series_onset(ctx)
+            .filter(|t| *t < fired)
+            .unwrap_or(fired),
+    )
 }
 
 /// Error-level log templates of the alert's subject that are new since the onset or jumped at
@@ -1413,7 +1455,7 @@ mod tests {
     #[test]
     fn every_signature_pattern_compiles() {
         // A pattern the regex crate refuses would be dropped silently.
-        assert_eq!(PATTERNS.len(), 22);
+        assert_eq!(PATTERNS.len(), 23);
         assert_eq!(
             classify("FATAL: unsupported protocol version 3.2 (server requires 3.0)"),
             vec![Sig::Incompatible]
@@ -1873,7 +1915,24 @@ mod tests {
             classify(
                 "redis.exceptions.ResponseError: OOM command not allowed when used memory > 'maxmemory'."
             ),
-            vec![Sig::Oom]
+            vec![Sig::StoreFull]
+        );
+        // The store's own report names it as the peer of the refused writes.
+        let lines: Vec<LogLine> = [
+            "redis.exceptions.ResponseError: OOM command not allowed when used memory > 'maxmemory'.",
+            "INFO health redis sessions.cache.example.net:6379 used_memory=6.38G maxmemory=6.38G",
+        ]
+        .iter()
+        .map(|l| LogLine {
+            line: l.to_string(),
+            ..LogLine::default()
+        })
+        .collect();
+        let hits = scan(lines.iter());
+        let full = hits.iter().find(|h| h.sig == Sig::StoreFull);
+        assert_eq!(
+            full.map(|h| h.targets.clone()),
+            Some(vec!["sessions.cache.example.net:6379".to_string()])
         );
     }
 

@@ -72,6 +72,38 @@ const APP_KEYS: &[&str] = &[
     "k8s_app",
     "application",
 ];
+/// Keys that name a gRPC service, `package.Service`.
+const GRPC_KEYS: &[&str] = &["grpc_service", "rpc_service", "grpc_server_service"];
+
+/// The workload names a gRPC service may go by: its package (`rate` of `rate.Rate`), its service
+/// in lower case and in kebab case, with and without a `Service` suffix (`CheckoutService`:
+/// `checkoutservice`, `checkout-service`, `checkout`).
+fn grpc_names(service: &str) -> Vec<String> {
+    let mut parts = service.split('.');
+    let package = parts.next().unwrap_or_default();
+    let name = service.rsplit('.').next().unwrap_or_default();
+    let kebab = |s: &str| {
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if c.is_ascii_uppercase() && i > 0 {
+                out.push('-');
+            }
+            out.push(c.to_ascii_lowercase());
+        }
+        out
+    };
+    let bare = name.strip_suffix("Service").filter(|b| !b.is_empty());
+    let mut out = vec![
+        package.to_ascii_lowercase(),
+        name.to_ascii_lowercase(),
+        kebab(name),
+    ];
+    out.extend(bare.map(kebab));
+    out.retain(|n| !n.is_empty());
+    out.dedup();
+    out
+}
+
 /// Pod labels an application name is carried in.
 const APP_POD_LABELS: &[&str] = &[
     "app",
@@ -818,6 +850,27 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
             }
         }
     }
+    // A gRPC service (`rate.Rate`, `oteldemo.CheckoutService`): the workload its package or its
+    // service's name names.
+    if s.workloads.is_empty() && s.named_pods.is_empty() {
+        for key in GRPC_KEYS {
+            let Some(service) = value(key) else { continue };
+            if let Some((kind, name)) = grpc_names(service)
+                .iter()
+                .find_map(|n| workload_named(obs, n, &s.namespace))
+            {
+                add(
+                    &mut s,
+                    &kind,
+                    &name,
+                    &ns,
+                    format!("label {key}={service} names the {kind}"),
+                );
+                s.workloads.push((kind, name));
+                break;
+            }
+        }
+    }
     // Names in the alert's text or the problem's words, longest first so `checkout-worker` is not
     // taken for `checkout`.
     let mut text = String::new();
@@ -1242,6 +1295,36 @@ mod tests {
                 .collect(),
             ..Alert::default()
         }
+    }
+
+    #[test]
+    fn a_grpc_service_names_the_workload_by_its_package_or_its_service() {
+        assert_eq!(grpc_names("rate.Rate"), vec!["rate".to_string()]);
+        assert_eq!(
+            grpc_names("oteldemo.CheckoutService"),
+            vec![
+                "oteldemo".to_string(),
+                "checkoutservice".to_string(),
+                "checkout-service".to_string(),
+                "checkout".to_string()
+            ]
+        );
+        let obs = Observations {
+            alert: Some(alert(&[
+                ("namespace", "shop"),
+                ("grpc_service", "oteldemo.CheckoutService"),
+            ])),
+            deployments: vec![DeploymentFacts {
+                name: "checkout".into(),
+                namespace: "shop".into(),
+                ..DeploymentFacts::default()
+            }],
+            ..Observations::default()
+        };
+        assert_eq!(
+            resolve(&obs).workloads,
+            vec![("Deployment".to_string(), "checkout".to_string())]
+        );
     }
 
     #[test]

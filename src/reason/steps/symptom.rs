@@ -598,6 +598,18 @@ fn missing(ctx: &Ctx, claim: Claim) -> String {
     }
 }
 
+/// When the alert's own series began breaching its threshold, when Prometheus returned it: the
+/// incident's start, earlier than the alert's by its `for:` delay.
+pub(crate) fn series_onset(ctx: &Ctx) -> Option<DateTime<Utc>> {
+    let p = metrics::parsed_alert(ctx)?;
+    let th = p.threshold?;
+    metrics::own_series(ctx, &p)
+        .iter()
+        .filter(|x| x.points.last().is_some_and(|(_, v)| th.breached(*v)))
+        .filter_map(|x| breach_onset(&x.points, |v| th.breached(v)))
+        .min()
+}
+
 /// The alert's own expression against its threshold, when Prometheus returned its series;
 /// false when it could not be measured that way.
 fn measure_expression(ctx: &Ctx, s: &mut Symptom) -> bool {
