@@ -956,3 +956,60 @@ fn a_dialled_service_whose_target_port_its_pods_do_not_declare_is_that_port() {
     let a = analyze(&obs);
     assert!(!a.root_cause.contains("targetPort"), "{}", a.root_cause);
 }
+
+/// KubePodCrashLooping on pod `crashing`, whose series was last scraped `last_minutes` ago.
+fn crash_series_world(crashing: &str, last_minutes: i64) -> Observations {
+    const EXPR: &str = r#"max_over_time(kube_pod_container_status_waiting_reason{reason="CrashLoopBackOff",job="kube-state-metrics"}[5m]) >= 1"#;
+    let base = sitrep::reason::promql::parse(EXPR)
+        .map(|e| e.base)
+        .unwrap_or_default();
+    let mut obs = world();
+    obs.alert = Some(Alert {
+        labels: BTreeMap::from([
+            ("alertname".to_string(), "KubePodCrashLooping".to_string()),
+            ("namespace".to_string(), NS.to_string()),
+            ("pod".to_string(), crashing.to_string()),
+        ]),
+        starts_at: Some(ago(60)),
+        generator_url: format!(
+            "http://prom/graph?g0.expr={}",
+            EXPR.replace(' ', "+").replace('"', "%22")
+        ),
+        ..Alert::default()
+    });
+    obs.metrics = vec![sitrep::model::Series {
+        name: base,
+        labels: BTreeMap::from([("pod".to_string(), crashing.to_string())]),
+        points: (last_minutes..=70)
+            .rev()
+            .map(|m| (ago(m).timestamp() as f64, 1.0))
+            .collect(),
+    }];
+    obs
+}
+
+#[test]
+fn a_series_that_ended_with_its_deleted_pod_has_cleared_and_one_still_read_has_not() {
+    // The crashing pod was replaced 30 minutes ago: its series stopped with it.
+    let a = analyze(&crash_series_world("api-5d7f9-gone1", 30));
+    assert_eq!(
+        a.symptom.state,
+        SymptomState::Cleared,
+        "{}",
+        a.symptom.detail
+    );
+    assert!(
+        a.symptom.detail.contains("no longer exists"),
+        "{}",
+        a.symptom.detail
+    );
+
+    // The same series still read a minute ago is the condition holding.
+    let a = analyze(&crash_series_world("api-5d7f9-gone1", 1));
+    assert_eq!(
+        a.symptom.state,
+        SymptomState::Confirmed,
+        "{}",
+        a.symptom.detail
+    );
+}

@@ -160,11 +160,18 @@ pub(crate) enum Shift {
     New { after: usize },
     /// Seen before, at least three times as often per minute after.
     Jump { before: usize, after: usize },
+    /// Logged only in the minutes just before the onset, not since: a state set then (an alarm
+    /// raised, a connection blocked) that the symptom followed.
+    Lead { before: usize, minutes: i64 },
     /// Present on both sides at a similar rate.
     Steady,
     /// The logs do not reach back before the onset (or carry no timestamps): no comparison.
     Unknown,
 }
+
+/// How long before the onset a state logged once may have been set and still be what the
+/// symptom followed.
+const LEAD_MINUTES: i64 = 10;
 
 /// Compare a template's lines before and after `onset`, against the span all `lines` cover.
 pub(crate) fn shift(t: &Template, lines: &[&LogLine], onset: DateTime<Utc>) -> Shift {
@@ -184,7 +191,13 @@ pub(crate) fn shift(t: &Template, lines: &[&LogLine], onset: DateTime<Utc>) -> S
         }
     }
     if after == 0 {
-        return Shift::Steady;
+        let first = t.lines.iter().filter_map(|i| lines.get(*i)?.at).min();
+        return match first.map(|f| (onset - f).num_minutes()) {
+            Some(minutes) if before > 0 && minutes <= LEAD_MINUTES => {
+                Shift::Lead { before, minutes }
+            }
+            _ => Shift::Steady,
+        };
     }
     if before == 0 {
         return Shift::New { after };
@@ -288,5 +301,39 @@ mod tests {
             .collect();
         let lt = cluster(&late);
         assert!(lt.iter().all(|t| shift(t, &late, onset) == Shift::Unknown));
+    }
+
+    #[test]
+    fn a_state_logged_just_before_the_onset_and_not_since_leads_it() {
+        let mut lines = Vec::new();
+        for m in 0..30 {
+            lines.push(at(&format!("served request {m} in 5ms"), m));
+        }
+        // Set three minutes before the onset at minute 20, once per connection.
+        for c in 0..3 {
+            lines.push(at(
+                &format!("connection {c} blocked by broker: low on memory"),
+                17,
+            ));
+        }
+        // Logged long before the onset and not since: background that stopped.
+        lines.push(at("retrying flush of segment 4", 1));
+        lines.push(at("retrying flush of segment 9", 2));
+        let refs: Vec<&LogLine> = lines.iter().collect();
+        let onset = refs[20].at.unwrap_or_default();
+        let ts = cluster(&refs);
+        let find = |prefix: &str| {
+            ts.iter()
+                .find(|t| t.tokens[0] == prefix)
+                .map(|t| shift(t, &refs, onset))
+        };
+        assert_eq!(
+            find("connection"),
+            Some(Shift::Lead {
+                before: 3,
+                minutes: 3
+            })
+        );
+        assert_eq!(find("retrying"), Some(Shift::Steady));
     }
 }

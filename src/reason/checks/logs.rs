@@ -150,7 +150,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::ConnRefused,
-            r"(?i)connection refused|econnrefused|connection to \S+ refused|refused (?:the |our )?connection",
+            r"(?i)connection refused|econnrefused|connection to \S+ refused|refused (?:the |our )?connection|delayed_connect_error:_?111\b",
         ),
         (
             Sig::Incompatible,
@@ -158,7 +158,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::Unreachable,
-            r"(?i)all hosts? ?(?:\(s\) )?tried|nohostavailable|no hosts? (?:was |is )?available|(?:unable|failed|could not|couldn't|cannot|can't) (?:to )?(?:connect|establish a connection) to|no route to host|(?:network|host) is unreachable|ehostunreach|enetunreach|connection to node -?\d+ .{0,160}could not be established|broker may not be available|(?:group )?coordinator \S+ .{0,80}is unavailable",
+            r"(?i)all hosts? ?(?:\(s\) )?tried|nohostavailable|no hosts? (?:was |is )?available|(?:unable|failed|could not|couldn't|cannot|can't) (?:to )?(?:connect|establish a connection) to|no route to host|(?:network|host) is unreachable|ehostunreach|enetunreach|connection to node -?\d+ .{0,160}could not be established|broker may not be available|\bno healthy upstream\b|\bremote_connection_failure\b|(?:group )?coordinator \S+ .{0,80}is unavailable",
         ),
         (
             Sig::Reset,
@@ -202,7 +202,7 @@ static PATTERNS: LazyLock<Vec<(Sig, Regex)>> = LazyLock::new(|| {
         ),
         (
             Sig::StoreFull,
-            r"(?i)\boom command not allowed|used memory > 'maxmemory'",
+            r"(?i)\boom command not allowed|used memory > 'maxmemory'|connection blocked by (?:the )?broker\b.{0,40}\bmemory|memory resource limit alarm set|\bmemory alarm (?:set|in effect)\b",
         ),
         (
             Sig::DiskFull,
@@ -339,6 +339,10 @@ pub(crate) fn classify(line: &str) -> Vec<Sig> {
     // A shell's "unexpected EOF while looking for matching" is its parser, not a peer's socket.
     if sigs.contains(&Sig::Syntax) {
         sigs.retain(|s| *s != Sig::Reset);
+    }
+    // A connection the peer refused is the more precise account of one that failed.
+    if sigs.contains(&Sig::ConnRefused) {
+        sigs.retain(|s| *s != Sig::Unreachable);
     }
     // A client's pool is empty because the peer cannot be reached: the peer is the cause.
     if sigs.contains(&Sig::Unreachable) {
@@ -485,6 +489,18 @@ pub(crate) fn target(line: &str) -> Option<String> {
         && let (Some(host), Some(port)) = (c.get(1), c.get(2))
     {
         return Some(format!("{}:{}", host.as_str(), port.as_str()));
+    }
+    // An Envoy access log line names the upstream cluster it failed on: Istio's
+    // `outbound|8080||inventory-svc.inventory.svc.cluster.local`, or a cluster named after the
+    // service with underscores (`inventory_svc`, a Kubernetes name cannot hold one) after the
+    // upstream host it never reached (`"-"`).
+    static ENVOY: LazyLock<Option<Regex>> = LazyLock::new(|| {
+        Regex::new(r#"outbound\|\d+\|[^|]*\|([a-z0-9][a-z0-9.-]*)|^\[[^\]]+\] "[A-Z]+ .*" 5\d\d .*"-" ([a-z0-9][a-z0-9_]*)\s*$"#).ok()
+    });
+    if let Some(c) = ENVOY.as_ref().and_then(|re| re.captures(line))
+        && let Some(m) = c.get(1).or_else(|| c.get(2))
+    {
+        return Some(m.as_str().replace('_', "-"));
     }
     let all = |re: &Option<Regex>| -> Vec<String> {
         re.as_ref()
@@ -718,6 +734,44 @@ pub(crate) fn scan<'a>(lines: impl IntoIterator<Item = &'a LogLine>) -> Vec<Hits
     hits
 }
 
+/// The workload (not the subject) running the software a client's line speaks, and that
+/// software, when exactly one does.
+fn speaking(ctx: &Ctx, line: &str) -> Option<(String, &'static str)> {
+    let pods = ctx.pods();
+    let mut found: Vec<(String, &'static str)> = Vec::new();
+    for p in &pods {
+        let Some((_, name)) = ctx.workload_of(p) else {
+            continue;
+        };
+        if ctx.subject.has_pod(p) || found.iter().any(|(n, _)| *n == name) {
+            continue;
+        }
+        if let Some(software) = super::dependencies::shared_protocol(line, &name, &[*p]) {
+            found.push((name, software));
+        }
+    }
+    // Its pods unlisted, the lines read from it still carry its name (a Loki stream's `app`).
+    if found.is_empty() {
+        let home = ctx.subject.namespace.as_deref().unwrap_or_default();
+        for l in ctx.obs.pod_logs.iter().chain(&ctx.obs.logs) {
+            let Some(app) = l.labels.get("app").or_else(|| l.labels.get("container")) else {
+                continue;
+            };
+            let elsewhere = l.labels.get("namespace").is_some_and(|n| n != home);
+            if elsewhere
+                && !found.iter().any(|(n, _)| n == app)
+                && let Some(software) = super::dependencies::shared_protocol(line, app, &[])
+            {
+                found.push((app.clone(), software));
+            }
+        }
+    }
+    match found.as_slice() {
+        [one] => Some(one.clone()),
+        _ => None,
+    }
+}
+
 /// `ZeroDivisionError: division by zero`, `requests.exceptions.HTTPError: 503`, `KeyboardInterrupt`:
 /// a dotted name ending the way exception classes do, then its message.
 fn exception_line(line: &str) -> bool {
@@ -850,11 +904,23 @@ pub(crate) fn short(s: &str) -> String {
 
 /// Log lines that concern the alert's scope: a pod in scope, or any line when its source is unlabelled.
 pub(crate) fn scoped_lines<'a>(ctx: &Ctx<'a>) -> Vec<&'a LogLine> {
+    // A line from another namespace than the subject's is another application's, even when
+    // its pod was never listed.
+    let home = ctx
+        .subject
+        .namespace
+        .as_deref()
+        .filter(|_| ctx.subject.resolved);
     let out_of_scope = |l: &LogLine| {
-        l.labels
-            .get("pod")
-            .and_then(|name| ctx.pod_named(name))
-            .is_some_and(|p| !ctx.pod_in_scope(p) || p.deleting)
+        let elsewhere = match (home, l.labels.get("namespace")) {
+            (Some(home), Some(ns)) => !crate::reason::subject::same_ns(home, ns),
+            _ => false,
+        };
+        elsewhere
+            || l.labels
+                .get("pod")
+                .and_then(|name| ctx.pod_named(name))
+                .is_some_and(|p| !ctx.pod_in_scope(p) || p.deleting)
     };
     ctx.obs
         .pod_logs
@@ -996,6 +1062,11 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
         };
         let dep = match (h.sig, h.targets.as_slice()) {
             _ if server.is_some() => format!(" ({})", server.as_deref().unwrap_or_default()),
+            // A store that refuses naming no address: the workload that runs the software its
+            // client speaks (AMQP: the one running RabbitMQ).
+            (Sig::StoreFull, []) => speaking(ctx, &h.example)
+                .map(|(name, software)| format!(" ({name}, running {software})"))
+                .unwrap_or_default(),
             (_, []) => String::new(),
             (Sig::Config, t) if MISSING.as_ref().is_some_and(|re| re.is_match(&h.example)) => {
                 format!(" (missing {})", list_names(t, 3))
@@ -1240,7 +1311,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
         let cause = match (h.sig.category(), shift, onset) {
             (
                 Category::CodeDefect,
-                Some(Shift::New { .. } | Shift::Jump { .. }),
+                Some(Shift::New { .. } | Shift::Jump { .. } | Shift::Lead { .. }),
                 Some(at),
             ) => match release_before(ctx, at, &scope) {
                 Some((c, lead)) => cause.map(|text| {
@@ -1264,7 +1335,7 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
         // New since the onset: its start lines up with the symptom's, one more link. Steady
         // before it: background, seen but not what changed, two links fewer.
         let (cause, (basis, links)) = match shift {
-            Some(Shift::New { .. } | Shift::Jump { .. }) => {
+            Some(Shift::New { .. } | Shift::Jump { .. } | Shift::Lead { .. }) => {
                 (cause.map(|c| format!("{c}; {when}")), (basis, links + 1))
             }
             Some(Shift::Steady) => (
@@ -1402,6 +1473,9 @@ fn shift_text(shift: Option<Shift>, onset: Option<DateTime<Utc>>) -> String {
         Some(Shift::Jump { before, after }) => {
             format!("jumped at the onset {at} ({before} before, {after} after)")
         }
+        Some(Shift::Lead { before, minutes }) => format!(
+            "set {minutes} min before the onset at {at} ({before} line(s)) and not logged since"
+        ),
         Some(Shift::Steady) => format!("already logged before the onset at {at} at a similar rate"),
         _ => String::new(),
     }
@@ -1805,6 +1879,15 @@ mod tests {
     }
 
     #[test]
+    fn an_envoy_access_line_names_the_upstream_cluster_it_failed_on() {
+        let l = r#"[2026-03-16T14:45:07.148Z] "POST /api/inventory/reserve HTTP/1.1" 503 UF,URX upstream_reset_before_response_started{remote_connection_failure,delayed_connect_error:_111} 91 0 2 - "10.164.0.148" "Mozilla/5.0" "b2f57bec" "api.example.com" "-" inventory_svc"#;
+        assert_eq!(classify(l), vec![Sig::ConnRefused, Sig::Http5xx]);
+        assert_eq!(target(l).as_deref(), Some("inventory-svc"));
+        let l = r#"[2026-03-16T14:45:07.148Z] "GET /cart HTTP/1.1" 503 UH no_healthy_upstream - "-" 0 19 0 - "-" "curl" "x" "cart:80" "-" outbound|80||cart.shop.svc.cluster.local"#;
+        assert_eq!(target(l).as_deref(), Some("cart.shop.svc.cluster.local"));
+    }
+
+    #[test]
     fn a_json_line_is_quoted_by_what_it_says_not_its_envelope() {
         let line = format!(
             r#"{{"level":50,"time":1769107098000,"pid":1,"hostname":"payment-service-ghlkc9h5lz-smqmj","orderId":"ord_{}","msg":"charge failed","err":{{"type":"StripeConnectionError","message":"An error occurred with our connection to Stripe.","detail":"connect ETIMEDOUT 54.187.216.72:443"}}}}"#,
@@ -1917,6 +2000,12 @@ mod tests {
             ),
             vec![Sig::StoreFull]
         );
+        for l in [
+            "warn: AMQP connection blocked by broker: low on memory",
+            "memory resource limit alarm set on node 'rabbit@rabbitmq-0'.",
+        ] {
+            assert_eq!(classify(l), vec![Sig::StoreFull], "{l}");
+        }
         // The store's own report names it as the peer of the refused writes.
         let lines: Vec<LogLine> = [
             "redis.exceptions.ResponseError: OOM command not allowed when used memory > 'maxmemory'.",

@@ -237,7 +237,7 @@ fn expression_matches(expr: &str, labels: &BTreeMap<String, String>) -> bool {
 }
 
 /// Same namespace; one left empty (facts built without it) matches any.
-fn same_ns(a: &str, b: &str) -> bool {
+pub(crate) fn same_ns(a: &str, b: &str) -> bool {
     a.is_empty() || b.is_empty() || a == b
 }
 

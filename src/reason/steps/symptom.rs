@@ -626,11 +626,35 @@ fn measure_expression(ctx: &Ctx, s: &mut Symptom) -> bool {
     let fmt = |v: f64| metrics::show(v, ratio);
     match p.threshold {
         Some(th) => {
+            // A series of a pod that no longer exists, silent for longer than Prometheus looks
+            // back: it ended with its pod, whatever its last value.
+            let now = ctx.obs.now.timestamp() as f64;
+            let ended = |x: &crate::model::Series| {
+                x.points.last().is_some_and(|(t, _)| now - t > 300.0)
+                    && x.labels
+                        .get("pod")
+                        .is_some_and(|p| ctx.pod_named(p).is_none())
+            };
             let breaching: Vec<_> = own
                 .iter()
                 .filter(|x| x.points.last().is_some_and(|(_, v)| th.breached(*v)))
+                .filter(|x| !ended(x))
                 .collect();
-            if let Some(x) = breaching.first() {
+            let gone = own
+                .iter()
+                .find(|x| ended(x) && x.points.last().is_some_and(|(_, v)| th.breached(*v)));
+            if let (None, Some(x)) = (breaching.first(), gone) {
+                let (t, last) = x.points.last().copied().unwrap_or_default();
+                s.state = SymptomState::Cleared;
+                s.cleared_at = from_secs(t);
+                s.detail = format!(
+                    "{} read {} at {} and nothing since: pod {} no longer exists, so its series ended with it",
+                    label(&x.name),
+                    fmt(last),
+                    hhmm(from_secs(t).unwrap_or_default()),
+                    x.labels.get("pod").map(String::as_str).unwrap_or_default()
+                );
+            } else if let Some(x) = breaching.first() {
                 let (_, last) = x.points.last().copied().unwrap_or_default();
                 let onset = breach_onset(&x.points, |v| th.breached(v));
                 s.state = SymptomState::Confirmed;

@@ -111,7 +111,12 @@ fn recovery(ctx: &Ctx, symptom: &Symptom) -> Option<String> {
     let end = symptom.cleared_at.unwrap_or(ctx.obs.now);
     let start = symptom.onset;
     let fits = |c: &crate::model::Change| match c.at {
-        Some(t) => t <= end && start.is_none_or(|s| t >= s) && (end - t).num_minutes() <= 60,
+        // The last sample read is a scrape before the end: a change within a step of it counts.
+        Some(t) => {
+            t <= end + chrono::Duration::minutes(2)
+                && start.is_none_or(|s| t >= s)
+                && (end - t).num_minutes() <= 60
+        }
         // A rollback seen only in the revisions has no time: it still ended the bad revision.
         None => c.id == "rollback",
     };
