@@ -498,6 +498,31 @@ fn whole_name_in(text: &str, name: &str) -> bool {
     false
 }
 
+/// A namespace the text calls one (`in namespace shop`, `the shop namespace`), when the cluster
+/// has it: a word next to "namespace" that names none is not taken for one.
+fn namespace_said(obs: &Observations, text: &str) -> Option<String> {
+    let words: Vec<String> = text
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | '.' | ';' | ':' | '"' | '\'' | '`' | '(' | ')'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let exists = |n: &str| {
+        obs.pods.iter().any(|p| p.namespace == n)
+            || obs.deployments.iter().any(|d| d.namespace == n)
+            || obs.workloads.iter().any(|w| w.namespace == n)
+    };
+    words.iter().enumerate().find_map(|(i, w)| {
+        if !matches!(w.as_str(), "namespace" | "ns") {
+            return None;
+        }
+        [words.get(i + 1), i.checked_sub(1).and_then(|j| words.get(j))]
+            .into_iter()
+            .flatten()
+            .find(|n| exists(n))
+            .cloned()
+    })
+}
+
 /// The namespace of a listed pod or controller whose name's words (split at `-`) the text says
 /// as a run of two or more consecutive words, with the run's length; the longest run wins, and a
 /// tie between namespaces names neither.
@@ -685,6 +710,15 @@ pub(crate) fn resolve(obs: &Observations) -> Subject {
     if let Some((key, ns)) = get(obs, NAMESPACE_KEYS) {
         s.namespace = Some(ns.to_string());
         add(&mut s, "Namespace", ns, "", format!("label {key}={ns}"));
+    } else if let Some(ns) = obs.problem.as_deref().and_then(|p| namespace_said(obs, p)) {
+        add(
+            &mut s,
+            "Namespace",
+            &ns,
+            "",
+            format!("\"namespace {ns}\" in the problem"),
+        );
+        s.namespace = Some(ns);
     }
     let ns = s.namespace.clone().unwrap_or_default();
     let scope_ns = s.namespace.clone();
@@ -1295,6 +1329,24 @@ mod tests {
                 .collect(),
             ..Alert::default()
         }
+    }
+
+    #[test]
+    fn a_namespace_the_problem_names_is_one_the_cluster_has() {
+        let obs = Observations {
+            pods: vec![pod("web-1", "", &[])],
+            ..Observations::default()
+        };
+        assert_eq!(
+            namespace_said(&obs, "orders failed in namespace shop. Still?").as_deref(),
+            Some("shop")
+        );
+        assert_eq!(
+            namespace_said(&obs, "the shop namespace is slow").as_deref(),
+            Some("shop")
+        );
+        // The word after "namespace" that names none is not taken for one.
+        assert_eq!(namespace_said(&obs, "namespace quotas are fine"), None);
     }
 
     #[test]
