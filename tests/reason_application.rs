@@ -170,3 +170,41 @@ fn a_count_over_a_window_is_not_how_slow_the_application_is() {
     let a = analyze(&obs);
     assert!(!a.symptom.detail.contains("300"), "{}", a.symptom.detail);
 }
+
+#[test]
+fn a_service_of_the_application_sending_to_a_port_none_serves_explains_the_refused_calls() {
+    let world = |target: &str| {
+        let mut obs = depot(APPS, "the parcel depot fails to print labels");
+        for p in obs.pods.iter_mut().filter(|p| p.name.starts_with("labels")) {
+            for c in &mut p.containers {
+                c.ports = vec![8080];
+            }
+        }
+        obs.services = vec![sitrep::model::ServiceFacts {
+            name: "labels".into(),
+            namespace: NS.into(),
+            selector: BTreeMap::from([("app".to_string(), "labels".to_string())]),
+            ports: vec![(8080, target.into())],
+            ready: vec!["labels-5c9d-x1".into()],
+            endpoints_read: true,
+            ..sitrep::model::ServiceFacts::default()
+        }];
+        obs.evidence
+            .insert("kubernetes/services".into(), vec!["ev-9".into()]);
+        // The callers dial an address that is not matched to the Service.
+        for m in [9, 7, 5, 3] {
+            obs.pod_logs.push(log(
+                "dispatch",
+                m,
+                "ERROR print failed: dial tcp 10.96.40.7:8080: connect: connection refused",
+            ));
+        }
+        obs
+    };
+    let a = analyze(&world("9999"));
+    assert_eq!(a.category, Category::ConfigurationError, "{}", a.root_cause);
+    assert!(a.root_cause.contains("targetPort 9999"), "{}", a.root_cause);
+    // The Service sending where its pods listen: the refusals stand as they are.
+    let a = analyze(&world("8080"));
+    assert_eq!(a.category, Category::DependencyFailure, "{}", a.root_cause);
+}

@@ -329,6 +329,14 @@ fn url_host(line: &str) -> Option<String> {
     Some(caps.get(1)?.as_str().to_string())
 }
 
+/// Whether a failed lookup in a line is of an address's name (reverse DNS), not of a name.
+fn reverse_lookup(line: &str) -> bool {
+    static REVERSE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+        Regex::new(r"(?i)ip address '[0-9a-f.:]+' could not be resolved|reverse (?:dns|lookup)|\.in-addr\.arpa\b").ok()
+    });
+    REVERSE.as_ref().is_some_and(|re| re.is_match(line))
+}
+
 /// The signatures a line shows.
 pub(crate) fn classify(line: &str) -> Vec<Sig> {
     let mut sigs: Vec<Sig> = PATTERNS
@@ -339,6 +347,11 @@ pub(crate) fn classify(line: &str) -> Vec<Sig> {
     // A shell's "unexpected EOF while looking for matching" is its parser, not a peer's socket.
     if sigs.contains(&Sig::Syntax) {
         sigs.retain(|s| *s != Sig::Reset);
+    }
+    // A server that cannot name a client's address (MySQL's `IP address '10.1.2.31' could not
+    // be resolved`) did a reverse lookup: no setting names anything that does not exist.
+    if sigs.contains(&Sig::NoSuchName) && reverse_lookup(line) {
+        sigs.retain(|s| *s != Sig::NoSuchName);
     }
     // A connection the peer refused is the more precise account of one that failed.
     if sigs.contains(&Sig::ConnRefused) {
@@ -1867,6 +1880,14 @@ mod tests {
             assert!(!classify(l).contains(&Sig::Throttled), "{l}");
         }
         assert_eq!(Sig::Throttled.category(), Category::DependencyFailure);
+    }
+
+    #[test]
+    fn a_reverse_lookup_that_fails_names_no_missing_host() {
+        let l = "2026-03-11T14:06:00.402113Z 0 [Warning] [MY-010055] [Server] IP address '10.1.2.31' could not be resolved: Name or service not known";
+        assert!(!classify(l).contains(&Sig::NoSuchName), "{l}");
+        let l = "getaddrinfo ENOTFOUND orders-db.internal";
+        assert_eq!(classify(l), vec![Sig::NoSuchName]);
     }
 
     #[test]

@@ -63,6 +63,38 @@ pub(crate) fn walk(ctx: &Ctx, symptom: &Symptom, signals: &mut [Signal]) {
                 .push_str(&format!("; likely a symptom of the {c} found alongside"));
         }
     }
+    // The subject's calls fail to a Service it dials, and a failing check on that Service says
+    // why (its selector matches no pod, its targetPort is served by none): the calls' failure is
+    // that check's effect.
+    let dialled: Vec<String> = ctx
+        .dialled_services()
+        .iter()
+        .map(|n| format!("service/{n}"))
+        .collect();
+    // Within a whole application, a Service of it failing such a check explains its parts'
+    // failing calls to one another, whether or not the address they dial was matched to it.
+    let own_service = |o: &String| {
+        ctx.subject.application.is_some()
+            && o.starts_with("service/")
+            && relation(ctx, o).is_some()
+    };
+    let service_fault = signals.iter().any(|s| {
+        can_be_cause(s)
+            && s.category == Category::ConfigurationError
+            && s.objects.iter().any(|o| dialled.contains(o) || own_service(o))
+    });
+    if service_fault {
+        for s in signals.iter_mut().filter(|s| {
+            s.category == Category::DependencyFailure
+                && s.objects.is_empty()
+                && s.cause.is_some()
+                && !s.benign
+        }) {
+            s.explained = true;
+            s.detail
+                .push_str("; the Service these calls dial fails a check of its own");
+        }
+    }
     // The subject's own failing state is the first link of a chain whose next link is a failure
     // of the same kind on the subject or on something an evidenced edge ties to it (the crash
     // loop whose logs name the dependency that refuses it): the walk goes on to that one.
