@@ -111,8 +111,7 @@ impl Sig {
 
     pub(crate) fn category(self) -> Category {
         match self {
-            Sig::Dns
-            | Sig::ConnRefused
+            Sig::ConnRefused
             | Sig::Unreachable
             | Sig::Incompatible
             | Sig::Reset
@@ -120,7 +119,8 @@ impl Sig {
             | Sig::ReadOnly
             | Sig::Throttled
             | Sig::Timeout => Category::DependencyFailure,
-            Sig::ClockSkew => Category::Infrastructure,
+            // The cluster's resolver failing (SERVFAIL, lookups timing out) is the platform.
+            Sig::ClockSkew | Sig::Dns => Category::Infrastructure,
             Sig::Auth => Category::ConfigurationError,
             Sig::Panic | Sig::Syntax | Sig::Http5xx | Sig::Leak => Category::CodeDefect,
             Sig::Oom | Sig::StoreFull => Category::ResourceExhaustion,
@@ -541,6 +541,9 @@ pub(crate) fn target(line: &str) -> Option<String> {
                 "host",
                 "remote",
                 "connection",
+                // `A record lookup error: lookup paymentservice on …`
+                "error",
+                "failed",
             ]
             .contains(&t.to_ascii_lowercase().as_str())
         })
@@ -1126,9 +1129,16 @@ pub(crate) fn signatures(ctx: &Ctx) -> Vec<Signal> {
                 )),
                 (Basis::Logged, 1),
             ),
-            Sig::Dns | Sig::ConnRefused | Sig::Unreachable | Sig::Reset | Sig::Timeout
-                if h.count >= 2 =>
-            {
+            Sig::Dns if h.count >= 2 => (
+                Some(format!(
+                    "{scope}'s lookups{dep} fail at the resolver: {} {} in its logs, e.g. \"{}\"; the cluster's DNS (or the network path to it) does not answer, so the names exist but cannot be resolved",
+                    h.count,
+                    h.sig.label(),
+                    h.example
+                )),
+                (Basis::Logged, 1),
+            ),
+            Sig::ConnRefused | Sig::Unreachable | Sig::Reset | Sig::Timeout if h.count >= 2 => {
                 (
                     Some(format!(
                         "{scope} cannot reach a dependency{dep}: {} {} in its logs, e.g. \"{}\"; requests fail because the downstream service is unreachable, not because of {scope}'s own code",

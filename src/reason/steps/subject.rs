@@ -502,7 +502,9 @@ fn whole_name_in(text: &str, name: &str) -> bool {
 /// has it: a word next to "namespace" that names none is not taken for one.
 fn namespace_said(obs: &Observations, text: &str) -> Option<String> {
     let words: Vec<String> = text
-        .split(|c: char| c.is_whitespace() || matches!(c, ',' | '.' | ';' | ':' | '"' | '\'' | '`' | '(' | ')'))
+        .split(|c: char| {
+            c.is_whitespace() || matches!(c, ',' | '.' | ';' | ':' | '"' | '\'' | '`' | '(' | ')')
+        })
         .filter(|w| !w.is_empty())
         .map(str::to_ascii_lowercase)
         .collect();
@@ -515,11 +517,14 @@ fn namespace_said(obs: &Observations, text: &str) -> Option<String> {
         if !matches!(w.as_str(), "namespace" | "ns") {
             return None;
         }
-        [words.get(i + 1), i.checked_sub(1).and_then(|j| words.get(j))]
-            .into_iter()
-            .flatten()
-            .find(|n| exists(n))
-            .cloned()
+        [
+            words.get(i + 1),
+            i.checked_sub(1).and_then(|j| words.get(j)),
+        ]
+        .into_iter()
+        .flatten()
+        .find(|n| exists(n))
+        .cloned()
     })
 }
 

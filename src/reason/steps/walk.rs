@@ -74,14 +74,14 @@ pub(crate) fn walk(ctx: &Ctx, symptom: &Symptom, signals: &mut [Signal]) {
     // Within a whole application, a Service of it failing such a check explains its parts'
     // failing calls to one another, whether or not the address they dial was matched to it.
     let own_service = |o: &String| {
-        ctx.subject.application.is_some()
-            && o.starts_with("service/")
-            && relation(ctx, o).is_some()
+        ctx.subject.application.is_some() && o.starts_with("service/") && relation(ctx, o).is_some()
     };
     let service_fault = signals.iter().any(|s| {
         can_be_cause(s)
             && s.category == Category::ConfigurationError
-            && s.objects.iter().any(|o| dialled.contains(o) || own_service(o))
+            && s.objects
+                .iter()
+                .any(|o| dialled.contains(o) || own_service(o))
     });
     if service_fault {
         for s in signals.iter_mut().filter(|s| {
