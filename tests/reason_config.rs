@@ -257,6 +257,20 @@ fn a_missing_key_in_logs_after_a_config_map_update_names_both() {
         )],
         &["configmap/register-settings"],
     );
+    failing_from_step(&mut obs, "ERROR tax: setting TAX_REGION_TABLE is not set");
+    let a = analyze(&obs);
+    assert_eq!(a.category, Category::ConfigurationError, "{}", text(&a));
+    assert!(a.root_cause.contains("TAX_REGION_TABLE"), "{}", text(&a));
+    assert!(
+        a.root_cause
+            .contains("config-map register-settings updated"),
+        "{}",
+        text(&a)
+    );
+}
+
+/// With no metric, `register`'s pods log sales throughout and `error` from the step on.
+fn failing_from_step(obs: &mut Observations, error: &str) {
     obs.metrics.clear();
     obs.evidence
         .insert("kubernetes/pod_logs".into(), vec!["ev-l".into()]);
@@ -271,41 +285,18 @@ fn a_missing_key_in_logs_after_a_config_map_update_names_both() {
             obs.pod_logs.push(LogLine {
                 at: Some(at),
                 labels: BTreeMap::from([("pod".to_string(), "register-7d5-b".to_string())]),
-                line: "ERROR tax: setting TAX_REGION_TABLE is not set".into(),
+                line: error.into(),
             });
         }
     }
-    let a = analyze(&obs);
-    assert_eq!(a.category, Category::ConfigurationError, "{}", text(&a));
-    assert!(a.root_cause.contains("TAX_REGION_TABLE"), "{}", text(&a));
-    assert!(
-        a.root_cause
-            .contains("config-map register-settings updated"),
-        "{}",
-        text(&a)
-    );
 }
 
 /// `register`'s pods log writes refused by a read-only database from the step on.
 fn read_only_writes(obs: &mut Observations) {
-    obs.metrics.clear();
-    obs.evidence
-        .insert("kubernetes/pod_logs".into(), vec!["ev-l".into()]);
-    for m in -15..15 {
-        let at = step_at() + Duration::minutes(m);
-        obs.pod_logs.push(LogLine {
-            at: Some(at),
-            labels: BTreeMap::from([("pod".to_string(), "register-7d5-a".to_string())]),
-            line: format!("INFO sale {} read", 9000 + m),
-        });
-        if m >= 1 {
-            obs.pod_logs.push(LogLine {
-                at: Some(at),
-                labels: BTreeMap::from([("pod".to_string(), "register-7d5-b".to_string())]),
-                line: "ERROR o.h.e.j.s.SqlExceptionHelper : ERROR: cannot execute INSERT in a read-only transaction".into(),
-            });
-        }
-    }
+    failing_from_step(
+        obs,
+        "ERROR o.h.e.j.s.SqlExceptionHelper : ERROR: cannot execute INSERT in a read-only transaction",
+    );
 }
 
 #[test]
