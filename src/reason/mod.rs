@@ -184,6 +184,7 @@ pub fn analyze(obs: &Observations) -> Analysis {
     signals.extend(metrics::threshold_breaches(&ctx));
     signals.extend(metrics::step_changes(&ctx));
     signals.extend(metrics::hpa_at_max(&ctx));
+    signals.extend(metrics::at_limit(&ctx));
     signals.extend(logs::signatures(&ctx));
     signals.extend(checks::slow_calls::slow_calls(&ctx));
     signals.extend(checks::cpu_limit::cpu_limit(&ctx));

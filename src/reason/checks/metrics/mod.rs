@@ -7,7 +7,9 @@ use chrono::DateTime;
 use regex::Regex;
 use std::sync::LazyLock;
 
+mod limit;
 mod step;
+pub(crate) use limit::at_limit;
 pub(crate) use step::{lag_text, step, step_changes};
 
 /// The checks this concern makes.
@@ -24,6 +26,13 @@ pub(crate) const DECLARED: &[Decl] = &[
         title: "series back within bounds",
         concern: "metrics",
         role: Role::Clearance,
+        reads: &[],
+    },
+    Decl {
+        id: "limit_reached",
+        title: "usage at its configured maximum",
+        concern: "metrics",
+        role: Role::Failure,
         reads: &[],
     },
     Decl {
