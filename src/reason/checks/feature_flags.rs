@@ -79,10 +79,7 @@ pub(crate) fn flag_turned_on(ctx: &Ctx) -> Vec<Signal> {
         .max_by_key(|(_, at, _)| *at);
     let mut workloads: Vec<String> = failures
         .iter()
-        .filter_map(|l| {
-            let p = ctx.pod_named(l.labels.get("pod")?)?;
-            Some(ctx.workload_of(p).map_or(p.name.clone(), |(_, n)| n))
-        })
+        .filter_map(|l| super::logs::line_owner(ctx, l))
         .collect();
     workloads.sort_unstable();
     workloads.dedup();

@@ -369,11 +369,9 @@ pub(crate) fn classify(line: &str) -> Vec<Sig> {
     sigs
 }
 
-/// How deep a signature reaches: a name that resolves nowhere or a missing setting explains a
-/// refused connection, which explains a pool that ran dry, which explains a stack trace.
 /// The workload whose pod logged a line (the pod itself when it has no owner), when the line
 /// names a listed pod.
-fn line_owner(ctx: &Ctx, l: &LogLine) -> Option<String> {
+pub(crate) fn line_owner(ctx: &Ctx, l: &LogLine) -> Option<String> {
     let p = ctx.pod_named(l.labels.get("pod")?)?;
     Some(ctx.workload_of(p).map_or(p.name.clone(), |(_, n)| n))
 }
@@ -439,6 +437,8 @@ const OWN_STATE: &[Sig] = &[
     Sig::Config,
 ];
 
+/// How deep a signature reaches: a name that resolves nowhere or a missing setting explains a
+/// refused connection, which explains a pool that ran dry, which explains a stack trace.
 fn depth(sig: Sig) -> u8 {
     match sig {
         Sig::NoSuchName | Sig::Config | Sig::Cert | Sig::Auth | Sig::ClockSkew => 0,

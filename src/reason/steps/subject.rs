@@ -83,14 +83,9 @@ fn grpc_names(service: &str) -> Vec<String> {
     let package = parts.next().unwrap_or_default();
     let name = service.rsplit('.').next().unwrap_or_default();
     let kebab = |s: &str| {
-        let mut out = String::new();
-        for (i, c) in s.chars().enumerate() {
-            if c.is_ascii_uppercase() && i > 0 {
-                out.push('-');
-            }
-            out.push(c.to_ascii_lowercase());
-        }
-        out
+        crate::reason::conventions::camel_words(s)
+            .to_ascii_lowercase()
+            .replace(' ', "-")
     };
     let bare = name.strip_suffix("Service").filter(|b| !b.is_empty());
     let mut out = vec![
