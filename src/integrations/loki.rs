@@ -104,12 +104,9 @@ pub fn parse_streams(v: &Value, limit: u32, direction: Direction) -> Result<Vec<
                 .to_string();
             let secs = (ns / 1_000_000_000) as i64;
             let sub = (ns % 1_000_000_000) as u32;
-            // A line that opens with its own RFC 3339 time was stamped by the process when it
-            // happened; the entry's time is when it was shipped, which can be much later.
-            let own = line
-                .split_once(' ')
-                .and_then(|(first, _)| chrono::DateTime::parse_from_rfc3339(first).ok())
-                .map(|t| t.with_timezone(&Utc));
+            // A line that carries its own time was stamped by the process when it happened;
+            // the entry's time is when it was shipped, which can be much later.
+            let own = super::kubernetes::stamped_at(&line);
             lines.push((
                 ns,
                 LogLine {
@@ -158,7 +155,8 @@ mod tests {
         let v = json!({"status": "success", "data": {"resultType": "streams", "result": [
             {"stream": {"app": "a"}, "values": [
                 ["1773239495000000000", "2026-03-11T13:54:02Z ERR dial tcp 10.1.1.70:8086: connect: connection refused"],
-                ["1773239496000000000", "no time of its own"]
+                ["1773239496000000000", "no time of its own"],
+                ["1773239497000000000", "{\"ts\":\"2026-03-11T13:55:00Z\",\"msg\":\"retrying\"}"]
             ]}
         ]}});
         let lines = parse_streams(&v, 10, Direction::Forward).unwrap_or_default();
@@ -168,7 +166,11 @@ mod tests {
             .collect();
         assert_eq!(
             at,
-            ["2026-03-11T13:54:02+00:00", "2026-03-11T14:31:36+00:00"]
+            [
+                "2026-03-11T13:54:02+00:00",
+                "2026-03-11T14:31:36+00:00",
+                "2026-03-11T13:55:00+00:00"
+            ]
         );
         assert!(lines[0].line.starts_with("2026-03-11T13:54:02Z ERR"));
     }

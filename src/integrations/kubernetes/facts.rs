@@ -974,7 +974,7 @@ pub fn parse_log_text(text: &str, labels: &BTreeMap<String, String>) -> Vec<LogL
                 Some((first, rest)) => match DateTime::parse_from_rfc3339(first) {
                     Ok(t) => (Some(t.with_timezone(&Utc)), rest),
                     // The line is kept whole: its own stamp is part of what it says.
-                    Err(_) => (logged_at(l).or_else(|| structured_at(l)), l),
+                    Err(_) => (stamped_at(l), l),
                 },
                 None => (None, l),
             };
@@ -985,6 +985,16 @@ pub fn parse_log_text(text: &str, labels: &BTreeMap<String, String>) -> Vec<LogL
             }
         })
         .collect()
+}
+
+/// The time a line carries of its own, whoever shipped it: an opening RFC 3339 stamp, the
+/// logging libraries' default layout, or a structured line's time field.
+pub fn stamped_at(line: &str) -> Option<DateTime<Utc>> {
+    line.split_once(' ')
+        .and_then(|(first, _)| DateTime::parse_from_rfc3339(first).ok())
+        .map(|t| t.with_timezone(&Utc))
+        .or_else(|| logged_at(line))
+        .or_else(|| structured_at(line))
 }
 
 /// The time a line opens with in the layout most logging libraries default to (logback, log4j,

@@ -606,8 +606,19 @@ pub(crate) fn series_onset(ctx: &Ctx) -> Option<DateTime<Utc>> {
     metrics::own_series(ctx, &p)
         .iter()
         .filter(|x| x.points.last().is_some_and(|(_, v)| th.breached(*v)))
+        .filter(|x| !ended_with_pod(ctx, x))
         .filter_map(|x| breach_onset(&x.points, |v| th.breached(v)))
         .min()
+}
+
+/// A series of a pod that no longer exists, silent for longer than Prometheus looks back: it
+/// ended with its pod, whatever its last value.
+fn ended_with_pod(ctx: &Ctx, x: &crate::model::Series) -> bool {
+    let now = ctx.obs.now.timestamp() as f64;
+    x.points.last().is_some_and(|(t, _)| now - t > 300.0)
+        && x.labels
+            .get("pod")
+            .is_some_and(|p| ctx.pod_named(p).is_none())
 }
 
 /// The alert's own expression against its threshold, when Prometheus returned its series;
@@ -626,15 +637,7 @@ fn measure_expression(ctx: &Ctx, s: &mut Symptom) -> bool {
     let fmt = |v: f64| metrics::show(v, ratio);
     match p.threshold {
         Some(th) => {
-            // A series of a pod that no longer exists, silent for longer than Prometheus looks
-            // back: it ended with its pod, whatever its last value.
-            let now = ctx.obs.now.timestamp() as f64;
-            let ended = |x: &crate::model::Series| {
-                x.points.last().is_some_and(|(t, _)| now - t > 300.0)
-                    && x.labels
-                        .get("pod")
-                        .is_some_and(|p| ctx.pod_named(p).is_none())
-            };
+            let ended = |x: &crate::model::Series| ended_with_pod(ctx, x);
             let breaching: Vec<_> = own
                 .iter()
                 .filter(|x| x.points.last().is_some_and(|(_, v)| th.breached(*v)))
